@@ -1,0 +1,29 @@
+"""jaxbench: a benchmark, evaluation harness and optimizing agents for Pallas kernels.
+
+Public API (fixed names, see DESIGN.md)::
+
+    jaxbench.get_task("8p_gemm")           # the Task
+    jaxbench.list_tasks(suite="jaxbench")  # all tasks of a suite
+    jaxbench.evaluate("kernel.py", "8p_gemm", target="tpu", size="small")
+"""
+
+from __future__ import annotations
+
+import os
+
+# Workers and the parent may share one accelerator: never let either grab it all.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+__version__ = "0.1.0"
+
+from jaxbench.tasks import get_task, list_tasks  # noqa: E402
+
+
+def evaluate(source_or_path, task_id, **options):  # noqa: ANN001, ANN201
+    """Evaluates a candidate kernel on a task; returns the evaluation-result dict."""
+    from jaxbench.evaluator import evaluate as _evaluate
+
+    return _evaluate(source_or_path, task_id, **options)
+
+
+__all__ = ["__version__", "evaluate", "get_task", "list_tasks"]

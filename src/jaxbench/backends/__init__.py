@@ -1,0 +1,97 @@
+"""How kernels run: device detection, forced interpret modes, cross-lowering, peak figures.
+
+Candidates never pass ``interpret``; the harness decides. On CPU every
+``pallas_call`` traced under :func:`interpret_mode` runs interpreted, including
+calls made inside library kernels, because Pallas reads the forcing flag at
+trace time for every call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+
+from jaxbench.backends.peaks import PEAKS, peak_for
+
+LOWERING_PLATFORM = {"tpu": "tpu", "gpu": "cuda"}
+
+
+def accelerator_platform() -> str | None:
+    """``"tpu"`` or ``"gpu"`` when JAX sees such a device, else ``None``."""
+    try:
+        platform = jax.devices()[0].platform
+    except RuntimeError:
+        return None
+    if platform == "tpu":
+        return "tpu"
+    if platform in ("gpu", "cuda", "rocm"):
+        return "gpu"
+    return None
+
+
+def resolve_mode(mode: str, target: str) -> str:
+    """``auto`` -> ``device`` when the target's hardware is present, else ``interpret``."""
+    if mode not in ("auto", "interpret", "device"):
+        raise ValueError(f"unknown mode {mode!r}; use auto, interpret or device")
+    if mode == "auto":
+        return "device" if accelerator_platform() == target else "interpret"
+    if mode == "device" and accelerator_platform() != target:
+        raise RuntimeError(f"--mode device needs a {target.upper()}; none is visible to JAX")
+    return mode
+
+
+@contextlib.contextmanager
+def interpret_mode(kind: str = "generic", **tpu_params: Any) -> Iterator[None]:
+    """Forces every ``pallas_call`` traced inside to run interpreted.
+
+    ``generic`` is Pallas' HLO interpreter (any kernel, CPU); ``tpu`` is the TPU
+    interpreter, which simulates VMEM/SMEM, DMAs and semaphores, fills
+    uninitialised memory with NaN and can detect races.
+    """
+    from jax._src import config as jax_config
+
+    if kind == "generic":
+        flag: Any = True
+    elif kind == "tpu":
+        from jax.experimental.pallas import tpu as pltpu
+
+        params = {"uninitialized_memory": "nan", **tpu_params}
+        flag = pltpu.InterpretParams(**params)
+    else:
+        raise ValueError(f"unknown interpret kind {kind!r}")
+    setting = jax_config.pallas_tpu_interpret_mode_context_manager
+    previous = setting.swap_local(flag)
+    try:
+        yield
+    finally:
+        setting.set_local(previous)
+
+
+def reset_tpu_interpreter() -> None:
+    """The TPU interpreter keeps global state after a failure; clear it."""
+    with contextlib.suppress(Exception):
+        from jax._src.pallas.mosaic.interpret import interpret_pallas_call
+
+        interpret_pallas_call.reset_tpu_interpret_mode_state()
+
+
+def cross_lower(fn: Callable[..., Any], args: tuple, target: str) -> Any:
+    """Lowers ``fn(*args)`` for ``target`` from any host (``jax.stages.Lowered``)."""
+    platform = LOWERING_PLATFORM[target]
+    return jax.jit(fn).trace(*args).lower(lowering_platforms=(platform,))
+
+
+def device_kind() -> str:
+    try:
+        return jax.devices()[0].device_kind
+    except RuntimeError:
+        return "unknown"
+
+
+__all__ = [
+    "LOWERING_PLATFORM", "PEAKS", "accelerator_platform", "cross_lower", "device_kind",
+    "interpret_mode", "peak_for", "reset_tpu_interpreter", "resolve_mode",
+]

@@ -1,0 +1,115 @@
+"""Stage 4's verdict, in the trusted parent: candidate outputs against the float32 ground truth.
+
+The ground truth is the task's reference evaluated in float32 on the same
+inputs upcast. The candidate's output must match the bf16 reference's shape
+and dtype exactly, be finite everywhere, and satisfy
+``|out - truth| <= atol + rtol * |truth|`` elementwise, compared in float32.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbench.tasks.spec import Task, upcast
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    message: str
+    max_abs_err: float | None = None
+    rel_err: float | None = None
+
+
+def derive_keys(secret: bytes, task_id: str, size: str, count: int, purpose: str) -> list[list[int]]:
+    """Per-trial PRNG key data from the run's secret: unpredictable without the secret."""
+    keys = []
+    for i in range(count):
+        digest = hashlib.sha256(secret + f"|{task_id}|{size}|{purpose}|{i}".encode()).digest()
+        keys.append([int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:8], "little")])
+    return keys
+
+
+def key_from_data(data: Sequence[int]) -> jax.Array:
+    return jax.random.wrap_key_data(np.asarray(data, np.uint32))
+
+
+class GroundTruth:
+    """Computes (and caches) the float32 ground truth per task, size and key."""
+
+    def __init__(self) -> None:
+        self._fns: dict[str, Any] = {}
+        self._cache: dict[tuple, list[np.ndarray]] = {}
+
+    def __call__(self, task: Task, size: str, key: Sequence[int]) -> list[np.ndarray]:
+        cache_key = (task.id, size, tuple(key))
+        if cache_key not in self._cache:
+            fn = self._fns.setdefault(task.id, jax.jit(lambda *xs, _t=task: _t.reference(*xs)))
+            inputs = upcast(task.make_inputs(key_from_data(key), size))
+            truth = fn(*inputs)
+            self._cache[cache_key] = [np.asarray(x, np.float32)
+                                      for x in jax.tree_util.tree_leaves(truth)]
+        return self._cache[cache_key]
+
+
+def read_outputs(path: Path, trials: list[dict[str, Any]]) -> dict[str, list[np.ndarray]]:
+    """Reads the worker's output stream back into arrays of their declared dtypes."""
+    import ml_dtypes  # noqa: F401 - registers bfloat16 & co. with numpy
+
+    outputs: dict[str, list[np.ndarray]] = {}
+    with open(path, "rb") as f:
+        for trial in trials:
+            leaves = []
+            for leaf in trial["leaves"]:
+                arr = np.load(f, allow_pickle=False)
+                dtype = jnp.dtype(leaf["dtype"])
+                if arr.dtype != dtype:
+                    arr = arr.view(dtype)
+                leaves.append(arr.reshape(leaf["shape"]))
+            outputs[trial["label"]] = leaves
+    return outputs
+
+
+def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarray],
+                  atol: float, rtol: float) -> Verdict:
+    """Shape/dtype match, finiteness and tolerance, leaf by leaf."""
+    exp_leaves = jax.tree_util.tree_leaves(expected)
+    if len(outputs) != len(exp_leaves):
+        return Verdict(False, f"kernel returned {len(outputs)} arrays, the reference returns "
+                              f"{len(exp_leaves)}")
+    worst_abs, worst_rel = 0.0, 0.0
+    for i, (out, exp, ref) in enumerate(zip(outputs, exp_leaves, truth, strict=True)):
+        name = f"output {i}" if len(outputs) > 1 else "output"
+        if tuple(out.shape) != tuple(exp.shape):
+            return Verdict(False, f"{name} shape {tuple(out.shape)} != expected {tuple(exp.shape)}")
+        if jnp.dtype(out.dtype) != jnp.dtype(exp.dtype):
+            return Verdict(False, f"{name} dtype {out.dtype} != expected {exp.dtype}")
+        got = out.astype(np.float32)
+        finite = np.isfinite(got)
+        if not finite.all():
+            bad = int((~finite).sum())
+            return Verdict(False, f"{name} has {bad} NaN/Inf of {got.size} elements")
+        err = np.abs(got - ref)
+        tol = atol + rtol * np.abs(ref)
+        max_abs = float(err.max()) if err.size else 0.0
+        denom = float(np.linalg.norm(ref))
+        rel = float(np.linalg.norm(got - ref) / denom) if denom > 0 else float(np.linalg.norm(got))
+        worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, rel)
+        over = err > tol
+        if over.any():
+            idx = np.unravel_index(int(np.argmax(err - tol)), err.shape)
+            return Verdict(
+                False,
+                f"{name}: {int(over.sum())} of {err.size} elements ({over.mean():.1%}) exceed "
+                f"atol {atol:g} + rtol {rtol:g}·|truth|; worst at {tuple(int(j) for j in idx)}: "
+                f"got {float(got[idx]):.5g}, truth {float(ref[idx]):.5g}",
+                max_abs, rel)
+    return Verdict(True, "", worst_abs, worst_rel)

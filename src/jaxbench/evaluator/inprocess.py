@@ -1,0 +1,105 @@
+"""The same checks as the worker, in the calling process, for *trusted* kernels only.
+
+Used for full-size cross-lowering checks of shipped kernels, by the task
+validator, and as the "bare cost" baseline of the harness-overhead benchmark.
+Never use it on untrusted code: there is no sandbox here.
+
+Command line (for kernel authors)::
+
+    python -m jaxbench.evaluator.inprocess TASK_ID KERNEL.py [--size small|full] [--no-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from types import ModuleType
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxbench.backends import cross_lower, interpret_mode, reset_tpu_interpreter
+from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, key_from_data
+from jaxbench.evaluator.jaxpr_walk import walk
+from jaxbench.evaluator.static import check_source, declared_target
+from jaxbench.tasks import get_task
+
+
+def load_trusted(source: str, filename: str = "<kernel>") -> ModuleType:
+    module = ModuleType("trusted_kernel")
+    module.__file__ = filename
+    exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 - trusted only
+    return module
+
+
+def check_in_process(
+    source: str,
+    task_id: str,
+    *,
+    target: str | None = None,
+    size: str = "small",
+    run: bool = True,
+    trials: int = 1,
+    tpu_interpret: bool = True,
+    secret: bytes = b"in-process",
+    truth: GroundTruth | None = None,
+    filename: str = "<kernel>",
+) -> dict[str, Any]:
+    """static, trace, lower and (with ``run``) interpret-mode correctness, in this process."""
+    task = get_task(task_id)
+    target = target or declared_target(source) or "tpu"
+    out: dict[str, Any] = {"task": task_id, "target": target, "size": size}
+    t0 = time.perf_counter()
+    check_source(source, filename)
+    kernel = load_trusted(source, filename).kernel
+    specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype)) for s in task.input_specs(size)]
+    report = walk(jax.make_jaxpr(kernel)(*specs).jaxpr)
+    out["pallas_calls"] = report.pallas_calls
+    out["outside_flops_fraction"] = report.outside_flops / max(task.flops(size), 1.0)
+    cross_lower(kernel, tuple(specs), target)
+    out["lowered"] = True
+    if run:
+        truth = truth or GroundTruth()
+        expected = task.output_shapes(size)
+        out["ok"], out["max_abs_err"] = True, 0.0
+        runs = [("generic", k) for k in derive_keys(secret, task_id, size, trials, "trial")]
+        if target == "tpu" and tpu_interpret:
+            runs.append(("tpu", runs[0][1]))
+        for kind, key in runs:
+            inputs = task.make_inputs(key_from_data(key), size)
+            try:
+                with interpret_mode(kind):
+                    got = jax.block_until_ready(jax.jit(kernel)(*inputs))
+            finally:
+                if kind == "tpu":
+                    reset_tpu_interpreter()
+            leaves = [np.asarray(x) for x in jax.tree_util.tree_leaves(got)]
+            verdict = check_outputs(leaves, expected, truth(task, size, key), task.atol, task.rtol)
+            out["max_abs_err"] = max(out["max_abs_err"], verdict.max_abs_err or 0.0)
+            if not verdict.ok:
+                out.update(ok=False, message=f"[{kind} interpreter] {verdict.message}")
+                break
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("task")
+    parser.add_argument("kernel")
+    parser.add_argument("--size", default="small")
+    parser.add_argument("--target", default=None)
+    parser.add_argument("--no-run", action="store_true", help="trace and cross-lower only")
+    parser.add_argument("--trials", type=int, default=1)
+    args = parser.parse_args()
+    with open(args.kernel) as f:
+        source = f.read()
+    print(json.dumps(check_in_process(source, args.task, target=args.target, size=args.size,
+                                      run=not args.no_run, trials=args.trials,
+                                      filename=args.kernel), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Worker processes: one fresh process per evaluation, with a warm spare waiting.
+
+A worker imports JAX and warms it up before its job arrives, so keeping one
+spare per slot hides interpreter start-up without ever reusing a process. Each
+worker has its own process group (killed whole at the end, so nothing it
+started survives), a private directory for its files, a wall-clock timeout
+and a resident-memory watchdog on top of its own rlimits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class WorkerOutcome:
+    returncode: int | None
+    timed_out: bool
+    memory_exceeded: bool
+    wall_s: float
+    dir: Path
+    stderr_tail: str
+
+
+class _Worker:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="jaxbench-worker-"))
+        self._log = open(self.dir / "worker.log", "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jaxbench.evaluator.worker"],
+            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True, env=env, cwd=self.dir,
+        )
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self._log.close()
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _group_rss_bytes(pgid: int) -> int:
+    """Resident memory of every process in a process group (Linux /proc)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:  # field 5 (pgrp), after state and ppid
+                continue
+            with open(f"/proc/{entry}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+class WorkerPool:
+    """Hands out fresh worker processes; keeps ``spares`` of them warmed up in advance."""
+
+    def __init__(self, spares: int = 1) -> None:
+        self._env = worker_env()
+        self._spares: queue.Queue[_Worker] = queue.Queue()
+        self._want = spares
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(spares):
+            self._spares.put(_Worker(self._env))
+
+    def _take(self) -> _Worker:
+        try:
+            worker = self._spares.get_nowait()
+        except queue.Empty:
+            worker = _Worker(self._env)
+        if worker.proc.poll() is not None:  # a spare that died while waiting
+            worker.kill()
+            worker.cleanup()
+            worker = _Worker(self._env)
+        with self._lock:
+            if not self._closed and self._want > 0:
+                self._spares.put(_Worker(self._env))
+        return worker
+
+    def run(self, job: dict[str, Any], timeout_s: float, memory_bytes: int | None) -> WorkerOutcome:
+        """Runs one job in a fresh worker; the caller reads and then removes ``outcome.dir``."""
+        worker = self._take()
+        job = {**job, "out_dir": str(worker.dir)}
+        started = time.monotonic()
+        timed_out = memory_exceeded = False
+        try:
+            assert worker.proc.stdin is not None
+            worker.proc.stdin.write(json.dumps(job).encode())
+            worker.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        while True:
+            try:
+                worker.proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if time.monotonic() - started > timeout_s:
+                timed_out = True
+                break
+            if memory_bytes and _group_rss_bytes(worker.proc.pid) > memory_bytes:
+                memory_exceeded = True
+                break
+        worker.kill()  # always: nothing the candidate started may outlive the evaluation
+        log = worker.dir / "worker.log"
+        tail = log.read_bytes()[-4000:].decode(errors="replace") if log.exists() else ""
+        return WorkerOutcome(worker.proc.returncode, timed_out, memory_exceeded,
+                             time.monotonic() - started, worker.dir, tail)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        while True:
+            try:
+                worker = self._spares.get_nowait()
+            except queue.Empty:
+                break
+            worker.kill()
+            worker.cleanup()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,85 @@
+"""Statuses, stages and the evaluation-result record (the contract of DESIGN.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import sys
+import time
+from typing import Any
+
+STATUSES = (
+    "correct", "incorrect", "no_pallas", "rejected",
+    "compile_error", "runtime_error", "timeout", "crashed",
+)
+STAGES = ("static", "trace", "lower", "correct", "time", "recheck")
+
+
+class StageFailure(Exception):
+    """A candidate failed a stage: carries the status and the stage it stopped at."""
+
+    def __init__(self, status: str, stage: str, message: str) -> None:
+        assert status in STATUSES, status
+        super().__init__(message)
+        self.status = status
+        self.stage = stage
+        self.message = message
+
+
+def source_sha256(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def short_error(exc: BaseException, limit: int = 600) -> str:
+    """The useful part of an exception: its type and the first lines of its message."""
+    text = str(exc).strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # JAX appends long tracebacks-in-messages; the head says what went wrong.
+    head = " | ".join(lines[:4]) if lines else ""
+    msg = f"{type(exc).__name__}: {head}" if head else type(exc).__name__
+    return msg if len(msg) <= limit else msg[: limit - 3] + "..."
+
+
+def versions() -> dict[str, Any]:
+    """Software and host versions; the worker adds the device it ran on."""
+    info: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "host": platform.node(),
+        "machine": platform.machine(),
+    }
+    try:
+        import jax
+        import jaxlib
+
+        info["jax"] = jax.__version__
+        info["jaxlib"] = jaxlib.__version__
+    except ImportError:  # pragma: no cover - jax is a dependency
+        pass
+    from jaxbench import __version__
+
+    info["jaxbench"] = __version__
+    return info
+
+
+def new_result(task: str, target: str, mode: str, size: str, source: str) -> dict[str, Any]:
+    """A result record with every contract field present (filled in as stages run)."""
+    return {
+        "type": "evaluation",
+        "task": task,
+        "target": target,
+        "mode": mode,
+        "size": size,
+        "status": None,
+        "stage": None,
+        "message": "",
+        "max_abs_err": None,
+        "rel_err": None,
+        "t_ref_ms": None,
+        "t_kernel_ms": None,
+        "speedup": None,
+        "compile_s": None,
+        "source_sha256": source_sha256(source),
+        "stages": {},
+        "versions": versions(),
+        "started_at": time.time(),
+    }

@@ -1,0 +1,152 @@
+"""Stage 1, ``static``: the candidate parses, defines ``kernel`` and breaks no policy rule.
+
+The rules are an allow-list of imports plus a deny-list of names and
+attributes that let code escape the kernel contract (process spawning, host
+callbacks, reaching the harness or the reference, patching modules, frame and
+heap inspection). Runtime guards in the worker back these up, so code that
+hides from this check is still caught when it acts.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from jaxbench.evaluator.result import StageFailure
+
+ALLOWED_IMPORT_ROOTS = frozenset({
+    "jax", "numpy", "ml_dtypes", "math", "functools", "itertools", "typing",
+    "dataclasses", "collections", "operator", "enum", "__future__", "abc", "string",
+    "tokamax", "einops",
+})
+DENIED_MODULE_PREFIXES = ("jax._src", "jax.config", "jax.experimental.host_callback",
+                          "jax.experimental.io_callback")
+DENIED_CALLS = frozenset({
+    "eval", "exec", "compile", "__import__", "open", "globals", "locals", "vars",
+    "setattr", "delattr", "breakpoint", "input", "memoryview",
+})
+DENIED_ATTRIBUTES = frozenset({
+    # host callbacks
+    "pure_callback", "io_callback", "debug_callback", "callback", "host_callback",
+    "print_callback",
+    # escapes to the interpreter, frames and the heap
+    "__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__",
+    "__import__", "__loader__", "__spec__", "__dict__", "__bases__", "__mro__",
+    "__getattribute__", "__reduce__", "__reduce_ex__", "__self__", "__func__",
+    "f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame",
+    "cr_frame", "ag_frame", "co_code", "_getframe", "get_objects", "get_referrers",
+    # global configuration: precision, interpret forcing
+    "config", "update", "default_matmul_precision",
+})
+DENIED_NAMES = frozenset({"__builtins__", "__loader__", "__spec__", "sys", "os", "builtins"})
+
+
+def _allowed_module(name: str) -> bool:
+    root = name.split(".")[0]
+    if root not in ALLOWED_IMPORT_ROOTS:
+        return False
+    return not any(name == p or name.startswith(p + ".") for p in DENIED_MODULE_PREFIXES)
+
+
+class _PolicyVisitor(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.violations: list[str] = []
+        self.module_aliases: set[str] = set()
+
+    def _deny(self, node: ast.AST, why: str) -> None:
+        self.violations.append(f"line {getattr(node, 'lineno', '?')}: {why}")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if not _allowed_module(alias.name):
+                self._deny(node, f"import of {alias.name!r} is not allowed")
+            self.module_aliases.add((alias.asname or alias.name).split(".")[0])
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level or not _allowed_module(module):
+            self._deny(node, f"import from {'.' * node.level + module!r} is not allowed")
+        for alias in node.names:
+            full = f"{module}.{alias.name}"
+            if not _allowed_module(full) or alias.name in DENIED_ATTRIBUTES:
+                self._deny(node, f"import of {full!r} is not allowed")
+            self.module_aliases.add(alias.asname or alias.name)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id in DENIED_CALLS:
+            self._deny(node, f"call to {node.func.id}() is not allowed")
+        if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2:
+            attr = node.args[1]
+            if not isinstance(attr, ast.Constant) or attr.value in DENIED_ATTRIBUTES:
+                self._deny(node, "getattr() needs a literal, permitted attribute name")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in DENIED_ATTRIBUTES:
+            self._deny(node, f"use of .{node.attr} is not allowed (host callbacks, "
+                             "introspection and global config are outside the kernel contract)")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in DENIED_NAMES:
+            self._deny(node, f"use of {node.id!r} is not allowed")
+
+    def _check_store_target(self, target: ast.AST) -> None:
+        # Assigning into an imported module (jax.numpy.dot = ..., time.time = ...) patches
+        # code the harness shares with the candidate.
+        root = target
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(target, ast.Attribute) and isinstance(root, ast.Name) \
+                and root.id in self.module_aliases:
+            self._deny(target, f"assigning to an attribute of module {root.id!r} is not allowed")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._check_store_target(target)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_store_target(node.target)
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self._deny(node, "global statements are not allowed")
+
+
+def check_source(source: str, filename: str = "<kernel>") -> None:
+    """Raises :class:`StageFailure` when the source does not parse or breaks a policy rule."""
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" if exc.lineno else "?"
+        raise StageFailure("compile_error", "static", f"SyntaxError at {where}: {exc.msg}") from None
+    visitor = _PolicyVisitor()
+    visitor.visit(tree)
+    if visitor.violations:
+        shown = "; ".join(visitor.violations[:3])
+        more = f" (+{len(visitor.violations) - 3} more)" if len(visitor.violations) > 3 else ""
+        raise StageFailure("rejected", "static", f"policy violation: {shown}{more}")
+    defines_kernel = any(
+        (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "kernel")
+        or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "kernel"
+                                              for t in n.targets))
+        for n in tree.body
+    )
+    if not defines_kernel:
+        raise StageFailure("compile_error", "static",
+                           "the file defines no top-level `kernel(*inputs)` function")
+
+
+def declared_target(source: str) -> str | None:
+    """The module-level ``TARGET = "tpu"|"gpu"`` of a candidate, if any."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            if any(isinstance(t, ast.Name) and t.id == "TARGET" for t in node.targets):
+                value = node.value.value
+                if value in ("tpu", "gpu"):
+                    return value
+    return None

@@ -1,0 +1,226 @@
+"""The task format: what one operator to optimize is, as Python data.
+
+A task module (``tasks/<suite>/<folder>/task.py``) builds one :class:`Task` and
+binds it to the module-level name ``TASK``. Its seed and expert kernels live
+beside it as ``seed_tpu.py``, ``seed_gpu.py``, ``expert_tpu.py`` ... : plain
+candidate files, evaluated exactly like any submitted kernel.
+
+Sizes are named sets of dimensions (``small`` for CPU interpret-mode checks,
+``full`` for timing); input specs, FLOPs and bytes are functions of those
+dimensions, so one definition serves every size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+SIZES = ("small", "full")
+TARGETS = ("tpu", "gpu")
+DEFAULT_ATOL = 1e-2
+DEFAULT_RTOL = 1e-2
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One positional input: its name, shape, dtype and how to draw it.
+
+    ``init`` is one of ``normal`` (``scale * N(0, 1)``), ``uniform``
+    (``U[low, high)``), ``randint`` (integers in ``[low, high)``) or
+    ``custom`` (the task's ``make_inputs`` draws it).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str = "bfloat16"
+    init: str = "normal"
+    scale: float = 1.0
+    low: float = 0.0
+    high: float = 1.0
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * np.dtype(jnp.dtype(self.dtype)).itemsize
+
+    def draw(self, key: jax.Array) -> jax.Array:
+        dtype = jnp.dtype(self.dtype)
+        if self.init == "normal":
+            x = jax.random.normal(key, self.shape, jnp.float32) * self.scale
+            return x.astype(dtype)
+        if self.init == "uniform":
+            x = jax.random.uniform(key, self.shape, jnp.float32, self.low, self.high)
+            return x.astype(dtype)
+        if self.init == "randint":
+            return jax.random.randint(key, self.shape, int(self.low), int(self.high), dtype)
+        raise ValueError(f"input {self.name!r}: init {self.init!r} needs the task's make_inputs")
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.dtype}{list(self.shape)}"
+
+
+def normal(name: str, shape: Sequence[int], scale: float = 1.0, dtype: str = "bfloat16") -> InputSpec:
+    """An activation drawn from ``scale * N(0, 1)``."""
+    return InputSpec(name, tuple(shape), dtype, "normal", scale=scale)
+
+
+def weight(name: str, shape: Sequence[int], fan_in: int, dtype: str = "bfloat16") -> InputSpec:
+    """A weight drawn from ``N(0, 1/fan_in)``: never zero, outputs stay O(1) at every size."""
+    return InputSpec(name, tuple(shape), dtype, "normal", scale=1.0 / math.sqrt(fan_in))
+
+
+def uniform(name: str, shape: Sequence[int], low: float = 0.0, high: float = 1.0,
+            dtype: str = "bfloat16") -> InputSpec:
+    return InputSpec(name, tuple(shape), dtype, "uniform", low=low, high=high)
+
+
+def randint(name: str, shape: Sequence[int], low: int, high: int, dtype: str = "int32") -> InputSpec:
+    return InputSpec(name, tuple(shape), dtype, "randint", low=low, high=high)
+
+
+def custom(name: str, shape: Sequence[int], dtype: str = "int32") -> InputSpec:
+    """An input the task's own ``make_inputs`` draws (page tables, group sizes ...)."""
+    return InputSpec(name, tuple(shape), dtype, "custom")
+
+
+Dims = SimpleNamespace
+
+
+class Task:
+    """One operator to optimize.
+
+    Args:
+        id: the catalogue ID, e.g. ``"8p_gemm"``.
+        reference: the plain-JAX reference (the XLA baseline). It must be
+            dtype-generic: called on float32-upcast inputs it computes the
+            float32 ground truth.
+        sizes: size name -> dimensions, e.g. ``{"small": dict(M=256), "full": dict(M=8192)}``.
+        inputs: dimensions -> input specs, in call order.
+        flops: dimensions -> floating-point operations of the operator.
+        bytes: dimensions -> minimal HBM traffic; defaults to inputs + outputs.
+        make_inputs: ``(key, dims) -> tuple`` for inputs that are not independent
+            draws (page tables, sorted group sizes ...); default draws each spec.
+        atol, rtol: the correctness tolerance, compared in float32.
+        suite: the suite the task belongs to.
+        meta: source model, family, level, and ``repair`` for repaired tasks.
+        description: what the task computes (defaults to the module docstring).
+    """
+
+    def __init__(
+        self,
+        id: str,
+        *,
+        reference: Callable[..., Any],
+        sizes: Mapping[str, Mapping[str, int]],
+        inputs: Callable[[Dims], Sequence[InputSpec]],
+        flops: Callable[[Dims], float],
+        bytes: Callable[[Dims], float] | None = None,
+        make_inputs: Callable[[jax.Array, Dims], tuple] | None = None,
+        atol: float = DEFAULT_ATOL,
+        rtol: float = DEFAULT_RTOL,
+        suite: str = "jaxbench",
+        meta: Mapping[str, Any] | None = None,
+        description: str = "",
+    ) -> None:
+        missing = [s for s in SIZES if s not in sizes]
+        if missing:
+            raise ValueError(f"task {id}: sizes {missing} are missing")
+        self.id = id
+        self.reference = reference
+        self.sizes = {k: dict(v) for k, v in sizes.items()}
+        self._inputs = inputs
+        self._flops = flops
+        self._bytes = bytes
+        self._make_inputs = make_inputs
+        self.atol = atol
+        self.rtol = rtol
+        self.suite = suite
+        self.meta = dict(meta or {})
+        self.description = description
+        self.folder: Path | None = None  # set by the registry
+
+    def __repr__(self) -> str:
+        return f"Task({self.id!r})"
+
+    def dims(self, size: str = "small") -> Dims:
+        if size not in self.sizes:
+            raise KeyError(f"task {self.id} has no size {size!r} (sizes: {', '.join(self.sizes)})")
+        return Dims(**self.sizes[size])
+
+    def input_specs(self, size: str = "small") -> list[InputSpec]:
+        return list(self._inputs(self.dims(size)))
+
+    @property
+    def inputs(self) -> dict[str, list[InputSpec]]:
+        """Input specs per size, in call order."""
+        return {size: self.input_specs(size) for size in self.sizes}
+
+    def make_inputs(self, key: jax.Array, size: str = "small") -> tuple:
+        """Draws the input tuple for ``size`` from a PRNG key (same key, same inputs)."""
+        if self._make_inputs is not None:
+            return tuple(self._make_inputs(key, self.dims(size)))
+        specs = self.input_specs(size)
+        keys = jax.random.split(key, len(specs))
+        return tuple(spec.draw(k) for spec, k in zip(specs, keys, strict=True))
+
+    def output_shapes(self, size: str = "small") -> Any:
+        """The reference's output ``ShapeDtypeStruct`` pytree (no computation)."""
+        specs = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in self.input_specs(size)]
+        return jax.eval_shape(self.reference, *specs)
+
+    def flops(self, size: str = "small") -> float:
+        return float(self._flops(self.dims(size)))
+
+    def bytes(self, size: str = "small") -> float:
+        if self._bytes is not None:
+            return float(self._bytes(self.dims(size)))
+        outs = jax.tree_util.tree_leaves(self.output_shapes(size))
+        out_bytes = sum(math.prod(o.shape) * o.dtype.itemsize for o in outs)
+        return float(sum(s.nbytes for s in self.input_specs(size)) + out_bytes)
+
+    def kernel_files(self) -> dict[tuple[str, str], Path]:
+        """Shipped kernels beside the task: ``(kind, target) -> path``, e.g. ``("seed", "tpu")``."""
+        if self.folder is None:
+            return {}
+        found = {}
+        for path in sorted(self.folder.glob("*_*.py")):
+            kind, _, target = path.stem.rpartition("_")
+            if kind in ("seed", "expert") or kind.startswith("expert"):
+                if target in TARGETS:
+                    found[(kind, target)] = path
+        return found
+
+    def prompt_signature(self, size: str = "full") -> str:
+        """Inputs in call order, one per line, for prompts and listings."""
+        return "\n".join(s.describe() for s in self.input_specs(size))
+
+    def fingerprint(self) -> str:
+        """Changes when the task's definition file changes (for result caching)."""
+        if self.folder is None:
+            return ""
+        return hashlib.sha256((self.folder / "task.py").read_bytes()).hexdigest()[:16]
+
+
+def upcast(inputs: Sequence[Any]) -> tuple:
+    """Floating inputs to float32, others unchanged: the ground truth's inputs."""
+    out = []
+    for x in inputs:
+        if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating):
+            out.append(jnp.asarray(x, jnp.float32))
+        else:
+            out.append(x)
+    return tuple(out)
+
+
+__all__ = [
+    "DEFAULT_ATOL", "DEFAULT_RTOL", "Dims", "InputSpec", "SIZES", "TARGETS", "Task",
+    "custom", "normal", "randint", "uniform", "upcast", "weight",
+]
