@@ -1,0 +1,248 @@
+"""The ``jaxbench`` command line: a thin layer over the Python API.
+
+Exit codes: 0 success (for ``eval``: the verdict is ``correct``), 1 any other
+verdict or a run with failures, 2 a usage error (unknown task, missing file,
+malformed option) with a one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from jaxbench.tasks import UnknownTaskError
+
+USAGE_ERRORS = (UnknownTaskError, FileNotFoundError, KeyError, ValueError)
+
+
+def _usage_error(message: str) -> NoReturn:
+    click.echo(f"jaxbench: error: {message}", err=True)
+    sys.exit(2)
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    # Wide tables when piped to a file or CI log (rich falls back to 80 columns there).
+    width = None if (sys.stderr if stderr else sys.stdout).isatty() else 160
+    return Console(stderr=stderr, highlight=False, width=width)
+
+
+class _Group(click.Group):
+    """Turns usage mistakes click detects into one line and exit 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("standalone_mode", False)
+        try:
+            return super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            sys.exit(0)
+        except click.UsageError as exc:
+            hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
+            _usage_error(f"{exc.format_message()}{hint}")
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="jaxbench")
+def main() -> None:
+    """jaxbench: benchmark, evaluate and optimize Pallas kernels (TPU, GPU; CPU interpret mode)."""
+
+
+@main.command("tasks")
+@click.option("--suite", default=None, help="Only this suite (e.g. jaxbench).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per task on stdout.")
+def tasks_cmd(suite: str | None, as_json: bool) -> None:
+    """List the tasks, their full-size inputs and the kernels shipped with them."""
+    from jaxbench.tasks import list_tasks
+
+    try:
+        tasks = list_tasks(suite)
+    except UnknownTaskError as exc:
+        _usage_error(str(exc))
+    if as_json:
+        for t in tasks:
+            click.echo(json.dumps({
+                "id": t.id, "suite": t.suite, **{k: v for k, v in t.meta.items()},
+                "inputs": {size: [s.describe() for s in specs] for size, specs in t.inputs.items()},
+                "flops_full": t.flops("full"), "bytes_full": t.bytes("full"),
+                "atol": t.atol, "rtol": t.rtol,
+                "kernels": sorted(f"{k}_{tg}" for k, tg in t.kernel_files()),
+            }))
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(tasks)} tasks", show_lines=False)
+    for col in ("id", "family", "inputs (full)", "GFLOP", "kernels"):
+        table.add_column(col, overflow="fold")
+    for t in tasks:
+        specs = ", ".join(s.describe() for s in t.input_specs("full"))
+        kernels = " ".join(sorted(f"{k}_{tg}" for k, tg in t.kernel_files()))
+        table.add_row(t.id, str(t.meta.get("family", "")), specs, f"{t.flops('full') / 1e9:,.0f}",
+                      kernels)
+    _console().print(table)
+
+
+_TARGET = click.Choice(["tpu", "gpu"])
+_MODE = click.Choice(["auto", "interpret", "device"])
+_SIZE = click.Choice(["small", "full"])
+
+
+@main.command("eval")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--task", "task_id", required=True, help="Task ID (see `jaxbench tasks`).")
+@click.option("--target", type=_TARGET, default=None, help="Defaults to the file's TARGET, else tpu.")
+@click.option("--mode", type=_MODE, default="auto", show_default=True)
+@click.option("--size", type=_SIZE, default="small", show_default=True)
+@click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--timeout", "timeout_s", type=float, default=None, help="Wall-clock seconds.")
+@click.option("--no-tpu-interpret", is_flag=True, help="Skip the TPU-interpreter run.")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one result object.")
+def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str, trials: int,
+             timeout_s: float | None, no_tpu_interpret: bool, as_json: bool) -> None:
+    """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors."""
+    from jaxbench.evaluator import evaluate
+
+    if not file.is_file():
+        _usage_error(f"kernel file {str(file)!r} does not exist")
+    try:
+        result = evaluate(file, task_id, target=target, mode=mode, size=size, trials=trials,
+                          timeout_s=timeout_s, tpu_interpret=not no_tpu_interpret)
+    except RuntimeError as exc:  # e.g. --mode device without the hardware
+        _usage_error(str(exc))
+    except USAGE_ERRORS as exc:
+        _usage_error(str(exc).strip("'\""))
+    if as_json:
+        click.echo(json.dumps(result, default=str))
+    else:
+        _print_result(result)
+    sys.exit(0 if result["status"] == "correct" else 1)
+
+
+def _print_result(r: dict[str, Any]) -> None:
+    console = _console()
+    color = "green" if r["status"] == "correct" else "red"
+    console.print(f"[bold]{r['task']}[/] ({r['target']}, {r['mode']}, {r['size']}): "
+                  f"[{color}]{r['status']}[/] at stage {r['stage']}")
+    if r["message"]:
+        console.print(f"  {r['message']}", markup=False)
+    if r["max_abs_err"] is not None:
+        console.print(f"  max abs err {r['max_abs_err']:.3g}, rel err {r['rel_err']:.3g}")
+    if r["speedup"] is not None:
+        console.print(f"  t_ref {r['t_ref_ms']:.3f} ms, t_kernel {r['t_kernel_ms']:.3f} ms, "
+                      f"speedup {r['speedup']:.2f}x")
+    elif r["status"] == "correct":
+        console.print("  time: skipped: no accelerator (interpret mode checks correctness only)")
+
+
+@main.command("run")
+@click.option("--suite", default=None, help="Suite to run (default: all tasks).")
+@click.option("--tasks", "task_ids", default=None, help="Comma-separated task IDs.")
+@click.option("--kernels", required=True,
+              help="seed, expert, or a directory of <task_id>.py kernel files.")
+@click.option("--target", type=click.Choice(["tpu", "gpu", "all"]), default="all",
+              show_default=True)
+@click.option("--mode", type=_MODE, default="auto", show_default=True)
+@click.option("--size", type=_SIZE, default="small", show_default=True)
+@click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Parallel evaluations (default: min(4, CPUs)).")
+@click.option("--timeout", "timeout_s", type=float, default=None, help="Per evaluation, seconds.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run directory (default runs/<time>-<kernels>); an existing one is resumed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON lines.")
+def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
+            size: str, trials: int, workers: int | None, timeout_s: float | None,
+            out_dir: Path | None, as_json: bool) -> None:
+    """Evaluate shipped kernels (seed/expert) or a directory of kernels into a run directory."""
+    from jaxbench.runner import default_workers, directory_jobs, select_tasks, shipped_jobs
+    from jaxbench.runs import RunDir, RunError
+    from jaxbench.tasks import list_tasks
+
+    targets = ("tpu", "gpu") if target == "all" else (target,)
+    try:
+        tasks = select_tasks(suite, task_ids)
+        if kernels in ("seed", "expert"):
+            jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
+        else:
+            directory = Path(kernels)
+            if not directory.is_dir():
+                _usage_error(f"--kernels must be seed, expert or a directory; {kernels!r} is none")
+            jobs = directory_jobs(directory, tasks, targets)
+    except USAGE_ERRORS as exc:
+        _usage_error(str(exc).strip("'\""))
+    if not jobs:
+        _usage_error(f"no {kernels} kernels match (target {target}); see `jaxbench tasks`")
+    workers = workers or default_workers()
+    out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
+    config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,
+              "target": target, "mode": mode, "size": size, "trials": trials}
+    try:
+        run = RunDir.open(out_dir, config)
+    except RunError as exc:
+        _usage_error(str(exc))
+    started = time.monotonic()
+    results = _run_with_progress(jobs, run, size, mode, workers, trials, timeout_s, as_json)
+    wall = time.monotonic() - started
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    run.finish(wall_s=round(wall, 2), counts=counts, evaluations=len(results))
+    if not as_json:
+        _print_summary(results, out_dir, wall)
+    sys.exit(0 if all(r["status"] == "correct" for r in results) else 1)
+
+
+def _run_with_progress(jobs: list[Any], run: Any, size: str, mode: str, workers: int,
+                       trials: int, timeout_s: float | None, as_json: bool) -> list[dict[str, Any]]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from jaxbench.runner import run_jobs
+
+    options = {"trials": trials, "timeout_s": timeout_s}
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
+                        console=_console(stderr=True), disable=as_json, transient=False)
+    with progress:
+        bar = progress.add_task(f"evaluating ({workers} workers)", total=len(jobs), last="")
+
+        def on_result(job: Any, result: dict[str, Any]) -> None:
+            if as_json:
+                click.echo(json.dumps(result, default=str))
+            progress.update(bar, advance=1,
+                            last=f"{job.task} [{job.kind}/{job.target}] {result['status']}")
+
+        return run_jobs(jobs, run, size=size, mode=mode, workers=workers,
+                        evaluate_options=options, on_result=on_result)
+
+
+def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) -> None:
+    from rich.table import Table
+
+    table = Table(title="jaxbench run")
+    for col in ("task", "kernel", "target", "mode", "status", "max abs err", "speedup", "message"):
+        table.add_column(col, overflow="fold")
+    for r in sorted(results, key=lambda r: (r["task"], r.get("kind", ""), r["target"])):
+        color = "green" if r["status"] == "correct" else "red"
+        err = f"{r['max_abs_err']:.2g}" if r.get("max_abs_err") is not None else "-"
+        spd = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
+        table.add_row(r["task"], r.get("kind", ""), r["target"], r["mode"],
+                      f"[{color}]{r['status']}[/]", err, spd, (r["message"] or "")[:80])
+    console = _console()
+    console.print(table)
+    ok = sum(r["status"] == "correct" for r in results)
+    console.print(f"{ok}/{len(results)} correct in {wall:.1f} s; run directory: {out_dir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""``jaxbench run``: evaluate a set of shipped or user kernels into a run directory.
+
+Jobs are independent; a local thread pool drives one worker process per job
+(each evaluation is still a fresh, sandboxed process). Finished jobs are
+events in the run directory, so a killed run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jaxbench.evaluator import Evaluator
+from jaxbench.evaluator.result import source_sha256
+from jaxbench.evaluator.static import declared_target
+from jaxbench.runs import RunDir
+from jaxbench.tasks import Task, get_task, list_tasks
+
+
+@dataclass(frozen=True)
+class Job:
+    task: str
+    kind: str  # seed, expert, or "file" for a user directory
+    target: str
+    path: Path
+
+    @property
+    def key(self) -> str:
+        return f"{self.task}|{self.kind}|{self.target}|{source_sha256(self.path.read_text())[:16]}"
+
+
+def shipped_jobs(tasks: Iterable[Task], kind: str, targets: Iterable[str]) -> list[Job]:
+    """Seed or expert kernels shipped beside the tasks."""
+    jobs = []
+    for task in tasks:
+        for (file_kind, target), path in sorted(task.kernel_files().items()):
+            if target in targets and (file_kind == kind or file_kind.startswith(kind + "_")):
+                jobs.append(Job(task.id, file_kind, target, path))
+    return jobs
+
+
+def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Iterable[str]) -> list[Job]:
+    """``<task_id>.py`` files of a directory (unknown task IDs are an error)."""
+    wanted = {t.id for t in tasks} if tasks is not None else None
+    jobs = []
+    for path in sorted(directory.glob("*.py")):
+        task = get_task(path.stem)  # raises UnknownTaskError with a one-line message
+        if wanted is not None and task.id not in wanted:
+            continue
+        target = declared_target(path.read_text()) or "tpu"
+        if target in targets:
+            jobs.append(Job(task.id, "file", target, path))
+    return jobs
+
+
+def select_tasks(suite: str | None, task_ids: str | None) -> list[Task] | None:
+    if task_ids:
+        return [get_task(t.strip()) for t in task_ids.split(",") if t.strip()]
+    if suite:
+        return list_tasks(suite)
+    return None
+
+
+def default_workers() -> int:
+    return max(1, min(4, (os.cpu_count() or 1)))
+
+
+def run_jobs(
+    jobs: list[Job],
+    run: RunDir,
+    *,
+    size: str,
+    mode: str,
+    workers: int,
+    evaluate_options: dict[str, Any] | None = None,
+    on_result: Callable[[Job, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Evaluates every job not already in the run's events; returns all results (old and new)."""
+    done = {e["job"]: e for e in run.events() if e.get("type") == "evaluation" and "job" in e}
+    results = [done[j.key] for j in jobs if j.key in done]
+    pending = [j for j in jobs if j.key not in done]
+    for job in jobs:
+        if job.key in done and on_result:
+            on_result(job, done[job.key])
+    if not pending:
+        return results
+    options = dict(evaluate_options or {})
+    with Evaluator(secret=run.secret, spares=min(workers, len(pending))) as evaluator, \
+            ThreadPoolExecutor(max_workers=workers) as executor:
+        futures = {
+            executor.submit(evaluator.evaluate, job.path, job.task, target=job.target,
+                            mode=mode, size=size, **options): job
+            for job in pending
+        }
+        for future in as_completed(futures):
+            job = futures[future]
+            result = future.result()
+            result.update(job=job.key, kind=job.kind, kernel_file=str(job.path))
+            run.append(result)
+            results.append(result)
+            if on_result:
+                on_result(job, result)
+    return results
+
+
+__all__ = ["Job", "directory_jobs", "run_jobs", "select_tasks", "shipped_jobs"]
