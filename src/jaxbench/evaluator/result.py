@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import re
 import sys
 import time
 from typing import Any
@@ -34,6 +35,12 @@ def short_error(exc: BaseException, limit: int = 600) -> str:
     """The useful part of an exception: its type and the first lines of its message."""
     text = str(exc).strip()
     lines = [ln for ln in text.splitlines() if ln.strip()]
+    if "Traceback (most recent call last)" in text:
+        # An error raised inside a host callback (the interpreters run kernels that way):
+        # the embedded traceback's last exception line is the real cause.
+        causes = [ln.strip() for ln in lines if re.match(r"\s*[\w.]+(Error|Exception)\b", ln)]
+        if causes:
+            lines = [causes[-1]]
     # JAX appends long tracebacks-in-messages; the head says what went wrong.
     head = " | ".join(lines[:4]) if lines else ""
     msg = f"{type(exc).__name__}: {head}" if head else type(exc).__name__

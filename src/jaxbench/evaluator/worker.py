@@ -96,6 +96,18 @@ def _load_candidate(source: str, filename: str) -> ModuleType:
     return module
 
 
+def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> tuple[str, str, str]:
+    """(status, stage, message) for an exception raised by candidate code."""
+    from jaxbench.evaluator.result import short_error
+    from jaxbench.evaluator.sandbox import SandboxViolation
+
+    if isinstance(exc, SandboxViolation):
+        return "rejected", stage, f"sandbox: {exc}"
+    if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
+        return "crashed", stage, f"{prefix}out of memory (limit reached): {short_error(exc, 300)}"
+    return status, stage, prefix + short_error(exc)
+
+
 def _block(x: Any) -> Any:
     import jax
 
@@ -142,10 +154,8 @@ def run_job(job: dict[str, Any]) -> None:
         module = _load_candidate(job["source"], job.get("filename", "<kernel>"))
         kernel = module.kernel
         closed = jax.make_jaxpr(kernel)(*specs)
-    except sandbox.SandboxViolation as exc:
-        return reporter.fail("rejected", "trace", f"sandbox: {exc}")
     except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
-        return reporter.fail("compile_error", "trace", short_error(exc))
+        return reporter.fail(*_verdict(exc, "compile_error", "trace"))
     report = walk(closed.jaxpr)
     task_flops = task.flops(size)
     reporter.stage("trace", _perf_counter() - t0, pallas_calls=report.pallas_calls,
@@ -171,10 +181,15 @@ def run_job(job: dict[str, Any]) -> None:
     try:
         lowered = cross_lower(kernel, tuple(specs), target)
         del lowered
-    except sandbox.SandboxViolation as exc:
-        return reporter.fail("rejected", "lower", f"sandbox: {exc}")
     except Exception as exc:  # noqa: BLE001
-        return reporter.fail("compile_error", "lower", f"lowering for {target}: {short_error(exc)}")
+        if isinstance(exc, (sandbox.SandboxViolation, MemoryError)):
+            return reporter.fail(*_verdict(exc, "compile_error", "lower"))
+        hint = ""
+        if target == "gpu" and "Cannot lower pallas_call on platform" in str(exc):
+            hint = ("GPU kernels must pass compiler_params=plgpu.CompilerParams(...) from "
+                    "jax.experimental.pallas.triton (the Triton backend); ")
+        return reporter.fail("compile_error", "lower",
+                             f"lowering for {target}: {hint}{short_error(exc)}")
     reporter.stage("lower", _perf_counter() - t0, platform=target)
     result["compile_s"] = round(_perf_counter() - t0, 4)
 
@@ -189,10 +204,8 @@ def run_job(job: dict[str, Any]) -> None:
             else:
                 out = _block(compiled(*inputs))
             reporter.save_outputs(label, key, out)
-    except sandbox.SandboxViolation as exc:
-        return reporter.fail("rejected", "correct", f"sandbox: {exc}")
     except Exception as exc:  # noqa: BLE001
-        return reporter.fail("runtime_error", "correct", short_error(exc))
+        return reporter.fail(*_verdict(exc, "runtime_error", "correct"))
     info: dict[str, Any] = {}
     if mode == "interpret" and target == "tpu" and job.get("tpu_interpret", True):
         label, key, inputs = trial_sets[0]
@@ -201,15 +214,12 @@ def run_job(job: dict[str, Any]) -> None:
                 out = _block(jax.jit(kernel)(*inputs))
             reporter.save_outputs("tpu_interpreter", key, out)
             info["tpu_interpreter"] = "ran"
-        except sandbox.SandboxViolation as exc:
-            return reporter.fail("rejected", "correct", f"sandbox: {exc}")
         except NotImplementedError as exc:
             info["tpu_interpreter"] = f"unsupported: {short_error(exc, 200)}"
             reset_tpu_interpreter()
         except Exception as exc:  # noqa: BLE001
             reset_tpu_interpreter()
-            return reporter.fail("runtime_error", "correct",
-                                 f"TPU interpreter: {short_error(exc)}")
+            return reporter.fail(*_verdict(exc, "runtime_error", "correct", "TPU interpreter: "))
     reporter.stage("correct", _perf_counter() - t0, **info)
 
     if mode != "device" or timing_ref is None:
@@ -226,7 +236,7 @@ def run_job(job: dict[str, Any]) -> None:
         timing = time_interleaved(timing_ref, cand, [s for _, _, s in trial_sets],
                                   perf_counter=_perf_counter, **job.get("timing", {}))
     except Exception as exc:  # noqa: BLE001
-        return reporter.fail("runtime_error", "time", short_error(exc))
+        return reporter.fail(*_verdict(exc, "runtime_error", "time"))
     reporter.stage("time", _perf_counter() - t0, **timing)
 
     # -- recheck (device) ---------------------------------------------------------------
@@ -236,7 +246,7 @@ def run_job(job: dict[str, Any]) -> None:
             inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)), size)
             reporter.save_outputs(f"recheck{i}", key, _block(cand(*inputs)))
     except Exception as exc:  # noqa: BLE001
-        return reporter.fail("runtime_error", "recheck", short_error(exc))
+        return reporter.fail(*_verdict(exc, "runtime_error", "recheck"))
     reporter.stage("recheck", _perf_counter() - t0)
     result["status"] = "ran"
     reporter.flush()

@@ -1,0 +1,158 @@
+"""Run directories: ``manifest.json`` plus an append-only ``events.jsonl``.
+
+Every candidate, LLM call and evaluation result is one JSON line, flushed and
+fsynced as it is written, so a killed run loses at most the line in flight and
+resumes from what is on disk. The run's secret (correctness inputs derive from
+it) is committed to in the manifest by its SHA-256, kept in ``.secret`` while
+the run is open, and revealed in the final ``run_end`` event for auditing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import secrets
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from jaxbench.evaluator.result import versions
+
+MANIFEST = "manifest.json"
+EVENTS = "events.jsonl"
+SECRET = ".secret"
+
+
+class RunError(RuntimeError):
+    """A run directory that cannot be used (another config, unreadable manifest)."""
+
+
+def _git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(__file__).parent, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def _hardware() -> dict[str, Any]:
+    info: dict[str, Any] = {"cpu_count": os.cpu_count(), "machine": platform.machine()}
+    try:
+        import jax
+
+        devices = jax.devices()
+        info["platform"] = devices[0].platform
+        info["device_kind"] = devices[0].device_kind
+        info["device_count"] = len(devices)
+    except RuntimeError:
+        pass
+    return info
+
+
+class RunDir:
+    """One run's directory. ``RunDir.open(path, config)`` creates it or resumes it."""
+
+    def __init__(self, path: Path, manifest: dict[str, Any], secret: bytes) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.secret = secret
+        self._events_path = path / EVENTS
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], config: dict[str, Any]) -> RunDir:
+        """Creates a new run, or resumes one whose manifest has the same config."""
+        path = Path(path)
+        manifest_path = path / MANIFEST
+        if manifest_path.exists():
+            try:
+                manifest = json.loads(manifest_path.read_text())
+            except json.JSONDecodeError as exc:
+                raise RunError(f"{manifest_path} is not valid JSON ({exc}); use another --out") from None
+            if manifest.get("config") != json.loads(json.dumps(config)):
+                raise RunError(f"{path} holds a run with another configuration; "
+                               "use another --out to start a new run")
+            secret_path = path / SECRET
+            if not secret_path.exists():
+                raise RunError(f"{path} has ended (its secret was revealed); use another --out")
+            _drop_torn_tail(path / EVENTS)
+            return cls(path, manifest, bytes.fromhex(secret_path.read_text().strip()))
+        path.mkdir(parents=True, exist_ok=True)
+        secret = secrets.token_bytes(32)
+        manifest = {
+            "config": config,
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "versions": versions(),
+            "hardware": _hardware(),
+            "git_sha": _git_sha(),
+            "secret_sha256": hashlib.sha256(secret).hexdigest(),
+        }
+        fd = os.open(path / SECRET, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secret.hex())
+        tmp = path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=2))
+        tmp.replace(manifest_path)
+        run = cls(path, manifest, secret)
+        run.append({"type": "run_start"})
+        return run
+
+    def append(self, event: dict[str, Any]) -> None:
+        """Appends one event as a line; durable once this returns."""
+        event = {"time": time.time(), **event}
+        line = json.dumps(event, default=str) + "\n"
+        with open(self._events_path, "a") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        yield from read_events(self.path)
+
+    def finish(self, **summary: Any) -> None:
+        """Reveals the secret in a final event; the run can no longer be resumed."""
+        self.append({"type": "run_end", "secret": self.secret.hex(), **summary})
+        (self.path / SECRET).unlink(missing_ok=True)
+
+
+def _drop_torn_tail(events_path: Path) -> None:
+    """A run killed mid-write leaves a partial last line: cut it so appends start clean."""
+    if not events_path.exists():
+        return
+    with open(events_path, "rb+") as f:
+        data = f.read()
+        if data and not data.endswith(b"\n"):
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def read_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Events of a run directory; a torn last line (a kill mid-write) is skipped."""
+    events_path = Path(path) / EVENTS
+    if not events_path.exists():
+        return
+    with open(events_path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def verify_secret(path: str | os.PathLike[str]) -> bool:
+    """True when the revealed secret matches the manifest's commitment."""
+    manifest = json.loads((Path(path) / MANIFEST).read_text())
+    for event in read_events(path):
+        if event.get("type") == "run_end":
+            revealed = bytes.fromhex(event["secret"])
+            return hashlib.sha256(revealed).hexdigest() == manifest["secret_sha256"]
+    return False
+
+
+__all__ = ["RunDir", "RunError", "read_events", "verify_secret"]

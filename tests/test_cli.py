@@ -1,0 +1,84 @@
+"""The command line: output contracts, exit codes, one-line usage errors, run directories."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+SEED = ROOT / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_gpu.py"
+BAD = ROOT / "tests/kernels/wrong_shape.py"
+
+
+def jaxbench(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "jaxbench.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_tasks_json_lists_known_tasks():
+    out = jaxbench("tasks", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    ids = {r["id"] for r in rows}
+    assert "8p_gemm" in ids
+    gemm = next(r for r in rows if r["id"] == "8p_gemm")
+    assert gemm["inputs"]["full"] == ["A: bfloat16[8192, 8192]", "B: bfloat16[8192, 28672]"]
+    assert {"seed_tpu", "seed_gpu"} <= set(gemm["kernels"])
+
+
+def test_eval_json_is_one_object_and_exit_0_when_correct():
+    out = jaxbench("eval", SEED, "--task", "8p_gemm", "--json", "--trials", "1")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)  # exactly one JSON object, nothing else
+    assert result["status"] == "correct" and result["target"] == "gpu"
+
+
+def test_eval_exit_1_for_a_wrong_kernel():
+    out = jaxbench("eval", BAD, "--task", "8p_gemm", "--json", "--trials", "1")
+    assert out.returncode == 1
+    assert json.loads(out.stdout)["status"] == "incorrect"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["eval", SEED, "--task", "no_such_task"], "unknown task 'no_such_task'"),
+    (["eval", "missing_kernel.py", "--task", "8p_gemm"], "does not exist"),
+    (["eval", SEED], "Missing option '--task'"),
+    (["eval", SEED, "--task", "8p_gemm", "--size", "huge"], "huge"),
+    (["run", "--kernels", "seed", "--tasks", "nope"], "unknown task 'nope'"),
+    (["run", "--kernels", "not_a_dir"], "--kernels must be seed, expert or a directory"),
+    (["tasks", "--suite", "nope"], "unknown suite 'nope'"),
+])
+def test_usage_errors_are_one_line_with_exit_2(args, words):
+    out = jaxbench(*args)
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_run_writes_manifest_and_events(tmp_path):
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "8p_gemm.py").write_text(SEED.read_text())
+    out_dir = tmp_path / "run"
+    out = jaxbench("run", "--kernels", kernels, "--out", out_dir, "--trials", "1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1/1 correct" in out.stdout
+    manifest = json.loads((out_dir / "manifest.json").read_text())
+    assert manifest["config"]["kernels"] == str(kernels)
+    assert len(manifest["secret_sha256"]) == 64
+    events = [json.loads(line) for line in (out_dir / "events.jsonl").read_text().splitlines()]
+    evaluations = [e for e in events if e["type"] == "evaluation"]
+    assert [(e["task"], e["status"]) for e in evaluations] == [("8p_gemm", "correct")]
+    assert events[-1]["type"] == "run_end"
+    from jaxbench.runs import verify_secret
+
+    assert verify_secret(out_dir)
+
+
+def test_run_directory_with_unknown_task_file_is_a_usage_error(tmp_path):
+    (tmp_path / "no_such_task.py").write_text("def kernel(x):\n    return x\n")
+    out = jaxbench("run", "--kernels", tmp_path)
+    assert out.returncode == 2 and "unknown task 'no_such_task'" in out.stderr

@@ -1,0 +1,68 @@
+"""The static policy: what a kernel file may not do, caught before anything runs."""
+
+import pytest
+
+from jaxbench.evaluator.result import StageFailure
+from jaxbench.evaluator.static import check_source, declared_target
+
+OK = """
+import functools
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+TARGET = "tpu"
+
+def kernel(x):
+    return x
+"""
+
+
+def test_a_plain_kernel_passes():
+    check_source(OK)
+    assert declared_target(OK) == "tpu"
+
+
+@pytest.mark.parametrize("line,words", [
+    ("import os", "import of 'os'"),
+    ("import subprocess", "import of 'subprocess'"),
+    ("import socket", "import of 'socket'"),
+    ("import ctypes", "import of 'ctypes'"),
+    ("import threading", "import of 'threading'"),
+    ("import gc", "import of 'gc'"),
+    ("import inspect", "import of 'inspect'"),
+    ("import time", "import of 'time'"),
+    ("import jaxbench", "import of 'jaxbench'"),
+    ("from jaxbench.tasks import get_task", "jaxbench"),
+    ("from jax._src import config", "jax._src"),
+    ("from jax.experimental import io_callback", "io_callback"),
+    ("y = jax.pure_callback", ".pure_callback"),
+    ("jax.config.update('jax_default_matmul_precision', 'bfloat16')", ".config"),
+    ("jnp.dot = lambda a, b: a", "assigning to an attribute of module 'jnp'"),
+    ("x = eval('1')", "eval()"),
+    ("exec('import os')", "exec()"),
+    ("m = __import__('os')", "__import__()"),
+    ("f = open('/tmp/x', 'w')", "open()"),
+    ("g = kernel.__globals__", "__globals__"),
+    ("s = ().__class__.__base__.__subclasses__()", "__subclasses__"),
+    ("f = getattr(jax, 'con' + 'fig')", "getattr() needs a literal"),
+    ("setattr(jnp, 'dot', None)", "setattr()"),
+])
+def test_policy_violations_are_rejected(line, words):
+    with pytest.raises(StageFailure) as info:
+        check_source(OK + "\n" + line + "\n")
+    assert info.value.status == "rejected" and info.value.stage == "static"
+    assert words in info.value.message
+
+
+def test_syntax_error_is_a_compile_error():
+    with pytest.raises(StageFailure) as info:
+        check_source("def kernel(:\n")
+    assert info.value.status == "compile_error"
+
+
+def test_missing_kernel_is_a_compile_error():
+    with pytest.raises(StageFailure) as info:
+        check_source("import jax\n")
+    assert info.value.status == "compile_error" and "kernel" in info.value.message
