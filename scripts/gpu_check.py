@@ -1,0 +1,66 @@
+"""Evaluates every GPU seed at full size on an NVIDIA GPU (device mode) and prints/saves a table.
+
+    python scripts/gpu_check.py [--out gpu_check.json] [--tasks ID,ID] [--kinds seed,expert]
+
+On a machine without a GPU it stops with a one-line error; `--dry-run` runs
+the same pipeline in interpret mode at small size instead (to test the script).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from jaxbench.backends import accelerator_platform, device_kind
+from jaxbench.evaluator import Evaluator
+from jaxbench.tasks import get_task, list_tasks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="gpu_check.json")
+    parser.add_argument("--tasks", default=None, help="comma-separated task IDs (default: all)")
+    parser.add_argument("--kinds", default="seed", help="seed, expert or both (comma-separated)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="per evaluation, seconds")
+    parser.add_argument("--dry-run", action="store_true", help="interpret mode, small size (no GPU)")
+    args = parser.parse_args()
+    if not args.dry_run and accelerator_platform() != "gpu":
+        sys.exit("gpu_check: error: no NVIDIA GPU is visible to JAX; use --dry-run to test the script")
+    mode, size = ("interpret", "small") if args.dry_run else ("device", "full")
+    tasks = [get_task(t) for t in args.tasks.split(",")] if args.tasks else list_tasks()
+    kinds = args.kinds.split(",")
+    rows = []
+    with Evaluator(spares=1) as evaluator:
+        for task in tasks:
+            for (kind, target), path in sorted(task.kernel_files().items()):
+                if target != "gpu" or kind.split("_")[0] not in kinds:
+                    continue
+                started = time.monotonic()
+                r = evaluator.evaluate(path, task.id, target="gpu", mode=mode, size=size,
+                                       timeout_s=args.timeout)
+                rows.append({k: r.get(k) for k in (
+                    "task", "status", "stage", "message", "t_ref_ms", "t_kernel_ms", "speedup",
+                    "max_abs_err", "compile_s", "device_kind")} | {"kernel": kind,
+                                                                    "wall_s": time.monotonic() - started})
+                print(_row(rows[-1]), flush=True)
+    report = {"device_kind": device_kind(), "mode": mode, "size": size,
+              "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": rows}
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1, default=str)
+    ok = sum(r["status"] == "correct" for r in rows)
+    print(f"{ok}/{len(rows)} correct on {report['device_kind']}; written to {args.out}")
+
+
+def _row(r: dict) -> str:
+    def ms(x: float | None) -> str:
+        return f"{x:9.3f}" if x is not None else "        -"
+
+    speed = f"{r['speedup']:6.2f}x" if r["speedup"] else "      -"
+    return (f"{r['task']:58s} {r['kernel']:7s} {ms(r['t_ref_ms'])} {ms(r['t_kernel_ms'])} {speed} "
+            f"{r['status']:13s} {(r['message'] or '')[:60]}")
+
+
+if __name__ == "__main__":
+    main()
