@@ -1,4 +1,4 @@
-"""Seed kernel for causal GQA attention on NVIDIA GPUs (Pallas Triton backend).
+"""Seed kernel for 2p_gqa_attention on NVIDIA GPUs (Pallas Triton backend).
 
 Grid (B, H, S/bq): each program owns one (bq, D) query tile of one head and
 loops over the kv blocks up to the diagonal with ``fori_loop``, keeping the
@@ -59,8 +59,8 @@ def kernel(q, k, v):
         grid=(b, h, s // bq),
         in_specs=[
             pl.BlockSpec((None, None, bq, d), lambda bi, hi, qi: (bi, hi, qi, 0)),
-            pl.BlockSpec((None, None, s, d), lambda bi, hi, qi: (bi, hi // group, 0, 0)),
-            pl.BlockSpec((None, None, s, d), lambda bi, hi, qi: (bi, hi // group, 0, 0)),
+            pl.BlockSpec((None, None, s, d), lambda bi, hi, qi: (bi, jax.lax.div(hi, group), 0, 0)),
+            pl.BlockSpec((None, None, s, d), lambda bi, hi, qi: (bi, jax.lax.div(hi, group), 0, 0)),
         ],
         out_specs=pl.BlockSpec((None, None, bq, d), lambda bi, hi, qi: (bi, hi, qi, 0)),
         compiler_params=plgpu.CompilerParams(num_warps=4, num_stages=3),

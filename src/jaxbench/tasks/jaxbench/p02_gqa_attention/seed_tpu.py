@@ -1,4 +1,4 @@
-"""Seed kernel for causal GQA attention on TPU: a flash-attention (online softmax) kernel.
+"""Seed kernel for 2p_gqa_attention on TPU: a flash-attention (online softmax) kernel.
 
 Grid (B, H, S/bq, S/bk); the kv-block axis is the innermost, sequential
 ("arbitrary") reduction. Query head ``h`` reads kv head ``h // G`` through the
@@ -69,8 +69,8 @@ def kernel(q, k, v):
         grid=(b, h, s // bq, s // bk),
         in_specs=[
             pl.BlockSpec((None, None, bq, d), lambda bi, hi, qi, kj: (bi, hi, qi, 0)),
-            pl.BlockSpec((None, None, bk, d), lambda bi, hi, qi, kj: (bi, hi // group, kj, 0)),
-            pl.BlockSpec((None, None, bk, d), lambda bi, hi, qi, kj: (bi, hi // group, kj, 0)),
+            pl.BlockSpec((None, None, bk, d), lambda bi, hi, qi, kj: (bi, jax.lax.div(hi, group), kj, 0)),
+            pl.BlockSpec((None, None, bk, d), lambda bi, hi, qi, kj: (bi, jax.lax.div(hi, group), kj, 0)),
         ],
         out_specs=pl.BlockSpec((None, None, bq, d), lambda bi, hi, qi, kj: (bi, hi, qi, 0)),
         scratch_shapes=[
