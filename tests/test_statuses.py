@@ -29,7 +29,8 @@ CASES = [
 
 @pytest.mark.parametrize("name,status,stage,words", CASES, ids=[c[0] for c in CASES])
 def test_bad_kernel_gets_its_status(evaluator, name, status, stage, words):
-    result = evaluator.evaluate(KERNELS / name, "8p_gemm", timeout_s=20, trials=2, memory_gb=3)
+    timeout = 10 if status == "timeout" else 180  # generous: CI machines are slow and shared
+    result = evaluator.evaluate(KERNELS / name, "8p_gemm", timeout_s=timeout, trials=2, memory_gb=3)
     assert (result["status"], result["stage"]) == (status, stage), result["message"]
     assert words in result["message"]
 
@@ -54,13 +55,12 @@ def test_evaluate_accepts_source_text():
     assert result["kernel_file"] == "<kernel>"
 
 
-def test_worker_leaves_no_process_or_directory(evaluator, tmp_path):
-    import os
-    import tempfile
+def test_worker_leaves_no_process_or_directory(tmp_path):
+    from jaxbench.evaluator import Evaluator
 
-    before = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("jaxbench-worker-")}
-    evaluator.evaluate(KERNELS / "endless_loop.py", "8p_gemm", timeout_s=8, trials=1)
-    after = {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("jaxbench-worker-")}
-    # Only warm spares (waiting for a job) may remain.
-    spares = {Path(w.dir).name for w in list(evaluator.pool._spares.queue)}
-    assert after - before <= spares
+    with Evaluator(spares=1, work_dir=tmp_path) as ev:
+        ev.evaluate(KERNELS / "endless_loop.py", "8p_gemm", timeout_s=8, trials=1)
+        ev.evaluate(KERNELS / "wrong_shape.py", "8p_gemm", trials=1, tpu_interpret=False)
+        spare_dirs = {w.dir for w in list(ev.pool._spares.queue)}
+        assert set(tmp_path.iterdir()) == spare_dirs  # only the warm spare waits
+    assert list(tmp_path.iterdir()) == []

@@ -78,6 +78,14 @@ def reset_tpu_interpreter() -> None:
         interpret_pallas_call.reset_tpu_interpret_mode_state()
 
 
+def tpu_races_found() -> bool:
+    """Whether the last TPU-interpreter run with ``detect_races`` found a data race."""
+    from jax._src.pallas.mosaic.interpret import interpret_pallas_call
+
+    races = getattr(interpret_pallas_call, "races", None)
+    return bool(races is not None and races.races_found)
+
+
 def cross_lower(fn: Callable[..., Any], args: tuple, target: str) -> Any:
     """Lowers ``fn(*args)`` for ``target`` from any host (``jax.stages.Lowered``)."""
     platform = LOWERING_PLATFORM[target]
@@ -93,5 +101,5 @@ def device_kind() -> str:
 
 __all__ = [
     "LOWERING_PLATFORM", "PEAKS", "accelerator_platform", "cross_lower", "device_kind",
-    "interpret_mode", "peak_for", "reset_tpu_interpreter", "resolve_mode",
+    "interpret_mode", "peak_for", "reset_tpu_interpreter", "resolve_mode", "tpu_races_found",
 ]

@@ -45,11 +45,13 @@ class Evaluator:
         secret: the run's secret; correctness inputs derive from it. Drawn fresh
             when not given, so a kernel cannot tune itself to its test inputs.
         spares: warm worker processes kept waiting (0: start one per evaluation).
+        work_dir: where the workers' private directories are made (default: the temp dir).
     """
 
-    def __init__(self, secret: bytes | None = None, spares: int = 1) -> None:
+    def __init__(self, secret: bytes | None = None, spares: int = 1,
+                 work_dir: str | os.PathLike[str] | None = None) -> None:
         self.secret = secret if secret is not None else secrets.token_bytes(32)
-        self.pool = WorkerPool(spares=spares)
+        self.pool = WorkerPool(spares=spares, root=work_dir)
         self.truth = GroundTruth()
 
     def close(self) -> None:

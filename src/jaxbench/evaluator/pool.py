@@ -35,8 +35,8 @@ class WorkerOutcome:
 
 
 class _Worker:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="jaxbench-worker-"))
+    def __init__(self, env: dict[str, str], root: str | None = None) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="jaxbench-worker-", dir=root))
         self._log = open(self.dir / "worker.log", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jaxbench.evaluator.worker"],
@@ -85,27 +85,28 @@ def worker_env() -> dict[str, str]:
 class WorkerPool:
     """Hands out fresh worker processes; keeps ``spares`` of them warmed up in advance."""
 
-    def __init__(self, spares: int = 1) -> None:
+    def __init__(self, spares: int = 1, root: str | os.PathLike[str] | None = None) -> None:
         self._env = worker_env()
+        self._root = str(root) if root is not None else None
         self._spares: queue.Queue[_Worker] = queue.Queue()
         self._want = spares
         self._lock = threading.Lock()
         self._closed = False
         for _ in range(spares):
-            self._spares.put(_Worker(self._env))
+            self._spares.put(_Worker(self._env, self._root))
 
     def _take(self) -> _Worker:
         try:
             worker = self._spares.get_nowait()
         except queue.Empty:
-            worker = _Worker(self._env)
+            worker = _Worker(self._env, self._root)
         if worker.proc.poll() is not None:  # a spare that died while waiting
             worker.kill()
             worker.cleanup()
-            worker = _Worker(self._env)
+            worker = _Worker(self._env, self._root)
         with self._lock:
             if not self._closed and self._want > 0:
-                self._spares.put(_Worker(self._env))
+                self._spares.put(_Worker(self._env, self._root))
         return worker
 
     def run(self, job: dict[str, Any], timeout_s: float, memory_bytes: int | None) -> WorkerOutcome:

@@ -105,7 +105,12 @@ def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> t
         return "rejected", stage, f"sandbox: {exc}"
     if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
         return "crashed", stage, f"{prefix}out of memory (limit reached): {short_error(exc, 300)}"
-    return status, stage, prefix + short_error(exc)
+    message = prefix + short_error(exc)
+    if type(exc).__name__ in ("TracerArrayConversionError", "ConcretizationTypeError",
+                              "TracerBoolConversionError", "TracerIntegerConversionError"):
+        message = ("kernels are traced under jax.jit: host NumPy/Python on input values is not "
+                   f"allowed ({message})")
+    return status, stage, message
 
 
 def _block(x: Any) -> Any:
@@ -118,8 +123,14 @@ def run_job(job: dict[str, Any]) -> None:
     import jax
     import numpy as np
 
-    from jaxbench.backends import cross_lower, device_kind, interpret_mode, reset_tpu_interpreter
-    from jaxbench.evaluator import sandbox
+    from jaxbench.backends import (
+        cross_lower,
+        device_kind,
+        interpret_mode,
+        reset_tpu_interpreter,
+        tpu_races_found,
+    )
+    from jaxbench.evaluator import integrity, sandbox
     from jaxbench.evaluator.jaxpr_walk import walk
     from jaxbench.evaluator.result import short_error
     from jaxbench.tasks import get_task
@@ -146,6 +157,8 @@ def run_job(job: dict[str, Any]) -> None:
     if mode == "device" and job.get("time", True):
         timing_ref = jax.jit(task.reference).lower(*trial_sets[0][2]).compile()
 
+    make_jaxpr, jit = jax.make_jaxpr, jax.jit  # the candidate may not swap these under us
+    snapshot = integrity.snapshot()
     sandbox.lock_down(scratch)
 
     # -- load + trace -------------------------------------------------------------
@@ -153,9 +166,11 @@ def run_job(job: dict[str, Any]) -> None:
     try:
         module = _load_candidate(job["source"], job.get("filename", "<kernel>"))
         kernel = module.kernel
-        closed = jax.make_jaxpr(kernel)(*specs)
+        closed = make_jaxpr(kernel)(*specs)
     except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
         return reporter.fail(*_verdict(exc, "compile_error", "trace"))
+    if (patched := integrity.changed(snapshot)):
+        return reporter.fail("rejected", "trace", f"the kernel patched harness code: {patched}")
     report = walk(closed.jaxpr)
     task_flops = task.flops(size)
     reporter.stage("trace", _perf_counter() - t0, pallas_calls=report.pallas_calls,
@@ -170,11 +185,11 @@ def run_job(job: dict[str, Any]) -> None:
                              "no pallas_call in the traced kernel: the hot path must be Pallas")
     limit = job.get("max_outside_flops_fraction", 0.1)
     if task_flops > 0 and report.outside_flops > limit * task_flops:
-        ops = ", ".join(f"{k} {v:.3g}" for k, v in report.outside_ops.items())
         return reporter.fail(
             "rejected", "trace",
-            f"{report.outside_flops / task_flops:.0%} of the task's FLOPs run outside "
-            f"pallas_call ({ops} FLOPs); at most {limit:.0%} may")
+            f"work outside pallas_call: {report.outside_flops / task_flops:.0%} of the task's "
+            f"FLOPs run in XLA ({report.top_ops()} FLOPs); at most {limit:.0%} may (glue like "
+            "reshapes, casts and padding is free)")
 
     # -- lower --------------------------------------------------------------------
     t0 = _perf_counter()
@@ -194,7 +209,7 @@ def run_job(job: dict[str, Any]) -> None:
     result["compile_s"] = round(_perf_counter() - t0, 4)
 
     # -- correctness runs -----------------------------------------------------------
-    compiled = jax.jit(kernel)
+    compiled = jit(kernel)
     t0 = _perf_counter()
     try:
         for label, key, inputs in trial_sets:
@@ -209,17 +224,30 @@ def run_job(job: dict[str, Any]) -> None:
     info: dict[str, Any] = {}
     if mode == "interpret" and target == "tpu" and job.get("tpu_interpret", True):
         label, key, inputs = trial_sets[0]
+        # Two simulated cores, parallel grid axes shuffled, races detected, NaN-filled memory:
+        # kernels that only work sequentially or read buffers before their DMA lands fail here.
+        params = {"detect_races": True, "num_cores_or_threads": 2, "random_seed": key[0] % 2**31,
+                  **job.get("tpu_interpret_params", {})}
         try:
-            with interpret_mode("tpu", **job.get("tpu_interpret_params", {})):
-                out = _block(jax.jit(kernel)(*inputs))
+            with interpret_mode("tpu", **params):
+                out = _block(jit(kernel)(*inputs))
+            races = tpu_races_found()
+            if races:
+                return reporter.fail("incorrect", "correct",
+                                     "TPU interpreter detected a data race (two simulated cores, "
+                                     "shuffled parallel grid order): the kernel's result depends "
+                                     "on execution order")
             reporter.save_outputs("tpu_interpreter", key, out)
             info["tpu_interpreter"] = "ran"
+            info["tpu_interpreter_params"] = {k: v for k, v in params.items() if k != "random_seed"}
         except NotImplementedError as exc:
             info["tpu_interpreter"] = f"unsupported: {short_error(exc, 200)}"
             reset_tpu_interpreter()
         except Exception as exc:  # noqa: BLE001
             reset_tpu_interpreter()
             return reporter.fail(*_verdict(exc, "runtime_error", "correct", "TPU interpreter: "))
+    if (patched := integrity.changed(snapshot)):
+        return reporter.fail("rejected", "correct", f"the kernel patched harness code: {patched}")
     reporter.stage("correct", _perf_counter() - t0, **info)
 
     if mode != "device" or timing_ref is None:
