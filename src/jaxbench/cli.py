@@ -244,5 +244,11 @@ def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) ->
     console.print(f"{ok}/{len(results)} correct in {wall:.1f} s; run directory: {out_dir}")
 
 
+from jaxbench.agents.commands import optimize_cmd  # noqa: E402
+from jaxbench.report.commands import report_cmd  # noqa: E402
+
+main.add_command(optimize_cmd)
+main.add_command(report_cmd)
+
 if __name__ == "__main__":
     main()

@@ -15,6 +15,7 @@ import os
 import platform
 import secrets
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,7 @@ class RunDir:
         self.manifest = manifest
         self.secret = secret
         self._events_path = path / EVENTS
+        self._lock = threading.Lock()  # methods append from a thread pool
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], config: dict[str, Any]) -> RunDir:
@@ -105,7 +107,7 @@ class RunDir:
         """Appends one event as a line; durable once this returns."""
         event = {"time": time.time(), **event}
         line = json.dumps(event, default=str) + "\n"
-        with open(self._events_path, "a") as f:
+        with self._lock, open(self._events_path, "a") as f:
             f.write(line)
             f.flush()
             os.fsync(f.fileno())

@@ -1,0 +1,123 @@
+"""``jaxbench optimize``: run an optimizing method with a model over tasks into a run directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+DEFAULT_CACHE = Path(os.environ.get("JAXBENCH_CACHE", Path.home() / ".cache" / "jaxbench")) / "llm"
+
+
+def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.UsageError(f"--option {pair!r} is not KEY=VALUE")
+        options[key.strip().replace("-", "_")] = value.strip()
+    return options
+
+
+@click.command("optimize")
+@click.option("--method", "method_name", required=True,
+              help="best_of_n, iterative, autocomp or evolve.")
+@click.option("--model", "model_spec", required=True,
+              help="PROVIDER:MODEL, e.g. gemini:gemini-2.5-pro, openai:gpt-5, "
+                   "openai:NAME@http://host:8000/v1, anthropic:claude-sonnet-4-5, scripted:DIR, "
+                   "replay:FILE.")
+@click.option("--suite", default=None, help="Every task of a suite.")
+@click.option("--tasks", "task_ids", default=None, help="Comma-separated task IDs.")
+@click.option("--budget", type=click.IntRange(1), default=144, show_default=True,
+              help="Candidate kernels evaluated per task (never exceeded).")
+@click.option("--docs", is_flag=True, help="Add the documentation block to every prompt.")
+@click.option("--target", type=click.Choice(["tpu", "gpu"]), default="tpu", show_default=True)
+@click.option("--size", type=click.Choice(["small", "full"]), default="small", show_default=True)
+@click.option("--mode", type=click.Choice(["auto", "interpret", "device"]), default="auto",
+              show_default=True)
+@click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Run directory; an unfinished one with the same settings is resumed.")
+@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Append every model exchange to this JSONL file (play back with replay:FILE).")
+@click.option("-O", "--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Method option, e.g. -O chains=8, -O beam_width=4 (repeatable).")
+@click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Samples in flight at once (model calls and evaluations overlap).")
+@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(256), default=16384, show_default=True)
+@click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
+              help="Model calls in flight at once.")
+@click.option("--llm-timeout", type=float, default=600.0, show_default=True,
+              help="Seconds per model call.")
+@click.option("--no-cache", is_flag=True, help=f"Do not use the response cache ({DEFAULT_CACHE}).")
+def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids: str | None,
+                 budget: int, docs: bool, target: str, size: str, mode: str, trials: int,
+                 out_dir: Path, record: Path | None, options: tuple[str, ...], workers: int,
+                 temperature: float, max_tokens: int, concurrency: int, llm_timeout: float,
+                 no_cache: bool) -> None:
+    """Optimize kernels with an LLM: spend up to BUDGET samples per task with one method."""
+    from jaxbench.agents.driver import get_method, optimize
+    from jaxbench.backends import resolve_mode
+    from jaxbench.llm import LLMConfigError, LLMError, Sampling, get_model
+    from jaxbench.runner import select_tasks
+    from jaxbench.runs import RunDir, RunError
+    from jaxbench.tasks import UnknownTaskError
+
+    if bool(suite) == bool(task_ids):
+        raise click.UsageError("give exactly one of --suite and --tasks")
+    try:
+        tasks = [t.id for t in select_tasks(suite, task_ids) or []]
+        method = get_method(method_name, **_parse_options(options))
+        sampling = Sampling(temperature=temperature, max_tokens=max_tokens)
+        model = get_model(model_spec, sampling=sampling, timeout_s=llm_timeout,
+                          max_concurrency=concurrency,
+                          cache_dir=None if no_cache else DEFAULT_CACHE, record=record)
+    except (UnknownTaskError, ValueError, LLMConfigError) as exc:
+        raise click.UsageError(str(exc).strip("'\"")) from None
+    if not tasks:
+        raise click.UsageError("no tasks selected")
+    try:
+        resolve_mode(mode, target)
+    except RuntimeError as exc:  # --mode device without the hardware
+        raise click.UsageError(str(exc)) from None
+    config = {"command": "optimize", "method": method.name, "options": method.options,
+              "model": model_spec, "tasks": tasks, "budget": budget, "docs": docs,
+              "target": target, "size": size, "mode": mode, "trials": trials,
+              "sampling": sampling.as_dict()}
+    try:
+        run = RunDir.open(out_dir, config)
+    except RunError as exc:
+        raise click.UsageError(str(exc)) from None
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from jaxbench.cli import _console
+
+    console = _console(stderr=True)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console)
+    with progress:
+        bar = progress.add_task(f"{method!r} on {len(tasks)} task(s)", total=budget * len(tasks),
+                                last="")
+
+        def on_candidate(candidate) -> None:  # noqa: ANN001
+            if candidate.sample is not None:
+                speed = f" {candidate.speedup:.2f}x" if candidate.speedup else ""
+                progress.update(bar, advance=1,
+                                last=f"{candidate.result['task']} {candidate.status}{speed}")
+
+        try:
+            optimize(tasks, method, model, run, budget=budget, target=target, size=size, mode=mode,
+                     trials=trials, docs=docs, workers=workers, on_candidate=on_candidate)
+        except LLMError as exc:
+            console.print(f"jaxbench: model call failed: {exc}; rerun the same command to resume",
+                          markup=False)
+            sys.exit(1)
+    run.finish()
+    from jaxbench.report.summary import print_summary, summarize
+
+    print_summary(summarize(out_dir), _console())
+    click.echo(f"run directory: {out_dir}")

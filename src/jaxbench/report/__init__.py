@@ -1,0 +1,1 @@
+"""Reports derived from run directories (events only): tables, JSON summaries."""

@@ -1,0 +1,183 @@
+"""Summaries of a run directory, derived from its events only.
+
+Per task: the best verdict and speedup of each method. Per method: compile and
+correct rates over samples, fast_0@N and fast_1@N, and the JAXBench geomean
+(``jaxbench.metrics``). Samples are a method's evaluated candidates in budget-slot
+order; shipped seed kernels evaluated by ``evolve`` are not samples. Without timing
+(interpret mode) speedups do not exist, so ``correct@N`` stands in for fast_p@N.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from jaxbench import metrics
+from jaxbench.runs import MANIFEST, read_events
+
+N_VALUES = (1, 8, 32, 144)
+# A sample "compiles" when it got past static checks, tracing and lowering.
+COMPILED_STAGES = frozenset({"correct", "time", "recheck"})
+
+
+def compiled(evaluation: dict[str, Any]) -> bool:
+    return evaluation.get("status") == "correct" or evaluation.get("stage") in COMPILED_STAGES
+
+
+def correct_at_n(samples: dict[str, list[metrics.Sample]], n: int) -> float:
+    """Fraction of tasks with a correct sample among the first ``n`` (timing not needed)."""
+    if not samples:
+        return 0.0
+    return sum(any(ok for ok, _ in seq[:n]) for seq in samples.values()) / len(samples)
+
+
+def _method_of(event: dict[str, Any]) -> str:
+    if event.get("method"):
+        return event["method"]
+    return f"run:{event.get('kind', 'kernels')}"  # `jaxbench run` directories
+
+
+def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The report of a run directory as one JSON-ready dict."""
+    path = Path(run_dir)
+    if not (path / MANIFEST).exists():
+        raise FileNotFoundError(f"{path} is not a run directory (no {MANIFEST})")
+    config = json.loads((path / MANIFEST).read_text()).get("config", {})
+    evaluations: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    llm: dict[str, dict[str, Any]] = defaultdict(lambda: {"calls": 0, "input_tokens": 0,
+                                                          "output_tokens": 0, "cost": 0.0,
+                                                          "calls_without_cost": 0})
+    modes = set()
+    for index, event in enumerate(read_events(path)):
+        if event.get("type") == "evaluation":
+            if event.get("origin") == "seed":
+                continue
+            event.setdefault("sample", None)
+            event["_order"] = event["sample"] if event["sample"] is not None else index
+            evaluations[_method_of(event)][event["task"]].append(event)
+            modes.add(event.get("mode"))
+        elif event.get("type") == "llm_call":
+            totals = llm[event.get("method", "?")]
+            totals["calls"] += 1
+            totals["input_tokens"] += event.get("input_tokens") or 0
+            totals["output_tokens"] += event.get("output_tokens") or 0
+            if event.get("cost") is None:
+                totals["calls_without_cost"] += 1
+            else:
+                totals["cost"] += event["cost"]
+    timed = "device" in modes
+    methods = {name: _method_summary(by_task, config.get("budget"), timed, llm.get(name))
+               for name, by_task in sorted(evaluations.items())}
+    tasks: dict[str, dict[str, Any]] = defaultdict(dict)
+    for name, by_task in evaluations.items():
+        for task_id, evals in by_task.items():
+            tasks[task_id][name] = _task_summary(evals)
+    return {
+        "run": str(path),
+        "config": config,
+        "modes": sorted(m for m in modes if m),
+        "timed": timed,
+        "note": None if timed else
+        "no timed evaluations (interpret mode): speedups need a device; correct@N is reported",
+        "methods": methods,
+        "tasks": dict(sorted(tasks.items())),
+    }
+
+
+def _task_summary(evals: list[dict[str, Any]]) -> dict[str, Any]:
+    speeds = [e["speedup"] for e in evals if e.get("status") == "correct" and e.get("speedup")]
+    statuses = [e.get("status") for e in evals]
+    best_status = "correct" if "correct" in statuses else max(
+        statuses, key=lambda s: _STATUS_ORDER.index(s) if s in _STATUS_ORDER else -1, default=None)
+    return {"samples": len(evals), "correct": statuses.count("correct"),
+            "best_status": best_status, "best_speedup": max(speeds) if speeds else None}
+
+
+_STATUS_ORDER = ["compile_error", "rejected", "no_pallas", "crashed", "timeout", "runtime_error",
+                 "incorrect", "correct"]
+
+
+def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None, timed: bool,
+                    llm: dict[str, Any] | None) -> dict[str, Any]:
+    samples: dict[str, list[metrics.Sample]] = {}
+    flat: list[dict[str, Any]] = []
+    for task_id, evals in by_task.items():
+        ordered = sorted(evals, key=lambda e: e["_order"])
+        samples[task_id] = [(e.get("status") == "correct", e.get("speedup")) for e in ordered]
+        flat += ordered
+    longest = max((len(s) for s in samples.values()), default=0)
+    limit = budget or longest
+    n_values = [n for n in N_VALUES if n <= limit] or [limit]
+    summary: dict[str, Any] = {
+        "tasks": len(samples),
+        "samples": len(flat),
+        "compile_rate": metrics.rate([compiled(e) for e in flat]),
+        "correct_rate": metrics.rate([e.get("status") == "correct" for e in flat]),
+        "correct_at": {str(n): correct_at_n(samples, n) for n in n_values},
+    }
+    if timed:
+        summary["fast_0_at"] = {str(n): metrics.fast_p_at_n(samples, 0.0, n) for n in n_values}
+        summary["fast_1_at"] = {str(n): metrics.fast_p_at_n(samples, 1.0, n) for n in n_values}
+        summary["geomean_speedup"] = metrics.geomean_speedup(samples)
+        summary["geomean_speedup_unfloored"] = metrics.geomean_speedup_unfloored(samples)
+    if llm:
+        summary["llm"] = dict(llm)
+    return summary
+
+
+def print_summary(summary: dict[str, Any], console: Any) -> None:
+    """Rich tables: one row per task, then one row per method."""
+    from rich.table import Table
+
+    methods = list(summary["methods"])
+    tasks = Table(title=f"best per task ({summary['run']})")
+    tasks.add_column("task")
+    for name in methods:
+        tasks.add_column(name)
+    for task_id, by_method in summary["tasks"].items():
+        cells = []
+        for name in methods:
+            t = by_method.get(name)
+            if t is None:
+                cells.append("-")
+                continue
+            color = "green" if t["best_status"] == "correct" else "red"
+            speed = f" {t['best_speedup']:.2f}x" if t["best_speedup"] else ""
+            cells.append(f"[{color}]{t['best_status']}[/]{speed} ({t['correct']}/{t['samples']})")
+        tasks.add_row(task_id, *cells)
+    console.print(tasks)
+
+    table = Table(title="per method")
+    columns = ["method", "tasks", "samples", "compile", "correct"]
+    any_method = next(iter(summary["methods"].values()), {})
+    n_values = list(any_method.get("correct_at", {}))
+    columns += [f"correct@{n}" for n in n_values]
+    if summary["timed"]:
+        columns += [f"fast_0@{n}" for n in n_values] + [f"fast_1@{n}" for n in n_values]
+        columns += ["geomean", "geomean (correct)"]
+    columns += ["LLM calls", "cost $"]
+    for col in columns:
+        table.add_column(col)
+    for name, m in summary["methods"].items():
+        row = [name, str(m["tasks"]), str(m["samples"]), f"{m['compile_rate']:.0%}",
+               f"{m['correct_rate']:.0%}"]
+        row += [f"{m['correct_at'].get(n, 0):.0%}" for n in n_values]
+        if summary["timed"]:
+            row += [f"{m['fast_0_at'].get(n, 0):.0%}" for n in n_values]
+            row += [f"{m['fast_1_at'].get(n, 0):.0%}" for n in n_values]
+            unfloored = m["geomean_speedup_unfloored"]
+            row += [f"{m['geomean_speedup']:.3f}x",
+                    f"{unfloored:.3f}x" if unfloored is not None else "-"]
+        llm = m.get("llm") or {}
+        row.append(str(llm.get("calls", 0)))
+        cost = f"{llm['cost']:.2f}" if llm else "-"
+        if llm.get("calls_without_cost"):
+            cost += f" (+{llm['calls_without_cost']} unpriced)"
+        row.append(cost)
+        table.add_row(*row)
+    console.print(table)
+    if summary["note"]:
+        console.print(f"note: {summary['note']}")

@@ -1,0 +1,75 @@
+"""The metric formulas of DESIGN.md, each against values computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from jaxbench import metrics
+from jaxbench.report.summary import compiled, correct_at_n
+
+# Per task, samples in draw order: (correct, speedup).
+SAMPLES = {
+    "a": [(False, None), (True, 0.5), (True, 2.0)],  # beats XLA at the 3rd sample
+    "b": [(True, 1.5)],                              # beats XLA at once
+    "c": [(True, 0.8), (False, None)],               # correct, never faster
+    "d": [(False, None), (False, 3.0)],              # an incorrect sample's speed never counts
+}
+
+
+def test_speedup():
+    assert metrics.speedup(3.0, 1.5) == 2.0
+
+
+def test_fast_p():
+    best = {"a": (True, 2.0), "b": (True, 1.0), "c": (False, 5.0), "d": (True, None)}
+    assert metrics.fast_p(best, 1.0) == 0.25   # only a: b is not > 1, c incorrect, d untimed
+    assert metrics.fast_p(best, 0.0) == 0.5    # a and b
+    assert metrics.fast_p({}, 1.0) == 0.0
+
+
+def test_fast_p_at_n():
+    assert metrics.fast_p_at_n(SAMPLES, 1.0, 1) == 0.25  # b
+    assert metrics.fast_p_at_n(SAMPLES, 1.0, 3) == 0.5   # a, b
+    assert metrics.fast_p_at_n(SAMPLES, 0.0, 1) == 0.5   # b, c
+    assert metrics.fast_p_at_n(SAMPLES, 0.0, 2) == 0.75  # a, b, c
+    assert metrics.fast_p_at_n(SAMPLES, 0.0, 144) == 0.75
+
+
+def test_best_speedup():
+    assert metrics.best_speedup(SAMPLES["a"]) == 2.0
+    assert metrics.best_speedup(SAMPLES["d"]) is None
+
+
+def test_geomean_speedup_floors_and_counts_failures_as_one():
+    # best: a 2.0, b 1.5, c 0.8 -> floored 1, d none -> 1
+    expected = math.exp((math.log(2.0) + math.log(1.5)) / 4)
+    assert metrics.geomean_speedup(SAMPLES) == pytest.approx(expected)
+    assert metrics.geomean_speedup({}) == 1.0
+
+
+def test_geomean_speedup_unfloored_over_correct_tasks():
+    expected = (2.0 * 1.5 * 0.8) ** (1 / 3)
+    assert metrics.geomean_speedup_unfloored(SAMPLES) == pytest.approx(expected)
+    assert metrics.geomean_speedup_unfloored({"d": SAMPLES["d"]}) is None
+
+
+def test_rate():
+    assert metrics.rate([True, False, True, True]) == 0.75
+    assert metrics.rate([]) == 0.0
+
+
+def test_correct_at_n():
+    assert correct_at_n(SAMPLES, 1) == 0.5   # b, c
+    assert correct_at_n(SAMPLES, 2) == 0.75  # a, b, c
+    assert correct_at_n({}, 8) == 0.0
+
+
+def test_compiled_means_past_lowering():
+    assert compiled({"status": "correct", "stage": "correct"})
+    assert compiled({"status": "incorrect", "stage": "correct"})
+    assert compiled({"status": "runtime_error", "stage": "correct"})
+    assert not compiled({"status": "compile_error", "stage": "lower"})
+    assert not compiled({"status": "no_pallas", "stage": "trace"})
+    assert not compiled({"status": "compile_error", "stage": "static"})

@@ -1,0 +1,97 @@
+"""``jaxbench report``: per-task bests and per-method metrics from hand-made run events."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from jaxbench.cli import main
+from jaxbench.report.summary import summarize
+from jaxbench.runs import RunDir
+
+
+def _evaluation(task, method, sample, status, speedup=None, stage=None, mode="device", **extra):
+    return {"type": "evaluation", "task": task, "method": method, "step": f"s{sample}",
+            "sample": sample, "status": status, "stage": stage or ("correct" if status in
+                                                                   ("correct", "incorrect") else "lower"),
+            "speedup": speedup, "mode": mode, **extra}
+
+
+@pytest.fixture
+def device_run(tmp_path):
+    run = RunDir.open(tmp_path / "run", {"command": "optimize", "budget": 8})
+    events = [
+        # best_of_n: gemm beats XLA at sample 2; rmsnorm correct but slower.
+        _evaluation("8p_gemm", "best_of_n", 1, "correct", 0.9),
+        _evaluation("8p_gemm", "best_of_n", 0, "compile_error"),
+        _evaluation("8p_gemm", "best_of_n", 2, "correct", 2.5),
+        _evaluation("12p_rmsnorm", "best_of_n", 0, "incorrect"),
+        _evaluation("12p_rmsnorm", "best_of_n", 1, "correct", 0.5),
+        # evolve: its seed is not a sample; gemm fast at once; rmsnorm never correct.
+        _evaluation("8p_gemm", "evolve", None, "correct", 1.0, origin="seed"),
+        _evaluation("8p_gemm", "evolve", 0, "correct", 1.2),
+        _evaluation("12p_rmsnorm", "evolve", 0, "runtime_error", stage="correct"),
+        {"type": "llm_call", "task": "8p_gemm", "method": "best_of_n", "input_tokens": 100,
+         "output_tokens": 10, "cost": 0.5},
+        {"type": "llm_call", "task": "8p_gemm", "method": "best_of_n", "input_tokens": 5,
+         "output_tokens": 1, "cost": None},
+    ]
+    for event in events:
+        run.append(event)
+    return run.path
+
+
+def test_summary_per_method(device_run):
+    summary = summarize(device_run)
+    assert summary["timed"] and summary["note"] is None
+    bon, evolve = summary["methods"]["best_of_n"], summary["methods"]["evolve"]
+    assert bon["samples"] == 5 and evolve["samples"] == 2  # the seed is no sample
+    assert bon["compile_rate"] == 0.8 and bon["correct_rate"] == 0.6
+    assert evolve["compile_rate"] == 1.0 and evolve["correct_rate"] == 0.5
+    assert list(bon["fast_1_at"]) == ["1", "8"]  # N up to the budget (8)
+    # Samples in slot order: gemm = [compile_error, 0.9, 2.5], rmsnorm = [incorrect, 0.5].
+    assert bon["fast_1_at"] == {"1": 0.0, "8": 0.5}
+    assert bon["fast_0_at"] == {"1": 0.0, "8": 1.0}
+    assert bon["correct_at"] == {"1": 0.0, "8": 1.0}
+    assert bon["geomean_speedup"] == pytest.approx(math.sqrt(2.5))
+    assert bon["geomean_speedup_unfloored"] == pytest.approx(math.sqrt(2.5 * 0.5))
+    assert evolve["fast_1_at"]["1"] == 0.5
+    assert evolve["geomean_speedup"] == pytest.approx(math.sqrt(1.2))
+    assert bon["llm"]["calls"] == 2 and bon["llm"]["cost"] == 0.5
+    assert bon["llm"]["calls_without_cost"] == 1
+
+
+def test_summary_per_task(device_run):
+    tasks = summarize(device_run)["tasks"]
+    assert tasks["8p_gemm"]["best_of_n"] == {"samples": 3, "correct": 2, "best_status": "correct",
+                                             "best_speedup": 2.5}
+    assert tasks["12p_rmsnorm"]["evolve"]["best_status"] == "runtime_error"
+    assert tasks["12p_rmsnorm"]["evolve"]["best_speedup"] is None
+
+
+def test_interpret_mode_reports_correctness_only(tmp_path):
+    run = RunDir.open(tmp_path / "run", {"command": "optimize", "budget": 2})
+    run.append(_evaluation("8p_gemm", "iterative", 0, "compile_error", mode="interpret"))
+    run.append(_evaluation("8p_gemm", "iterative", 1, "correct", mode="interpret"))
+    summary = summarize(run.path)
+    assert not summary["timed"] and "speedups need a device" in summary["note"]
+    method = summary["methods"]["iterative"]
+    assert "fast_1_at" not in method and "geomean_speedup" not in method
+    assert method["correct_at"] == {"1": 0.0}  # only N <= budget (2) of 1, 8, 32, 144
+
+
+def test_report_cli(device_run):
+    runner = CliRunner()
+    result = runner.invoke(main, ["report", str(device_run), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["methods"]["best_of_n"]["samples"] == 5
+    table = runner.invoke(main, ["report", str(device_run)])
+    assert table.exit_code == 0 and "fast_1@8" in table.stdout and "best_of_n" in table.stdout
+
+
+def test_report_on_a_non_run_directory_is_a_usage_error(tmp_path):
+    result = CliRunner().invoke(main, ["report", str(tmp_path)])
+    assert result.exit_code == 2 and "not a run directory" in result.stderr
