@@ -107,9 +107,12 @@ _SIZE = click.Choice(["small", "full"])
 @click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Wall-clock seconds.")
 @click.option("--no-tpu-interpret", is_flag=True, help="Skip the TPU-interpreter run.")
+@click.option("--save-ir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory for the jaxpr, StableHLO, kernel IR and XLA analyses.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one result object.")
 def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str, trials: int,
-             timeout_s: float | None, no_tpu_interpret: bool, as_json: bool) -> None:
+             timeout_s: float | None, no_tpu_interpret: bool, save_ir: Path | None,
+             as_json: bool) -> None:
     """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors."""
     from jaxbench.evaluator import evaluate
 
@@ -117,7 +120,7 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
         _usage_error(f"kernel file {str(file)!r} does not exist")
     try:
         result = evaluate(file, task_id, target=target, mode=mode, size=size, trials=trials,
-                          timeout_s=timeout_s, tpu_interpret=not no_tpu_interpret)
+                          timeout_s=timeout_s, tpu_interpret=not no_tpu_interpret, save_ir=save_ir)
     except RuntimeError as exc:  # e.g. --mode device without the hardware
         _usage_error(str(exc))
     except USAGE_ERRORS as exc:
@@ -160,10 +163,12 @@ def _print_result(r: dict[str, Any]) -> None:
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Per evaluation, seconds.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Run directory (default runs/<time>-<kernels>); an existing one is resumed.")
+@click.option("--save-ir", is_flag=True,
+              help="Store each evaluation's IR and analyses under <run>/artifacts/.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON lines.")
 def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
             size: str, trials: int, workers: int | None, timeout_s: float | None,
-            out_dir: Path | None, as_json: bool) -> None:
+            out_dir: Path | None, save_ir: bool, as_json: bool) -> None:
     """Evaluate shipped kernels (seed/expert) or a directory of kernels into a run directory."""
     from jaxbench.runner import default_workers, directory_jobs, select_tasks, shipped_jobs
     from jaxbench.runs import RunDir, RunError
@@ -192,7 +197,9 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     except RunError as exc:
         _usage_error(str(exc))
     started = time.monotonic()
-    results = _run_with_progress(jobs, run, size, mode, workers, trials, timeout_s, as_json)
+    results = _run_with_progress(jobs, run, size, mode, workers,
+                                 {"trials": trials, "timeout_s": timeout_s, "save_ir": save_ir},
+                                 as_json)
     wall = time.monotonic() - started
     counts: dict[str, int] = {}
     for r in results:
@@ -204,12 +211,11 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
 
 
 def _run_with_progress(jobs: list[Any], run: Any, size: str, mode: str, workers: int,
-                       trials: int, timeout_s: float | None, as_json: bool) -> list[dict[str, Any]]:
+                       options: dict[str, Any], as_json: bool) -> list[dict[str, Any]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from jaxbench.runner import run_jobs
 
-    options = {"trials": trials, "timeout_s": timeout_s}
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
                         console=_console(stderr=True), disable=as_json, transient=False)
@@ -246,9 +252,11 @@ def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) ->
 
 from jaxbench.agents.commands import optimize_cmd  # noqa: E402
 from jaxbench.report.commands import report_cmd  # noqa: E402
+from jaxbench.validate import validate_cmd  # noqa: E402
 
 main.add_command(optimize_cmd)
 main.add_command(report_cmd)
+main.add_command(validate_cmd)
 
 if __name__ == "__main__":
     main()

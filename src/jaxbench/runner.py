@@ -89,11 +89,18 @@ def run_jobs(
     if not pending:
         return results
     options = dict(evaluate_options or {})
+    save_ir = options.pop("save_ir", False)
+
+    def artifacts_dir(job: Job) -> Path | None:
+        if not save_ir:
+            return None
+        return run.path / "artifacts" / job.key.replace("|", "-")
+
     with Evaluator(secret=run.secret, spares=min(workers, len(pending))) as evaluator, \
             ThreadPoolExecutor(max_workers=workers) as executor:
         futures = {
             executor.submit(evaluator.evaluate, job.path, job.task, target=job.target,
-                            mode=mode, size=size, **options): job
+                            mode=mode, size=size, save_ir=artifacts_dir(job), **options): job
             for job in pending
         }
         for future in as_completed(futures):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.backends import resolve_mode
+from jaxbench.backends.peaks import peak_for, roofline_fraction
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, read_outputs
 from jaxbench.evaluator.pool import WorkerOutcome, WorkerPool
 from jaxbench.evaluator.result import STATUSES, StageFailure, new_result
@@ -24,6 +25,8 @@ from jaxbench.tasks import get_task
 
 DEFAULT_TIMEOUT_S = {"interpret": 600.0, "device": 900.0}
 DEFAULT_MEMORY_GB = 8.0
+TIMING_CACHE_BYTES = 64 * 2**20
+SPEEDUP_REVIEW_THRESHOLD = 10.0
 
 
 def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str]:
@@ -77,6 +80,7 @@ class Evaluator:
         tpu_interpret: bool = True,
         max_outside_flops_fraction: float = 0.1,
         timing: dict[str, Any] | None = None,
+        save_ir: str | os.PathLike[str] | None = None,
     ) -> dict[str, Any]:
         """Runs the staged protocol on one candidate; returns the evaluation-result dict."""
         source, filename = read_source(source_or_path)
@@ -96,7 +100,7 @@ class Evaluator:
             result["stages"]["static"] = {"seconds": round(time.monotonic() - started, 4)}
             self._run_worker(result, task, source, filename, target, mode, size, trials,
                              timeout_s or DEFAULT_TIMEOUT_S[mode], memory_gb, tpu_interpret,
-                             max_outside_flops_fraction, timing or {})
+                             max_outside_flops_fraction, timing or {}, save_ir)
         except StageFailure as failure:
             result.update(status=failure.status, stage=failure.stage, message=failure.message)
         result["wall_s"] = round(time.monotonic() - started, 3)
@@ -106,7 +110,7 @@ class Evaluator:
     def _run_worker(self, result: dict[str, Any], task: Any, source: str, filename: str,
                     target: str, mode: str, size: str, trials: int, timeout_s: float,
                     memory_gb: float, tpu_interpret: bool, outside_fraction: float,
-                    timing: dict[str, Any]) -> None:
+                    timing: dict[str, Any], save_ir: str | os.PathLike[str] | None) -> None:
         memory_bytes = int(memory_gb * 2**30)
         job = {
             "source": source, "filename": filename, "task": task.id, "target": target,
@@ -119,12 +123,37 @@ class Evaluator:
             "file_bytes": 1 << 30,
             "max_outside_flops_fraction": outside_fraction,
             "timing": timing,
+            "save_ir": save_ir is not None,
         }
+        if mode == "device":
+            # Input sets rotated during timing: at least 3, enough to exceed ~64 MiB of cache.
+            per_set = max(sum(s.nbytes for s in task.input_specs(size)), 1)
+            sets = min(16, max(3, -(-TIMING_CACHE_BYTES // per_set)))
+            job["timing_sets"] = sets
+            job["timing_keys"] = derive_keys(self.secret, task.id, size, sets, "timing")
         outcome = self.pool.run(job, timeout_s, memory_bytes)
         try:
             self._judge(result, task, size, outcome, timeout_s, memory_gb)
         finally:
+            if save_ir is not None:
+                self._save_artifacts(result, outcome, Path(save_ir))
             shutil.rmtree(outcome.dir, ignore_errors=True)
+
+    @staticmethod
+    def _save_artifacts(result: dict[str, Any], outcome: WorkerOutcome, directory: Path) -> None:
+        import json
+
+        from jaxbench.evaluator.artifacts import write_artifacts
+
+        path = outcome.dir / "artifacts.json"
+        try:
+            data = json.loads(path.read_text() or "{}") if path.exists() else {}
+        except json.JSONDecodeError:
+            data = {}
+        extra = {k: result.get(k) for k in ("compile_s", "t_ref_ms", "t_kernel_ms", "speedup",
+                                             "roofline_fraction", "peak_flops", "peak_bytes_per_s")}
+        result["artifacts"] = {"dir": str(directory),
+                               "files": write_artifacts(data, directory, extra)}
 
     def _judge(self, result: dict[str, Any], task: Any, size: str, outcome: WorkerOutcome,
                timeout_s: float, memory_gb: float) -> None:
@@ -156,6 +185,11 @@ class Evaluator:
         timing = result["stages"].get("time", {})
         for field in ("t_ref_ms", "t_kernel_ms", "speedup"):
             result[field] = timing.get(field)
+        if result["t_kernel_ms"]:
+            kind = result.get("device_kind", "")
+            result["roofline_fraction"] = roofline_fraction(
+                task.flops(size), task.bytes(size), result["t_kernel_ms"] / 1e3, kind)
+            result["peak_flops"], result["peak_bytes_per_s"] = peak_for(kind) or (None, None)
         outputs = read_outputs(outcome.dir / "outputs.npy", report["trials"])
         expected = task.output_shapes(size)
         worst_abs, worst_rel = 0.0, 0.0
@@ -172,6 +206,9 @@ class Evaluator:
                 raise StageFailure("incorrect", stage, f"{verdict.message}{where}")
         result["trials"] = len(report["trials"])
         result.update(status="correct", stage=last_stage, message="")
+        if (result["speedup"] or 0) > SPEEDUP_REVIEW_THRESHOLD:
+            result["review"] = (f"speedup {result['speedup']:.1f}x exceeds "
+                                f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
 
 
 def _next_stage(stage: str) -> str:

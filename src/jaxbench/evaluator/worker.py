@@ -51,7 +51,16 @@ class Reporter:
         self._json_dumps = json.dumps
         self._result_file = open(out_dir / "result.json", "w")  # noqa: SIM115
         self._outputs_file = open(out_dir / "outputs.npy", "wb")  # noqa: SIM115
+        self._artifacts_file = open(out_dir / "artifacts.json", "w")  # noqa: SIM115
+        self.artifacts: dict[str, Any] = {}
         self.result: dict[str, Any] = {"stages": {}, "trials": []}
+
+    def save_artifacts(self, **data: Any) -> None:
+        self.artifacts.update(data)
+        self._artifacts_file.seek(0)
+        self._artifacts_file.truncate()
+        self._artifacts_file.write(self._json_dumps(self.artifacts, default=str))
+        self._artifacts_file.flush()
 
     def flush(self) -> None:
         self._result_file.seek(0)
@@ -131,6 +140,7 @@ def run_job(job: dict[str, Any]) -> None:
         tpu_races_found,
     )
     from jaxbench.evaluator import integrity, sandbox
+    from jaxbench.evaluator.artifacts import capture_kernel_ir, compiled_artifacts, lowered_artifacts
     from jaxbench.evaluator.jaxpr_walk import walk
     from jaxbench.evaluator.result import short_error
     from jaxbench.tasks import get_task
@@ -153,9 +163,16 @@ def run_job(job: dict[str, Any]) -> None:
     trial_sets = [(f"trial{i}", k, task.make_inputs(jax.random.wrap_key_data(
         np.asarray(k, np.uint32)), size)) for i, k in enumerate(job["trial_keys"])]
     jax.block_until_ready([inputs for _, _, inputs in trial_sets])
-    timing_ref = None
+    timing_ref, timing_sets = None, []
     if mode == "device" and job.get("time", True):
         timing_ref = jax.jit(task.reference).lower(*trial_sets[0][2]).compile()
+        # Enough distinct input sets that together they overflow the device's caches, so
+        # neither side is timed on cache-hot data.
+        timing_sets = [inputs for _, _, inputs in trial_sets]
+        for k in job.get("timing_keys", [])[: max(0, job.get("timing_sets", 0) - len(timing_sets))]:
+            timing_sets.append(task.make_inputs(jax.random.wrap_key_data(np.asarray(k, np.uint32)),
+                                                size))
+        jax.block_until_ready(timing_sets)
 
     make_jaxpr, jit = jax.make_jaxpr, jax.jit  # the candidate may not swap these under us
     snapshot = integrity.snapshot()
@@ -194,8 +211,10 @@ def run_job(job: dict[str, Any]) -> None:
     # -- lower --------------------------------------------------------------------
     t0 = _perf_counter()
     try:
-        lowered = cross_lower(kernel, tuple(specs), target)
-        del lowered
+        with capture_kernel_ir() as kernel_ir:
+            lowered = cross_lower(kernel, tuple(specs), target)
+        if job.get("save_ir"):
+            reporter.save_artifacts(**lowered_artifacts(closed, lowered, kernel_ir))
     except Exception as exc:  # noqa: BLE001
         if isinstance(exc, (sandbox.SandboxViolation, MemoryError)):
             return reporter.fail(*_verdict(exc, "compile_error", "lower"))
@@ -259,9 +278,11 @@ def run_job(job: dict[str, Any]) -> None:
 
     t0 = _perf_counter()
     try:
-        cand = jax.jit(kernel).lower(*trial_sets[0][2]).compile()
+        cand = jit(kernel).lower(*trial_sets[0][2]).compile()
         result["compile_s"] = round(_perf_counter() - t0, 4)
-        timing = time_interleaved(timing_ref, cand, [s for _, _, s in trial_sets],
+        if job.get("save_ir"):
+            reporter.save_artifacts(**compiled_artifacts(cand))
+        timing = time_interleaved(timing_ref, cand, timing_sets,
                                   perf_counter=_perf_counter, **job.get("timing", {}))
     except Exception as exc:  # noqa: BLE001
         return reporter.fail(*_verdict(exc, "runtime_error", "time"))
