@@ -86,10 +86,26 @@ def tpu_races_found() -> bool:
     return bool(races is not None and races.races_found)
 
 
+# The chip a TPU kernel is lowered for when no TPU is attached: JAXBench's target, TPU v6e.
+CROSS_LOWERING_TPU = "TPU v6 lite"
+
+
 def cross_lower(fn: Callable[..., Any], args: tuple, target: str) -> Any:
-    """Lowers ``fn(*args)`` for ``target`` from any host (``jax.stages.Lowered``)."""
+    """Lowers ``fn(*args)`` for ``target`` from any host (``jax.stages.Lowered``).
+
+    Off a TPU, Mosaic's lowering asks the "current device" for its TPU generation
+    (integer division, tuned block tables); an abstract mesh naming a TPU v6e answers.
+    """
     platform = LOWERING_PLATFORM[target]
-    return jax.jit(fn).trace(*args).lower(lowering_platforms=(platform,))
+    context: Any = contextlib.nullcontext()
+    if target == "tpu" and accelerator_platform() != "tpu":
+        from jax._src import mesh as mesh_lib
+
+        device = mesh_lib.AbstractDevice(device_kind=CROSS_LOWERING_TPU, num_cores=1, platform="tpu")
+        context = jax.sharding.use_abstract_mesh(
+            jax.sharding.AbstractMesh((1,), ("cross_lowering",), abstract_device=device))
+    with context:
+        return jax.jit(fn).trace(*args).lower(lowering_platforms=(platform,))
 
 
 def device_kind() -> str:
