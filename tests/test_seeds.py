@@ -5,9 +5,23 @@ import pytest
 
 from jaxbench.tasks import list_tasks
 
-KERNELS = [(t.id, kind, target, path) for t in list_tasks()
-           for (kind, target), path in sorted(t.kernel_files().items())]
-IDS = [f"{task}-{kind}_{target}" for task, kind, target, _ in KERNELS]
+# Library kernels that JAX's interpreters cannot run on a CPU host (strict: when a JAX
+# release fixes them, these tests fail and the entry must go).
+INTERPRET_UNSUPPORTED = {
+    ("7p_ragged_paged_attention", "expert", "tpu"):
+        "JAX 0.10's generic interpreter fails on the library's TypedInt refs and the TPU "
+        "interpreter lacks ReshapeTransform support",
+}
+
+KERNELS = [
+    pytest.param(t.id, kind, target, path, marks=[pytest.mark.xfail(
+        reason=INTERPRET_UNSUPPORTED[(t.id, kind, target)], strict=True)]
+        if (t.id, kind, target) in INTERPRET_UNSUPPORTED else [])
+    for t in list_tasks() for (kind, target), path in sorted(t.kernel_files().items())
+]
+ALL_KERNELS = [(t.id, kind, target, path) for t in list_tasks()
+               for (kind, target), path in sorted(t.kernel_files().items())]
+IDS = [f"{task}-{kind}_{target}" for task, kind, target, _ in ALL_KERNELS]
 
 
 @pytest.fixture(scope="session")
@@ -17,7 +31,7 @@ def shipped_results(tmp_path_factory):
     from jaxbench.runs import RunDir
 
     run = RunDir.open(tmp_path_factory.mktemp("run"), {"command": "test"})
-    jobs = [Job(task, kind, target, path) for task, kind, target, path in KERNELS]
+    jobs = [Job(task, kind, target, path) for task, kind, target, path in ALL_KERNELS]
     results = run_jobs(jobs, run, size="small", mode="interpret", workers=2,
                        evaluate_options={"trials": 2})
     return {(r["task"], r["kind"], r["target"]): r for r in results}
@@ -31,7 +45,7 @@ def test_shipped_kernel_is_correct_in_interpret_mode(shipped_results, task, kind
         assert result["stages"]["correct"].get("tpu_interpreter", "ran") != "skipped"
 
 
-@pytest.mark.parametrize("task,kind,target,path", KERNELS, ids=IDS)
+@pytest.mark.parametrize("task,kind,target,path", ALL_KERNELS, ids=IDS)
 def test_shipped_kernel_cross_lowers_at_full_size(task, kind, target, path):
     from jaxbench.evaluator.inprocess import check_in_process
 

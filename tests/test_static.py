@@ -66,3 +66,47 @@ def test_missing_kernel_is_a_compile_error():
     with pytest.raises(StageFailure) as info:
         check_source("import jax\n")
     assert info.value.status == "compile_error" and "kernel" in info.value.message
+
+
+def test_every_shipped_seed_and_expert_passes():
+    from pathlib import Path
+
+    root = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench"
+    files = sorted([*root.glob("*/seed_*.py"), *root.glob("*/expert_*.py")])
+    assert len(files) >= 20
+    for path in files:
+        check_source(path.read_text(), str(path))
+
+
+@pytest.mark.parametrize("line,words", [
+    ("from jax import _src", "_src"),
+    ("m = jnp.sys", ".sys"),
+    ("m = functools.os", ".os"),
+    ("m = functools.sys.modules", ".modules"),
+    ("object.__setattr__(kernel, 'x', 1)", ".__setattr__"),
+    ("object.__delattr__(kernel, 'x')", ".__delattr__"),
+    ("c = ().__class__", ".__class__"),
+    ("c = object.__base__", ".__base__"),
+    ("e = ValueError().__traceback__", ".__traceback__"),
+    ("n = '__globals__'", "'__globals__'"),
+    ("n = 'system'", "'system'"),
+    ("n = 'sys'", "'sys'"),
+    ("n = 'jaxbench.tasks'", "'jaxbench.tasks'"),
+    ("n = 'jax._src.config'", "'jax._src.config'"),
+    ("import operator\nf = operator.attrgetter('sys.modules')", "'sys.modules'"),
+    ("f = getattr(jax, '__dict__')", "getattr() needs a literal"),
+    ("f = hasattr(jax, 'con' + 'fig')", "hasattr() needs a literal"),
+    ("y = jax.debug.print('{}', 1)", ".debug"),
+    ("f = eval", "use of 'eval'"),
+    ("f = __import__", "use of '__import__'"),
+])
+def test_more_policy_violations_are_rejected(line, words):
+    with pytest.raises(StageFailure) as info:
+        check_source(OK + "\n" + line + "\n")
+    assert info.value.status == "rejected" and info.value.stage == "static"
+    assert words in info.value.message
+
+
+def test_docstrings_and_safe_dunders_are_fine():
+    check_source('"""Uses sys? no: a docstring may say \'sys\' or __globals__."""\n' + OK
+                 + "\nname = kernel.__name__\nif __name__ == '__main__':\n    pass\n")

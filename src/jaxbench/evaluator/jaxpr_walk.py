@@ -102,13 +102,28 @@ def _sub_jaxprs(params: dict[str, Any]):
                 yield item
 
 
+def _callbacks_inside(jaxpr: Any, report: TraceReport) -> None:
+    """Host callbacks inside a kernel body (``jax.debug.print``, ``pure_callback``...)."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in CALLBACKS:
+            report.callbacks.append(eqn.primitive.name)
+        for sub in _sub_jaxprs(eqn.params):
+            _callbacks_inside(sub, report)
+
+
 def walk(jaxpr: Any, report: TraceReport | None = None, repeat: float = 1.0) -> TraceReport:
-    """Counts kernels, outside FLOPs (scaled by loop trip counts) and host callbacks."""
+    """Counts kernels, outside FLOPs (scaled by loop trip counts) and host callbacks.
+
+    Kernel bodies are not counted as outside work, but they are searched for host
+    callbacks: a callback inside a kernel is host work all the same.
+    """
     report = report or TraceReport()
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         if name in KERNEL_PRIMITIVES:
             report.pallas_calls += 1
+            for sub in _sub_jaxprs(eqn.params):
+                _callbacks_inside(sub, report)
             continue
         if name in CALLBACKS:
             report.callbacks.append(name)

@@ -2,42 +2,64 @@
 
 Python audit hooks cannot be removed once added, so after :func:`lock_down`
 the process cannot spawn processes, open sockets, load native code through
-ctypes, scan the heap, or write files outside its private temp dir, however
-the candidate's code is written. rlimits bound its memory and file sizes; the
-parent owns the wall clock and kills the whole process group.
+ctypes, scan the heap, grab interpreter frames (the harness's locals hold the
+inputs and its report handles), or write files outside its private temp dir,
+however the candidate's code is written: the static policy is only the first
+line. rlimits bound its memory and file sizes; the parent owns the wall clock
+and kills the whole process group.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import resource
 import sys
+import threading
 from pathlib import Path
 
 # Audit events that are never allowed once the candidate is loaded.
 _DENIED_EVENTS = frozenset({
     "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
     "os.kill", "os.killpg", "subprocess.Popen", "pty.spawn",
-    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
+    "socket.__new__", "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
+    "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr",
     "ctypes.dlopen", "ctypes.dlsym", "ctypes.addressof", "ctypes.cdata", "ctypes.call_function",
     "ctypes.string_at", "ctypes.wstring_at", "ctypes.create_string_buffer",
+    "ctypes.create_unicode_buffer", "ctypes.PyObj_FromPtr", "ctypes.cdata/buffer",
     "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-    "sys.setprofile", "sys.settrace", "sys.remote_exec",
+    "sys.setprofile", "sys.settrace", "sys.remote_exec", "sys._current_frames",
+    "sys._current_exceptions", "sys.addaudithook", "code.__new__",
     "os.chdir", "os.chroot", "os.setuid", "os.setgid", "resource.setrlimit", "resource.prlimit",
-    "webbrowser.open",
+    "webbrowser.open", "mmap.__new__", "os.memfd_create",
 })
 _PATH_EVENTS = frozenset({
     "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
     "os.symlink", "os.truncate", "os.utime", "shutil.rmtree", "shutil.copyfile", "shutil.move",
+    "shutil.copytree", "shutil.chown", "os.mkfifo", "os.mknod",
 })
+# Modules that may not be *loaded* once the candidate runs (already-loaded ones are guarded by
+# the events above; a fresh copy of an extension module would bring unpatched functions).
+_DENIED_IMPORTS = frozenset({
+    "ctypes", "_ctypes", "subprocess", "_posixsubprocess", "socket", "_socket", "multiprocessing",
+    "_multiprocessing", "pty", "_posixshmem", "gc", "_signal", "signal", "resource", "faulthandler",
+})
+# Attributes that hand out interpreter frames (CPython audits their reads).
+_FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+# Standard-library callers of sys._getframe that only read a module name and keep no frame.
+_GETFRAME_CALLERS = ("/collections/__init__.py", "/typing.py", "/typing_extensions.py",
+                     "/enum.py", "/warnings.py")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_PROC_SECRETS = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(mem|environ|pagemap)$")
 
 
 class SandboxViolation(PermissionError):
     """Raised inside the candidate when it attempts something the sandbox forbids."""
 
 
-_state: dict[str, object] = {"active": False, "root": None, "violations": []}
+_state: dict[str, object] = {"active": False, "root": None, "violations": [],
+                             "untrusted_files": set()}
+_local = threading.local()
 
 
 def violations() -> list[str]:
@@ -54,23 +76,113 @@ def _inside(path: object, root: str) -> bool:
     return real == root or real.startswith(root + os.sep) or real == os.devnull
 
 
-def _hook(event: str, args: tuple) -> None:
-    if not _state["active"]:
-        return
+def _untrusted(frame: object) -> bool:
+    """Whether the frame runs candidate code: compiled after lock-down other than by an import
+    of an installed module, or from a file in the private dir (the only place it can write)."""
+    filename = frame.f_code.co_filename  # type: ignore[attr-defined]
+    return filename in _state["untrusted_files"] or _inside_root(filename)  # type: ignore[operator]
+
+
+def _inside_root(filename: str) -> bool:
     root = _state["root"]
-    why = None
+    return isinstance(root, str) and (filename == root or filename.startswith(root + os.sep))
+
+
+def _untrusted_on_stack(frame: object) -> bool:
+    while frame is not None:
+        if _untrusted(frame):
+            return True
+        frame = frame.f_back  # type: ignore[attr-defined]
+    return False
+
+
+def _where(frame: object) -> tuple[str, str]:
+    code = frame.f_code  # type: ignore[attr-defined]
+    return code.co_filename.replace(os.sep, "/"), code.co_name
+
+
+def _getframe_allowed(caller: object) -> bool:
+    """sys._getframe from library code that keeps the frame to itself, or with no candidate
+    code on the stack at all (the harness reporting an error)."""
+    if not _untrusted_on_stack(caller):
+        return True
+    if _untrusted(caller):
+        return False
+    filename, func = _where(caller)
+    if filename.endswith(_GETFRAME_CALLERS):
+        return True
+    if filename.endswith("/traceback.py") and func in ("extract_stack", "format_stack",
+                                                       "print_stack"):
+        return True
+    # logging.currentframe is a lambda handing the frame to its caller: only findCaller may.
+    parent = caller.f_back  # type: ignore[attr-defined]
+    return (filename.endswith("/logging/__init__.py") and parent is not None
+            and _where(parent) == (filename, "findCaller"))
+
+
+def _frame_read_allowed(accessor: object) -> bool:
+    """A traceback/generator frame read: by JAX's traceback filtering (it keeps the frames to
+    itself) or with no candidate code on the stack."""
+    if not _untrusted_on_stack(accessor):
+        return True
+    return not _untrusted(accessor) and _where(accessor)[0].endswith(
+        "/jax/_src/traceback_util.py")
+
+
+def _check(event: str, args: tuple) -> str | None:
+    root = _state["root"]
     if event in _DENIED_EVENTS:
-        why = f"{event} is not allowed in a kernel"
-    elif event == "open" and len(args) >= 3:
+        return f"{event} is not allowed in a kernel"
+    if event in ("compile", "exec"):
+        # Code compiled or run from now on, other than by the import system loading an installed
+        # module, is candidate-controlled: remember its file name.
+        if _where(sys._getframe(2))[0].startswith("<frozen importlib"):
+            return None
+        code = args[0] if args else None
+        name = getattr(code, "co_filename", None) if event == "exec" else (
+            args[1] if len(args) > 1 else None)
+        if isinstance(name, (str, bytes)):
+            _state["untrusted_files"].add(os.fsdecode(name))  # type: ignore[union-attr]
+        return None
+    if event == "import":
+        name = args[0] if args else ""
+        if isinstance(name, str) and name.split(".")[0] in _DENIED_IMPORTS:
+            return f"importing {name!r} is not allowed in a kernel"
+        return None
+    if event == "sys._getframe":
+        # frames: 0 _check, 1 _hook, 2 the code that called sys._getframe
+        if not _getframe_allowed(sys._getframe(2)):
+            return "sys._getframe is not allowed in a kernel (frame inspection)"
+        return None
+    if event == "object.__getattr__":
+        name = args[1] if len(args) > 1 else ""
+        if name in _FRAME_ATTRIBUTES and not _frame_read_allowed(sys._getframe(2)):
+            return f"reading .{name} is not allowed in a kernel (frame inspection)"
+        return None
+    if event == "open" and len(args) >= 3:
         path, mode, flags = args[0], args[1], args[2]
         writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
             isinstance(flags, int) and flags & _WRITE_FLAGS)
         if writing and not _inside(path, root):  # type: ignore[arg-type]
-            why = f"writing {path!r} outside the private temp dir is not allowed"
-    elif event in _PATH_EVENTS:
+            return f"writing {path!r} outside the private temp dir is not allowed"
+        if isinstance(path, (str, bytes)) and _PROC_SECRETS.match(os.fsdecode(path)):
+            return f"reading {os.fsdecode(path)!r} is not allowed (process memory)"
+        return None
+    if event in _PATH_EVENTS:
         paths = [a for a in args[:2] if isinstance(a, (str, bytes, os.PathLike))]
         if any(not _inside(p, root) for p in paths):  # type: ignore[arg-type]
-            why = f"{event} outside the private temp dir is not allowed"
+            return f"{event} outside the private temp dir is not allowed"
+    return None
+
+
+def _hook(event: str, args: tuple) -> None:
+    if not _state["active"] or getattr(_local, "busy", False):
+        return
+    _local.busy = True  # the checks themselves raise audit events (sys._getframe)
+    try:
+        why = _check(event, args)
+    finally:
+        _local.busy = False
     if why:
         _state["violations"].append(why)  # type: ignore[union-attr]
         raise SandboxViolation(why)
@@ -85,6 +197,12 @@ def install_hook() -> None:
     if not _installed:
         sys.addaudithook(_hook)
         _installed = True
+        try:  # JAX's traceback filtering reads tb_frame; the worker reports messages, not frames
+            import jax
+
+            jax.config.update("jax_traceback_filtering", "off")
+        except Exception:  # noqa: BLE001 - no JAX: nothing to configure
+            pass
 
 
 def set_limits(memory_bytes: int | None, file_bytes: int) -> None:
@@ -95,9 +213,29 @@ def set_limits(memory_bytes: int | None, file_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
 
+def _refuse(what: str):
+    def refused(*args: object, **kwargs: object) -> None:
+        why = f"{what} is not allowed in a kernel"
+        _state["violations"].append(why)  # type: ignore[union-attr]
+        raise SandboxViolation(why)
+
+    return refused
+
+
+def _disarm_unaudited() -> None:
+    """Replaces the few process/frame escapes CPython does not audit with refusals."""
+    spawn = sys.modules.get("_posixsubprocess")
+    if spawn is not None:
+        spawn.fork_exec = _refuse("_posixsubprocess.fork_exec")  # type: ignore[attr-defined]
+    for name in ("signal", "_signal"):  # a signal handler receives the interrupted frame
+        mod = sys.modules.get(name)
+        if mod is not None:
+            mod.signal = _refuse("signal.signal")  # type: ignore[attr-defined]
+
+
 def lock_down(temp_dir: Path) -> None:
     """From now on the audit hook enforces the rules (irreversibly for this process)."""
     install_hook()
+    _disarm_unaudited()
     _state["root"] = os.path.realpath(temp_dir)
     _state["active"] = True
-

@@ -27,17 +27,55 @@ DENIED_CALLS = frozenset({
 DENIED_ATTRIBUTES = frozenset({
     # host callbacks
     "pure_callback", "io_callback", "debug_callback", "callback", "host_callback",
-    "print_callback",
+    "print_callback", "debug",
     # escapes to the interpreter, frames and the heap
     "__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__",
     "__import__", "__loader__", "__spec__", "__dict__", "__bases__", "__mro__",
     "__getattribute__", "__reduce__", "__reduce_ex__", "__self__", "__func__",
-    "f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame",
+    "__setattr__", "__delattr__", "__getattr__", "__class__", "__base__", "__traceback__",
+    "__init_subclass__", "__set_name__", "__wrapped__", "__defaults__", "__kwdefaults__",
+    "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "tb_frame", "tb_next", "gi_frame",
     "cr_frame", "ag_frame", "co_code", "_getframe", "get_objects", "get_referrers",
+    "get_referents", "_current_frames",
+    # reaching the process, the OS and JAX's internals through module attributes
+    "_src", "sys", "os", "modules", "system", "popen", "fork", "forkpty", "execv", "execve",
+    "spawnv", "posix_spawn", "environ", "ctypes", "ctypeslib", "subprocess", "socket",
+    "builtins", "_posixsubprocess", "settrace", "setprofile", "addaudithook",
     # global configuration: precision, interpret forcing
     "config", "update", "default_matmul_precision",
 })
-DENIED_NAMES = frozenset({"__builtins__", "__loader__", "__spec__", "sys", "os", "builtins"})
+DENIED_NAMES = frozenset({"__builtins__", "__loader__", "__spec__", "sys", "os", "builtins",
+                          "__import__", "eval", "exec", "compile", "globals", "locals", "vars",
+                          "breakpoint", "setattr", "delattr", "open", "memoryview"})
+# Dunder attributes a kernel may use (protocols and names, no way out of the object model).
+SAFE_DUNDERS = frozenset({
+    "__name__", "__qualname__", "__doc__", "__module__", "__init__", "__call__", "__len__",
+    "__getitem__", "__setitem__", "__iter__", "__next__", "__enter__", "__exit__",
+    "__post_init__", "__hash__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
+    "__repr__", "__str__", "__add__", "__sub__", "__mul__", "__matmul__", "__truediv__",
+    "__neg__", "__version__", "__main__", "__all__", "__future__", "__annotations__",
+})
+# String constants that only serve to reach something denied by name (getattr tricks).
+_GENERIC_WORDS = frozenset({"update", "config", "callback", "debug"})
+DENIED_STRINGS = (DENIED_NAMES | DENIED_ATTRIBUTES | frozenset({
+    "subprocess", "socket", "ctypes", "gc", "inspect", "importlib", "posix", "signal",
+    "jaxbench", "multiprocessing", "threading", "_thread", "pickle", "marshal", "shutil",
+})) - _GENERIC_WORDS
+DENIED_STRING_PREFIXES = ("jax._src", "jaxbench.", "jax.config", "os.", "sys.")
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _denied_attribute(name: str) -> bool:
+    return name in DENIED_ATTRIBUTES or (_is_dunder(name) and name not in SAFE_DUNDERS)
+
+
+def _denied_string(value: str) -> bool:
+    return (value in DENIED_STRINGS or value.startswith(DENIED_STRING_PREFIXES)
+            or (_is_dunder(value) and value not in SAFE_DUNDERS)
+            or any(_denied_attribute(part) for part in value.split(".")[1:] if part))
 
 
 def _allowed_module(name: str) -> bool:
@@ -67,21 +105,27 @@ class _PolicyVisitor(ast.NodeVisitor):
             self._deny(node, f"import from {'.' * node.level + module!r} is not allowed")
         for alias in node.names:
             full = f"{module}.{alias.name}"
-            if not _allowed_module(full) or alias.name in DENIED_ATTRIBUTES:
+            if not _allowed_module(full) or _denied_attribute(alias.name):
                 self._deny(node, f"import of {full!r} is not allowed")
             self.module_aliases.add(alias.asname or alias.name)
 
     def visit_Call(self, node: ast.Call) -> None:
         if isinstance(node.func, ast.Name) and node.func.id in DENIED_CALLS:
             self._deny(node, f"call to {node.func.id}() is not allowed")
-        if isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2:
+        if isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
+                and len(node.args) >= 2:
             attr = node.args[1]
-            if not isinstance(attr, ast.Constant) or attr.value in DENIED_ATTRIBUTES:
-                self._deny(node, "getattr() needs a literal, permitted attribute name")
+            if not isinstance(attr, ast.Constant) or not isinstance(attr.value, str) \
+                    or _denied_attribute(attr.value):
+                self._deny(node, f"{node.func.id}() needs a literal, permitted attribute name")
         self.generic_visit(node)
 
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and _denied_string(node.value):
+            self._deny(node, f"the string {node.value!r} names something kernels may not reach")
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in DENIED_ATTRIBUTES:
+        if _denied_attribute(node.attr):
             self._deny(node, f"use of .{node.attr} is not allowed (host callbacks, "
                              "introspection and global config are outside the kernel contract)")
         self.generic_visit(node)
@@ -89,6 +133,26 @@ class _PolicyVisitor(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in DENIED_NAMES:
             self._deny(node, f"use of {node.id!r} is not allowed")
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._skip_docstring(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._skip_docstring(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._skip_docstring(node)
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self._skip_docstring(node)
+
+    def _skip_docstring(self, node: ast.AST) -> None:
+        body = getattr(node, "body", [])
+        doc = body[0] if body and isinstance(body[0], ast.Expr) and isinstance(
+            getattr(body[0], "value", None), ast.Constant) else None
+        for child in ast.iter_child_nodes(node):
+            if child is not doc:
+                self.visit(child)
 
     def _check_store_target(self, target: ast.AST) -> None:
         # Assigning into an imported module (jax.numpy.dot = ..., time.time = ...) patches

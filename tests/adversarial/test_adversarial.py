@@ -1,0 +1,131 @@
+"""Cheating kernels (tests/adversarial/kernels/*.py): each gets its exact non-`correct` verdict,
+with a message naming the rule it broke. Static rules are backed by runtime guards: every
+`*_obfuscated.py` cheat passes the static policy and is caught when it acts."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+KERNELS = Path(__file__).parent / "kernels"
+GEMM, NORM = "8p_gemm", "12p_rmsnorm"
+BIAS, SOFTMAX = "19k_matmul_subtract_multiply_relu", "50k_matmul_gelu_softmax"
+OUTSIDE = "work outside pallas_call"
+FRAME = "frame inspection"
+
+CASES = [
+    # file, task, status, stage, words the message must contain
+    ("plain_jnp.py", GEMM, "no_pallas", "trace", "no pallas_call"),
+    ("copy_matmul_in_xla.py", GEMM, "rejected", "trace", OUTSIDE),
+    ("copy_rmsnorm_in_xla.py", NORM, "rejected", "trace", OUTSIDE),
+    ("pure_callback_static.py", GEMM, "rejected", "static", ".pure_callback"),
+    ("io_callback_static.py", GEMM, "rejected", "static", "io_callback"),
+    ("debug_print_in_kernel.py", GEMM, "rejected", "static", ".debug"),
+    ("callback_obfuscated.py", GEMM, "rejected", "trace", "host callback (pure_callback)"),
+    ("host_numpy.py", GEMM, "compile_error", "trace", "host NumPy/Python on input values"),
+    ("task_reference_static.py", GEMM, "rejected", "static", "jaxbench.tasks"),
+    ("task_reference_obfuscated.py", GEMM, "rejected", "trace", OUTSIDE),
+    ("exec_eval_static.py", GEMM, "rejected", "static", "exec()"),
+    ("import_trick_obfuscated.py", GEMM, "rejected", "trace", "sandbox: subprocess.Popen"),
+    ("os_system_static.py", GEMM, "rejected", "static", "import of 'os'"),
+    ("os_system_obfuscated.py", GEMM, "rejected", "trace", "sandbox: os.system"),
+    ("subprocess_static.py", GEMM, "rejected", "static", "import of 'subprocess'"),
+    ("posixsubprocess_obfuscated.py", GEMM, "rejected", "trace",
+     "sandbox: _posixsubprocess.fork_exec"),
+    ("socket_static.py", GEMM, "rejected", "static", "import of 'socket'"),
+    ("ctypes_static.py", GEMM, "rejected", "static", "import of 'ctypes'"),
+    ("ctypes_numpy_obfuscated.py", GEMM, "rejected", "trace", "sandbox: ctypes.dlopen"),
+    ("gc_static.py", GEMM, "rejected", "static", "import of 'gc'"),
+    ("gc_obfuscated.py", GEMM, "rejected", "trace", "sandbox: gc.get_objects"),
+    ("frame_static.py", GEMM, "rejected", "static", "._getframe"),
+    ("frame_obfuscated.py", GEMM, "rejected", "trace", f"sandbox: reading .tb_frame is not "
+                                                      f"allowed in a kernel ({FRAME})"),
+    ("write_outside_static.py", GEMM, "rejected", "static", "open()"),
+    ("np_save_outside.py", GEMM, "rejected", "trace", "outside the private temp dir"),
+    ("patch_static.py", GEMM, "rejected", "static", "assigning to an attribute of module 'jax'"),
+    ("patch_timer_obfuscated.py", GEMM, "rejected", "trace",
+     "patched harness code: time.perf_counter"),
+    ("patch_config_obfuscated.py", GEMM, "rejected", "trace",
+     "patched harness code: jax.config.jax_default_matmul_precision"),
+    ("fork_bomb.py", GEMM, "rejected", "trace", "sandbox: os.fork"),
+    ("memory_bomb.py", GEMM, "crashed", "trace", "out of memory"),
+    ("endless_trace.py", GEMM, "timeout", "trace", "no verdict within"),
+    ("ignores_bias.py", BIAS, "incorrect", "correct", "exceed atol"),
+    ("constant_output.py", SOFTMAX, "incorrect", "correct", "exceed atol"),
+    ("partial_write.py", GEMM, "incorrect", "correct", "NaN/Inf"),
+    ("float8_dot.py", GEMM, "incorrect", "correct", "exceed atol"),
+    ("trace_count.py", GEMM, "incorrect", "correct", "(tpu_interpreter)"),
+    ("parallel_race.py", GEMM, "incorrect", "correct", "data race"),
+]
+
+# Files a cheat tries to create outside its private dir: they must never exist afterwards.
+MARKERS = {
+    "import_trick_obfuscated.py": "/tmp/jaxbench_adversarial_import_trick",
+    "os_system_obfuscated.py": "/tmp/jaxbench_adversarial_os_system",
+    "posixsubprocess_obfuscated.py": "/tmp/jaxbench_adversarial_fork_exec",
+    "np_save_outside.py": "/tmp/jaxbench_adversarial_np_save.npy",
+}
+
+
+def _timeout(name: str) -> float:
+    return {"endless_trace.py": 12, "fork_bomb.py": 60}.get(name, 180)
+
+
+@pytest.mark.parametrize("name,task,status,stage,words", CASES, ids=[c[0] for c in CASES])
+def test_cheat_gets_its_verdict(evaluator, name, task, status, stage, words):
+    marker = MARKERS.get(name)
+    if marker and os.path.exists(marker):
+        os.remove(marker)
+    result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=_timeout(name),
+                                memory_gb=3)
+    assert (result["status"], result["stage"]) == (status, stage), result["message"]
+    assert words in result["message"], result["message"]
+    if marker:
+        assert not os.path.exists(marker), f"{name} wrote {marker} outside its temp dir"
+
+
+def test_every_cheat_file_is_covered_and_documented():
+    files = {p.name for p in KERNELS.glob("*.py")}
+    assert files == {c[0] for c in CASES}
+    for path in KERNELS.glob("*.py"):
+        doc = path.read_text().split('"""')
+        assert len(doc) >= 3 and doc[1].startswith("Cheat ("), path.name
+
+
+def test_obfuscated_cheats_pass_the_static_policy():
+    """The runtime guards, not the static policy, catch these: proves the guards are live."""
+    from jaxbench.evaluator.static import check_source
+
+    for path in KERNELS.glob("*_obfuscated.py"):
+        check_source(path.read_text(), path.name)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if text.encode() in f.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_cheats_leave_no_file_or_process_behind(tmp_path):
+    """Process-spawning and file-writing cheats in a pool rooted at tmp_path: afterwards the
+    pool's root is empty, no marker file exists and no process of theirs is alive."""
+    from jaxbench.evaluator import Evaluator
+
+    names = ["posixsubprocess_obfuscated.py", "fork_bomb.py", "np_save_outside.py"]
+    with Evaluator(spares=0, work_dir=tmp_path) as ev:
+        for name in names:
+            result = ev.evaluate(KERNELS / name, GEMM, trials=1, timeout_s=_timeout(name))
+            assert result["status"] == "rejected", result["message"]
+    assert list(tmp_path.iterdir()) == []
+    for name in names:
+        marker = MARKERS.get(name)
+        assert marker is None or not os.path.exists(marker)
+    assert _processes_mentioning("jaxbench_adversarial") == []
+    assert _processes_mentioning(str(tmp_path)) == []

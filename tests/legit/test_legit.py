@@ -1,0 +1,39 @@
+"""No false rejections: JAX's own Pallas kernels and hand-written kernels that use grids, scratch,
+pl.when, fori_loop and scalar prefetch are judged `correct` under the full sandbox (audit hooks,
+integrity snapshot, outside-work accounting, TPU interpreter with race detection)."""
+
+from pathlib import Path
+
+import pytest
+
+KERNELS = Path(__file__).parent / "kernels"
+
+CASES = [
+    # file, task
+    ("tpu_flash_attention.py", "1p_flash_attention"),      # pallas.ops.tpu.flash_attention
+    ("tpu_megablox_gmm.py", "11p_megablox_gmm"),           # pallas.ops.tpu.megablox.gmm
+    ("tpu_library_matmul.py", "8p_gemm"),                  # pallas.ops.tpu.matmul
+    ("gpu_attention.py", "1p_flash_attention"),            # pallas.ops.gpu.attention.mha
+    ("gpu_rms_norm.py", "12p_rmsnorm"),                    # pallas.ops.gpu.rms_norm
+    ("gpu_softmax_composed.py", "50k_matmul_gelu_softmax"),  # own matmul+gelu, ops.gpu.softmax
+    ("tpu_fori_bias_relu.py", "19k_matmul_subtract_multiply_relu"),  # grid + fori_loop
+    ("tpu_scalar_prefetch.py", "8p_gemm"),                 # PrefetchScalarGridSpec, scratch, when
+    ("tpu_rmsnorm_rows.py", "12p_rmsnorm"),                # reductions inside the kernel
+]
+
+
+@pytest.mark.parametrize("name,task", CASES, ids=[c[0] for c in CASES])
+def test_legit_kernel_is_correct(evaluator, name, task):
+    result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=300)
+    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
+    if result["target"] == "tpu":
+        assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+
+
+def test_every_legit_file_is_covered():
+    assert {p.name for p in KERNELS.glob("*.py")} == {c[0] for c in CASES}
+
+
+def test_gpu_layer_norm_has_no_task():
+    pytest.skip("jax.experimental.pallas.ops.gpu.layer_norm: no task computes a plain layer norm "
+                "(12p is RMSNorm, whose GPU op is covered by gpu_rms_norm.py)")

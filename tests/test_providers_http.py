@@ -1,0 +1,90 @@
+"""The real OpenAI, Anthropic and Google GenAI SDKs, driven end to end against a local HTTP server that speaks
+their APIs (127.0.0.1 only): `jaxbench optimize` with a provider spec as a user would run it."""
+
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+SEED = (Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_gpu.py").read_text()
+ANSWER = f"Here is the kernel.\n```python\n{SEED}```\n"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    requests: list = []
+
+    def do_POST(self):  # noqa: N802 - http.server API
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append((self.path, body))
+        if self.path.endswith("/chat/completions"):
+            reply = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": ANSWER}}],
+                     "usage": {"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33}}
+        elif self.path.endswith("/messages"):
+            reply = {"id": "m1", "type": "message", "role": "assistant", "model": body["model"],
+                     "content": [{"type": "text", "text": ANSWER}], "stop_reason": "end_turn",
+                     "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 22}}
+        elif self.path.endswith(":generateContent"):
+            reply = {"candidates": [{"content": {"role": "model", "parts": [{"text": ANSWER}]},
+                                     "finishReason": "STOP", "index": 0}],
+                     "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 22,
+                                       "totalTokenCount": 33}}
+        else:
+            self.send_error(404)
+            return
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    _Handler.requests = []
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def _optimize(model, out, env_extra):
+    import os
+
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", **env_extra}
+    return subprocess.run(
+        [sys.executable, "-m", "jaxbench.cli", "optimize", "--method", "best_of_n", "--model", model,
+         "--tasks", "8p_gemm", "--budget", "1", "--target", "gpu", "--trials", "1", "--no-cache",
+         "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("provider,sdk", [("openai", "openai"), ("anthropic", "anthropic"),
+                                          ("gemini", "google.genai")])
+def test_sdk_round_trip_through_optimize(server, tmp_path, provider, sdk):
+    pytest.importorskip(sdk)
+    model, env = {
+        "openai": (f"openai:local-model@{server}/v1", {}),
+        "anthropic": ("anthropic:claude-test", {"ANTHROPIC_API_KEY": "test-key",
+                                                 "ANTHROPIC_BASE_URL": server}),
+        "gemini": ("gemini:gemini-test", {"GEMINI_API_KEY": "test-key",
+                                          "GOOGLE_GEMINI_BASE_URL": server}),
+    }[provider]
+    out = _optimize(model, tmp_path / "run", env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    path, body = _Handler.requests[0]
+    assert "8p_gemm" in json.dumps(body)  # the task statement reached the server
+    events = [json.loads(line) for line in (tmp_path / "run/events.jsonl").read_text().splitlines()]
+    calls = [e for e in events if e["type"] == "llm_call"]
+    evals = [e for e in events if e["type"] == "evaluation"]
+    assert len(calls) == 1 and calls[0]["input_tokens"] == 11 and calls[0]["output_tokens"] == 22
+    assert [e["status"] for e in evals] == ["correct"]
