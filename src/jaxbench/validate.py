@@ -1,0 +1,386 @@
+"""The task validator: is each task a meaningful, fairly-toleranced benchmark problem?
+
+``validate_task(task)`` draws the task's inputs from several seeds and runs four checks
+on its reference (``jaxbench validate`` runs them over a suite):
+
+``finite``
+    The float32 ground truth and the bf16 XLA reference are finite on every seed.
+``non_constant``
+    The output is not (near-)constant. Flagged when every ``|out| < 0.01`` on every
+    seed, or when no output element moves by 0.01 across seeds: ``max over elements of
+    (max - min over seeds) < 0.01``. Checked on the float32 ground truth, per output leaf.
+``inputs_matter``
+    Every input changes the output. For input *i* and each of the first
+    ``perturb_seeds`` seeds, the task's ``make_inputs`` is called with a second,
+    independent key and only input *i* of that draw replaces the base draw's (the other
+    inputs are kept). The input matters when, on some trial, the float32 output moves by
+    more than ``1e-3 * (max |base output| + 1e-6)`` (max abs difference over elements;
+    the threshold is > 0, so an exactly unchanged output never passes). Integer inputs
+    (labels, page tables, lengths, group sizes) are perturbed the same way, through
+    ``make_inputs``.
+
+    Correlated inputs: substituting one alone can make an invalid combination (cu_q_lens
+    whose query spans exceed kv_lens, ...). When the output with the lone substitution
+    is non-finite or the reference raises, the input is perturbed jointly with its group
+    instead: the group in ``task.meta["validate_together"]`` (a list of lists of input
+    names) that holds it, else all of the task's ``custom`` inputs (the ones its
+    ``make_inputs`` draws together); the float inputs are kept. The report notes it.
+    An input that comes out identical from every key (e.g. ``cu_q_lens = arange`` in
+    decode attention, a fixed ``num_seqs``) cannot be perturbed and is reported as
+    ``fixed``, not flagged.
+
+    Inert inputs: an input the operator cancels mathematically (a bias added before a norm
+    that subtracts the mean over the same axis) may be declared in
+    ``task.meta["inert_inputs"]`` (``{name: reason}``); it is still measured, reported as
+    inert and not flagged when it does not matter, and flagged when the declaration is
+    wrong (it does change the output). Undeclared, it is flagged: a kernel may skip it.
+``tolerance``
+    Tolerance calibration: on every seed the bf16 XLA reference passes the evaluator's own
+    check (:func:`jaxbench.evaluator.compare.check_outputs`) against the float32 ground
+    truth, and so does the ground truth rounded to the output dtype (a kernel that
+    accumulates more precisely must never fail). Reported as the worst
+    ``|bf16 - truth| / (atol + rtol * |truth|)`` over elements and seeds (<= 1 passes).
+
+Warnings (shown, not flagged): an input whose replacement keeps the output within the
+task's tolerance on every trial ("ignorable": a kernel that ignored it would still pass
+the correctness check).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import click
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbench.evaluator.compare import GroundTruth, check_outputs, key_from_data
+from jaxbench.tasks import Task, UnknownTaskError, get_task, list_tasks
+from jaxbench.tasks.spec import upcast
+
+CONSTANT_ABS = 0.01      # "all |out| < 0.01"
+CONSTANT_SPREAD = 0.01   # "no element moves by 0.01 across seeds"
+MATTER_REL = 1e-3        # an input matters if the output moves > 1e-3 * (max|out| + 1e-6)
+_BASE_STREAM = 0x6A78    # key data [stream, seed]: base draws
+_ALT_STREAM = 0x616C74   # alternative draws for the perturbation check
+
+CHECKS = ("finite", "non_constant", "inputs_matter", "tolerance")
+
+
+@dataclass
+class Check:
+    ok: bool
+    note: str = ""
+    value: float | None = None
+
+
+@dataclass
+class InputResult:
+    name: str
+    mode: str             # "alone", "joint" (with its group), "fixed" (not randomised), "error"
+    change: float         # max abs change of the output over the trials
+    threshold: float
+    matters: bool
+    detectable: bool      # some trial's changed output fails the task's tolerance check
+    group: list[str] = field(default_factory=list)
+    note: str = ""
+    inert: str = ""       # the task's reason for declaring it inert (meta["inert_inputs"])
+
+
+@dataclass
+class TaskReport:
+    task: str
+    size: str
+    seeds: int
+    finite: Check
+    non_constant: Check
+    inputs_matter: Check
+    tolerance: Check
+    inputs: list[InputResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def flags(self) -> list[str]:
+        return [f"{name}: {c.note}" for name in CHECKS
+                if not (c := getattr(self, name)).ok and c.note != "not checked"]
+
+    @property
+    def flagged(self) -> bool:
+        return any(not getattr(self, name).ok for name in CHECKS)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["flagged"] = self.flagged
+        d["flags"] = self.flags
+        return d
+
+
+def _leaves(tree: Any) -> list[np.ndarray]:
+    return [np.asarray(x, np.float32) for x in jax.tree_util.tree_leaves(tree)]
+
+
+def _finite(leaves: list[np.ndarray]) -> bool:
+    return all(bool(np.isfinite(x).all()) for x in leaves)
+
+
+def _max_abs(leaves: list[np.ndarray]) -> float:
+    return max((float(np.abs(x).max()) for x in leaves if x.size), default=0.0)
+
+
+def _same(a: Any, b: Any) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(a, b))
+
+
+def _err_over_tol(outputs: list[np.ndarray], truth: list[np.ndarray], atol: float, rtol: float) -> float:
+    """Worst |out - truth| / (atol + rtol |truth|): the margin behind check_outputs' verdict."""
+    worst = 0.0
+    for out, ref in zip(outputs, truth, strict=True):
+        if out.size:
+            ratio = np.abs(out.astype(np.float32) - ref) / (atol + rtol * np.abs(ref))
+            worst = max(worst, float(np.nan_to_num(ratio, nan=np.inf).max()))
+    return worst
+
+
+def error_report(task: Task, size: str, seeds: int, exc: BaseException) -> TaskReport:
+    """A flagged report for a task whose validation raised (its reference or make_inputs broke)."""
+    message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    failed = Check(False, f"validation raised {message[:200]}")
+    return TaskReport(task.id, size, seeds, failed, Check(False, "not checked"),
+                      Check(False, "not checked"), Check(False, "not checked"))
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def validate_task(task: Task, size: str = "small", seeds: int = 5,
+                  perturb_seeds: int = 2) -> TaskReport:
+    """Runs the four checks (see the module docstring) on ``task`` at ``size``."""
+    if seeds < 2:
+        raise ValueError("validate_task needs at least 2 seeds (the spread check compares them)")
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf outputs are reported, not warned
+        return _validate(task, size, seeds, perturb_seeds)
+
+
+def _validate(task: Task, size: str, seeds: int, perturb_seeds: int) -> TaskReport:
+    started = time.monotonic()
+    task.dims(size)  # a KeyError naming the sizes for an unknown size
+    # The evaluator's own float32 ground truth (a fresh instance: its cache is per task ID). Its
+    # jitted reference is shared with the perturbation check (one compile per dtype signature).
+    gt = GroundTruth()
+    ref_fn = gt._fns[task.id] = jax.jit(task.reference)
+    f32 = bf16 = ref_fn
+
+    base_inputs, truths = [], []
+    finite_notes: list[str] = []
+    bf16_fail = precise_fail = ""
+    worst_ratio = 0.0
+    for s in range(seeds):
+        key = [_BASE_STREAM, s]
+        inputs = task.make_inputs(key_from_data(key), size)
+        truth = gt(task, size, key)
+        ref_tree = bf16(*inputs)
+        ref_raw = [np.asarray(x) for x in jax.tree_util.tree_leaves(ref_tree)]
+        ref = [x.astype(np.float32) for x in ref_raw]
+        base_inputs.append(inputs)
+        truths.append(truth)
+        if not _finite(truth):
+            finite_notes.append(f"seed {s}: float32 ground truth has NaN/Inf")
+        if not _finite(ref):
+            finite_notes.append(f"seed {s}: bf16 reference has NaN/Inf")
+        worst_ratio = max(worst_ratio, _err_over_tol(ref, truth, task.atol, task.rtol))
+        verdict = check_outputs(ref_raw, ref_tree, truth, task.atol, task.rtol)
+        if not verdict.ok and not bf16_fail:
+            bf16_fail = f"seed {s}: bf16 reference fails: {verdict.message}"
+        rounded = [np.asarray(jnp.asarray(t).astype(r.dtype)) for t, r in zip(truth, ref_raw, strict=True)]
+        precise = check_outputs(rounded, ref_tree, truth, task.atol, task.rtol)
+        if not precise.ok and not precise_fail:
+            precise_fail = f"seed {s}: the truth rounded to the output dtype fails: {precise.message}"
+
+    tol_notes = [n for n in (bf16_fail, precise_fail) if n]
+    finite = Check(not finite_notes, "; ".join(finite_notes[:2]))
+    tolerance = Check(not tol_notes, "; ".join(tol_notes) if tol_notes else
+                      f"worst err/tol {worst_ratio:.3g} (atol {task.atol:g}, rtol {task.rtol:g})",
+                      worst_ratio)
+
+    # non-constant, per output leaf, on the float32 ground truth
+    const_notes = []
+    spread_min = None
+    for j in range(len(truths[0])):
+        stack = np.stack([t[j] for t in truths])
+        name = f"output {j}" if len(truths[0]) > 1 else "output"
+        amax = float(np.abs(stack).max()) if stack.size else 0.0
+        spread = float((stack.max(axis=0) - stack.min(axis=0)).max()) if stack.size else 0.0
+        spread_min = spread if spread_min is None else min(spread_min, spread)
+        if amax < CONSTANT_ABS:
+            const_notes.append(f"{name}: all |out| < {CONSTANT_ABS:g} (max |out| {amax:.3g})")
+        elif spread < CONSTANT_SPREAD:
+            const_notes.append(f"{name}: no element moves by {CONSTANT_SPREAD:g} across "
+                               f"{seeds} seeds (max spread {spread:.3g})")
+    non_constant = Check(not const_notes, "; ".join(const_notes) or
+                         f"max spread across seeds {_fmt(spread_min)}", spread_min)
+
+    inputs = _perturbation(task, size, f32, base_inputs, truths, min(perturb_seeds, seeds))
+    dead = [f"{r.name} does not change the output "
+            f"({r.note or f'max change {r.change:.3g} <= {r.threshold:.3g}'})"
+            for r in inputs if not r.matters and (not r.inert or r.mode == "error")]
+    dead += [f"{r.name} is declared inert but changes the output by {r.change:.3g}"
+             for r in inputs if r.matters and r.inert]
+    inputs_matter = Check(not dead, "; ".join(dead) or ", ".join(
+        f"{r.name}:{'inert' if r.inert else r.mode}" for r in inputs if r.mode != "alone" or r.inert))
+    warnings = [f"ignorable {r.name}: replacing it moves the output by at most {r.change:.3g}, "
+                f"within tolerance" for r in inputs if r.matters and not r.detectable and not r.inert]
+    return TaskReport(task.id, size, seeds, finite, non_constant, inputs_matter, tolerance,
+                      inputs, warnings, round(time.monotonic() - started, 2))
+
+
+def _perturbation(task: Task, size: str, f32: Any, base_inputs: list[tuple],
+                  truths: list[list[np.ndarray]], trials: int) -> list[InputResult]:
+    specs = task.input_specs(size)
+    names = [s.name for s in specs]
+    declared = [list(g) for g in task.meta.get("validate_together", [])]
+    unknown = sorted({n for g in declared for n in g} - set(names))
+    if unknown:
+        raise ValueError(f"task {task.id}: meta['validate_together'] names unknown inputs {unknown}")
+    inert = task.meta.get("inert_inputs", {})
+    inert = dict(inert) if isinstance(inert, dict) else {n: "declared inert" for n in inert}
+    unknown = sorted(set(inert) - set(names))
+    if unknown:
+        raise ValueError(f"task {task.id}: meta['inert_inputs'] names unknown inputs {unknown}")
+    custom = [s.name for s in specs if s.init == "custom"]
+    alts = [task.make_inputs(key_from_data([_ALT_STREAM, s]), size) for s in range(trials)]
+    shapes = [[jax.ShapeDtypeStruct(x.shape, x.dtype) for x in truth] for truth in truths]
+
+    def measure(members: list[str]) -> tuple[float, float, bool] | None:
+        """Max output change, threshold, and whether any trial leaves the tolerance band."""
+        idx = {names.index(n) for n in members}
+        change, threshold, detectable = 0.0, 0.0, False
+        for t in range(trials):
+            inputs = [alts[t][k] if k in idx else x for k, x in enumerate(base_inputs[t])]
+            try:
+                out = _leaves(f32(*upcast(inputs)))
+            except Exception:  # an invalid combination the reference rejects
+                return None
+            if not _finite(out):
+                return None
+            truth = truths[t]
+            threshold = max(threshold, MATTER_REL * (_max_abs(truth) + 1e-6))
+            change = max(change, max((float(np.abs(o - r).max())
+                                      for o, r in zip(out, truth, strict=True) if o.size), default=0.0))
+            detectable = detectable or not check_outputs(out, shapes[t], truth, task.atol, task.rtol).ok
+        return change, threshold, detectable
+
+    results = []
+    for i, name in enumerate(names):
+        group = next((g for g in declared if name in g), None)
+        if group is None and all(_same(alts[t][i], base_inputs[t][i]) for t in range(trials)):
+            results.append(InputResult(name, "fixed", 0.0, 0.0, True, True,
+                                       note="identical from every key: not randomised"))
+            continue
+        members, mode = (group, "joint") if group else ([name], "alone")
+        measured = measure(members)
+        if measured is None and mode == "alone" and name in custom and len(custom) > 1:
+            members, mode = custom, "joint"  # correlated custom inputs: redraw them together
+            measured = measure(members)
+        if measured is None:
+            results.append(InputResult(
+                name, "error", 0.0, 0.0, False, False, members,
+                f"perturbing {'+'.join(members)} gives a non-finite output or an error; "
+                f"declare meta['validate_together']"))
+            continue
+        change, threshold, detectable = measured
+        results.append(InputResult(name, mode, change, threshold, change > threshold, detectable,
+                                   members if mode == "joint" else [], inert=inert.get(name, "")))
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# jaxbench validate
+
+
+def _select(suite: str | None, task_ids: str | None) -> list[Task]:
+    if task_ids:
+        ids = [t.strip() for t in task_ids.split(",") if t.strip()]
+        return [t for t in map(get_task, ids) if suite is None or t.suite == suite]
+    return list_tasks(suite)
+
+
+def _mark(check: Check, text: str | None = None) -> str:
+    shown = text if text is not None else ("ok" if check.ok else "FLAG")
+    return f"[green]{shown}[/]" if check.ok else f"[red]{shown}[/]"
+
+
+@click.command("validate")
+@click.option("--suite", default=None, help="Only this suite (e.g. jaxbench).")
+@click.option("--task", "task_ids", default=None, help="Task ID (or comma-separated IDs).")
+@click.option("--size", type=click.Choice(["small", "full"]), default="small", show_default=True)
+@click.option("--seeds", type=click.IntRange(2, 1000), default=5, show_default=True,
+              help="Input seeds per task.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON report per task on stdout.")
+def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
+                 as_json: bool) -> None:
+    """Check that each task's reference is finite, non-constant, depends on every input, and
+    that its tolerance accepts the bf16 XLA reference. Exit 1 if any task is flagged."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from jaxbench.cli import _usage_error
+
+    try:
+        tasks = _select(suite, task_ids)
+    except (UnknownTaskError, KeyError, ValueError) as exc:
+        _usage_error(str(exc).strip("'\""))
+    if not tasks:
+        _usage_error(f"no task matches (suite {suite!r}, task {task_ids!r}); see `jaxbench tasks`")
+    for t in tasks:
+        if size not in t.sizes:
+            _usage_error(f"task {t.id} has no size {size!r}")
+
+    width = None if sys.stdout.isatty() else 160
+    console = Console(highlight=False, width=width)
+    progress = Progress(TextColumn("[bold]validating"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
+                        console=Console(stderr=True), disable=as_json, transient=True)
+    reports: list[TaskReport] = []
+    started = time.monotonic()
+    with progress:
+        bar = progress.add_task("validate", total=len(tasks), last="")
+        for t in tasks:
+            progress.update(bar, last=t.id)
+            try:
+                report = validate_task(t, size=size, seeds=seeds)
+            except Exception as exc:  # one broken task must not hide the others' results
+                report = error_report(t, size, seeds, exc)
+            reports.append(report)
+            if as_json:
+                click.echo(json.dumps(report.to_dict(), default=str))
+            progress.update(bar, advance=1)
+    wall = time.monotonic() - started
+    flagged = [r for r in reports if r.flagged]
+    if not as_json:
+        table = Table(title=f"jaxbench validate ({size}, {seeds} seeds)")
+        for col in ("task", "finite", "non-constant", "inputs-matter", "tol-calibration\n(worst err/tol)",
+                    "flags", "s"):
+            table.add_column(col, overflow="fold")
+        for r in reports:
+            n_in = len(r.inputs)
+            n_ok = sum(i.matters and not i.inert for i in r.inputs)
+            n_inert = sum(bool(i.inert) and not i.matters for i in r.inputs)
+            notes = r.flags + [f"warn: {w}" for w in r.warnings]
+            table.add_row(
+                r.task, _mark(r.finite), _mark(r.non_constant),
+                _mark(r.inputs_matter, f"{n_ok}/{n_in}" + (f" ({n_inert} inert)" if n_inert else "")),
+                _mark(r.tolerance, _fmt(r.tolerance.value)),
+                "\n".join(notes) or "-", f"{r.seconds:.1f}")
+        console.print(table)
+        console.print(f"{len(reports) - len(flagged)}/{len(reports)} tasks pass; "
+                      f"{len(flagged)} flagged; {wall:.1f} s", markup=False)
+    sys.exit(1 if flagged else 0)
