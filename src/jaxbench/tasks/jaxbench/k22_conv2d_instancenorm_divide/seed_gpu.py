@@ -3,10 +3,11 @@
 Two kernels. (1) Direct convolution: each image is flattened to (C, H·W); output pixel
 p = h·W + w of tap (kh, kw) reads input pixel p + kh·W + kw, so a program loops over its
 image's flat chunks, each a sum over taps of (bco, CI) x (CI, chunk) matmuls on shifted
-slices, writes conv + bias in float32 and accumulates the per-channel sum and sum of squares
-of the valid pixels (wrap-around columns w >= Wo are masked). (2) The instance norm, affine
-and /2 as one elementwise pass with per-(sample, channel) scale and shift (folded from the
-statistics outside: a few hundred scalars). Wrap-around columns are dropped outside.
+slices, writes the conv output in float32 and accumulates the per-channel sum and sum of
+squares of the valid pixels (wrap-around columns w >= Wo are masked). (2) The instance norm,
+affine, conv bias (added after the norm, per channel) and /2 as one elementwise pass with
+per-(sample, channel) scale and shift (folded from the statistics outside: a few hundred
+scalars). Wrap-around columns are dropped outside.
 """
 
 import functools
@@ -28,10 +29,9 @@ def _next_pow2(a):
     return 1 << max(0, (a - 1).bit_length())
 
 
-def _conv_stats_kernel(x_ref, w_ref, cb_ref, m_ref, y_ref, s1_ref, s2_ref, *,
+def _conv_stats_kernel(x_ref, w_ref, m_ref, y_ref, s1_ref, s2_ref, *,
                        offsets, chunk, n_chunks):
     bco = y_ref.shape[1]
-    cb = cb_ref[...][:, None]
 
     def body(j, sums):
         s1, s2 = sums
@@ -40,10 +40,9 @@ def _conv_stats_kernel(x_ref, w_ref, cb_ref, m_ref, y_ref, s1_ref, s2_ref, *,
         for t, off in enumerate(offsets):
             xs = x_ref[0, :, pl.ds(base + off, chunk)]
             acc += jnp.dot(w_ref[t], xs, preferred_element_type=jnp.float32)
-        y = acc + cb
-        y_ref[0, :, pl.ds(base, chunk)] = y
-        ym = y * m_ref[pl.ds(base, chunk)][None, :]
-        return s1 + jnp.sum(ym, axis=1), s2 + jnp.sum(ym * y, axis=1)
+        y_ref[0, :, pl.ds(base, chunk)] = acc
+        ym = acc * m_ref[pl.ds(base, chunk)][None, :]
+        return s1 + jnp.sum(ym, axis=1), s2 + jnp.sum(ym * acc, axis=1)
 
     zeros = jnp.zeros((bco,), jnp.float32)
     s1, s2 = jax.lax.fori_loop(0, n_chunks, body, (zeros, zeros))
@@ -86,20 +85,19 @@ def kernel(x, weight, conv_bias, in_weight, in_bias):
         in_specs=[
             pl.BlockSpec((1, cp, lin), lambda i, c: (i, 0, 0)),
             pl.BlockSpec((kh * kw, bco, cp), lambda i, c: (0, c, 0)),
-            pl.BlockSpec((bco,), lambda i, c: (c,)),
             pl.BlockSpec((lo,), lambda i, c: (0,)),
         ],
         out_specs=(pl.BlockSpec((1, bco, lo), lambda i, c: (i, c, 0)),
                    pl.BlockSpec((1, bco), lambda i, c: (i, c)),
                    pl.BlockSpec((1, bco), lambda i, c: (i, c))),
         compiler_params=plgpu.CompilerParams(num_warps=4, num_stages=2),
-    )(xf, wt, vec(conv_bias), mask)
+    )(xf, wt, mask)
 
     count = float(ho * wo)
     mean = s1 / count
     var = jnp.maximum(s2 / count - mean * mean, 0.0)
     scale = vec(in_weight) * jax.lax.rsqrt(var + EPS) * 0.5
-    shift = vec(in_bias) * 0.5 - mean * scale
+    shift = (vec(in_bias) + vec(conv_bias)) * 0.5 - mean * scale
 
     bcb = min(32, cop)
     out = pl.pallas_call(

@@ -1,4 +1,4 @@
-"""Seed kernel for 22k_conv2d_instancenorm_divide on TPU: conv + InstanceNorm + /2, one kernel.
+"""Seed kernel for 22k_conv2d_instancenorm_divide on TPU: conv, InstanceNorm, bias, /2 in one kernel.
 
 Each image is flattened to (C, H·W) (channels on sublanes, pixels on lanes); output pixel
 p = h·W + w of tap (kh, kw) reads input pixel p + kh·W + kw, so every tap is a (bco, CI) x
@@ -7,8 +7,8 @@ p = h·W + w of tap (kh, kw) reads input pixel p + kh·W + kw, so every tap is a
 Grid (N, CO/bco): one step owns whole (sample, channel) planes, so the instance-norm
 statistics are complete inside it. Pass 1 convolves chunk by chunk into a float32 VMEM plane
 and sums the valid pixels; pass 2 sums squared deviations from the mean; pass 3 normalises,
-applies the affine and the /2, and writes. Wrap-around columns (w >= Wo) are masked out of
-the statistics and dropped outside.
+applies the affine, adds the conv bias (after the norm, per channel), halves, and writes.
+Wrap-around columns (w >= Wo) are masked out of the statistics and dropped outside.
 """
 
 import functools
@@ -46,9 +46,8 @@ def _conv_in_kernel(x_ref, w_ref, cb_ref, g_ref, be_ref, m_ref, o_ref, y_ref, *,
         for t, off in enumerate(offsets):
             acc += jnp.dot(w_ref[t], _shifted(x_ref, base, off, chunk),
                            preferred_element_type=jnp.float32)
-        y = acc + cb_ref[...]
-        y_ref[:, pl.ds(base, chunk)] = y
-        return s1 + jnp.sum(y * m_ref[:, pl.ds(base, chunk)], axis=1, keepdims=True)
+        y_ref[:, pl.ds(base, chunk)] = acc
+        return s1 + jnp.sum(acc * m_ref[:, pl.ds(base, chunk)], axis=1, keepdims=True)
 
     mean = jax.lax.fori_loop(0, n_chunks, conv_pass, zeros) / count
 
@@ -59,7 +58,7 @@ def _conv_in_kernel(x_ref, w_ref, cb_ref, g_ref, be_ref, m_ref, o_ref, y_ref, *,
 
     var = jax.lax.fori_loop(0, n_chunks, var_pass, zeros) / count
     scale = g_ref[...] * jax.lax.rsqrt(var + EPS) * 0.5
-    shift = be_ref[...] * 0.5 - mean * scale
+    shift = (be_ref[...] + cb_ref[...]) * 0.5 - mean * scale
 
     def norm_pass(j, carry):
         base = pl.multiple_of(j * chunk, 128)

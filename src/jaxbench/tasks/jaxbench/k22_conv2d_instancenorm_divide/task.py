@@ -1,11 +1,21 @@
-"""22k_conv2d_instancenorm_divide (KernelBench Level 2 #17): ``IN(conv2d(x) + conv_bias) / 2``.
+"""22k_conv2d_instancenorm_divide (KernelBench Level 2 #17), repaired.
+
+Repaired computation (what this task measures)::
+
+    c   = conv2d(x, weight)                                   # stride 1, VALID, f32 accumulation
+    n   = (c - mean_hw c) * rsqrt(var_hw c + 1e-5)            # instance norm per (sample, channel)
+    out = (n * in_weight + in_bias + conv_bias) / 2           # affine, conv_bias per channel, /2
 
 x (N, CI, H, W) ~ U[0, 1) bf16 (NCHW); weight (CO, CI, 3, 3) bf16 (OIHW); conv_bias,
-in_weight, in_bias (CO,). c = conv(x) + conv_bias (stride 1, VALID, f32 accumulation);
-InstanceNorm normalises each (sample, channel) plane over its (H-2)·(W-2) positions (biased
-variance, eps 1e-5, statistics in float32), then the affine in_weight·ĉ + in_bias, then /2.
-conv_bias is a per-channel constant, so the norm cancels it exactly (as in the original).
+in_weight, in_bias (CO,) bf16. The conv output is rounded to bf16; the InstanceNorm statistics
+run over each (sample, channel) plane's (H-2)·(W-2) positions in float32 (biased variance).
 Output (N, CO, H - 2, W - 2) bf16. Full size N=128, CI=64, CO=128, H=W=128.
+
+Degeneracy and repair: the original adds conv_bias to the conv output *before* the instance
+norm; it is a per-channel constant over each normalised plane, so the norm subtracts it
+exactly and conv_bias has no effect (see ``unrepaired_reference``). The smallest repair that
+keeps the op sequence and the input list moves the conv bias past the norm: it is added per
+channel after the affine, before the division, so every input matters.
 """
 
 from jaxbench.tasks import ops
@@ -13,10 +23,16 @@ from jaxbench.tasks.spec import Task, normal, uniform, weight
 
 
 def reference(x, w, conv_bias, in_weight, in_bias):
-    c = ops.conv(x, w) + conv_bias[:, None, None]
+    c = ops.conv(x, w)
     # Instance norm is group norm with one channel per group.
     y = ops.group_norm(c, c.shape[1], in_weight, in_bias)
-    return y / 2
+    return (y + conv_bias[:, None, None]) / 2
+
+
+def unrepaired_reference(x, w, conv_bias, in_weight, in_bias):
+    """The degenerate original: conv_bias before the instance norm, which cancels it."""
+    c = ops.conv(x, w) + conv_bias[:, None, None]
+    return ops.group_norm(c, c.shape[1], in_weight, in_bias) / 2
 
 
 TASK = Task(
@@ -38,7 +54,8 @@ TASK = Task(
     rtol=2e-2,
     meta=dict(source="KernelBench level 2 #17 (Conv2d_InstanceNorm_Divide)", family="conv",
               level="kernelbench",
-              note="conv_bias cancels exactly under the norm, as in the original (the validator "
-                   "flags it under inputs_matter)",
+              repair="conv_bias moved from before the instance norm (where the per-plane mean "
+                     "subtraction cancels it exactly) to after the norm's affine, per channel, "
+                     "before the /2: out = (IN(conv(x))*in_weight + in_bias + conv_bias) / 2",
               kernelbench_id=17),
 )

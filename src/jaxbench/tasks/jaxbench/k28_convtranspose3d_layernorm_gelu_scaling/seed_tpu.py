@@ -8,10 +8,11 @@ ordinary stride-1 convolution with 2x2x2 taps of the input padded by one voxel p
 Kernel 1: each padded image is flattened to (CI, (D+2)(H+2)(W+2)) (channels on sublanes,
 voxels on lanes); output voxel p of parity class, tap offset o reads input voxel p + o, so
 every tap is a (bco, CI) x (CI, chunk) matmul on a lane-shifted slice (aligned load plus lane
-rotation). A grid step (image, channel block, chunk) computes all 8 parities (64 taps) and
-adds the conv bias, in float32. Outside, the parities are interleaved into the
-(N, CO, 2D, 2H, 2W) layout (a transpose: data movement only). Kernel 2: LayerNorm over the
-last axis, affine, exact GELU, x1.0, over (rows, 2W) blocks.
+rotation). A grid step (image, channel block, chunk) computes all 8 parities (64 taps) in
+float32. Outside, the parities are interleaved into the (N, CO, 2D, 2H, 2W) layout (a
+transpose: data movement only). Kernel 2: LayerNorm over the last axis, affine, the conv
+bias of the block's channel (added after the norm), exact GELU, x1.0, over (1, rows, 2W)
+blocks of the (N·CO, 2D·2H, 2W) view, so each block belongs to one channel.
 """
 
 import functools
@@ -41,24 +42,24 @@ def _shifted(x_ref, base, off, chunk):
     return pltpu.roll(xw, chunk + 128 - r, 1)[:, :chunk]
 
 
-def _convt_kernel(x_ref, w_ref, b_ref, o_ref, *, parity_offsets, chunk):
+def _convt_kernel(x_ref, w_ref, o_ref, *, parity_offsets, chunk):
     base = pl.multiple_of(pl.program_id(2) * chunk, 128)
     for p, offsets in enumerate(parity_offsets):
         acc = jnp.zeros(o_ref.shape[2:], jnp.float32)         # (bco, chunk)
         for t, off in enumerate(offsets):
             acc += jnp.dot(w_ref[p, t], _shifted(x_ref, base, off, chunk),
                            preferred_element_type=jnp.float32)
-        o_ref[0, p] = acc + b_ref[...]
+        o_ref[0, p] = acc
 
 
-def _ln_gelu_kernel(y_ref, g_ref, b_ref, o_ref):
-    y = y_ref[...]
+def _ln_gelu_kernel(y_ref, g_ref, b_ref, cb_ref, o_ref):
+    y = y_ref[0]                                                  # (br, 2W), one channel
     mean = jnp.mean(y, axis=1, keepdims=True)
     dev = y - mean
     var = jnp.mean(dev * dev, axis=1, keepdims=True)
-    z = dev * jax.lax.rsqrt(var + EPS) * g_ref[...] + b_ref[...]
+    z = dev * jax.lax.rsqrt(var + EPS) * g_ref[...] + b_ref[...] + cb_ref[0]
     out = 0.5 * z * (1.0 + jax.lax.erf(z * (1.0 / math.sqrt(2.0))))
-    o_ref[...] = (out * 1.0).astype(o_ref.dtype)
+    o_ref[0] = (out * 1.0).astype(o_ref.dtype)
 
 
 def kernel(x, weight, conv_bias, ln_weight, ln_bias):
@@ -98,27 +99,28 @@ def kernel(x, weight, conv_bias, ln_weight, ln_bias):
         in_specs=[
             pl.BlockSpec((1, cp, lin), lambda i, c, j: (i, 0, 0)),
             pl.BlockSpec((8, 8, bco, cp), lambda i, c, j: (0, 0, c, 0)),
-            pl.BlockSpec((bco, 1), lambda i, c, j: (c, 0)),
         ],
         out_specs=pl.BlockSpec((1, 8, bco, chunk), lambda i, c, j: (i, 0, c, j)),
         compiler_params=pltpu.CompilerParams(
             dimension_semantics=("parallel", "parallel", "parallel")),
-    )(xf, wt, conv_bias.reshape(co, 1).astype(jnp.float32))
+    )(xf, wt)
 
     # Interleave the parities: (n, rd, rh, rw, co, d, h, w) -> (n, co, d, rd, h, rh, w, rw).
     y = y8[:, :, :, :flat_out].reshape(n, 2, 2, 2, co, d, h + 2, wp)[..., :h, :w]
-    y = y.transpose(0, 4, 5, 1, 6, 2, 7, 3).reshape(n * co * 2 * d * 2 * h, 2 * w)
+    rows = 2 * d * 2 * h                                                 # rows per (image, channel)
+    y = y.transpose(0, 4, 5, 1, 6, 2, 7, 3).reshape(n * co, rows, 2 * w)
 
-    rows = y.shape[0]
     br = math.gcd(rows, 1024)
+    vec = lambda v: v.reshape(1, -1).astype(jnp.float32)  # noqa: E731
     out = pl.pallas_call(
         _ln_gelu_kernel,
-        out_shape=jax.ShapeDtypeStruct((rows, 2 * w), x.dtype),
-        grid=(rows // br,),
-        in_specs=[pl.BlockSpec((br, 2 * w), lambda i: (i, 0)),
-                  pl.BlockSpec((1, 2 * w), lambda i: (0, 0)),
-                  pl.BlockSpec((1, 2 * w), lambda i: (0, 0))],
-        out_specs=pl.BlockSpec((br, 2 * w), lambda i: (i, 0)),
-        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
-    )(y, ln_weight.reshape(1, -1).astype(jnp.float32), ln_bias.reshape(1, -1).astype(jnp.float32))
+        out_shape=jax.ShapeDtypeStruct((n * co, rows, 2 * w), x.dtype),
+        grid=(n * co, rows // br),
+        in_specs=[pl.BlockSpec((1, br, 2 * w), lambda g, r: (g, r, 0)),
+                  pl.BlockSpec((1, 2 * w), lambda g, r: (0, 0)),
+                  pl.BlockSpec((1, 2 * w), lambda g, r: (0, 0)),
+                  pl.BlockSpec((1, 1, 1), lambda g, r: (g % co, 0, 0))],
+        out_specs=pl.BlockSpec((1, br, 2 * w), lambda g, r: (g, r, 0)),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel")),
+    )(y, vec(ln_weight), vec(ln_bias), conv_bias.reshape(co, 1, 1).astype(jnp.float32))
     return out.reshape(n, co, 2 * d, 2 * h, 2 * w)

@@ -1,15 +1,25 @@
-"""28k_convtranspose3d_layernorm_gelu_scaling (KernelBench Level 2 #34).
+"""28k_convtranspose3d_layernorm_gelu_scaling (KernelBench Level 2 #34), repaired.
+
+Repaired computation (what this task measures)::
+
+    y   = conv_transpose3d(x, weight, stride 2, padding 1)       # (N, CO, 2D, 2H, 2W)
+    z   = LN_W(y) * ln_weight[w] + ln_bias[w] + conv_bias[c]      # LayerNorm over the last axis
+    out = gelu(z) * 1.0
 
 x (N, CI, D, H, W) ~ U[0, 1) bf16 (NCDHW); weight (CI, CO, 4, 4, 4) bf16 (PyTorch
-ConvTranspose3d layout: in, out, kd, kh, kw); conv_bias, ln_weight, ln_bias (CO,).
-y = conv_transpose3d(x, weight, stride 2, padding 1) + conv_bias, i.e.
+ConvTranspose3d layout: in, out, kd, kh, kw); conv_bias, ln_weight, ln_bias (CO,) bf16.
 y[n, o, 2i-1+a, 2j-1+b, 2k-1+c] += Σ_ci x[n, ci, i, j, k]·weight[ci, o, a, b, c], f32
-accumulation, output (N, CO, 2D, 2H, 2W). Then LayerNorm over the *last* (W) axis only, with
-ln_weight/ln_bias indexed by that W position (the original applies nn.LayerNorm(out_channels)
-to an NCDHW tensor whose width 2W happens to equal CO; the quirk is kept), biased variance,
-eps 1e-5, float32 statistics (conv_bias is constant along W, so it cancels exactly, as in the
-original); exact (erf) GELU; ×1.0. Output (N, CO, 2D, 2H, 2W) bf16.
-Full size N=32, CI=32, CO=64, D=16, H=W=32.
+accumulation, rounded to bf16. LayerNorm over the *last* (W) axis only, with ln_weight /
+ln_bias indexed by that W position (the original applies nn.LayerNorm(out_channels) to an
+NCDHW tensor whose width 2W happens to equal CO; the quirk is kept), biased variance, eps
+1e-5, float32 statistics; conv_bias is added per output channel (axis 1); exact (erf) GELU;
+×1.0. Output (N, CO, 2D, 2H, 2W) bf16. Full size N=32, CI=32, CO=64, D=16, H=W=32.
+
+Degeneracy and repair: the original adds conv_bias (per output channel) to the conv-transpose
+output *before* the LayerNorm; it is constant along W, the normalised axis, so the norm
+subtracts it exactly and conv_bias has no effect (see ``unrepaired_reference``). The smallest
+repair that keeps the op sequence and the input list moves the conv bias past the norm: it
+is added per channel after the LayerNorm's affine, before the GELU, so every input matters.
 """
 
 import jax
@@ -38,9 +48,14 @@ def layer_norm_last(y, gamma, beta, eps=1e-5):
 
 
 def reference(x, w, conv_bias, ln_weight, ln_bias):
+    z = layer_norm_last(conv_transpose3d(x, w), ln_weight, ln_bias) + conv_bias[:, None, None, None]
+    return ops.gelu(z) * 1.0
+
+
+def unrepaired_reference(x, w, conv_bias, ln_weight, ln_bias):
+    """The degenerate original: conv_bias before the LayerNorm over W, which cancels it."""
     y = conv_transpose3d(x, w) + conv_bias[:, None, None, None]
-    y = ops.gelu(layer_norm_last(y, ln_weight, ln_bias))
-    return y * 1.0
+    return ops.gelu(layer_norm_last(y, ln_weight, ln_bias)) * 1.0
 
 
 TASK = Task(
@@ -65,7 +80,9 @@ TASK = Task(
     rtol=2e-2,
     meta=dict(source="KernelBench level 2 #34 (ConvTranspose3d_LayerNorm_GELU_Scaling)",
               family="conv", level="kernelbench",
-              note="conv_bias cancels exactly under the norm, as in the original (the validator "
-                   "flags it under inputs_matter)",
+              repair="conv_bias (per output channel, constant along the normalised W axis, so "
+                     "the LayerNorm cancelled it exactly) moved from before the LayerNorm to after "
+                     "its affine, per channel, before the GELU: "
+                     "out = gelu(LN_W(convT(x))*ln_weight + ln_bias + conv_bias[c]) * 1.0",
               kernelbench_id=34),
 )

@@ -1,13 +1,14 @@
 """Seed kernel for 31k_gemm_batchnorm_gelu_relu on NVIDIA GPUs (Pallas Triton backend).
 
 Batch-norm statistics need every row of a feature, so two pallas_calls:
-1. a tiled ``h = x @ W^T + b`` (W in (out, in) layout; K loop with a float32 register
+1. a tiled ``h = x @ W^T`` (W in (out, in) layout; K loop with a float32 register
    accumulator) that writes its tile of h (bf16) and the tile's per-feature partial sum
    and sum of squares (float32) into (M/bm, N) partial-statistics arrays;
 2. an elementwise pass: the tiny (M/bm, N) -> (N,) reductions happen outside; each tile
    computes the batch mean and biased variance from the sums, normalises, applies
-   bn_weight / bn_bias, exact GELU and ReLU. Triton has no erf, so erf uses the
-   Abramowitz-Stegun 7.1.26 rational approximation (absolute error < 1.5e-7).
+   bn_weight / bn_bias, adds the linear bias (after the norm), exact GELU and ReLU. Triton
+   has no erf, so erf uses the Abramowitz-Stegun 7.1.26 rational approximation (absolute
+   error < 1.5e-7).
 """
 
 import functools
@@ -32,25 +33,25 @@ def _erf(v):
     return jnp.where(v < 0, -e, e)
 
 
-def _linear_stats_kernel(x_ref, w_ref, b_ref, h_ref, s_ref, ss_ref, *, bk, num_k):
+def _linear_stats_kernel(x_ref, w_ref, h_ref, s_ref, ss_ref, *, bk, num_k):
     def body(step, acc):
         x = x_ref[:, pl.ds(step * bk, bk)]
         w = w_ref[:, pl.ds(step * bk, bk)]
         return acc + jax.lax.dot_general(x, w, _NT, preferred_element_type=jnp.float32)
 
-    acc = jax.lax.fori_loop(0, num_k, body, jnp.zeros(h_ref.shape, jnp.float32))
-    h = acc + b_ref[...].astype(jnp.float32)[None, :]
+    h = jax.lax.fori_loop(0, num_k, body, jnp.zeros(h_ref.shape, jnp.float32))
     h_ref[...] = h.astype(h_ref.dtype)
     s_ref[...] = jnp.sum(h, axis=0, keepdims=True)
     ss_ref[...] = jnp.sum(h * h, axis=0, keepdims=True)
 
 
-def _bn_gelu_relu_kernel(h_ref, s_ref, ss_ref, g_ref, beta_ref, o_ref, *, count):
+def _bn_gelu_relu_kernel(h_ref, s_ref, ss_ref, g_ref, beta_ref, b_ref, o_ref, *, count):
     h = h_ref[...].astype(jnp.float32)
     mean = s_ref[...] / count
     var = jnp.maximum(ss_ref[...] / count - mean * mean, 0.0)
     scale = jax.lax.rsqrt(var + 1e-5) * g_ref[...].astype(jnp.float32)
-    v = (h - mean[None, :]) * scale[None, :] + beta_ref[...].astype(jnp.float32)[None, :]
+    shift = beta_ref[...].astype(jnp.float32) + b_ref[...].astype(jnp.float32)
+    v = (h - mean[None, :]) * scale[None, :] + shift[None, :]
     gelu = 0.5 * v * (1.0 + _erf(v * (1.0 / math.sqrt(2.0))))
     o_ref[...] = jnp.maximum(gelu, 0.0).astype(o_ref.dtype)
 
@@ -68,13 +69,12 @@ def kernel(x, w, b, bn_weight, bn_bias):
         in_specs=[
             pl.BlockSpec((bm, k), lambda i, j: (i, 0)),
             pl.BlockSpec((bn, k), lambda i, j: (j, 0)),
-            pl.BlockSpec((bn,), lambda i, j: (j,)),
         ],
         out_specs=(pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
                    pl.BlockSpec((1, bn), lambda i, j: (i, j)),
                    pl.BlockSpec((1, bn), lambda i, j: (i, j))),
         compiler_params=plgpu.CompilerParams(num_warps=4, num_stages=3),
-    )(x, w, b)
+    )(x, w)
     col_sum, col_sumsq = jnp.sum(psum, axis=0), jnp.sum(psumsq, axis=0)
     em, en = min(64, m), min(128, n)
     col = pl.BlockSpec((en,), lambda i, j: (j,))
@@ -82,7 +82,7 @@ def kernel(x, w, b, bn_weight, bn_bias):
         functools.partial(_bn_gelu_relu_kernel, count=float(m)),
         out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
         grid=(m // em, n // en),
-        in_specs=[pl.BlockSpec((em, en), lambda i, j: (i, j)), col, col, col, col],
+        in_specs=[pl.BlockSpec((em, en), lambda i, j: (i, j)), col, col, col, col, col],
         out_specs=pl.BlockSpec((em, en), lambda i, j: (i, j)),
         compiler_params=plgpu.CompilerParams(num_warps=4, num_stages=2),
-    )(h, col_sum, col_sumsq, bn_weight, bn_bias)
+    )(h, col_sum, col_sumsq, bn_weight, bn_bias, b)
