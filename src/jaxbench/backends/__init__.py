@@ -70,6 +70,12 @@ def interpret_mode(kind: str = "generic", **tpu_params: Any) -> Iterator[None]:
         setting.set_local(previous)
 
 
+def tpu_check_params(key_word: int) -> dict[str, Any]:
+    """The TPU-interpreter check every TPU kernel gets: two simulated cores, parallel grid
+    axes in a shuffled order (seeded per trial), race detection, NaN-filled memory."""
+    return {"detect_races": True, "num_cores_or_threads": 2, "random_seed": key_word % 2**31}
+
+
 def reset_tpu_interpreter() -> None:
     """The TPU interpreter keeps global state after a failure; clear it."""
     with contextlib.suppress(Exception):
@@ -117,5 +123,6 @@ def device_kind() -> str:
 
 __all__ = [
     "LOWERING_PLATFORM", "PEAKS", "accelerator_platform", "cross_lower", "device_kind",
-    "interpret_mode", "peak_for", "reset_tpu_interpreter", "resolve_mode", "tpu_races_found",
+    "interpret_mode", "peak_for", "reset_tpu_interpreter", "resolve_mode", "tpu_check_params",
+    "tpu_races_found",
 ]

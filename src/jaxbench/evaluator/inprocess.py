@@ -20,7 +20,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxbench.backends import cross_lower, interpret_mode, reset_tpu_interpreter
+from jaxbench.backends import (
+    cross_lower,
+    interpret_mode,
+    reset_tpu_interpreter,
+    tpu_check_params,
+    tpu_races_found,
+)
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, key_from_data
 from jaxbench.evaluator.jaxpr_walk import walk
 from jaxbench.evaluator.static import check_source, declared_target
@@ -69,9 +75,13 @@ def check_in_process(
             runs.append(("tpu", runs[0][1]))
         for kind, key in runs:
             inputs = task.make_inputs(key_from_data(key), size)
+            params = tpu_check_params(key[0]) if kind == "tpu" else {}
             try:
-                with interpret_mode(kind):
+                with interpret_mode(kind, **params):
                     got = jax.block_until_ready(jax.jit(kernel)(*inputs))
+                if kind == "tpu" and tpu_races_found():
+                    out.update(ok=False, message="[tpu interpreter] data race detected")
+                    break
             finally:
                 if kind == "tpu":
                     reset_tpu_interpreter()

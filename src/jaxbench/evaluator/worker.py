@@ -25,10 +25,27 @@ from typing import Any
 _perf_counter = time.perf_counter  # taken before any candidate code can exist
 
 
+def _harness_compilation_cache(enabled: bool) -> None:
+    """XLA's persistent cache for the harness's own programs (input drawing, the reference,
+    the warm-up), shared by all workers; always off before candidate code runs."""
+    import jax
+
+    cache_dir = os.environ.get("JAXBENCH_XLA_CACHE")
+    if not cache_dir:
+        return
+    if enabled:
+        jax.config.update("jax_compilation_cache_dir", cache_dir)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax.config.update("jax_enable_compilation_cache", enabled)
+
+
 def _warm_up() -> None:
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
+
+    _harness_compilation_cache(True)
 
     import jaxbench.tasks  # noqa: F401
     from jaxbench.backends import interpret_mode
@@ -129,6 +146,7 @@ def _block(x: Any) -> Any:
 
 
 def run_job(job: dict[str, Any]) -> None:
+    job_started = _perf_counter()
     import jax
     import numpy as np
 
@@ -137,6 +155,7 @@ def run_job(job: dict[str, Any]) -> None:
         device_kind,
         interpret_mode,
         reset_tpu_interpreter,
+        tpu_check_params,
         tpu_races_found,
     )
     from jaxbench.evaluator import integrity, sandbox
@@ -175,7 +194,11 @@ def run_job(job: dict[str, Any]) -> None:
         jax.block_until_ready(timing_sets)
 
     make_jaxpr, jit = jax.make_jaxpr, jax.jit  # the candidate may not swap these under us
+    _harness_compilation_cache(False)
+    t_inputs = _perf_counter()
     snapshot = integrity.snapshot()
+    result["setup_s"] = {"inputs": round(t_inputs - job_started, 3),
+                         "snapshot": round(_perf_counter() - t_inputs, 3)}
     sandbox.lock_down(scratch)
 
     # -- load + trace -------------------------------------------------------------
@@ -245,8 +268,7 @@ def run_job(job: dict[str, Any]) -> None:
         label, key, inputs = trial_sets[0]
         # Two simulated cores, parallel grid axes shuffled, races detected, NaN-filled memory:
         # kernels that only work sequentially or read buffers before their DMA lands fail here.
-        params = {"detect_races": True, "num_cores_or_threads": 2, "random_seed": key[0] % 2**31,
-                  **job.get("tpu_interpret_params", {})}
+        params = {**tpu_check_params(key[0]), **job.get("tpu_interpret_params", {})}
         try:
             with interpret_mode("tpu", **params):
                 out = _block(jit(kernel)(*inputs))

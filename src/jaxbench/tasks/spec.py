@@ -146,6 +146,7 @@ class Task:
         self.meta = dict(meta or {})
         self.description = description
         self.folder: Path | None = None  # set by the registry
+        self._draw_jit: dict[str, Callable[[jax.Array], tuple]] = {}
 
     def __repr__(self) -> str:
         return f"Task({self.id!r})"
@@ -167,9 +168,15 @@ class Task:
         """Draws the input tuple for ``size`` from a PRNG key (same key, same inputs)."""
         if self._make_inputs is not None:
             return tuple(self._make_inputs(key, self.dims(size)))
-        specs = self.input_specs(size)
-        keys = jax.random.split(key, len(specs))
-        return tuple(spec.draw(k) for spec, k in zip(specs, keys, strict=True))
+        if size not in self._draw_jit:  # one compiled program per size, not one per op
+            specs = self.input_specs(size)
+
+            def draw(k: jax.Array) -> tuple:
+                keys = jax.random.split(k, len(specs))
+                return tuple(spec.draw(kk) for spec, kk in zip(specs, keys, strict=True))
+
+            self._draw_jit[size] = jax.jit(draw)
+        return self._draw_jit[size](key)
 
     def output_shapes(self, size: str = "small") -> Any:
         """The reference's output ``ShapeDtypeStruct`` pytree (no computation)."""
