@@ -7,6 +7,7 @@ events in the run directory, so a killed run resumes where it stopped.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -33,12 +34,22 @@ class Job:
         return f"{self.task}|{self.kind}|{self.target}|{source_sha256(self.path.read_text())[:16]}"
 
 
+# Experts that wrap an optional library: shipped, but only run where the extra is installed.
+OPTIONAL_LIBRARY_EXPERTS = {"expert_tokamax": "tokamax"}
+
+
+def _library_missing(kind: str) -> bool:
+    module = OPTIONAL_LIBRARY_EXPERTS.get(kind)
+    return module is not None and importlib.util.find_spec(module) is None
+
+
 def shipped_jobs(tasks: Iterable[Task], kind: str, targets: Iterable[str]) -> list[Job]:
-    """Seed or expert kernels shipped beside the tasks."""
+    """Seed or expert kernels shipped beside the tasks (library experts need their extra)."""
     jobs = []
     for task in tasks:
         for (file_kind, target), path in sorted(task.kernel_files().items()):
-            if target in targets and (file_kind == kind or file_kind.startswith(kind + "_")):
+            if target in targets and (file_kind == kind or file_kind.startswith(kind + "_")) \
+                    and not _library_missing(file_kind):
                 jobs.append(Job(task.id, file_kind, target, path))
     return jobs
 

@@ -33,6 +33,17 @@ from jaxbench.evaluator.static import check_source, declared_target
 from jaxbench.tasks import get_task
 
 
+def _absl_flags_parsed() -> None:
+    """Tokamax reads its options through absl flags and parses ``sys.argv`` for them on first
+    use, which fails on the calling program's own arguments (``--size``, pytest's): when absl is
+    loaded (by a kernel's Tokamax import), mark its flags parsed, keeping their defaults."""
+    import sys
+
+    absl_flags = sys.modules.get("absl.flags")
+    if absl_flags is not None and not absl_flags.FLAGS.is_parsed():
+        absl_flags.FLAGS.mark_as_parsed()
+
+
 def load_trusted(source: str, filename: str = "<kernel>") -> ModuleType:
     module = ModuleType("trusted_kernel")
     module.__file__ = filename
@@ -60,6 +71,7 @@ def check_in_process(
     t0 = time.perf_counter()
     check_source(source, filename)
     kernel = load_trusted(source, filename).kernel
+    _absl_flags_parsed()
     specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype)) for s in task.input_specs(size)]
     report = walk(jax.make_jaxpr(kernel)(*specs).jaxpr)
     out["pallas_calls"] = report.pallas_calls

@@ -10,6 +10,7 @@ hides from this check is still caught when it acts.
 from __future__ import annotations
 
 import ast
+import re
 
 from jaxbench.evaluator.result import StageFailure
 
@@ -78,9 +79,16 @@ def _denied_string(value: str) -> bool:
             or any(_denied_attribute(part) for part in value.split(".")[1:] if part))
 
 
+# A library's private tree re-exports JAX internals; only its Pallas kernel modules may be
+# imported from there (Tokamax keeps its per-backend kernels private).
+_PRIVATE_KERNEL_MODULE = re.compile(r"tokamax\._src\.ops\.\w+\.pallas_(mosaic_tpu|triton)$")
+
+
 def _allowed_module(name: str) -> bool:
     root = name.split(".")[0]
     if root not in ALLOWED_IMPORT_ROOTS:
+        return False
+    if "._src" in name and not _PRIVATE_KERNEL_MODULE.match(name):
         return False
     return not any(name == p or name.startswith(p + ".") for p in DENIED_MODULE_PREFIXES)
 
@@ -101,7 +109,9 @@ class _PolicyVisitor(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
-        if node.level or not _allowed_module(module):
+        # `from pkg._src.ops.x import pallas_triton` names the kernel module itself.
+        kernel_modules = all(_PRIVATE_KERNEL_MODULE.match(f"{module}.{a.name}") for a in node.names)
+        if node.level or not (_allowed_module(module) or kernel_modules):
             self._deny(node, f"import from {'.' * node.level + module!r} is not allowed")
         for alias in node.names:
             full = f"{module}.{alias.name}"

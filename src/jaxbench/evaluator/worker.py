@@ -122,6 +122,36 @@ def _load_candidate(source: str, filename: str) -> ModuleType:
     return module
 
 
+# Installed kernel libraries a candidate may use whose import needs what the sandbox refuses
+# once candidate code is on the stack (Tokamax's autotuner imports multiprocessing; its
+# dependencies read their callers' frames at import time): imported before lock-down.
+_PRELOADED_ROOTS = ("tokamax",)
+
+
+def _preload_libraries(source: str) -> None:
+    """Imports the modules of ``_PRELOADED_ROOTS`` that the candidate's source names."""
+    import ast
+    import importlib
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    for name in sorted(names):
+        if name.split(".")[0] in _PRELOADED_ROOTS:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - not installed, or a name rather than a module
+                pass
+
+
 def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> tuple[str, str, str]:
     """(status, stage, message) for an exception raised by candidate code."""
     from jaxbench.evaluator.result import short_error
@@ -193,6 +223,7 @@ def run_job(job: dict[str, Any]) -> None:
                                                 size))
         jax.block_until_ready(timing_sets)
 
+    _preload_libraries(job["source"])
     make_jaxpr, jit = jax.make_jaxpr, jax.jit  # the candidate may not swap these under us
     _harness_compilation_cache(False)
     t_inputs = _perf_counter()
@@ -272,12 +303,10 @@ def run_job(job: dict[str, Any]) -> None:
         try:
             with interpret_mode("tpu", **params):
                 out = _block(jit(kernel)(*inputs))
-            races = tpu_races_found()
-            if races:
-                return reporter.fail("incorrect", "correct",
-                                     "TPU interpreter detected a data race (two simulated cores, "
-                                     "shuffled parallel grid order): the kernel's result depends "
-                                     "on execution order")
+            # A race is judged by its effect: the outputs of this run are compared like any
+            # trial. (Library kernels such as splash attention race benignly on outputs they
+            # use as scratch and discard.)
+            info["tpu_interpreter_race"] = tpu_races_found()
             reporter.save_outputs("tpu_interpreter", key, out)
             info["tpu_interpreter"] = "ran"
             info["tpu_interpreter_params"] = {k: v for k, v in params.items() if k != "random_seed"}

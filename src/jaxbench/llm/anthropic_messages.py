@@ -15,14 +15,13 @@ class Anthropic(Provider):
         sdk = import_sdk("anthropic", "anthropic")
         self.client = sdk.Anthropic(api_key=api_key("ANTHROPIC_API_KEY"), timeout=timeout_s,
                                     max_retries=0)
-        self._takes_temperature = "temperature" in inspect.signature(
-            self.client.messages.create).parameters
 
     def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
         started = time.monotonic()
         # Anthropic SDK 2.x dropped sampling parameters from messages.create(); send the
         # temperature only to an SDK that still takes it.
-        extra = {"temperature": sampling.temperature} if self._takes_temperature else {}
+        takes_temperature = "temperature" in inspect.signature(self.client.messages.create).parameters
+        extra = {"temperature": sampling.temperature} if takes_temperature else {}
         response = self.client.messages.create(
             model=self.model,
             max_tokens=sampling.max_tokens,

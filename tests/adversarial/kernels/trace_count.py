@@ -1,7 +1,8 @@
 """Cheat (8p_gemm): behaves on the first traces only. It counts its own traces in a module-level
-list and, from the third trace on, drops half of K. A harness that checks once (trace and lower
-share one trace, the jitted trial runs a second) would accept it; the worker
-re-traces the kernel for the TPU-interpreter run, whose outputs are judged too."""
+list and, from the third trace on, drops half of K. A harness that checks what it traced once
+and then runs a fresh trace would accept it; the worker traces for the trace check, again for
+cross-lowering (under the TPU lowering context), again for the trial runs and again for the
+TPU-interpreter run, and judges the outputs of the later ones."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
