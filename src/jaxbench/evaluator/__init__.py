@@ -20,7 +20,7 @@ from jaxbench.backends import resolve_mode
 from jaxbench.backends.peaks import peak_for, roofline_fraction
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, read_outputs
 from jaxbench.evaluator.pool import WorkerOutcome, WorkerPool
-from jaxbench.evaluator.result import STATUSES, StageFailure, new_result
+from jaxbench.evaluator.result import STAGES, STATUSES, StageFailure, new_result
 from jaxbench.evaluator.static import check_source, declared_target
 from jaxbench.tasks import get_task
 
@@ -229,8 +229,10 @@ class Evaluator:
 
 
 def _next_stage(stage: str) -> str:
-    order = ["static", "trace", "lower", "correct", "time", "recheck"]
-    return order[min(order.index(stage) + 1, len(order) - 1)] if stage in order else "trace"
+    """The stage a worker was in when it died, given the last one it finished."""
+    if stage not in STAGES:
+        return "trace"
+    return STAGES[min(STAGES.index(stage) + 1, len(STAGES) - 1)]
 
 
 def _crash_message(outcome: WorkerOutcome) -> str:

@@ -12,7 +12,6 @@ dimensions, so one definition serves every size.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -209,11 +208,6 @@ class Task:
         """Inputs in call order, one per line, for prompts and listings."""
         return "\n".join(s.describe() for s in self.input_specs(size))
 
-    def fingerprint(self) -> str:
-        """Changes when the task's definition file changes (for result caching)."""
-        if self.folder is None:
-            return ""
-        return hashlib.sha256((self.folder / "task.py").read_bytes()).hexdigest()[:16]
 
 
 def upcast(inputs: Sequence[Any]) -> tuple:
