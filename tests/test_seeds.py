@@ -1,19 +1,17 @@
 """Every shipped kernel (seed and expert) is `correct` at small size in interpret mode through
 the real sandboxed evaluator, and cross-lowers for its platform at full size."""
 
-import importlib.util
-
 import pytest
 
+from jaxbench.runner import library_missing
 from jaxbench.tasks import list_tasks
-
-# Tokamax experts need the optional `tokamax` extra (tests/test_tokamax.py checks them too).
-_HAVE_TOKAMAX = importlib.util.find_spec("tokamax") is not None
 
 
 def _kernel_files(task):
+    """Shipped kernels, less library experts whose optional extra is not installed
+    (tests/test_tokamax.py checks those where it is)."""
     return [(kind, target, path) for (kind, target), path in sorted(task.kernel_files().items())
-            if _HAVE_TOKAMAX or not kind.startswith("expert_tokamax")]
+            if not library_missing(kind)]
 
 
 # Library kernels that JAX's interpreters cannot run on a CPU host (strict: when a JAX

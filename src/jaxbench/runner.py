@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ class Job:
     target: str
     path: Path
 
-    @property
+    @cached_property  # read the kernel file once, not on every lookup
     def key(self) -> str:
         return f"{self.task}|{self.kind}|{self.target}|{source_sha256(self.path.read_text())[:16]}"
 
@@ -38,7 +39,7 @@ class Job:
 OPTIONAL_LIBRARY_EXPERTS = {"expert_tokamax": "tokamax"}
 
 
-def _library_missing(kind: str) -> bool:
+def library_missing(kind: str) -> bool:
     module = OPTIONAL_LIBRARY_EXPERTS.get(kind)
     return module is not None and importlib.util.find_spec(module) is None
 
@@ -49,7 +50,7 @@ def shipped_jobs(tasks: Iterable[Task], kind: str, targets: Iterable[str]) -> li
     for task in tasks:
         for (file_kind, target), path in sorted(task.kernel_files().items()):
             if target in targets and (file_kind == kind or file_kind.startswith(kind + "_")) \
-                    and not _library_missing(file_kind):
+                    and not library_missing(file_kind):
                 jobs.append(Job(task.id, file_kind, target, path))
     return jobs
 

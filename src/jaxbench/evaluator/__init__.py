@@ -7,6 +7,7 @@ correctness is made here, against a float32 ground truth the worker never sees.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -149,15 +150,9 @@ class Evaluator:
 
     @staticmethod
     def _save_artifacts(result: dict[str, Any], outcome: WorkerOutcome, directory: Path) -> None:
-        import json
-
         from jaxbench.evaluator.artifacts import write_artifacts
 
-        path = outcome.dir / "artifacts.json"
-        try:
-            data = json.loads(path.read_text() or "{}") if path.exists() else {}
-        except json.JSONDecodeError:
-            data = {}
+        data = _read_json(outcome.dir / "artifacts.json")
         extra = {k: result.get(k) for k in ("compile_s", "t_ref_ms", "t_kernel_ms", "speedup",
                                              "roofline_fraction", "peak_flops", "peak_bytes_per_s")}
         result["artifacts"] = {"dir": str(directory),
@@ -165,15 +160,7 @@ class Evaluator:
 
     def _judge(self, result: dict[str, Any], task: Any, size: str, outcome: WorkerOutcome,
                timeout_s: float, memory_gb: float) -> None:
-        import json
-
-        report: dict[str, Any] = {}
-        path = outcome.dir / "result.json"
-        if path.exists():
-            try:
-                report = json.loads(path.read_text() or "{}")
-            except json.JSONDecodeError:
-                report = {}
+        report = _read_json(outcome.dir / "result.json")
         result["stages"].update(report.get("stages", {}))
         for field in ("compile_s", "device_kind", "backend", "setup_s"):
             if report.get(field) is not None:
@@ -226,6 +213,14 @@ class Evaluator:
         if (result["speedup"] or 0) > SPEEDUP_REVIEW_THRESHOLD:
             result["review"] = (f"speedup {result['speedup']:.1f}x exceeds "
                                 f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A file the worker wrote, or {} when it died before writing (or mid-write)."""
+    try:
+        return json.loads(path.read_text() or "{}")
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
 
 
 def _next_stage(stage: str) -> str:

@@ -61,13 +61,8 @@ class SandboxViolation(PermissionError):
     """Raised inside the candidate when it attempts something the sandbox forbids."""
 
 
-_state: dict[str, object] = {"active": False, "root": None, "violations": [],
-                             "untrusted_files": set()}
+_state: dict[str, object] = {"active": False, "root": None, "untrusted_files": set()}
 _local = threading.local()
-
-
-def violations() -> list[str]:
-    return list(_state["violations"])  # type: ignore[arg-type]
 
 
 def _inside(path: object, root: str) -> bool:
@@ -190,7 +185,6 @@ def _hook(event: str, args: tuple) -> None:
     finally:
         _local.busy = False
     if why:
-        _state["violations"].append(why)  # type: ignore[union-attr]
         raise SandboxViolation(why)
 
 
@@ -221,9 +215,7 @@ def set_limits(memory_bytes: int | None, file_bytes: int) -> None:
 
 def _refuse(what: str):
     def refused(*args: object, **kwargs: object) -> None:
-        why = f"{what} is not allowed in a kernel"
-        _state["violations"].append(why)  # type: ignore[union-attr]
-        raise SandboxViolation(why)
+        raise SandboxViolation(f"{what} is not allowed in a kernel")
 
     return refused
 
