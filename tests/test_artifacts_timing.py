@@ -6,7 +6,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from jaxbench.evaluator.timing import time_interleaved
+from jaxbench.evaluator.timing import summarize, time_interleaved
 
 SEEDS = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm"
 
@@ -35,8 +35,9 @@ def test_timer_alternates_order_and_rotates_inputs():
 
     clock = iter(range(10_000))
     sets = [(jnp.full((4,), i, jnp.float32),) for i in range(3)]
-    out = time_interleaved(make("ref"), make("cand"), sets, perf_counter=lambda: next(clock),
-                           warmup=0, min_reps=4, max_reps=4, budget_s=0)
+    out = summarize(time_interleaved(make("ref"), make("cand"), sets,
+                                     perf_counter=lambda: next(clock), warmup=0, min_reps=4,
+                                     max_reps=4, budget_s=0))
     assert [c[0] for c in calls] == ["ref", "cand", "cand", "ref", "ref", "cand", "cand", "ref"]
     assert [c[1] for c in calls[::2]] == [0.0, 1.0, 2.0, 0.0]  # input sets rotate
     assert out["reps"] == 4 and out["input_sets"] == 3
@@ -49,6 +50,6 @@ def test_timer_measures_a_real_difference_on_cpu():
     x = (jnp.ones((512, 512)),)
     import time
 
-    out = time_interleaved(slow, fast, [x], perf_counter=time.perf_counter, warmup=1,
-                           min_reps=5, max_reps=20, budget_s=0.5)
+    out = summarize(time_interleaved(slow, fast, [x], perf_counter=time.perf_counter, warmup=1,
+                                     min_reps=5, max_reps=20, budget_s=0.5))
     assert out["speedup"] > 1.0 and out["t_ref_iqr_ms"] >= 0

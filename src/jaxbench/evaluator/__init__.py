@@ -1,8 +1,13 @@
-"""The evaluator: one candidate kernel through the staged protocol of DESIGN.md.
+"""The evaluator: one candidate kernel through the staged protocol, across a trust boundary.
 
-``static`` runs here (parsing only); ``trace``, ``lower``, the correctness runs,
-``time`` and ``recheck`` run in a fresh sandboxed worker process; the verdict on
-correctness is made here, against a float32 ground truth the worker never sees.
+Code that ran beside a candidate is never trusted. ``static`` runs here
+(parsing only). The untrusted side (:mod:`jaxbench.evaluator.sandbox`), a fresh
+OS-isolated process with abstract shapes only, imports the candidate, traces
+``kernel`` once and exports that trace; from it this process takes only the
+export bytes and failure text. The trusted side (:mod:`jaxbench.evaluator.judge`,
+warm runners that never import candidate code) checks the exported module's
+structure and runs exactly that module on inputs drawn there; this process
+compares the outputs with the float32 truth and computes every figure.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import secrets
 import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,17 +25,23 @@ from typing import Any
 
 from jaxbench.backends import resolve_mode
 from jaxbench.backends.peaks import peak_for, roofline_fraction
-from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, read_outputs
+from jaxbench.evaluator.arrays import MalformedOutputs, unpack
+from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
+from jaxbench.evaluator.judge.client import RunnerOutcome, RunnerPool
 from jaxbench.evaluator.pool import WorkerOutcome, WorkerPool
 from jaxbench.evaluator.result import STAGES, STATUSES, StageFailure, new_result
 from jaxbench.evaluator.static import check_source, declared_target
+from jaxbench.evaluator.timeouts import default_timeout
 from jaxbench.tasks import get_task
 
-DEFAULT_TIMEOUT_S = {"interpret": 600.0, "device": 900.0}
 DEFAULT_MEMORY_GB = 8.0
 TIMING_CACHE_BYTES = 64 * 2**20
 SPEEDUP_REVIEW_THRESHOLD = 10.0
-
+PLATFORM = {"tpu": "tpu", "gpu": "cuda"}
+# Caps on what is read back from the untrusted side.
+MAX_STATUS_BYTES = 1 << 20
+MAX_EXPORT_BYTES = 256 << 20
+MAX_PROBE_BYTES = 2 << 30
 
 def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str]:
     """(source, filename) from a path or from source text."""
@@ -44,23 +56,26 @@ def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str]:
 
 
 class Evaluator:
-    """Evaluates candidates with one worker pool and one ground-truth cache.
+    """Evaluates candidates with warm untrusted tracers, warm trusted runners and one
+    ground-truth cache.
 
     Args:
         secret: the run's secret; correctness inputs derive from it. Drawn fresh
             when not given, so a kernel cannot tune itself to its test inputs.
-        spares: warm worker processes kept waiting (0: start one per evaluation).
-        work_dir: where the workers' private directories are made (default: the temp dir).
+        spares: warm tracer processes (and trusted runners) kept waiting.
+        work_dir: where the tracers' private directories are made (default: the temp dir).
     """
 
     def __init__(self, secret: bytes | None = None, spares: int = 1,
                  work_dir: str | os.PathLike[str] | None = None) -> None:
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.pool = WorkerPool(spares=spares, root=work_dir)
+        self.runners = RunnerPool(spares=min(spares, 1))
         self.truth = GroundTruth()
 
     def close(self) -> None:
         self.pool.close()
+        self.runners.close()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -95,132 +110,281 @@ class Evaluator:
         task.dims(size)  # unknown size -> KeyError with the sizes listed
         mode = resolve_mode(mode, target)
         result = new_result(task.id, target, mode, size, source)
-        result["kernel_file"] = filename
+        result.update(kernel_file=filename, judged_on=None, isolation=None,
+                      timing_method="wall_clock_interleaved" if mode == "device" else None)
+        timeout_s = timeout_s or default_timeout(task.id, mode)
+        result["timeout_s"] = timeout_s
         started = time.monotonic()
         try:
             check_source(source, filename)
             result["stages"]["static"] = {"seconds": round(time.monotonic() - started, 4)}
-            self._run_worker(result, task, source, filename, target, mode, size, trials,
-                             timeout_s or DEFAULT_TIMEOUT_S[mode], memory_gb, tpu_interpret,
-                             max_outside_flops_fraction, timing or {}, save_ir)
+            case = _Case(task, size, target, mode, trials, timeout_s, int(memory_gb * 2**30),
+                         tpu_interpret, max_outside_flops_fraction, timing or {}, save_ir)
+            self._evaluate(result, case, source, filename)
         except StageFailure as failure:
             result.update(status=failure.status, stage=failure.stage, message=failure.message)
         result["wall_s"] = round(time.monotonic() - started, 3)
         assert result["status"] in STATUSES, result["status"]
         return result
 
-    def _run_worker(self, result: dict[str, Any], task: Any, source: str, filename: str,
-                    target: str, mode: str, size: str, trials: int, timeout_s: float,
-                    memory_gb: float, tpu_interpret: bool, outside_fraction: float,
-                    timing: dict[str, Any], save_ir: str | os.PathLike[str] | None) -> None:
-        memory_bytes = int(memory_gb * 2**30)
+    # -- the untrusted side ------------------------------------------------------------------
+    def _evaluate(self, result: dict[str, Any], case: _Case, source: str, filename: str) -> None:
+        task, size = case.task, case.size
+        keys = {purpose: derive_keys(self.secret, task.id, size, n, purpose)
+                for purpose, n in (("trial", case.trials), ("recheck", 1), ("probe", 1),
+                                   ("untrusted", case.trials))}
         job = {
-            "source": source, "filename": filename, "task": task.id, "target": target,
-            "mode": mode, "size": size,
-            "trial_keys": derive_keys(self.secret, task.id, size, trials, "trial"),
-            "recheck_keys": derive_keys(self.secret, task.id, size, 1, "recheck"),
-            "tpu_interpret": tpu_interpret,
-            # RLIMIT_AS breaks CUDA's address-space reservations; the RSS watchdog remains.
-            "memory_bytes": memory_bytes if mode == "interpret" else None,
-            "file_bytes": 1 << 30,
-            "max_outside_flops_fraction": outside_fraction,
-            "timing": timing,
-            "save_ir": save_ir is not None,
+            "source": source, "filename": filename, "task": task.id, "size": size,
+            "target": case.target, "platform": PLATFORM[case.target], "mode": case.mode,
+            "specs": [[list(s.shape), str(s.dtype)] for s in task.input_specs(size)],
+            "interpret_export": case.mode == "interpret",
+            "fallback_keys": keys["untrusted"] if case.mode == "interpret" else [],
+            "tpu_interpreter_key": keys["probe"][0] if (
+                case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret) else None,
+            "memory_bytes": case.memory_bytes, "file_bytes": 1 << 30,
+            "save_ir": case.save_ir is not None,
         }
-        if mode == "device":
-            # Input sets rotated during timing: at least 3, enough to exceed ~64 MiB of cache.
-            per_set = max(sum(s.nbytes for s in task.input_specs(size)), 1)
-            sets = min(16, max(3, -(-TIMING_CACHE_BYTES // per_set)))
-            job["timing_sets"] = sets
-            job["timing_keys"] = derive_keys(self.secret, task.id, size, sets, "timing")
-        # The ground truth is computed here while the worker runs (the worker never sees it).
-        truth_thread = threading.Thread(
-            target=self.truth.prefetch, args=(task, size, job["trial_keys"]), daemon=True)
-        if mode == "interpret":  # on a device, keep the accelerator to the worker
-            truth_thread.start()
-        outcome = self.pool.run(job, timeout_s, memory_bytes)
-        if truth_thread.is_alive():
-            truth_thread.join()
+        if case.mode == "interpret":  # the truth is computed here while the others work
+            threading.Thread(target=self.truth.prefetch, daemon=True,
+                             args=(task, size, keys["trial"] + keys["probe"])).start()
+        outcome = self.pool.run(job, case.timeout_s, case.memory_bytes)
         try:
-            self._judge(result, task, size, outcome, timeout_s, memory_gb)
+            status = _read_untrusted_status(outcome.dir)
+            result["isolation"] = status.get("isolation") if isinstance(
+                status.get("isolation"), str) else "unknown"
+            stages = status.get("stages")
+            if isinstance(stages, dict):
+                result["stages"].update({k: v for k, v in stages.items()
+                                         if k in ("trace", "lower", "probe") and isinstance(v, dict)})
+            _untrusted_verdict(status, outcome, case)
+            exports = {name: _read_file(outcome.dir / name, MAX_EXPORT_BYTES)
+                       for name in ("target.export", "interpret.export")}
+            probe = _read_probe(outcome.dir, status)
+            if case.save_ir is not None:
+                ir = _read_file(outcome.dir / "ir.json", MAX_EXPORT_BYTES)
+                result["_ir"] = json.loads(ir) if ir else {}
         finally:
-            if save_ir is not None:
-                self._save_artifacts(result, outcome, Path(save_ir))
             shutil.rmtree(outcome.dir, ignore_errors=True)
+        if exports["target.export"] is None:
+            raise StageFailure("crashed", "lower", "the untrusted side produced no target export")
+        interpret_error = result["stages"].get("lower", {}).get("interpret_export_error")
+        use_export = case.mode == "device" or exports["interpret.export"] is not None
+        if case.mode == "interpret" and not use_export and not interpret_error:
+            raise StageFailure("crashed", "lower", "the untrusted side produced no interpret export")
+        self._judge(result, case, exports, probe, keys, use_export, status)
+
+    # -- the trusted side ----------------------------------------------------------------------
+    def _judge(self, result: dict[str, Any], case: _Case, exports: dict[str, bytes | None],
+               probe: dict[str, list[Any]], keys: dict[str, list[list[int]]], use_export: bool,
+               status: dict[str, Any]) -> None:
+        task, size = case.task, case.size
+        directory = Path(tempfile.mkdtemp(prefix="jaxbench-judge-"))
+        try:
+            for name, data in exports.items():
+                if data is not None:
+                    (directory / name).write_bytes(data)
+            request = {"dir": str(directory), "task": task.id, "size": size,
+                       "platform": PLATFORM[case.target], "mode": case.mode,
+                       "interpret_export": use_export,
+                       "trial_keys": keys["trial"], "recheck_keys": keys["recheck"],
+                       "max_outside_flops_fraction": case.max_outside_fraction,
+                       "timing": case.timing, "save_ir": case.save_ir is not None}
+            if case.mode == "device":
+                per_set = max(sum(s.nbytes for s in task.input_specs(size)), 1)
+                sets = min(16, max(3, -(-TIMING_CACHE_BYTES // per_set)))
+                request["timing_keys"] = derive_keys(self.secret, task.id, size, sets - 1, "timing")
+            outcome = self.runners.run(request, case.timeout_s, case.memory_bytes)
+            response = _runner_verdict(outcome, case)
+            outputs = {}
+            if response.get("trials"):
+                try:
+                    outputs = unpack((directory / "outputs.npy").read_bytes(), response["trials"])
+                except (MalformedOutputs, OSError) as exc:
+                    raise StageFailure("crashed", "correct", f"judge output unreadable: {exc}") from None
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+        result["stages"].update(response.get("stages", {}))
+        for field in ("compile_s", "device_kind", "backend"):
+            if response.get(field) is not None:
+                result[field] = response[field]
+        result["structure"] = response.get("structure")
+        if case.save_ir is not None:
+            self._save_artifacts(result, response, Path(case.save_ir))
+        result.pop("_ir", None)
+        if use_export:
+            result["judged_on"] = "trusted_export"
+            judged = [(label, key) for label, key in zip(
+                [f"trial{i}" for i in range(case.trials)], keys["trial"], strict=True)]
+            judged += [(f"recheck{i}", k) for i, k in enumerate(keys["recheck"])
+                       if case.mode == "device" and f"recheck{i}" in outputs]
+            missing = [label for label, _ in judged if label not in outputs]
+            if missing:
+                raise StageFailure("crashed", "correct", f"the judge returned no outputs for {missing}")
+        else:
+            result["judged_on"] = "untrusted_interpreter"
+            result.setdefault("warnings", []).append(
+                "no exportable interpret-mode lowering: correctness was judged on the untrusted "
+                f"side ({result['stages']['lower'].get('interpret_export_error')})")
+            outputs = probe
+            judged = [(f"untrusted{i}", k) for i, k in enumerate(keys["untrusted"])]
+            missing = [label for label, _ in judged if label not in outputs]
+            if missing:
+                raise StageFailure("crashed", "correct",
+                                   f"the untrusted interpreter returned no outputs for {missing}")
+        if "tpu_interpreter" in probe:
+            judged.append(("tpu_interpreter", keys["probe"][0]))
+            outputs["tpu_interpreter"] = probe["tpu_interpreter"]
+        self._compare(result, case, outputs, judged, bool(status.get("tpu_interpreter_race")))
+        if isinstance(status.get("tpu_interpreter"), str):
+            result["stages"].setdefault("correct", {})["tpu_interpreter"] = status["tpu_interpreter"]
+        if response.get("timing"):
+            from jaxbench.evaluator.timing import summarize
+
+            try:
+                figures = summarize(response["timing"])
+            except ValueError as exc:
+                raise StageFailure("crashed", "time", str(exc)) from None
+            result["stages"].setdefault("time", {}).update(figures)
+            for field in ("t_ref_ms", "t_kernel_ms", "speedup"):
+                result[field] = figures[field]
+            kind = result.get("device_kind", "")
+            result["roofline_fraction"] = roofline_fraction(
+                task.flops(size), task.bytes(size), result["t_kernel_ms"] / 1e3, kind)
+            result["peak_flops"], result["peak_bytes_per_s"] = peak_for(kind) or (None, None)
+        result["trials"] = case.trials
+        last = next(reversed(result["stages"]))
+        result.update(status="correct", stage=last if last in STAGES else "correct", message="")
+        if (result["speedup"] or 0) > SPEEDUP_REVIEW_THRESHOLD:
+            result["review"] = (f"speedup {result['speedup']:.1f}x exceeds "
+                                f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
+
+    def _compare(self, result: dict[str, Any], case: _Case, outputs: dict[str, list[Any]],
+                 judged: list[tuple[str, list[int]]], raced: bool) -> None:
+        task, size = case.task, case.size
+        expected = task.output_shapes(size)
+        worst_abs, worst_rel = 0.0, 0.0
+        for label, key in judged:
+            verdict = check_outputs(outputs[label], expected, self.truth(task, size, key),
+                                    task.atol, task.rtol)
+            if verdict.max_abs_err is not None:
+                worst_abs = max(worst_abs, verdict.max_abs_err)
+                worst_rel = max(worst_rel, verdict.rel_err or 0.0)
+            result["max_abs_err"], result["rel_err"] = worst_abs, worst_rel
+            probe_run = label == "tpu_interpreter"
+            if not verdict.ok:
+                stage = "recheck" if label.startswith("recheck") else "correct"
+                where = "" if label.startswith(("trial", "recheck")) else f" ({label})"
+                if probe_run and raced:
+                    where += ("; the TPU interpreter detected a data race (two simulated cores, "
+                              "shuffled parallel grid): the result depends on execution order")
+                raise StageFailure("incorrect", stage, f"{verdict.message}{where}")
+            if probe_run and raced:
+                result.setdefault("warnings", []).append(
+                    "the TPU interpreter detected a write-write data race, but the outputs are "
+                    "correct (e.g. outputs used as scratch and discarded)")
 
     @staticmethod
-    def _save_artifacts(result: dict[str, Any], outcome: WorkerOutcome, directory: Path) -> None:
+    def _save_artifacts(result: dict[str, Any], response: dict[str, Any], directory: Path) -> None:
         from jaxbench.evaluator.artifacts import write_artifacts
 
-        data = _read_json(outcome.dir / "artifacts.json")
+        data = dict(result.get("_ir") or {})
+        data.update(response.get("compiled_artifacts") or {})
+        data["structure"] = response.get("structure")
         extra = {k: result.get(k) for k in ("compile_s", "t_ref_ms", "t_kernel_ms", "speedup",
                                              "roofline_fraction", "peak_flops", "peak_bytes_per_s")}
         result["artifacts"] = {"dir": str(directory),
                                "files": write_artifacts(data, directory, extra)}
 
-    def _judge(self, result: dict[str, Any], task: Any, size: str, outcome: WorkerOutcome,
-               timeout_s: float, memory_gb: float) -> None:
-        report = _read_json(outcome.dir / "result.json")
-        result["stages"].update(report.get("stages", {}))
-        for field in ("compile_s", "device_kind", "backend", "setup_s"):
-            if report.get(field) is not None:
-                result[field] = report[field]
-        last_stage = next(reversed(result["stages"]), "static")
-        if outcome.timed_out:
-            raise StageFailure("timeout", _next_stage(last_stage),
-                               f"no verdict within {timeout_s:g} s (wall clock); worker killed")
-        if outcome.memory_exceeded:
-            raise StageFailure("crashed", _next_stage(last_stage),
-                               f"worker exceeded the {memory_gb:g} GiB memory limit; killed")
-        status = report.get("status")
-        if status in STATUSES:
-            raise StageFailure(status, report.get("stage", last_stage), report.get("message", ""))
-        if status != "ran" or outcome.returncode != 0:
-            raise StageFailure("crashed", _next_stage(last_stage), _crash_message(outcome))
-        timing = result["stages"].get("time", {})
-        for field in ("t_ref_ms", "t_kernel_ms", "speedup"):
-            result[field] = timing.get(field)
-        if result["t_kernel_ms"]:
-            kind = result.get("device_kind", "")
-            result["roofline_fraction"] = roofline_fraction(
-                task.flops(size), task.bytes(size), result["t_kernel_ms"] / 1e3, kind)
-            result["peak_flops"], result["peak_bytes_per_s"] = peak_for(kind) or (None, None)
-        outputs = read_outputs(outcome.dir / "outputs.npy", report["trials"])
-        expected = task.output_shapes(size)
-        worst_abs, worst_rel = 0.0, 0.0
-        for trial in report["trials"]:
-            truth = self.truth(task, size, trial["key"])
-            verdict = check_outputs(outputs[trial["label"]], expected, truth, task.atol, task.rtol)
-            if verdict.max_abs_err is not None:
-                worst_abs = max(worst_abs, verdict.max_abs_err)
-                worst_rel = max(worst_rel, verdict.rel_err or 0.0)
-            result["max_abs_err"], result["rel_err"] = worst_abs, worst_rel
-            raced = trial["label"] == "tpu_interpreter" and \
-                result["stages"].get("correct", {}).get("tpu_interpreter_race")
-            if not verdict.ok:
-                stage = "recheck" if trial["label"].startswith("recheck") else "correct"
-                where = "" if trial["label"].startswith("trial") else f" ({trial['label']})"
-                if raced:
-                    where += ("; the TPU interpreter detected a data race (two simulated cores, "
-                              "shuffled parallel grid): the result depends on execution order")
-                raise StageFailure("incorrect", stage, f"{verdict.message}{where}")
-            if raced:
-                result.setdefault("warnings", []).append(
-                    "the TPU interpreter detected a write-write data race, but the outputs are "
-                    "correct (e.g. outputs used as scratch and discarded)")
-        result["trials"] = len(report["trials"])
-        result.update(status="correct", stage=last_stage, message="")
-        if (result["speedup"] or 0) > SPEEDUP_REVIEW_THRESHOLD:
-            result["review"] = (f"speedup {result['speedup']:.1f}x exceeds "
-                                f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
+
+class _Case:
+    """One evaluation's settings."""
+
+    def __init__(self, task: Any, size: str, target: str, mode: str, trials: int, timeout_s: float,
+                 memory_bytes: int, tpu_interpret: bool, max_outside_fraction: float,
+                 timing: dict[str, Any], save_ir: Any) -> None:
+        self.task, self.size, self.target, self.mode = task, size, target, mode
+        self.trials, self.timeout_s, self.memory_bytes = trials, timeout_s, memory_bytes
+        self.tpu_interpret, self.max_outside_fraction = tpu_interpret, max_outside_fraction
+        self.timing, self.save_ir = timing, save_ir
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    """A file the worker wrote, or {} when it died before writing (or mid-write)."""
+def _read_file(path: Path, limit: int) -> bytes | None:
+    """A regular file the untrusted side wrote (no links followed), or None; capped in size."""
     try:
-        return json.loads(path.read_text() or "{}")
-    except (FileNotFoundError, json.JSONDecodeError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        import stat
+
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit + 1)[:limit]
+    finally:
+        os.close(fd)
+
+
+def _read_untrusted_status(directory: Path) -> dict[str, Any]:
+    raw = _read_file(directory / "status.json", MAX_STATUS_BYTES)
+    try:
+        status = json.loads(raw or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return {}
+    return status if isinstance(status, dict) else {}
+
+
+def _untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: _Case) -> None:
+    """Failures the untrusted side reports (believed: they only hurt the candidate), and its
+    death; anything but a clean 'traced' is a failure."""
+    stages = status.get("stages") if isinstance(status.get("stages"), dict) else {}
+    last = next(reversed(stages), "static") if stages else "static"
+    if outcome.timed_out:
+        raise StageFailure("timeout", _next_stage(last),
+                           f"no verdict within {case.timeout_s:g} s (wall clock); tracer killed")
+    if outcome.memory_exceeded:
+        raise StageFailure("crashed", _next_stage(last),
+                           f"tracer exceeded the {case.memory_bytes / 2**30:g} GiB memory limit; killed")
+    claimed = status.get("status")
+    if claimed in STATUSES and claimed != "correct":
+        stage = status.get("stage") if status.get("stage") in STAGES else _next_stage(last)
+        raise StageFailure(claimed, stage, str(status.get("message", ""))[:2000])
+    if claimed != "traced" or outcome.returncode != 0:
+        raise StageFailure("crashed", _next_stage(last), _crash_message(outcome))
+
+
+def _read_probe(directory: Path, status: dict[str, Any]) -> dict[str, list[Any]]:
+    """Outputs of the untrusted runs, validated; a forged or broken stream is a rejection."""
+    layout = status.get("probe")
+    if not layout:
+        return {}
+    data = _read_file(directory / "probe.npy", MAX_PROBE_BYTES)
+    try:
+        return unpack(data or b"", layout)
+    except MalformedOutputs as exc:
+        raise StageFailure("rejected", "correct",
+                           f"the untrusted side's outputs do not match their layout ({exc})") from None
+
+
+def _runner_verdict(outcome: RunnerOutcome, case: _Case) -> dict[str, Any]:
+    if outcome.timed_out:
+        raise StageFailure("timeout", "correct",
+                           f"no verdict within {case.timeout_s:g} s (wall clock) running the "
+                           "exported module; runner killed")
+    if outcome.memory_exceeded:
+        raise StageFailure("crashed", "correct", f"the exported module exceeded the "
+                                                 f"{case.memory_bytes / 2**30:g} GiB memory limit")
+    response = outcome.response
+    if response is None:
+        tail = [ln for ln in outcome.log_tail.splitlines() if ln.strip()][-2:]
+        raise StageFailure("crashed", "correct", "the trusted runner died running the exported "
+                                                 "module" + (": " + " | ".join(tail)[-300:] if tail else ""))
+    if response.get("status") != "ran":
+        status = response.get("status")
+        raise StageFailure(status if status in STATUSES else "crashed",
+                           response.get("stage", "correct"), response.get("message", ""))
+    return response
 
 
 def _next_stage(stage: str) -> str:

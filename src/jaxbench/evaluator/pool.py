@@ -1,10 +1,12 @@
-"""Worker processes: one fresh process per evaluation, with a warm spare waiting.
+"""Untrusted tracer processes: one fresh process per evaluation, with a warm spare waiting.
 
-A worker imports JAX and warms it up before its job arrives, so keeping one
-spare per slot hides interpreter start-up without ever reusing a process. Each
-worker has its own process group (killed whole at the end, so nothing it
-started survives), a private directory for its files, a wall-clock timeout
-and a resident-memory watchdog on top of its own rlimits.
+A tracer (:mod:`jaxbench.evaluator.sandbox.tracer`) isolates itself, imports
+JAX and warms up before its job arrives, so keeping one spare per slot hides
+start-up without ever reusing a process that ran candidate code. Each has its
+own process group (killed whole at the end, so nothing it started survives), a
+private directory (the only place it may write), a minimal environment (no API
+keys, no accelerator), a wall-clock timeout and a resident-memory watchdog on
+top of its own rlimits.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class _Worker:
         self.dir = Path(tempfile.mkdtemp(prefix="jaxbench-worker-", dir=root))
         self._log = open(self.dir / "worker.log", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jaxbench.evaluator.worker"],
+            [sys.executable, "-m", "jaxbench.evaluator.sandbox.tracer", str(self.dir)],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True, env=env, cwd=self.dir,
         )
@@ -56,7 +58,7 @@ class _Worker:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _group_rss_bytes(pgid: int) -> int:
+def group_rss_bytes(pgid: int) -> int:
     """Resident memory of every process in a process group (Linux /proc)."""
     total = 0
     for entry in os.listdir("/proc"):
@@ -74,7 +76,24 @@ def _group_rss_bytes(pgid: int) -> int:
     return total
 
 
+# Variables a tracer keeps from the parent's environment (everything else, API keys included,
+# stays behind).
+_TRACER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRTUAL_ENV",
+               "TF_CPP_MIN_LOG_LEVEL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def tracer_env() -> dict[str, str]:
+    """The untrusted side's environment: minimal, CPU only, no caches shared with the harness."""
+    env = {k: v for k, v in os.environ.items() if k in _TRACER_ENV}
+    env.update(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="", TPU_VISIBLE_CHIPS="",
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               PYTHONDONTWRITEBYTECODE="1", JAX_ENABLE_COMPILATION_CACHE="false",
+               TF_CPP_MIN_LOG_LEVEL=env.get("TF_CPP_MIN_LOG_LEVEL", "3"))
+    return env
+
+
 def worker_env() -> dict[str, str]:
+    """The trusted runner's environment."""
     env = dict(os.environ)
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -89,7 +108,7 @@ class WorkerPool:
     """Hands out fresh worker processes; keeps ``spares`` of them warmed up in advance."""
 
     def __init__(self, spares: int = 1, root: str | os.PathLike[str] | None = None) -> None:
-        self._env = worker_env()
+        self._env = tracer_env()
         self._root = str(root) if root is not None else None
         self._spares: queue.Queue[_Worker] = queue.Queue()
         self._want = spares
@@ -133,7 +152,7 @@ class WorkerPool:
             if time.monotonic() - started > timeout_s:
                 timed_out = True
                 break
-            if memory_bytes and _group_rss_bytes(worker.proc.pid) > memory_bytes:
+            if memory_bytes and group_rss_bytes(worker.proc.pid) > memory_bytes:
                 memory_exceeded = True
                 break
         worker.kill()  # always: nothing the candidate started may outlive the evaluation

@@ -1,4 +1,8 @@
-"""Device timing: interleaved A/B repetitions over rotating input sets, robust statistics."""
+"""Device timing: interleaved A/B repetitions over rotating input sets; statistics apart.
+
+:func:`time_interleaved` runs in the trusted runner and returns raw samples;
+:func:`summarize` runs in the parent, which computes every figure itself.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ def time_interleaved(
 
     Alternating the order cancels drift (clocks, thermals) between the two;
     rotating inputs keeps either from running on cache-hot data. Returns the
-    medians in ms, their interquartile spreads and the speedup t_ref / t_kernel.
+    per-repetition seconds of each side.
     """
     for _ in range(warmup):
         for inputs in input_sets:
@@ -42,15 +46,24 @@ def time_interleaved(
             jax.block_until_ready(fn(*inputs))
             sink.append(perf_counter() - t0)
         rep += 1
-    t_ref, t_cand = statistics.median(ref_times), statistics.median(cand_times)
+    return {"ref_s": ref_times, "kernel_s": cand_times, "input_sets": len(input_sets)}
+
+
+def summarize(samples: dict[str, Any]) -> dict[str, Any]:
+    """Medians (ms), interquartile spreads and speedup t_ref / t_kernel from raw samples."""
+    ref = [float(x) for x in samples.get("ref_s", [])]
+    cand = [float(x) for x in samples.get("kernel_s", [])]
+    if not ref or not cand or len(ref) != len(cand):
+        raise ValueError("timing samples missing or unpaired")
+    t_ref, t_cand = statistics.median(ref), statistics.median(cand)
     return {
         "t_ref_ms": t_ref * 1e3,
         "t_kernel_ms": t_cand * 1e3,
         "speedup": t_ref / t_cand if t_cand > 0 else None,
-        "reps": rep,
-        "t_ref_iqr_ms": _iqr(ref_times) * 1e3,
-        "t_kernel_iqr_ms": _iqr(cand_times) * 1e3,
-        "input_sets": len(input_sets),
+        "reps": len(ref),
+        "t_ref_iqr_ms": _iqr(ref) * 1e3,
+        "t_kernel_iqr_ms": _iqr(cand) * 1e3,
+        "input_sets": samples.get("input_sets"),
     }
 
 

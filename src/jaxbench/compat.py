@@ -1,0 +1,83 @@
+"""The one place jaxbench touches JAX APIs that moved or are private (JAX 0.10 to 0.12).
+
+Everything version-dependent goes through here, so a JAX upgrade is one file to
+review. Each helper says what it wraps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+from jax.extend import core as jex_core
+
+ClosedJaxpr = jex_core.ClosedJaxpr
+Jaxpr = jex_core.Jaxpr
+jaxpr_as_fun = jex_core.jaxpr_as_fun
+
+# Pallas primitives whose lowering *is* a kernel (they carry an ``interpret`` parameter).
+KERNEL_PRIMITIVES = ("pallas_call", "core_map")
+# Kernel primitives without an interpret parameter (Mosaic GPU's own entry point).
+OTHER_KERNEL_PRIMITIVES = ("mosaic_gpu_call",)
+
+
+def join_effects(eqns: list[Any]) -> Any:
+    """The effect set of a list of equations (``jax._src.core.join_effects``)."""
+    from jax._src import core
+
+    return core.join_effects(*(e.effects for e in eqns))
+
+
+def interpret_flag_setting() -> Any:
+    """The config setting Pallas reads at trace time to force interpret mode."""
+    from jax._src import config as jax_config
+
+    return jax_config.pallas_tpu_interpret_mode_context_manager
+
+
+def tpu_interpret_params(**params: Any) -> Any:
+    from jax.experimental.pallas import tpu as pltpu
+
+    return pltpu.InterpretParams(**params)
+
+
+@contextlib.contextmanager
+def abstract_tpu(device_kind: str) -> Iterator[None]:
+    """Lowering for a TPU without one attached: Mosaic asks the "current device" for its
+    generation; an abstract mesh naming the chip answers."""
+    from jax._src import mesh as mesh_lib
+
+    device = mesh_lib.AbstractDevice(device_kind=device_kind, num_cores=1, platform="tpu")
+    with jax.sharding.use_abstract_mesh(
+            jax.sharding.AbstractMesh((1,), ("cross_lowering",), abstract_device=device)):
+        yield
+
+
+def export_fn(fn: Any, specs: list[Any], platform: str, disabled_custom_calls: tuple[str, ...] = ()
+              ) -> Any:
+    """``jax.export.export`` of ``jax.jit(fn)`` for one platform."""
+    from jax import export
+
+    checks = [export.DisabledSafetyCheck.custom_call(t) for t in disabled_custom_calls]
+    return export.export(jax.jit(fn), platforms=[platform], disabled_checks=checks)(*specs)
+
+
+def deserialize(data: bytes) -> Any:
+    from jax import export
+
+    return export.deserialize(bytearray(data))
+
+
+def tpu_interpreter_state() -> Any:
+    """The TPU interpreter's module (race flags, state reset)."""
+    from jax._src.pallas.mosaic.interpret import interpret_pallas_call
+
+    return interpret_pallas_call
+
+
+def tpu_races_found() -> bool:
+    """Whether the last TPU-interpreter run with ``detect_races`` found a data race."""
+    races = getattr(tpu_interpreter_state(), "races", None)
+    return bool(races is not None and races.races_found)

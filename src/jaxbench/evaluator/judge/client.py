@@ -1,0 +1,146 @@
+"""The parent's handle on warm trusted runners (:mod:`jaxbench.evaluator.judge.runner`).
+
+A runner never runs candidate Python, so it may be reused; it does run modules
+built from candidate kernels, so each request has a wall-clock limit and a
+resident-memory watchdog, and a runner that times out, exceeds its memory or
+dies is killed (process group) and replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jaxbench.evaluator.pool import group_rss_bytes, worker_env
+
+
+@dataclass
+class RunnerOutcome:
+    response: dict[str, Any] | None
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    returncode: int | None = None
+    log_tail: str = ""
+
+
+class Runner:
+    def __init__(self, env: dict[str, str]) -> None:
+        self._log_path = Path(tempfile.mkstemp(prefix="jaxbench-runner-", suffix=".log")[1])
+        self._log = open(self._log_path, "wb")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jaxbench.evaluator.judge.runner"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            start_new_session=True, env=env)
+        self._buffer = b""
+        self.ready = False
+
+    def _read_line(self, deadline: float, memory_bytes: int | None) -> tuple[bytes | None, str]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            now = time.monotonic()
+            if now > deadline:
+                return None, "timeout"
+            if memory_bytes and group_rss_bytes(self.proc.pid) > memory_bytes:
+                return None, "memory"
+            readable, _, _ = select.select([fd], [], [], min(0.2, deadline - now))
+            if readable:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return None, "eof"
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line, ""
+
+    def request(self, payload: dict[str, Any], timeout_s: float,
+                memory_bytes: int | None) -> RunnerOutcome:
+        deadline = time.monotonic() + timeout_s
+        if not self.ready:  # start-up is not the candidate's time, but bound it too
+            line, why = self._read_line(time.monotonic() + 300, None)
+            if line is None:
+                return self._failed(why)
+            self.ready = True
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write((json.dumps(payload) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return self._failed("eof")
+        line, why = self._read_line(deadline, memory_bytes)
+        if line is None:
+            return self._failed(why)
+        try:
+            return RunnerOutcome(json.loads(line))
+        except json.JSONDecodeError:
+            return self._failed("eof")
+
+    def _failed(self, why: str) -> RunnerOutcome:
+        self._log.flush()
+        tail = self._log_path.read_bytes()[-3000:].decode(errors="replace") \
+            if self._log_path.exists() else ""
+        self.kill()
+        return RunnerOutcome(None, timed_out=why == "timeout", memory_exceeded=why == "memory",
+                             returncode=self.proc.returncode, log_tail=tail)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        self._log.close()
+        self._log_path.unlink(missing_ok=True)
+
+
+class RunnerPool:
+    """Warm trusted runners, handed out one per evaluation and taken back afterwards."""
+
+    def __init__(self, spares: int = 1) -> None:
+        self._env = worker_env()
+        self._idle: queue.Queue[Runner] = queue.Queue()
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(spares):
+            self._idle.put(Runner(self._env))
+
+    def run(self, payload: dict[str, Any], timeout_s: float,
+            memory_bytes: int | None) -> RunnerOutcome:
+        try:
+            runner = self._idle.get_nowait()
+        except queue.Empty:
+            runner = Runner(self._env)
+        if not runner.alive:
+            runner.kill()
+            runner = Runner(self._env)
+        outcome = runner.request(payload, timeout_s, memory_bytes)
+        with self._lock:
+            keep = outcome.response is not None and runner.alive and not self._closed
+        if keep:
+            self._idle.put(runner)
+        else:
+            runner.kill()
+        return outcome
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        while True:
+            try:
+                self._idle.get_nowait().kill()
+            except queue.Empty:
+                break

@@ -1,0 +1,104 @@
+"""The judge's rules on exported modules (trusted side: applied to the module that runs).
+
+Applied before anything runs: an export that breaks one is never executed.
+Target export (``tpu``/``cuda``): made for exactly that platform, the task's
+input and output types, no effects, at least one kernel custom call, every
+custom call a kernel or free, no op outside kernels that the structure
+analysis could not count, and counted work outside kernels within the budget.
+Interpret export (``cpu``): the same types, no custom calls but free ones, and
+the same kernel regions and the same ops outside them as the target export
+(both come from one trace; a swapped-in module shows here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from jaxbench.evaluator.judge.structure import FREE_CUSTOM_CALL_TARGETS, ModuleReport
+from jaxbench.evaluator.result import StageFailure
+
+LOWER = "lower"
+
+
+def _types(avals: Sequence[Any]) -> list[tuple[tuple[int, ...], str]]:
+    return [(tuple(int(d) for d in a.shape), str(a.dtype)) for a in avals]
+
+
+def check_export(exported: Any, platform: str, in_types: list[tuple[tuple[int, ...], str]],
+                 out_types: list[tuple[tuple[int, ...], str]], what: str) -> None:
+    """Platform, device count, effects and signature of a deserialized export."""
+    if tuple(exported.platforms) != (platform,):
+        raise StageFailure("rejected", LOWER, f"{what} export is for {tuple(exported.platforms)}, "
+                                              f"not ({platform!r},)")
+    if exported.nr_devices != 1:
+        raise StageFailure("rejected", LOWER, f"{what} export spans {exported.nr_devices} devices")
+    if exported.ordered_effects or exported.unordered_effects:
+        raise StageFailure("rejected", LOWER, f"{what} export has side effects "
+                                              "(host callbacks, I/O): not allowed")
+    if _types(exported.in_avals) != in_types:
+        raise StageFailure("rejected", LOWER, f"{what} export takes {_types(exported.in_avals)}, "
+                                              f"the task's inputs are {in_types}")
+    if _types(exported.out_avals) != out_types:
+        raise StageFailure("incorrect", LOWER,
+                           f"kernel returns {_types(exported.out_avals)}, the reference returns "
+                           f"{out_types} (shapes and dtypes must match exactly)")
+
+
+def _heavy_message(heavy: dict[str, int]) -> str:
+    names = ", ".join(f"{k} x{v}" for k, v in sorted(heavy.items())[:4])
+    return (f"outside kernels the module uses {names}: not on the allow-list of free glue or "
+            "countable ops (counted as heavy); compute in Pallas instead")
+
+
+def check_target(report: ModuleReport, task_flops: float, max_fraction: float) -> dict[str, Any]:
+    """Kernel presence, allow-lists and the outside-work budget; returns the figures."""
+    if report.kernel_calls == 0:
+        raise StageFailure("no_pallas", LOWER,
+                           "the exported module has no Pallas kernel custom call (a kernel that "
+                           "passes interpret=True itself, or plain XLA): the hot path must be a "
+                           "compiled Pallas kernel")
+    heavy = dict(report.heavy)
+    outside = report.outside_flops
+    ops = dict(report.outside_ops)
+    for region in report.kernel_regions:
+        calls = max(region.call_sites, 1)
+        for name, count in region.heavy.items():
+            heavy[name] = heavy.get(name, 0) + count
+        outside += calls * region.flops
+        for name, flops in region.ops.items():
+            ops[name] = ops.get(name, 0.0) + calls * flops
+    if heavy:
+        raise StageFailure("rejected", LOWER, _heavy_message(heavy))
+    figures = {"kernel_calls": report.kernel_calls, "outside_flops": outside,
+               "task_flops": task_flops, "outside_ops": ops,
+               "custom_calls": dict(report.custom_call_targets)}
+    if task_flops > 0 and outside > max_fraction * task_flops:
+        top = ", ".join(f"{k} {v:.3g}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:3])
+        raise StageFailure(
+            "rejected", LOWER,
+            f"work outside pallas_call: {outside / task_flops:.0%} of the task's FLOPs run in XLA "
+            f"({top} FLOPs); at most {max_fraction:.0%} may (glue like reshapes, casts and "
+            "padding is free)")
+    return figures
+
+
+def check_interpret(report: ModuleReport, target: ModuleReport) -> None:
+    """The CPU interpret export: only free custom calls, and the target export's structure."""
+    foreign = {k: v for k, v in report.custom_call_targets.items() if k not in FREE_CUSTOM_CALL_TARGETS}
+    if foreign:
+        raise StageFailure("rejected", LOWER, "interpret-mode export holds custom calls "
+                                              f"{sorted(foreign)}: not allowed")
+    mine = [(r.arg_types, r.result_types) for r in report.kernel_regions]
+    theirs = [(r.arg_types, r.result_types) for r in target.kernel_regions]
+    if sorted(mine) != sorted(theirs):
+        raise StageFailure("rejected", LOWER,
+                           f"the interpret-mode export has {len(mine)} kernel regions, the target "
+                           f"export {len(theirs)} (or their signatures differ): the two exports "
+                           "must come from one trace")
+    if dict(report.outside_op_counts) != dict(target.outside_op_counts):
+        differ = sorted(set(report.outside_op_counts.items())
+                        ^ set(target.outside_op_counts.items()))[:4]
+        raise StageFailure("rejected", LOWER,
+                           "the interpret-mode export and the target export differ outside "
+                           f"kernels ({differ}): the two exports must come from one trace")

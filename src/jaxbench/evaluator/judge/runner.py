@@ -1,0 +1,183 @@
+"""The trusted runner: checks and runs exported modules; never imports candidate code.
+
+Started as ``python -m jaxbench.evaluator.judge.runner`` and kept warm across
+evaluations (it runs no candidate Python, only modules that passed the rules).
+It reads one JSON request per line on stdin and answers one JSON line on its
+private copy of stdout. A request names a directory, written by the parent,
+holding ``target.export`` and (interpret mode) ``interpret.export``. The runner
+deserializes them, applies :mod:`jaxbench.evaluator.judge.rules`, draws the
+trial inputs from the keys in the request (the only place besides the parent
+that ever holds real inputs), runs the module, writes the outputs to
+``outputs.npy`` in that directory, and on a device times the target module
+against the reference and runs it once more on new inputs. The parent compares
+the outputs with the float32 truth and computes every figure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_perf_counter = time.perf_counter
+
+
+def _spec_types(specs: Any) -> list[tuple[tuple[int, ...], str]]:
+    return [(tuple(int(d) for d in s.shape), str(s.dtype)) for s in specs]
+
+
+def _inputs(task: Any, key: list[int], size: str) -> Any:
+    import jax
+    import numpy as np
+
+    return task.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)), size)
+
+
+def _structure(exported: Any, platform: str) -> Any:
+    from jaxbench.evaluator.judge.structure import analyze
+
+    return analyze(exported.mlir_module(), platform)
+
+
+def judge(request: dict[str, Any]) -> dict[str, Any]:
+    """One evaluation's trusted work; raises StageFailure for a verdict other than 'ran'."""
+    import jax
+
+    from jaxbench import compat
+    from jaxbench.backends import device_kind
+    from jaxbench.evaluator.arrays import pack
+    from jaxbench.evaluator.judge import rules
+    from jaxbench.evaluator.result import StageFailure, short_error
+    from jaxbench.tasks import get_task
+
+    directory = Path(request["dir"])
+    task, size, platform, mode = (get_task(request["task"]), request["size"], request["platform"],
+                                  request["mode"])
+    in_types = _spec_types(task.input_specs(size))
+    out_types = _spec_types(jax.tree_util.tree_leaves(task.output_shapes(size)))
+    response: dict[str, Any] = {"device_kind": device_kind(), "backend": jax.default_backend(),
+                                "stages": {}}
+
+    t0 = _perf_counter()
+    try:
+        target = compat.deserialize((directory / "target.export").read_bytes())
+    except Exception as exc:  # noqa: BLE001 - a malformed module is the candidate's failure
+        raise StageFailure("compile_error", "lower",
+                           f"the target export does not deserialize: {short_error(exc, 200)}") from None
+    rules.check_export(target, platform, in_types, out_types, "target")
+    target_report = _structure(target, platform)
+    response["structure"] = rules.check_target(target_report, task.flops(size),
+                                               request.get("max_outside_flops_fraction", 0.1))
+    interpret = None
+    if mode == "interpret" and request.get("interpret_export", True):
+        try:
+            interpret = compat.deserialize((directory / "interpret.export").read_bytes())
+        except Exception as exc:  # noqa: BLE001
+            raise StageFailure("compile_error", "lower", "the interpret-mode export does not "
+                                                         f"deserialize: {short_error(exc, 200)}") from None
+        rules.check_export(interpret, "cpu", in_types, out_types, "interpret-mode")
+        rules.check_interpret(_structure(interpret, "cpu"), target_report)
+    response["stages"]["check"] = {"seconds": round(_perf_counter() - t0, 4)}
+    if mode == "interpret" and interpret is None:
+        return response  # judged on the untrusted side (no exportable interpret lowering)
+
+    runs: list[tuple[str, Any, Any]] = []
+    module = interpret if mode == "interpret" else target
+    t0 = _perf_counter()
+    try:
+        first = _inputs(task, request["trial_keys"][0], size)
+        compiled = jax.jit(module.call).lower(*first).compile()
+        response["compile_s"] = round(_perf_counter() - t0, 4)
+        t0 = _perf_counter()
+        for i, key in enumerate(request["trial_keys"]):
+            inputs = first if i == 0 else _inputs(task, key, size)
+            runs.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
+    except StageFailure:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        status = "crashed" if "RESOURCE_EXHAUSTED" in str(exc) else "runtime_error"
+        raise StageFailure(status, "correct", short_error(exc)) from None
+    response["stages"]["correct"] = {"seconds": round(_perf_counter() - t0, 4)}
+
+    if mode == "device" and request.get("time", True):
+        from jaxbench.evaluator.timing import time_interleaved
+
+        t0 = _perf_counter()
+        try:
+            reference = jax.jit(task.reference).lower(*first).compile()
+            sets = [first] + [_inputs(task, k, size) for k in request.get("timing_keys", [])]
+            jax.block_until_ready(sets)
+            response["timing"] = time_interleaved(reference, compiled, sets,
+                                                  perf_counter=_perf_counter,
+                                                  **request.get("timing", {}))
+            if request.get("save_ir"):
+                from jaxbench.evaluator.artifacts import compiled_artifacts
+
+                response["compiled_artifacts"] = compiled_artifacts(compiled)
+        except Exception as exc:  # noqa: BLE001
+            raise StageFailure("runtime_error", "time", short_error(exc)) from None
+        response["stages"]["time"] = {"seconds": round(_perf_counter() - t0, 4)}
+        t0 = _perf_counter()
+        try:
+            for i, key in enumerate(request.get("recheck_keys", [])):
+                runs.append((f"recheck{i}", key,
+                             jax.block_until_ready(compiled(*_inputs(task, key, size)))))
+        except Exception as exc:  # noqa: BLE001
+            raise StageFailure("runtime_error", "recheck", short_error(exc)) from None
+        response["stages"]["recheck"] = {"seconds": round(_perf_counter() - t0, 4)}
+
+    data, layout = pack(runs)
+    (directory / "outputs.npy").write_bytes(data)
+    response["trials"] = layout
+    return response
+
+
+def serve(reply: Any) -> None:
+    """Answers requests until stdin closes."""
+    import jax
+
+    from jaxbench.evaluator.result import StageFailure, short_error
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            response = {"status": "ran", **judge(request)}
+        except StageFailure as failure:
+            response = {"status": failure.status, "stage": failure.stage, "message": failure.message}
+        except Exception as exc:  # noqa: BLE001 - a harness bug: report, keep serving
+            response = {"status": "crashed", "stage": "correct",
+                        "message": f"judge error: {short_error(exc, 300)}"}
+        jax.clear_caches()
+        reply.write(json.dumps(response, default=str) + "\n")
+        reply.flush()
+
+
+def _warm_up() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    import jaxbench.tasks
+    from jaxbench.evaluator.judge import structure  # noqa: F401
+
+    jaxbench.tasks.list_tasks()
+    jax.block_until_ready(jax.jit(lambda x: x + 1)(jnp.ones((8, 128))))
+
+
+def main() -> None:
+    # Responses go through a private copy of stdout; library chatter goes to stderr.
+    reply = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    _warm_up()
+    reply.write("ready\n")
+    reply.flush()
+    serve(reply)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""From one traced jaxpr to the modules the judge runs (untrusted side).
+
+The candidate's ``kernel`` is traced exactly once. Everything after derives from
+that one jaxpr without calling candidate Python again: every kernel equation
+(``pallas_call``, ``core_map``) is wrapped in its own named ``jit`` (so the
+judge can find kernel regions in the exported module) and gets the ``interpret``
+parameter the export needs: ``False`` for the target platform (Mosaic TPU,
+Triton or Mosaic GPU custom calls inside), ``True`` for the CPU interpret-mode
+module, the TPU interpreter's parameters for the untrusted race check.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import jax
+
+from jaxbench import compat
+
+KERNEL_PREFIX = "jaxbench_kernel"
+# Triton's custom call has no export compatibility guarantee; the judge allow-lists it itself.
+UNSTABLE_KERNEL_TARGETS = {"cuda": ("__gpu$xla.gpu.triton",)}
+
+
+def _kernel_wrapper(eqn: Any, interpret: Any, index: int) -> Any:
+    """A ``pjit`` equation named ``jaxbench_kernel_<i>`` holding only ``eqn`` (rebound with
+    ``interpret``), with ``eqn``'s own operands and results."""
+    params = {**eqn.params, "interpret": interpret}
+    primitive = eqn.primitive
+
+    def body(*args: Any) -> Any:
+        out = primitive.bind(*args, **params)
+        return out if primitive.multiple_results else [out]
+
+    body.__name__ = body.__qualname__ = f"{KERNEL_PREFIX}_{index}"
+    avals = [v.aval for v in eqn.invars]
+    wrapped = jax.make_jaxpr(jax.jit(body))(*avals)
+    (call,) = wrapped.jaxpr.eqns
+    return call.replace(invars=list(eqn.invars), outvars=list(eqn.outvars))
+
+
+def _rewrite_value(value: Any, interpret: Any, counter: Any) -> Any:
+    if isinstance(value, compat.ClosedJaxpr):
+        return compat.ClosedJaxpr(_rewrite_jaxpr(value.jaxpr, interpret, counter), value.consts)
+    if isinstance(value, compat.Jaxpr):
+        return _rewrite_jaxpr(value, interpret, counter)
+    if isinstance(value, tuple) and any(isinstance(v, (compat.ClosedJaxpr, compat.Jaxpr))
+                                        for v in value):
+        return tuple(_rewrite_value(v, interpret, counter) for v in value)
+    return value
+
+
+def _rewrite_jaxpr(jaxpr: Any, interpret: Any, counter: Any) -> Any:
+    eqns = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in compat.KERNEL_PRIMITIVES:
+            eqns.append(_kernel_wrapper(eqn, interpret, next(counter)))
+            continue
+        params = {k: _rewrite_value(v, interpret, counter) for k, v in eqn.params.items()}
+        eqns.append(eqn.replace(params=params) if params != eqn.params else eqn)
+    return jaxpr.replace(eqns=eqns, effects=compat.join_effects(eqns))
+
+
+def with_interpret(closed: Any, interpret: Any) -> Any:
+    """``closed`` with every kernel equation wrapped in a named jit and set to ``interpret``."""
+    return compat.ClosedJaxpr(_rewrite_jaxpr(closed.jaxpr, interpret, itertools.count()),
+                              closed.consts)
+
+
+def export(closed: Any, specs: list[Any], platform: str, interpret: Any = False,
+           tpu_device_kind: str = "TPU v6 lite") -> Any:
+    """The ``jax.export.Exported`` of the traced computation for ``platform``."""
+    fn = compat.jaxpr_as_fun(with_interpret(closed, interpret))
+    disabled = UNSTABLE_KERNEL_TARGETS.get(platform, ())
+    if platform == "tpu":
+        with compat.abstract_tpu(tpu_device_kind):
+            return compat.export_fn(fn, specs, platform, disabled)
+    return compat.export_fn(fn, specs, platform, disabled)
+
+
+CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "debug_callback", "callback")
+
+
+class Scan:
+    """Kernel equations and host callbacks found anywhere in a jaxpr (kernel bodies included)."""
+
+    def __init__(self) -> None:
+        self.kernels = 0
+        self.callbacks: list[str] = []
+        self.kernel_eqns: list[Any] = []
+
+
+def sub_jaxprs(params: dict[str, Any]) -> Any:
+    for value in params.values():
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, compat.ClosedJaxpr):
+                yield item.jaxpr
+            elif isinstance(item, compat.Jaxpr):
+                yield item
+
+
+def _scan(jaxpr: Any, found: Scan) -> None:
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name in compat.KERNEL_PRIMITIVES or name in compat.OTHER_KERNEL_PRIMITIVES:
+            found.kernels += 1
+            found.kernel_eqns.append(eqn)
+        if name in CALLBACK_PRIMITIVES:
+            found.callbacks.append(name)
+        for sub in sub_jaxprs(eqn.params):
+            _scan(sub, found)
+
+
+def scan(closed: Any) -> Scan:
+    found = Scan()
+    _scan(closed.jaxpr, found)
+    return found

@@ -1,0 +1,478 @@
+"""OS-level isolation of the current process (Linux; stdlib + ctypes only).
+
+A fresh worker process calls, in this order and before it runs untrusted code::
+
+    namespaces = enter_namespaces()        # while still single-threaded: no network at all
+    set_rlimits(memory_bytes, file_bytes)
+    record = restrict(python_read_roots(exclude=[repo_src]), [work_dir])
+    level = describe(record, namespaces)   # one string for the results
+
+Every step is best-effort: where the kernel (or a seccomp'd container) refuses a
+mechanism, the call returns what it achieved and never raises, so callers keep
+working with weaker isolation and record the level they got.
+
+Caveats worth knowing:
+
+* Landlock (below ABI 8) and ``no_new_privs`` apply to the *calling thread* and the
+  threads and processes it starts afterwards; threads that already exist keep their
+  old rights. ``restrict`` uses ``LANDLOCK_RESTRICT_SELF_TSYNC`` where the kernel has
+  it (ABI >= 8) and otherwise reports the number of threads it could not restrict
+  (``unrestricted_threads``), so call it while single-threaded where you can.
+* ``PR_SET_PDEATHSIG`` fires when the *thread* that forked this process exits, not the
+  parent process: spawn workers from a long-lived thread.
+* Landlock does not govern connecting to pathname (filesystem) Unix sockets below the
+  ABI that adds a right for it; a fresh network namespace does not either.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import signal
+import site
+import stat
+import sys
+import sysconfig
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["enter_namespaces", "restrict", "set_rlimits", "describe", "python_read_roots"]
+
+# unshare(2) flags
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWNET = 0x40000000
+
+# prctl(2) options
+_PR_SET_PDEATHSIG = 1
+_PR_GET_PDEATHSIG = 2
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_GET_NO_NEW_PRIVS = 39
+
+# Landlock syscalls: the same numbers on every architecture with the unified table
+# (x86_64, aarch64, riscv64, ...).
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+
+_LANDLOCK_CREATE_RULESET_VERSION = 1 << 0
+_LANDLOCK_RESTRICT_SELF_TSYNC = 1 << 3  # ABI >= 8
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_LANDLOCK_RULE_NET_PORT = 2
+
+# enum landlock_access_fs
+FS_EXECUTE = 1 << 0
+FS_WRITE_FILE = 1 << 1
+FS_READ_FILE = 1 << 2
+FS_READ_DIR = 1 << 3
+FS_REMOVE_DIR = 1 << 4
+FS_REMOVE_FILE = 1 << 5
+FS_MAKE_CHAR = 1 << 6
+FS_MAKE_DIR = 1 << 7
+FS_MAKE_REG = 1 << 8
+FS_MAKE_SOCK = 1 << 9
+FS_MAKE_FIFO = 1 << 10
+FS_MAKE_BLOCK = 1 << 11
+FS_MAKE_SYM = 1 << 12
+FS_REFER = 1 << 13  # ABI >= 2
+FS_TRUNCATE = 1 << 14  # ABI >= 3
+FS_IOCTL_DEV = 1 << 15  # ABI >= 5
+
+# enum landlock_access_net (ABI >= 4)
+NET_BIND_TCP = 1 << 0
+NET_CONNECT_TCP = 1 << 1
+
+# scoped (ABI >= 6)
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+SCOPE_SIGNAL = 1 << 1
+
+_FS_ABI1 = (FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_READ_DIR | FS_REMOVE_DIR | FS_REMOVE_FILE
+            | FS_MAKE_CHAR | FS_MAKE_DIR | FS_MAKE_REG | FS_MAKE_SOCK | FS_MAKE_FIFO | FS_MAKE_BLOCK
+            | FS_MAKE_SYM)
+# The only rights Landlock accepts on a rule whose path is not a directory.
+_FS_FILE_RIGHTS = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+_FS_READ = FS_READ_FILE | FS_READ_DIR | FS_EXECUTE
+_FS_DEVICE_READ = FS_READ_FILE | FS_READ_DIR
+_FS_DEVICE_RW = FS_READ_FILE | FS_READ_DIR | FS_WRITE_FILE | FS_TRUNCATE | FS_IOCTL_DEV
+
+_CAP_VERSION_3 = 0x20080522
+
+# (pid, parent pid) when the worker imported this module, to notice a parent that died
+# before PR_SET_PDEATHSIG was in place (only meaningful in the process that imported it).
+_IMPORTED_BY = (os.getpid(), os.getppid())
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class _NetPortAttr(ctypes.Structure):
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64)]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+assert ctypes.sizeof(_PathBeneathAttr) == 12 and ctypes.sizeof(_NetPortAttr) == 16
+
+_libc_handle: ctypes.CDLL | None = None
+
+
+def _libc() -> ctypes.CDLL:
+    global _libc_handle
+    if _libc_handle is None:
+        lib = ctypes.CDLL(None, use_errno=True)
+        lib.syscall.restype = ctypes.c_long
+        lib.prctl.restype = ctypes.c_int
+        lib.unshare.restype = ctypes.c_int
+        lib.unshare.argtypes = [ctypes.c_int]
+        _libc_handle = lib
+    return _libc_handle
+
+
+def _errstr(err: int) -> str:
+    return f"{errno.errorcode.get(err, str(err))} ({os.strerror(err)})"
+
+
+def _syscall(number: int, *args: Any) -> tuple[int, int]:
+    """(return value, errno) of a raw syscall; arguments are ctypes values."""
+    ctypes.set_errno(0)
+    ret = _libc().syscall(ctypes.c_long(number), *args)
+    return ret, (ctypes.get_errno() if ret < 0 else 0)
+
+
+def _prctl(option: int, arg2: int = 0) -> tuple[int, int]:
+    ctypes.set_errno(0)
+    ret = _libc().prctl(ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(0),
+                        ctypes.c_ulong(0), ctypes.c_ulong(0))
+    return ret, (ctypes.get_errno() if ret < 0 else 0)
+
+
+def _thread_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+# ---------------------------------------------------------------------------------------------
+# namespaces
+
+
+def _write_proc(path: str, text: str) -> bool:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+        return True
+    except OSError:
+        return False
+
+
+def enter_namespaces() -> list[str]:
+    """Move this process into a fresh user + network namespace: no interface but a loopback
+    that is down, so no network at all. Best-effort: returns what was achieved
+    (``["userns", "netns"]``, ``["netns"]`` or ``[]``) and never raises.
+
+    Must run while the process is single-threaded (``unshare(CLONE_NEWUSER)`` refuses a
+    multi-threaded caller); otherwise it does nothing and returns ``[]``.
+    """
+    if sys.platform != "linux" or threading.active_count() != 1 or _thread_count() != 1:
+        return []
+    uid, gid = os.geteuid(), os.getegid()
+    try:
+        libc = _libc()
+    except OSError:
+        return []
+    ctypes.set_errno(0)
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) == 0:
+        # Keep our own ids visible inside (one line mapping our own id is always allowed);
+        # unmapped, they would read as the overflow id 65534.
+        _write_proc("/proc/self/uid_map", f"{uid} {uid} 1\n")
+        if _write_proc("/proc/self/setgroups", "deny\n"):
+            _write_proc("/proc/self/gid_map", f"{gid} {gid} 1\n")
+        return ["userns", "netns"]
+    # User namespaces refused (sysctl, AppArmor, seccomp): a privileged process can still
+    # take a network namespace of its own.
+    ctypes.set_errno(0)
+    if libc.unshare(_CLONE_NEWNET) == 0:
+        return ["netns"]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Landlock
+
+
+def landlock_abi() -> tuple[int, str]:
+    """(ABI version, "") or (0, reason) when Landlock is not usable here."""
+    if sys.platform != "linux":
+        return 0, f"not Linux ({sys.platform})"
+    try:
+        _libc()
+    except OSError as e:
+        return 0, f"no libc: {e}"
+    ret, err = _syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.c_void_p(None), ctypes.c_size_t(0),
+                        ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION))
+    if ret < 0:
+        why = {errno.ENOSYS: "kernel without Landlock", errno.EOPNOTSUPP: "Landlock disabled at boot",
+               errno.EPERM: "refused (seccomp?)"}.get(err, "unavailable")
+        return 0, f"{why}: {_errstr(err)}"
+    return int(ret), ""
+
+
+def _handled_fs(abi: int) -> int:
+    rights = _FS_ABI1
+    if abi >= 2:
+        rights |= FS_REFER
+    if abi >= 3:
+        rights |= FS_TRUNCATE
+    if abi >= 5:
+        rights |= FS_IOCTL_DEV
+    return rights
+
+
+def _add_path_rule(ruleset_fd: int, path: str, wanted: int, handled: int) -> str | None:
+    """Allow ``wanted`` (within ``handled``) beneath ``path``. None when added, else why not."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError as e:
+        return f"open: {_errstr(e.errno or 0)}"
+    try:
+        is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+        access = wanted & handled if is_dir else wanted & handled & _FS_FILE_RIGHTS
+        if not access:
+            return "no applicable right"
+        attr = _PathBeneathAttr(allowed_access=access, parent_fd=fd)
+        ret, err = _syscall(_SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset_fd),
+                            ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), ctypes.byref(attr),
+                            ctypes.c_uint32(0))
+        return None if ret == 0 else f"add_rule: {_errstr(err)}"
+    finally:
+        os.close(fd)
+
+
+def _drop_capabilities() -> bool:
+    """Empty the bounding set (where allowed) and the effective, permitted and inheritable sets
+    (ambient follows). With no_new_privs, a later execve cannot get them back, even as uid 0."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last_cap = int(f.read())
+    except (OSError, ValueError):
+        last_cap = 63
+    for cap in range(last_cap + 1):
+        _prctl(_PR_CAPBSET_DROP, cap)  # EPERM without CAP_SETPCAP: fine, permitted goes below
+    header = _CapHeader(version=_CAP_VERSION_3, pid=0)
+    data = (_CapData * 2)()
+    ctypes.set_errno(0)
+    try:
+        return _libc().capset(ctypes.byref(header), data) == 0
+    except AttributeError:
+        return False
+
+
+def restrict(readable: Iterable[str], writable: Iterable[str], *,
+             read_write_devices: Iterable[str] = ("/dev/null",),
+             readable_devices: Iterable[str] = ("/dev/urandom", "/dev/random", "/dev/zero"),
+             drop_capabilities: bool = True) -> dict[str, Any]:
+    """Lock this process (and everything it starts) down for running untrusted code.
+
+    * ``no_new_privs``; ``SIGKILL`` when the parent dies (``PR_SET_PDEATHSIG``);
+    * a Landlock domain handling every filesystem right the kernel knows: read + execute
+      beneath ``readable``, everything beneath ``writable``, the named devices (files get
+      file rights only); TCP bind and connect refused on every port (ABI >= 4); no signals
+      to, and no abstract Unix sockets of, processes outside the domain (ABI >= 6);
+      ptrace and ``/proc/<pid>/mem`` of outside processes are refused by Landlock itself;
+    * all capabilities dropped (``drop_capabilities``).
+
+    Non-existent paths are skipped. Never raises for an unavailable mechanism: the returned
+    record says what holds, e.g. ``{"landlock_abi": 7, "landlock": ["fs", "net_tcp",
+    "scope_signal", "scope_abstract_unix"], "no_new_privs": True, "pdeathsig": True, ...}``
+    or ``{"landlock_abi": 0, "landlock": [], "landlock_error": "...", ...}``.
+    """
+    record: dict[str, Any] = {"landlock_abi": 0, "landlock": []}
+    if sys.platform != "linux":
+        record.update(landlock_error=f"not Linux ({sys.platform})", no_new_privs=False, pdeathsig=False)
+        return record
+    threads = _thread_count()
+    record["threads"] = threads
+
+    ret, err = _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+    record["no_new_privs"] = ret == 0 or _prctl(_PR_GET_NO_NEW_PRIVS)[0] == 1
+
+    abi, why = landlock_abi()
+    record["landlock_abi"] = abi
+    if abi <= 0:
+        record["landlock_error"] = why
+    else:
+        _landlock(record, abi, readable, writable, read_write_devices, readable_devices, threads)
+
+    if drop_capabilities:
+        record["capabilities_dropped"] = _drop_capabilities()
+
+    # Last: PR_SET_PDEATHSIG is cleared by some credential changes.
+    ret, _ = _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    record["pdeathsig"] = ret == 0
+    if ret == 0 and os.getpid() == _IMPORTED_BY[0] and os.getppid() != _IMPORTED_BY[1]:
+        os.kill(os.getpid(), signal.SIGKILL)  # the parent died before the signal was armed
+    return record
+
+
+def _landlock(record: dict[str, Any], abi: int, readable: Iterable[str], writable: Iterable[str],
+              read_write_devices: Iterable[str], readable_devices: Iterable[str], threads: int) -> None:
+    handled_fs = _handled_fs(abi)
+    attr = _RulesetAttr(handled_access_fs=handled_fs)
+    size = 8
+    achieved = ["fs"]
+    if abi >= 4:
+        attr.handled_access_net = NET_BIND_TCP | NET_CONNECT_TCP
+        size = 16
+        achieved.append("net_tcp")
+    if abi >= 6:
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+        size = 24
+        achieved += ["scope_signal", "scope_abstract_unix"]
+    fd, err = _syscall(_SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size),
+                       ctypes.c_uint32(0))
+    if fd < 0:
+        record["landlock_error"] = f"create_ruleset: {_errstr(err)}"
+        return
+    try:
+        skipped: list[str] = []
+        rules = 0
+        groups = ((readable, _FS_READ), (writable, handled_fs),
+                  (read_write_devices, _FS_DEVICE_RW), (readable_devices, _FS_DEVICE_READ))
+        for paths, wanted in groups:
+            for path in paths:
+                path = os.fspath(path)
+                if not os.path.exists(path):
+                    continue
+                failure = _add_path_rule(fd, path, wanted, handled_fs)
+                if failure is None:
+                    rules += 1
+                else:
+                    skipped.append(f"{path}: {failure}")
+        record["rules"] = rules
+        if skipped:
+            record["skipped"] = skipped
+        flags = _LANDLOCK_RESTRICT_SELF_TSYNC if abi >= 8 else 0
+        ret, err = _syscall(_SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(fd), ctypes.c_uint32(flags))
+        if ret < 0:
+            record["landlock_error"] = f"restrict_self: {_errstr(err)}"
+            return
+    finally:
+        os.close(fd)
+    if flags:
+        achieved.append("tsync")
+    elif threads > 1:
+        record["unrestricted_threads"] = threads - 1
+    record["landlock"] = achieved
+
+
+# ---------------------------------------------------------------------------------------------
+# resource limits and reporting
+
+
+def set_rlimits(memory_bytes: int | None, file_bytes: int, nproc: int | None = None) -> dict[str, int]:
+    """No core dumps; files of at most ``file_bytes``; optionally an address-space cap and a
+    process count cap (``RLIMIT_NPROC`` does not bind uid 0 outside a user namespace).
+    Soft and hard limits are both set, so the process cannot raise them again; a limit
+    that is already lower is kept. Returns what was set."""
+    import resource
+
+    wanted = [("core", resource.RLIMIT_CORE, 0), ("fsize", resource.RLIMIT_FSIZE, file_bytes)]
+    if memory_bytes is not None:
+        wanted.append(("as", resource.RLIMIT_AS, memory_bytes))
+    if nproc is not None:
+        wanted.append(("nproc", resource.RLIMIT_NPROC, nproc))
+    applied: dict[str, int] = {}
+    for name, which, value in wanted:
+        _soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        try:
+            resource.setrlimit(which, (value, value))
+            applied[name] = value
+        except (OSError, ValueError):
+            pass
+    return applied
+
+
+def describe(record: dict[str, Any], namespaces: list[str], *, rlimits: bool = True) -> str:
+    """One short line for the results, e.g.
+    ``landlock-abi7(fs,net_tcp,scope_signal,scope_abstract_unix)+userns+netns+no_new_privs+rlimits``
+    or ``userns+netns+no_new_privs+rlimits (no Landlock: <reason>)``."""
+    parts: list[str] = []
+    if record.get("landlock"):
+        parts.append(f"landlock-abi{record.get('landlock_abi', 0)}({','.join(record['landlock'])})")
+    parts += list(namespaces)
+    if record.get("no_new_privs"):
+        parts.append("no_new_privs")
+    if record.get("capabilities_dropped"):
+        parts.append("no_caps")
+    if rlimits:
+        parts.append("rlimits")
+    text = "+".join(parts) or "none"
+    notes = []
+    if not record.get("landlock"):
+        notes.append(f"no Landlock: {record.get('landlock_error') or 'not applied'}")
+    elif record.get("unrestricted_threads"):
+        notes.append(f"Landlock on the calling thread only: {record['unrestricted_threads']} "
+                     "older thread(s) unrestricted")
+    return f"{text} ({'; '.join(notes)})" if notes else text
+
+
+def _beneath(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
+    """What a Python process needs to read to keep importing modules of its installed
+    environment: its prefixes, site-packages and sysconfig paths, the existing directories
+    of ``sys.path`` except those beneath an ``exclude`` entry (e.g. the repository's own
+    source tree), the system libraries, and the read-only system files Python, NumPy and
+    XLA look at. Resolved, existing, and with paths nested in another one dropped.
+
+    ``exclude`` only filters ``sys.path`` entries: Landlock grants by subtree, so an
+    excluded directory beneath a prefix stays readable. The current directory (``''`` on
+    ``sys.path``) is never added."""
+    excluded = [os.path.realpath(p) for p in exclude]
+    candidates: list[str] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    try:
+        candidates += site.getsitepackages()
+    except AttributeError:  # old virtualenv's site module
+        pass
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user_site:
+        candidates.append(user_site)
+    paths = sysconfig.get_paths()
+    candidates += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        real = os.path.realpath(entry)
+        if any(_beneath(real, ex) for ex in excluded):
+            continue
+        candidates.append(real)
+    candidates += ["/usr/lib", "/lib", "/lib64", "/usr/lib64", "/etc/ld.so.cache", "/etc/localtime",
+                   "/proc", "/sys/devices/system/cpu", "/sys/devices/system/node", "/sys/fs/cgroup"]
+
+    resolved = sorted({os.path.realpath(c) for c in candidates if c and os.path.exists(c)})
+    roots: list[str] = []
+    for path in resolved:  # sorted, so a parent comes before what lies beneath it
+        if not any(_beneath(path, r) for r in roots):
+            roots.append(path)
+    return roots

@@ -1,0 +1,339 @@
+"""The untrusted side: the only process that ever runs a candidate's Python.
+
+Started as ``python -m jaxbench.evaluator.sandbox.tracer DIR`` by the parent,
+with a minimal environment, no accelerator (``JAX_PLATFORMS=cpu``) and ``DIR``
+its private directory. While still single-threaded it enters fresh user and
+network namespaces, imports what it needs, and OS-isolates itself (Landlock:
+reads limited to the Python installation, writes to ``DIR`` only, no TCP, no
+signals or ptrace outside; no-new-privileges; parent-death signal). Then it
+warms JAX up and waits for one job on stdin.
+
+The job holds abstract input shapes only, never real inputs. The candidate is
+loaded and ``kernel`` traced once; from that one jaxpr the process exports the
+target-platform module and (interpret mode) the CPU interpret-mode module, and
+writes their serialized bytes to ``DIR``. That is all the parent takes from
+here, besides failure text. Optional checks that need the jaxpr (the TPU
+interpreter's race check, the GPU grid race rule) run here too: they may only
+add failures, since nothing here is believed when it claims success.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_perf_counter = time.perf_counter
+_exit = os._exit
+
+# Files this process writes into its directory (the parent reads them with O_NOFOLLOW).
+STATUS, TARGET, INTERPRET, PROBE, IR = ("status.json", "target.export", "interpret.export",
+                                        "probe.npy", "ir.json")
+
+
+def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
+    """Namespaces first (single-threaded), imports, then Landlock before any JAX thread."""
+    from jaxbench.evaluator.sandbox import isolation
+
+    namespaces = isolation.enter_namespaces()
+    # Everything the harness needs later is imported now: afterwards this process can read
+    # the Python installation only, not jaxbench's own source tree (expert kernels live there).
+    import jax  # noqa: F401
+    import jax.numpy  # noqa: F401
+    import numpy  # noqa: F401
+    from jax.experimental import pallas  # noqa: F401
+    from jax.experimental.pallas import tpu  # noqa: F401
+
+    import jaxbench.tasks
+    from jaxbench import compat  # noqa: F401
+    from jaxbench.backends import interpret_mode  # noqa: F401
+    from jaxbench.evaluator import arrays, result  # noqa: F401
+    from jaxbench.evaluator.sandbox import exporting, guards, gpu_rules, integrity  # noqa: F401
+
+    with_triton = True
+    try:
+        from jax.experimental.pallas import triton  # noqa: F401
+    except ImportError:  # pragma: no cover - a jaxlib without the GPU pieces
+        with_triton = False
+    jaxbench.tasks.list_tasks()  # imports every task module
+    source_root = str(Path(jaxbench.__file__).parent)
+    record = isolation.restrict(isolation.python_read_roots(exclude=[source_root]),
+                                [str(directory)])
+    record["triton"] = with_triton
+    return isolation.describe(record, namespaces), record
+
+
+def _warm_up() -> None:
+    """Traces and exports a tiny kernel (loads Pallas' lowering code before any job)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    from jaxbench.evaluator.sandbox import exporting
+
+    def copy(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    spec = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    closed = jax.make_jaxpr(lambda a: pl.pallas_call(copy, out_shape=a)(a))(spec)
+    exporting.export(closed, [spec], "tpu").serialize()
+    exporting.export(closed, [spec], "cpu", interpret=True).serialize()
+
+
+class Outbox:
+    """Files for the parent, through handles opened before the candidate loads."""
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory
+        self._dumps = json.dumps
+        self.status: dict[str, Any] = {"status": "running", "stages": {}, "info": {}}
+
+    def write(self, name: str, data: bytes) -> None:
+        fd = os.open(self._dir / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+
+    def flush(self) -> None:
+        self.write(STATUS, self._dumps(self.status, default=str).encode())
+
+    def stage(self, name: str, seconds: float, **info: Any) -> None:
+        self.status["stages"][name] = {"seconds": round(seconds, 4), **info}
+        self.flush()
+
+    def fail(self, status: str, stage: str, message: str) -> None:
+        self.status.update(status=status, stage=stage, message=message)
+        self.flush()
+
+
+def _load_candidate(source: str, filename: str) -> Any:
+    from types import ModuleType
+
+    module = ModuleType("candidate")
+    module.__file__ = filename
+    exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 - under the sandbox
+    if not callable(module.__dict__.get("kernel")):
+        raise AttributeError("the module defines no callable `kernel`")
+    return module
+
+
+# Installed kernel libraries whose import needs what the sandbox refuses once candidate code
+# is on the stack (Tokamax's autotuner imports multiprocessing): imported before lock-down.
+_PRELOADED_ROOTS = ("tokamax",)
+
+
+def _preload_libraries(source: str) -> None:
+    import ast
+    import importlib
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    for name in sorted(names):
+        if name.split(".")[0] in _PRELOADED_ROOTS:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - not installed, or a name rather than a module
+                pass
+
+
+def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> tuple[str, str, str]:
+    """(status, stage, message) for an exception raised while candidate code was involved."""
+    from jaxbench.evaluator.result import short_error
+    from jaxbench.evaluator.sandbox.guards import SandboxViolation
+
+    if isinstance(exc, SandboxViolation):
+        return "rejected", stage, f"sandbox: {exc}"
+    if isinstance(exc, PermissionError):
+        return "rejected", stage, f"sandbox (OS isolation): {short_error(exc, 300)}"
+    if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
+        return "crashed", stage, f"{prefix}out of memory (limit reached): {short_error(exc, 300)}"
+    message = prefix + short_error(exc)
+    if type(exc).__name__ in ("TracerArrayConversionError", "ConcretizationTypeError",
+                              "TracerBoolConversionError", "TracerIntegerConversionError"):
+        message = ("kernels are traced under jax.jit: host NumPy/Python on input values is not "
+                   f"allowed ({message})")
+    if "custom calls whose targets have no compatibility guarantees" in str(exc) or \
+            "callback" in str(exc).lower() and "export" in str(exc).lower():
+        return "rejected", stage, ("host callback in the kernel: it cannot be exported, and all "
+                                   f"work must run on the device ({short_error(exc, 200)})")
+    return status, stage, message
+
+
+def _save_outputs(outbox: Outbox, runs: list[tuple[str, list[int], Any]]) -> None:
+    """Outputs of untrusted runs (probe / fallback) for the parent, which validates them."""
+    from jaxbench.evaluator.arrays import pack
+
+    data, layout = pack(runs)
+    outbox.write(PROBE, data)
+    outbox.status["probe"] = layout
+
+
+def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
+    import jax
+    import numpy as np
+
+    from jaxbench import compat
+    from jaxbench.backends import tpu_check_params
+    from jaxbench.evaluator.result import short_error
+    from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity
+    from jaxbench.evaluator.sandbox.isolation import set_rlimits
+
+    outbox = Outbox(directory)
+    outbox.status["isolation"] = isolation_level
+    scratch = directory / "scratch"
+    scratch.mkdir(exist_ok=True)
+    os.chdir(scratch)
+    os.environ["TMPDIR"] = str(scratch)
+    import tempfile
+
+    tempfile.tempdir = str(scratch)
+    set_rlimits(job.get("memory_bytes"), job.get("file_bytes", 1 << 30))
+    specs = [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype))
+             for shape, dtype in job["specs"]]
+    platform, target = job["platform"], job["target"]
+    _preload_libraries(job["source"])
+    make_jaxpr = jax.make_jaxpr  # the candidate may not swap it under us
+    outbox.flush()
+    snapshot = integrity.snapshot()
+    guards.lock_down(directory)
+
+    # -- trace: the one and only run of candidate Python ------------------------------------
+    t0 = _perf_counter()
+    try:
+        module = _load_candidate(job["source"], job.get("filename", "<kernel>"))
+        # Library kernels ask the current device for its TPU generation at trace time.
+        with (compat.abstract_tpu(job.get("tpu_device_kind", "TPU v6 lite")) if target == "tpu"
+              else contextlib.nullcontext()):
+            closed = make_jaxpr(module.kernel)(*specs)
+    except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
+        return outbox.fail(*_verdict(exc, "compile_error", "trace"))
+    if (patched := integrity.changed(snapshot)):
+        return outbox.fail("rejected", "trace", f"the kernel patched harness code: {patched}")
+    found = exporting.scan(closed)
+    outbox.stage("trace", _perf_counter() - t0, kernels=found.kernels)
+    if found.callbacks:
+        return outbox.fail("rejected", "trace",
+                           f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the "
+                           "kernel: all work must run on the device")
+    if found.kernels == 0:
+        return outbox.fail("no_pallas", "trace",
+                           "no pallas_call in the traced kernel: the hot path must be Pallas")
+
+    # -- lower: the exports, from that one trace ------------------------------------------
+    t0 = _perf_counter()
+    if target == "gpu" and job.get("gpu_race_rule", True):
+        problem = gpu_rules.parallel_write_conflict(closed)
+        if problem:
+            return outbox.fail("incorrect", "lower", f"GPU race rule: {problem}")
+    ir: dict[str, Any] = {}
+    try:
+        from jaxbench.evaluator.artifacts import capture_kernel_ir
+
+        with capture_kernel_ir() as kernel_ir:
+            exported = exporting.export(closed, specs, platform,
+                                        tpu_device_kind=job.get("tpu_device_kind", "TPU v6 lite"))
+        outbox.write(TARGET, exported.serialize())
+        if job.get("save_ir"):
+            ir = {"jaxpr": str(closed), "kernel_ir": "\n\n".join(kernel_ir)}
+    except Exception as exc:  # noqa: BLE001
+        hint = ""
+        if target == "gpu" and "Cannot lower pallas_call on platform" in str(exc):
+            hint = ("GPU kernels must pass compiler_params=plgpu.CompilerParams(...) from "
+                    "jax.experimental.pallas.triton (the Triton backend); ")
+        status, stage, message = _verdict(exc, "compile_error", "lower")
+        if status == "compile_error":
+            message = f"lowering for {target}: {hint}{short_error(exc)}"
+        return outbox.fail(status, stage, message)
+    info: dict[str, Any] = {"platform": platform}
+    if job.get("interpret_export"):
+        try:
+            outbox.write(INTERPRET, exporting.export(closed, specs, "cpu", interpret=True).serialize())
+        except Exception as exc:  # noqa: BLE001 - judged here instead (marked untrusted)
+            info["interpret_export_error"] = short_error(exc, 300)
+    if ir:
+        outbox.write(IR, json.dumps(ir).encode())
+    outbox.stage("lower", _perf_counter() - t0, **info)
+
+    # -- untrusted runs: add-only checks, or the fallback when no interpret export exists ----
+    runs: list[tuple[str, list[int], Any]] = []
+    task = None
+    t0 = _perf_counter()
+    try:
+        if "interpret_export_error" in info and job.get("fallback_keys"):
+            from jaxbench.tasks import get_task
+
+            task = get_task(job["task"])
+            fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, True)))
+            for i, key in enumerate(job["fallback_keys"]):
+                inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)),
+                                          job["size"])
+                runs.append((f"untrusted{i}", key, jax.block_until_ready(fn(*inputs))))
+        probe = job.get("tpu_interpreter_key")
+        if probe is not None:
+            from jaxbench.tasks import get_task
+
+            task = task or get_task(job["task"])
+            params = compat.tpu_interpret_params(uninitialized_memory="nan",
+                                                 **tpu_check_params(probe[0]))
+            fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, params)))
+            inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(probe, np.uint32)),
+                                      job["size"])
+            try:
+                runs.append(("tpu_interpreter", probe, jax.block_until_ready(fn(*inputs))))
+                outbox.status["tpu_interpreter_race"] = compat.tpu_races_found()
+            except NotImplementedError as exc:  # JAX's interpreter (no candidate code runs here)
+                outbox.status["tpu_interpreter"] = f"unsupported: {short_error(exc, 200)}"
+    except Exception as exc:  # noqa: BLE001
+        return outbox.fail(*_verdict(exc, "runtime_error", "correct", "untrusted interpreter: "))
+    if runs:
+        _save_outputs(outbox, runs)
+        outbox.stage("probe", _perf_counter() - t0)
+    outbox.status["status"] = "traced"
+    outbox.flush()
+
+
+def main() -> None:
+    directory = Path(sys.argv[1]).resolve()
+    isolation_level, _ = _isolate(directory)
+    from jaxbench.evaluator.sandbox import guards
+
+    guards.install_hook()
+    _warm_up()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    raw = sys.stdin.read()
+    if not raw.strip():
+        _exit(0)  # a spare that was never used
+    job = json.loads(raw)
+    try:
+        run_job(job, directory, isolation_level)
+    except BaseException as exc:  # a harness bug, or the candidate broke the harness
+        import traceback
+
+        traceback.print_exc()
+        try:
+            Outbox(directory).fail("crashed", "trace", f"tracer failed: {type(exc).__name__}: "
+                                                       f"{str(exc)[:300]}")
+        finally:
+            _exit(3)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _exit(0)  # skip interpreter teardown the candidate may have hooked
+
+
+if __name__ == "__main__":
+    main()
