@@ -16,15 +16,15 @@ FRAME = "frame inspection"
 CASES = [
     # file, task, status, stage, words the message must contain
     ("plain_jnp.py", GEMM, "no_pallas", "trace", "no pallas_call"),
-    ("copy_matmul_in_xla.py", GEMM, "rejected", "trace", OUTSIDE),
-    ("copy_rmsnorm_in_xla.py", NORM, "rejected", "trace", OUTSIDE),
+    ("copy_matmul_in_xla.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("copy_rmsnorm_in_xla.py", NORM, "rejected", "lower", OUTSIDE),
     ("pure_callback_static.py", GEMM, "rejected", "static", ".pure_callback"),
     ("io_callback_static.py", GEMM, "rejected", "static", "io_callback"),
     ("debug_print_in_kernel.py", GEMM, "rejected", "static", ".debug"),
     ("callback_obfuscated.py", GEMM, "rejected", "trace", "host callback (pure_callback)"),
     ("host_numpy.py", GEMM, "compile_error", "trace", "host NumPy/Python on input values"),
     ("task_reference_static.py", GEMM, "rejected", "static", "jaxbench.tasks"),
-    ("task_reference_obfuscated.py", GEMM, "rejected", "trace", OUTSIDE),
+    ("task_reference_obfuscated.py", GEMM, "rejected", "lower", OUTSIDE),
     ("exec_eval_static.py", GEMM, "rejected", "static", "exec()"),
     ("import_trick_obfuscated.py", GEMM, "rejected", "trace", "sandbox: subprocess.Popen"),
     ("os_system_static.py", GEMM, "rejected", "static", "import of 'os'"),

@@ -3,7 +3,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-TARGET = "gpu"
+TARGET = "tpu"
 
 
 def _copy(x_ref, o_ref):

@@ -1,4 +1,9 @@
-"""The same checks as the worker, in the calling process, for *trusted* kernels only.
+"""The same checks as the evaluator, in the calling process, for *trusted* kernels only.
+
+One trace, the target and interpret-mode exports of it, the judge's structure
+rules, the interpret export run on trial inputs (plus the TPU interpreter for
+TPU kernels) and the comparison with the float32 truth: what a tracer and a
+runner do, without processes, sandbox or isolation.
 
 Used for full-size cross-lowering checks of shipped kernels, by the task
 validator, and as the "bare cost" baseline of the harness-overhead benchmark.
@@ -14,21 +19,19 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from contextlib import nullcontext as _nullcontext
 from types import ModuleType
 from typing import Any
 
 import jax
 import numpy as np
 
-from jaxbench.backends import (
-    cross_lower,
-    interpret_mode,
-    reset_tpu_interpreter,
-    tpu_check_params,
-    tpu_races_found,
-)
+from jaxbench import compat
+from jaxbench.backends import LOWERING_PLATFORM, reset_tpu_interpreter, tpu_check_params
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, key_from_data
-from jaxbench.evaluator.jaxpr_walk import walk
+from jaxbench.evaluator.judge import rules
+from jaxbench.evaluator.judge.structure import analyze
+from jaxbench.evaluator.sandbox import exporting
 from jaxbench.evaluator.static import check_source, declared_target
 from jaxbench.tasks import get_task
 
@@ -73,27 +76,38 @@ def check_in_process(
     kernel = load_trusted(source, filename).kernel
     _absl_flags_parsed()
     specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype)) for s in task.input_specs(size)]
-    report = walk(jax.make_jaxpr(kernel)(*specs).jaxpr)
-    out["pallas_calls"] = report.pallas_calls
-    out["outside_flops_fraction"] = report.outside_flops / max(task.flops(size), 1.0)
-    cross_lower(kernel, tuple(specs), target)
+    platform = LOWERING_PLATFORM[target]
+    with compat.abstract_tpu(exporting.CROSS_LOWERING_TPU) if target == "tpu" else _nullcontext():
+        closed = jax.make_jaxpr(kernel)(*specs)
+    target_export = exporting.export(closed, specs, platform)
+    report = analyze(target_export.mlir_module(), platform)
+    figures = rules.check_target(report, task.flops(size), 1.0)
+    out["pallas_calls"] = figures["kernel_calls"]
+    out["outside_flops_fraction"] = figures["outside_flops"] / max(task.flops(size), 1.0)
     out["lowered"] = True
     if run:
+        interpret = exporting.export(closed, specs, "cpu", interpret=True)
+        rules.check_interpret(analyze(interpret.mlir_module(), "cpu"), report)
         truth = truth or GroundTruth()
         expected = task.output_shapes(size)
         out["ok"], out["max_abs_err"] = True, 0.0
         runs = [("generic", k) for k in derive_keys(secret, task_id, size, trials, "trial")]
         if target == "tpu" and tpu_interpret:
             runs.append(("tpu", runs[0][1]))
+        call = jax.jit(interpret.call)
         for kind, key in runs:
             inputs = task.make_inputs(key_from_data(key), size)
-            params = tpu_check_params(key[0]) if kind == "tpu" else {}
             try:
-                with interpret_mode(kind, **params):
-                    got = jax.block_until_ready(jax.jit(kernel)(*inputs))
-                if kind == "tpu" and tpu_races_found():
-                    out.update(ok=False, message="[tpu interpreter] data race detected")
-                    break
+                if kind == "tpu":
+                    params = compat.tpu_interpret_params(uninitialized_memory="nan",
+                                                         **tpu_check_params(key[0]))
+                    fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, params)))
+                    got = jax.block_until_ready(fn(*inputs))
+                    if compat.tpu_races_found():
+                        out.update(ok=False, message="[tpu interpreter] data race detected")
+                        break
+                else:
+                    got = jax.block_until_ready(call(*inputs))
             finally:
                 if kind == "tpu":
                     reset_tpu_interpreter()

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,21 +115,27 @@ class WorkerPool:
         self._want = spares
         self._lock = threading.Lock()
         self._closed = False
+        # Tracers die with the *thread* that started them (their parent-death signal), so all
+        # of them are started from one thread that lives as long as the pool.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxbench-spawner")
         for _ in range(spares):
-            self._spares.put(_Worker(self._env, self._root))
+            self._spares.put(self._spawn())
+
+    def _spawn(self) -> _Worker:
+        return self._spawner.submit(_Worker, self._env, self._root).result()
 
     def _take(self) -> _Worker:
         try:
             worker = self._spares.get_nowait()
         except queue.Empty:
-            worker = _Worker(self._env, self._root)
+            worker = self._spawn()
         if worker.proc.poll() is not None:  # a spare that died while waiting
             worker.kill()
             worker.cleanup()
-            worker = _Worker(self._env, self._root)
+            worker = self._spawn()
         with self._lock:
             if not self._closed and self._want > 0:
-                self._spares.put(_Worker(self._env, self._root))
+                self._spares.put(self._spawn())
         return worker
 
     def run(self, job: dict[str, Any], timeout_s: float, memory_bytes: int | None) -> WorkerOutcome:
@@ -171,6 +178,7 @@ class WorkerPool:
                 break
             worker.kill()
             worker.cleanup()
+        self._spawner.shutdown(wait=False)
 
     def __enter__(self) -> WorkerPool:
         return self

@@ -1,8 +1,7 @@
-"""Cheat (8p_gemm): behaves on the first traces only. It counts its own traces in a module-level
-list and, from the third trace on, drops half of K. A harness that checks what it traced once
-and then runs a fresh trace would accept it; the worker traces for the trace check, again for
-cross-lowering (under the TPU lowering context), again for the trial runs and again for the
-TPU-interpreter run, and judges the outputs of the later ones."""
+"""Cheat (8p_gemm): checked != run. It counts its own traces in a module-level list: the first
+trace (the one a harness inspects) drops half of K, every later trace (the ones an older harness
+lowered, ran and timed) computes the full product. The untrusted side traces exactly once and
+both exports come from that trace, so what is judged and run is the first trace: incorrect."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
@@ -25,7 +24,7 @@ def _half(a_ref, b_ref, o_ref):
 
 def kernel(a, b):
     _traces[0] += 1
-    body = _full if _traces[0] <= 2 else _half
+    body = _half if _traces[0] == 1 else _full
     m, k = a.shape
     n = b.shape[1]
     return pl.pallas_call(

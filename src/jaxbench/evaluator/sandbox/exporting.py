@@ -19,6 +19,8 @@ import jax
 from jaxbench import compat
 
 KERNEL_PREFIX = "jaxbench_kernel"
+# The chip a TPU kernel is lowered for when no TPU is attached: JAXBench's target, TPU v6e.
+CROSS_LOWERING_TPU = "TPU v6 lite"
 # Triton's custom call has no export compatibility guarantee; the judge allow-lists it itself.
 UNSTABLE_KERNEL_TARGETS = {"cuda": ("__gpu$xla.gpu.triton",)}
 
@@ -69,7 +71,7 @@ def with_interpret(closed: Any, interpret: Any) -> Any:
 
 
 def export(closed: Any, specs: list[Any], platform: str, interpret: Any = False,
-           tpu_device_kind: str = "TPU v6 lite") -> Any:
+           tpu_device_kind: str = CROSS_LOWERING_TPU) -> Any:
     """The ``jax.export.Exported`` of the traced computation for ``platform``."""
     fn = compat.jaxpr_as_fun(with_interpret(closed, interpret))
     disabled = UNSTABLE_KERNEL_TARGETS.get(platform, ())

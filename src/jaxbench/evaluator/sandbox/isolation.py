@@ -446,9 +446,10 @@ def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
     source tree), the system libraries, and the read-only system files Python, NumPy and
     XLA look at. Resolved, existing, and with paths nested in another one dropped.
 
-    ``exclude`` only filters ``sys.path`` entries: Landlock grants by subtree, so an
-    excluded directory beneath a prefix stays readable. The current directory (``''`` on
-    ``sys.path``) is never added."""
+    Landlock grants by subtree, so a root that holds an ``exclude`` entry is replaced by its
+    children, recursively, leaving out the excluded directory itself (the repository's
+    ``src/`` or a ``site-packages`` that holds ``jaxbench``). The current directory
+    (``''`` on ``sys.path``) is never added."""
     excluded = [os.path.realpath(p) for p in exclude]
     candidates: list[str] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     try:
@@ -475,4 +476,18 @@ def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
     for path in resolved:  # sorted, so a parent comes before what lies beneath it
         if not any(_beneath(path, r) for r in roots):
             roots.append(path)
-    return roots
+    return sorted(p for root in roots for p in _split_around(root, excluded))
+
+
+def _split_around(root: str, excluded: list[str]) -> list[str]:
+    """``root`` itself, or (when an excluded path lies beneath it) its children minus the
+    excluded ones, split again where needed."""
+    if any(_beneath(root, ex) for ex in excluded):
+        return []
+    if not any(_beneath(ex, root) for ex in excluded) or not os.path.isdir(root):
+        return [root]
+    try:
+        children = sorted(os.path.join(root, name) for name in os.listdir(root))
+    except OSError:
+        return []
+    return [p for child in children for p in _split_around(child, excluded)]

@@ -51,8 +51,8 @@ def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
     import jaxbench.tasks
     from jaxbench import compat  # noqa: F401
     from jaxbench.backends import interpret_mode  # noqa: F401
-    from jaxbench.evaluator import arrays, result  # noqa: F401
-    from jaxbench.evaluator.sandbox import exporting, guards, gpu_rules, integrity  # noqa: F401
+    from jaxbench.evaluator import arrays, artifacts, result  # noqa: F401
+    from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity  # noqa: F401
 
     with_triton = True
     try:
@@ -295,6 +295,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
             try:
                 runs.append(("tpu_interpreter", probe, jax.block_until_ready(fn(*inputs))))
                 outbox.status["tpu_interpreter_race"] = compat.tpu_races_found()
+                outbox.status["tpu_interpreter"] = "ran"
             except NotImplementedError as exc:  # JAX's interpreter (no candidate code runs here)
                 outbox.status["tpu_interpreter"] = f"unsupported: {short_error(exc, 200)}"
     except Exception as exc:  # noqa: BLE001
