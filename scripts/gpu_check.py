@@ -1,6 +1,10 @@
 """Evaluates every GPU seed at full size on an NVIDIA GPU (device mode) and prints/saves a table.
 
     python scripts/gpu_check.py [--out gpu_check.json] [--tasks ID,ID] [--kinds seed,expert]
+                                [--cheats FILE:TASK,...]
+
+``--cheats`` also runs the named adversarial kernels in the same mode (each must not be
+judged ``correct``); their rows are marked ``cheat``.
 
 On a machine without a GPU it stops with a one-line error; `--dry-run` runs
 the same pipeline in interpret mode at small size instead (to test the script).
@@ -25,6 +29,7 @@ def main() -> None:
     parser.add_argument("--kinds", default="seed", help="seed, expert or both (comma-separated)")
     parser.add_argument("--timeout", type=float, default=600.0, help="per evaluation, seconds")
     parser.add_argument("--dry-run", action="store_true", help="interpret mode, small size (no GPU)")
+    parser.add_argument("--cheats", default="", help="FILE:TASK pairs, comma-separated")
     args = parser.parse_args()
     if not args.dry_run and accelerator_platform() != "gpu":
         sys.exit("gpu_check: error: no NVIDIA GPU is visible to JAX; use --dry-run to test the script")
@@ -40,17 +45,34 @@ def main() -> None:
                 started = time.monotonic()
                 r = evaluator.evaluate(path, task.id, target="gpu", mode=mode, size=size,
                                        timeout_s=args.timeout)
-                rows.append({k: r.get(k) for k in (
-                    "task", "status", "stage", "message", "t_ref_ms", "t_kernel_ms", "speedup",
-                    "max_abs_err", "compile_s", "device_kind")} | {"kernel": kind,
-                                                                    "wall_s": time.monotonic() - started})
+                rows.append(_record(r, kind, started))
                 print(_row(rows[-1]), flush=True)
-    report = {"device_kind": device_kind(), "mode": mode, "size": size,
+        for pair in filter(None, args.cheats.split(",")):
+            path, task_id = pair.rsplit(":", 1)
+            started = time.monotonic()
+            r = evaluator.evaluate(path, task_id, mode=mode, size=size, timeout_s=args.timeout)
+            rows.append(_record(r, "cheat", started) | {"file": path})
+            print(_row(rows[-1]), flush=True)
+    from jaxbench.evaluator.result import versions
+
+    report = {"device_kind": device_kind(), "mode": mode, "size": size, "versions": versions(),
               "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "results": rows}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1, default=str)
-    ok = sum(r["status"] == "correct" for r in rows)
-    print(f"{ok}/{len(rows)} correct on {report['device_kind']}; written to {args.out}")
+    kernels = [r for r in rows if r["kernel"] != "cheat"]
+    ok = sum(r["status"] == "correct" for r in kernels)
+    caught = sum(r["status"] != "correct" for r in rows if r["kernel"] == "cheat")
+    print(f"{ok}/{len(kernels)} correct, {caught}/{len(rows) - len(kernels)} cheats caught on "
+          f"{report['device_kind']}; written to {args.out}")
+
+
+def _record(r: dict, kind: str, started: float) -> dict:
+    return {k: r.get(k) for k in (
+        "task", "status", "stage", "message", "t_ref_ms", "t_kernel_ms", "speedup", "max_abs_err",
+        "compile_s", "device_kind", "judged_on", "isolation", "timing_method")} | {
+        "kernel": kind, "wall_s": round(time.monotonic() - started, 2),
+        "t_ref_iqr_ms": r.get("stages", {}).get("time", {}).get("t_ref_iqr_ms"),
+        "t_kernel_iqr_ms": r.get("stages", {}).get("time", {}).get("t_kernel_iqr_ms")}
 
 
 def _row(r: dict) -> str:

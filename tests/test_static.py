@@ -32,7 +32,7 @@ def test_a_plain_kernel_passes():
     ("import threading", "import of 'threading'"),
     ("import gc", "import of 'gc'"),
     ("import inspect", "import of 'inspect'"),
-    ("import time", "import of 'time'"),
+    ("import pickle", "import of 'pickle'"),
     ("import jaxbench", "import of 'jaxbench'"),
     ("from jaxbench.tasks import get_task", "jaxbench"),
     ("from jax._src import config", "jax._src"),
@@ -47,7 +47,8 @@ def test_a_plain_kernel_passes():
     ("g = kernel.__globals__", "__globals__"),
     ("s = ().__class__.__base__.__subclasses__()", "__subclasses__"),
     ("f = getattr(jax, 'con' + 'fig')", "getattr() needs a literal"),
-    ("setattr(jnp, 'dot', None)", "setattr()"),
+    ("setattr(jnp, 'dot', None)", "setattr() on a module"),
+    ("setattr(self_obj, '__class__', None)", "setattr() needs a literal, permitted"),
 ])
 def test_policy_violations_are_rejected(line, words):
     with pytest.raises(StageFailure) as info:
@@ -110,3 +111,43 @@ def test_more_policy_violations_are_rejected(line, words):
 def test_docstrings_and_safe_dunders_are_fine():
     check_source('"""Uses sys? no: a docstring may say \'sys\' or __globals__."""\n' + OK
                  + "\nname = kernel.__name__\nif __name__ == '__main__':\n    pass\n")
+
+
+HONEST_SCAFFOLDING = OK + """
+import json
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Config:
+    block: int = 128
+
+
+class Model:
+    def set_weights(self, **weights):
+        for name, value in weights.items():
+            if hasattr(self, name):
+                setattr(self, name, value)
+        return getattr(self, "block", None)
+
+
+def benchmark(fn, *args, reps=10):
+    started = time.perf_counter()
+    for _ in range(reps):
+        fn(*args)
+    print(json.dumps({"ms": (time.perf_counter() - started) / reps * 1e3}))
+"""
+
+
+def test_honest_model_scaffolding_passes():
+    check_source(HONEST_SCAFFOLDING)
+
+
+@pytest.mark.parametrize("line,module", [("import torch", "torch"),
+                                         ("from scipy import linalg", "scipy")])
+def test_unavailable_library_is_a_compile_error_not_a_cheat(line, module):
+    with pytest.raises(StageFailure) as info:
+        check_source(OK + "\n" + line + "\n")
+    assert (info.value.status, info.value.stage) == ("compile_error", "static")
+    assert f"{module!r}" in info.value.message and "not available to kernels" in info.value.message

@@ -146,6 +146,11 @@ def _print_result(r: dict[str, Any]) -> None:
                       f"speedup {r['speedup']:.2f}x")
     elif r["status"] == "correct":
         console.print("  time: skipped: no accelerator (interpret mode checks correctness only)")
+    for warning in r.get("warnings", []):
+        console.print(f"  warning: {warning}", markup=False)
+    if r.get("judged_on"):
+        console.print(f"  judged on: {r['judged_on']}; untrusted side isolated by: {r['isolation']}",
+                      markup=False)
 
 
 @main.command("run")

@@ -3,8 +3,15 @@
 The rules are an allow-list of imports plus a deny-list of names and
 attributes that let code escape the kernel contract (process spawning, host
 callbacks, reaching the harness or the reference, patching modules, frame and
-heap inspection). Runtime guards in the worker back these up, so code that
-hides from this check is still caught when it acts.
+heap inspection). They are a first line that gives clear messages: the verdict
+rests on the trusted judge, and the OS isolation and runtime guards of the
+untrusted side catch code that hides from this check when it acts.
+
+Only what is dangerous is ``rejected``. Scaffolding that honest model-written
+files carry (a ``benchmark()`` that imports ``time`` and ``json``, a helper class
+whose methods use ``setattr``/``getattr`` on its own objects) passes; importing a
+library kernels cannot use (``torch``, ``scipy``) is a ``compile_error`` that
+says what may be imported.
 """
 
 from __future__ import annotations
@@ -18,13 +25,29 @@ ALLOWED_IMPORT_ROOTS = frozenset({
     "jax", "numpy", "ml_dtypes", "math", "functools", "itertools", "typing",
     "dataclasses", "collections", "operator", "enum", "__future__", "abc", "string",
     "tokamax", "einops",
+    # harmless scaffolding of model-written files (benchmark helpers, logging of results)
+    "time", "json", "re", "random", "statistics", "copy", "contextlib", "warnings", "textwrap",
+    "numbers", "fractions", "decimal", "pprint",
+})
+# Imports that reach the process, the OS, the interpreter's internals or the harness: gaming.
+# Any other import outside the allow-list is just unavailable (compile_error).
+DANGEROUS_IMPORT_ROOTS = frozenset({
+    "os", "sys", "subprocess", "socket", "ctypes", "cffi", "gc", "inspect", "importlib",
+    "threading", "_thread", "multiprocessing", "concurrent", "asyncio", "signal", "pickle",
+    "marshal", "shelve", "shutil", "builtins", "jaxbench", "io", "pathlib", "tempfile", "resource",
+    "mmap", "pty", "code", "codeop", "types", "weakref", "atexit", "faulthandler", "sysconfig",
+    "site", "runpy", "pkgutil", "select", "selectors", "http", "urllib", "ftplib", "smtplib",
+    "requests", "pdb", "trace", "tracemalloc", "posix", "_posixsubprocess", "fcntl", "glob",
 })
 DENIED_MODULE_PREFIXES = ("jax._src", "jax.config", "jax.experimental.host_callback",
                           "jax.experimental.io_callback")
 DENIED_CALLS = frozenset({
     "eval", "exec", "compile", "__import__", "open", "globals", "locals", "vars",
-    "setattr", "delattr", "breakpoint", "input", "memoryview",
+    "breakpoint", "input", "memoryview",
 })
+# Attribute helpers: fine on the kernel's own objects, not on modules (patching, reaching
+# internals by computed names).
+ATTRIBUTE_HELPERS = ("getattr", "hasattr", "setattr", "delattr")
 DENIED_ATTRIBUTES = frozenset({
     # host callbacks
     "pure_callback", "io_callback", "debug_callback", "callback", "host_callback",
@@ -47,7 +70,7 @@ DENIED_ATTRIBUTES = frozenset({
 })
 DENIED_NAMES = frozenset({"__builtins__", "__loader__", "__spec__", "sys", "os", "builtins",
                           "__import__", "eval", "exec", "compile", "globals", "locals", "vars",
-                          "breakpoint", "setattr", "delattr", "open", "memoryview"})
+                          "breakpoint", "open", "memoryview"})
 # Dunder attributes a kernel may use (protocols and names, no way out of the object model).
 SAFE_DUNDERS = frozenset({
     "__name__", "__qualname__", "__doc__", "__module__", "__init__", "__call__", "__len__",
@@ -96,23 +119,38 @@ def _allowed_module(name: str) -> bool:
 class _PolicyVisitor(ast.NodeVisitor):
     def __init__(self) -> None:
         self.violations: list[str] = []
+        self.unavailable: list[str] = []
         self.module_aliases: set[str] = set()
 
     def _deny(self, node: ast.AST, why: str) -> None:
         self.violations.append(f"line {getattr(node, 'lineno', '?')}: {why}")
 
+    def _import(self, node: ast.AST, name: str, what: str) -> None:
+        """An import outside the allow-list: gaming when it reaches the process or the
+        harness, merely unavailable otherwise."""
+        root = name.split(".")[0]
+        if root in ALLOWED_IMPORT_ROOTS or root in DANGEROUS_IMPORT_ROOTS or not root:
+            self._deny(node, f"{what} {name!r} is not allowed")
+        else:
+            self.unavailable.append(f"line {getattr(node, 'lineno', '?')}: {what} {name!r}")
+
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if not _allowed_module(alias.name):
-                self._deny(node, f"import of {alias.name!r} is not allowed")
+                self._import(node, alias.name, "import of")
             self.module_aliases.add((alias.asname or alias.name).split(".")[0])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
         # `from pkg._src.ops.x import pallas_triton` names the kernel module itself.
         kernel_modules = all(_PRIVATE_KERNEL_MODULE.match(f"{module}.{a.name}") for a in node.names)
-        if node.level or not (_allowed_module(module) or kernel_modules):
+        if node.level:
             self._deny(node, f"import from {'.' * node.level + module!r} is not allowed")
+        elif not (_allowed_module(module) or kernel_modules):
+            self._import(node, module, "import from")
+            for alias in node.names:
+                self.module_aliases.add(alias.asname or alias.name)
+            return
         for alias in node.names:
             full = f"{module}.{alias.name}"
             if not _allowed_module(full) or _denied_attribute(alias.name):
@@ -122,13 +160,27 @@ class _PolicyVisitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         if isinstance(node.func, ast.Name) and node.func.id in DENIED_CALLS:
             self._deny(node, f"call to {node.func.id}() is not allowed")
-        if isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
-                and len(node.args) >= 2:
-            attr = node.args[1]
-            if not isinstance(attr, ast.Constant) or not isinstance(attr.value, str) \
-                    or _denied_attribute(attr.value):
-                self._deny(node, f"{node.func.id}() needs a literal, permitted attribute name")
+        if isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_HELPERS and node.args:
+            self._attribute_helper(node, node.func.id)
         self.generic_visit(node)
+
+    def _attribute_helper(self, node: ast.Call, helper: str) -> None:
+        """``getattr(obj, name)`` & co.: a literal name must be permitted; on a module (or on
+        anything but the kernel's own objects) the name must be a literal, and modules are
+        never written."""
+        obj = node.args[0]
+        root = obj
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        on_module = not isinstance(root, ast.Name) or root.id in self.module_aliases
+        attr = node.args[1] if len(node.args) > 1 else None
+        literal = isinstance(attr, ast.Constant) and isinstance(attr.value, str)
+        if literal and _denied_attribute(attr.value):  # type: ignore[union-attr]
+            self._deny(node, f"{helper}() needs a literal, permitted attribute name")
+        elif on_module and helper in ("setattr", "delattr"):
+            self._deny(node, f"{helper}() on a module is not allowed (patching)")
+        elif on_module and not literal:
+            self._deny(node, f"{helper}() needs a literal, permitted attribute name")
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _denied_string(node.value):
@@ -200,6 +252,11 @@ def check_source(source: str, filename: str = "<kernel>") -> None:
         shown = "; ".join(visitor.violations[:3])
         more = f" (+{len(visitor.violations) - 3} more)" if len(visitor.violations) > 3 else ""
         raise StageFailure("rejected", "static", f"policy violation: {shown}{more}")
+    if visitor.unavailable:
+        raise StageFailure(
+            "compile_error", "static",
+            f"{'; '.join(visitor.unavailable[:3])}: not available to kernels, which may import "
+            f"only {', '.join(sorted(ALLOWED_IMPORT_ROOTS - {'__future__'}))}")
     defines_kernel = any(
         (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "kernel")
         or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "kernel"
