@@ -111,7 +111,8 @@ class Evaluator:
         mode = resolve_mode(mode, target)
         result = new_result(task.id, target, mode, size, source)
         result.update(kernel_file=filename, judged_on=None, isolation=None,
-                      timing_method="wall_clock_interleaved" if mode == "device" else None)
+                      timing_method="wall_clock_interleaved" if mode == "device" else None,
+                      lowering_fidelity=lowering_fidelity(target, mode))
         timeout_s = timeout_s or default_timeout(task.id, mode)
         result["timeout_s"] = timeout_s
         started = time.monotonic()
@@ -137,6 +138,8 @@ class Evaluator:
             "source": source, "filename": filename, "task": task.id, "size": size,
             "target": case.target, "platform": PLATFORM[case.target], "mode": case.mode,
             "specs": [[list(s.shape), str(s.dtype)] for s in task.input_specs(size)],
+            "size_specs": {name: [[list(s.shape), str(s.dtype)] for s in task.input_specs(name)]
+                           for name in task.inputs},
             "interpret_export": case.mode == "interpret",
             "fallback_keys": keys["untrusted"] if case.mode == "interpret" else [],
             "tpu_interpreter_key": keys["probe"][0] if (
@@ -306,6 +309,18 @@ class _Case:
         self.trials, self.timeout_s, self.memory_bytes = trials, timeout_s, memory_bytes
         self.tpu_interpret, self.max_outside_fraction = tpu_interpret, max_outside_fraction
         self.timing, self.save_ir = timing, save_ir
+
+
+def lowering_fidelity(target: str, mode: str) -> str:
+    """What the `lower` stage proved for this target and mode (see the README)."""
+    if mode == "device":
+        return f"compiled and run on the {target.upper()} (the full {target} compiler ran)"
+    if target == "tpu":
+        return ("cross-lowered to Mosaic MLIR for TPU v6e, plus the VMEM budget at every size; "
+                "Mosaic's layout passes and the TPU compiler did not run (jaxlib has no TPU "
+                "passes without libtpu)")
+    return ("cross-lowered to Triton IR for CUDA, plus the 2^20-element tensor limit at every "
+            "size and the grid race rule; Triton's GPU compiler did not run")
 
 
 def _read_file(path: Path, limit: int) -> bytes | None:

@@ -52,7 +52,7 @@ def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
     from jaxbench import compat  # noqa: F401
     from jaxbench.backends import interpret_mode  # noqa: F401
     from jaxbench.evaluator import arrays, artifacts, result  # noqa: F401
-    from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity  # noqa: F401
+    from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity, memory_rules  # noqa: F401
 
     with_triton = True
     try:
@@ -185,6 +185,32 @@ def _save_outputs(outbox: Outbox, runs: list[tuple[str, list[int], Any]]) -> Non
     outbox.status["probe"] = layout
 
 
+def _memory_budgets(job: dict[str, Any], closed: Any, make_jaxpr: Any, kernel: Any,
+                    target: str) -> tuple[str, list[dict[str, Any]]]:
+    """On-chip memory of every kernel at every size the task defines (abstract traces of the
+    other sizes: cheap, and only ever a source of failures)."""
+    import jax
+
+    from jaxbench import compat
+    from jaxbench.evaluator.sandbox import memory_rules
+
+    kind = job.get("tpu_device_kind", "TPU v6 lite")
+    figures: list[dict[str, Any]] = []
+    for size, specs in job.get("size_specs", {}).items():
+        if size == job["size"]:
+            trace = closed
+        else:
+            avals = [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype))
+                     for shape, dtype in specs]
+            with (compat.abstract_tpu(kind) if target == "tpu" else contextlib.nullcontext()):
+                trace = make_jaxpr(kernel)(*avals)
+        problem, found = memory_rules.check(trace, target, size, kind)
+        figures += found
+        if problem:
+            return problem, figures
+    return "", figures
+
+
 def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     import jax
     import numpy as np
@@ -242,6 +268,12 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         problem = gpu_rules.parallel_write_conflict(closed)
         if problem:
             return outbox.fail("incorrect", "lower", f"GPU race rule: {problem}")
+    try:
+        problem, budgets = _memory_budgets(job, closed, make_jaxpr, module.kernel, target)
+    except Exception as exc:  # noqa: BLE001 - tracing at another size failed
+        return outbox.fail(*_verdict(exc, "compile_error", "lower", "tracing at another size: "))
+    if problem:
+        return outbox.fail("compile_error", "lower", problem)
     ir: dict[str, Any] = {}
     try:
         from jaxbench.evaluator.artifacts import capture_kernel_ir
@@ -261,7 +293,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         if status == "compile_error":
             message = f"lowering for {target}: {hint}{short_error(exc)}"
         return outbox.fail(status, stage, message)
-    info: dict[str, Any] = {"platform": platform}
+    info: dict[str, Any] = {"platform": platform, "memory": budgets}
     if job.get("interpret_export"):
         try:
             outbox.write(INTERPRET, exporting.export(closed, specs, "cpu", interpret=True).serialize())

@@ -1,0 +1,165 @@
+"""On-chip memory budgets per ``pallas_call``, from a trace alone (untrusted side: add-only).
+
+Correctness runs at the ``small`` size; a kernel whose blocks fit there can
+still need more on-chip memory than the chip has at ``full`` size (a whole
+weight matrix as one block). Tracing is abstract and cheap at any size, so the
+tracer traces every size the task defines and checks each kernel:
+
+- **TPU (Mosaic)**: every pipelined block (memory space VMEM, the default)
+  times its buffer count (2, or ``pl.Buffered(n)``; 1 when the grid has a
+  single step, as nothing is prefetched), plus VMEM scratch, against the
+  kernel's ``vmem_limit_bytes`` if it sets one, else the chip's scoped default;
+  never above the chip's physical VMEM. Over the limit is what Mosaic reports
+  as ``RESOURCE_EXHAUSTED ... vmem`` on the chip.
+- **GPU (Triton)**: Triton refuses any tensor of more than 2^20 elements; every
+  value the kernel body computes (loads included) is one, so a larger one is a
+  compile error. The bytes of the program's blocks are reported beside it
+  (what a block holds is loaded in pieces the kernel chooses, so blocks
+  themselves are not limited).
+
+The figures per chip are in :data:`TPU_VMEM`, with their sources.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+MiB = 1 << 20
+# device_kind -> (scoped default VMEM limit, physical VMEM per TensorCore), bytes.
+# Physical capacities: JAX's own chip table (jax/_src/pallas/mosaic/tpu_info.py, JAX 0.10.2).
+# Scoped defaults: Mosaic's default scoped-VMEM limit (XLA flag --xla_tpu_scoped_vmem_limit_kib):
+# 16 MiB before v6e, 32 MiB on v6e, as kernels that exceed it fail with CompileTimeScopedVmemOom
+# (public splash-attention calibrations for v5e and v6e agree).
+TPU_VMEM = {
+    "TPU v4": (16 * MiB, 16 * MiB),
+    "TPU v4 lite": (16 * MiB, 16 * MiB),
+    "TPU v5 lite": (16 * MiB, 128 * MiB),
+    "TPU v5e": (16 * MiB, 128 * MiB),
+    "TPU v5": (16 * MiB, 64 * MiB),
+    "TPU v5p": (16 * MiB, 64 * MiB),
+    "TPU v6 lite": (32 * MiB, 128 * MiB),
+    "TPU v6e": (32 * MiB, 128 * MiB),
+}
+TRITON_MAX_NUMEL = 1 << 20
+# Shared memory a thread block may use on Hopper (H100/H200: 227 KiB of the SM's 228 KiB).
+GPU_SHARED_BYTES = 227 * 1024
+
+
+def _dims(block_mapping: Any) -> list[int]:
+    dims = []
+    for dim in block_mapping.block_shape:
+        if isinstance(dim, (int, np.integer)):
+            dims.append(int(dim))
+        elif dim is None or type(dim).__name__ == "Squeezed":
+            dims.append(1)
+        else:
+            size = getattr(dim, "block_size", None)
+            dims.append(int(size) if isinstance(size, (int, np.integer)) else 1)
+    return dims
+
+
+def _space(aval: Any) -> str:
+    return str(getattr(aval, "memory_space", None) or "default").lower()
+
+
+def _limit(eqn: Any, device_kind: str) -> tuple[int, int, str]:
+    scoped, physical = TPU_VMEM.get(device_kind, TPU_VMEM["TPU v6 lite"])
+    params = eqn.params.get("compiler_params")
+    if isinstance(params, dict):  # older JAX: {"mosaic": {...}} / {"mosaic_tpu": ...}
+        params = next(iter(params.values()), None)
+    asked = getattr(params, "vmem_limit_bytes", None)
+    if isinstance(params, dict):
+        asked = params.get("vmem_limit_bytes")
+    if asked:
+        return min(int(asked), physical), physical, f"its vmem_limit_bytes {int(asked) / MiB:g} MiB"
+    return scoped, physical, f"the scoped default {scoped / MiB:g} MiB"
+
+
+def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
+    """(problem or '', figures) for one TPU ``pallas_call``."""
+    mapping = eqn.params["grid_mapping"]
+    steps = math.prod(int(g) for g in mapping.grid) if mapping.grid else 1
+    rows = []
+    for i, block in enumerate(mapping.block_mappings):
+        if _space(block.transformed_block_aval) not in ("default", "vmem", "memoryspace.vmem"):
+            continue  # ANY/HBM (manual DMA), SMEM
+        mode = block.pipeline_mode
+        buffers = int(getattr(mode, "buffer_count", 0) or 0) or (1 if steps <= 1 else 2)
+        nbytes = math.prod(_dims(block)) * np.dtype(block.array_aval.dtype).itemsize
+        kind = "input" if i < mapping.num_inputs else "output"
+        rows.append((f"{kind} {i if i < mapping.num_inputs else i - mapping.num_inputs}",
+                     tuple(_dims(block)), buffers, nbytes * buffers))
+    for j, aval in enumerate(mapping.scratch_avals):
+        if "vmem" not in _space(aval) or not hasattr(aval, "shape"):
+            continue
+        rows.append((f"scratch {j}", tuple(aval.shape), 1,
+                     math.prod(aval.shape) * np.dtype(aval.dtype).itemsize))
+    total = sum(r[3] for r in rows)
+    limit, physical, why = _limit(eqn, device_kind)
+    figures = {"vmem_bytes": total, "vmem_limit_bytes": limit}
+    if total <= limit:
+        return "", figures
+    worst = sorted(rows, key=lambda r: -r[3])[:4]
+    listed = ", ".join(f"{name} block {shape} x{bufs} = {b / MiB:.1f} MiB"
+                       for name, shape, bufs, b in worst)
+    over = "the chip's physical VMEM" if total > physical else why
+    return (f"needs {total / MiB:.1f} MiB of VMEM on {device_kind}, over {over} "
+            f"(limit {limit / MiB:g} MiB, physical {physical / MiB:g} MiB): {listed}. Use smaller "
+            "blocks (or raise vmem_limit_bytes in pltpu.CompilerParams, up to the physical size)"
+            ), figures
+
+
+def _largest_value(jaxpr: Any) -> tuple[int, tuple[int, ...], str]:
+    """The largest array value (not a ref) computed anywhere in a kernel body."""
+    from jaxbench.evaluator.sandbox.exporting import sub_jaxprs
+
+    best = (0, (), "")
+    for eqn in jaxpr.eqns:
+        for var in eqn.outvars:
+            aval = getattr(var, "aval", None)
+            shape = getattr(aval, "shape", None)
+            if shape is None or type(aval).__name__ == "AbstractRef":
+                continue
+            numel = math.prod(int(d) for d in shape)
+            if numel > best[0]:
+                best = (numel, tuple(int(d) for d in shape), eqn.primitive.name)
+        for sub in sub_jaxprs(eqn.params):
+            best = max(best, _largest_value(sub))
+    return best
+
+
+def gpu_blocks(eqn: Any) -> tuple[str, dict[str, Any]]:
+    """(problem or '', figures) for one Triton ``pallas_call``: every tensor the kernel body
+    computes (loads included) must have at most 2^20 elements."""
+    mapping = eqn.params["grid_mapping"]
+    nbytes = sum(math.prod(_dims(b)) * np.dtype(b.array_aval.dtype).itemsize
+                 for b in mapping.block_mappings)
+    numel, shape, primitive = _largest_value(eqn.params["jaxpr"])
+    figures = {"block_bytes": nbytes, "largest_tensor_elements": numel}
+    if numel <= TRITON_MAX_NUMEL:
+        return "", figures
+    return (f"the kernel body computes a {shape} tensor ({primitive}, {numel} elements); Triton "
+            f"refuses tensors of more than {TRITON_MAX_NUMEL} (2^20) elements. Load smaller "
+            "pieces and loop inside the kernel"), figures
+
+
+def check(closed: Any, target: str, size: str, device_kind: str) -> tuple[str, list[dict[str, Any]]]:
+    """The first budget problem among the kernels of a trace at ``size`` ('' if none), and the
+    per-kernel figures."""
+    from jaxbench.evaluator.sandbox.exporting import scan
+
+    figures = []
+    for index, eqn in enumerate(scan(closed).kernel_eqns):
+        if eqn.primitive.name != "pallas_call":
+            continue
+        try:
+            problem, numbers = tpu_vmem(eqn, device_kind) if target == "tpu" else gpu_blocks(eqn)
+        except Exception:  # noqa: BLE001 - an unusual grid spec: no figure, no verdict
+            continue
+        figures.append({"kernel": index, "size": size, **numbers})
+        if problem:
+            return f"memory budget at size {size!r}, pallas_call #{index}: {problem}", figures
+    return "", figures

@@ -1,0 +1,29 @@
+"""Cheat (8p_gemm): writes outside its private dir through a directory fd: os (reached as
+attrgetter("sy"+"s")(typing).modules["o"+"s"]) opens "/" with O_PATH and then creates
+"tmp/<marker>" relative to it, so the path the audit hook sees is relative (it resolves it
+against the working directory, inside the private dir). The OS (Landlock) refuses the write."""
+import operator
+import typing
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+TARGET = "tpu"
+
+MARKER = "tmp/jaxbench_adversarial_dir_fd"
+
+
+def _matmul(a_ref, b_ref, o_ref):
+    o_ref[...] = jnp.dot(a_ref[...], b_ref[...],
+                         preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+
+def kernel(a, b):
+    get = operator.attrgetter
+    the_os = get("mod" + "ules")(get("sy" + "s")(typing))["o" + "s"]
+    root = the_os.open("/", the_os.O_PATH | the_os.O_DIRECTORY)
+    fd = the_os.open(MARKER, the_os.O_WRONLY | the_os.O_CREAT, 0o644, dir_fd=root)
+    the_os.write(fd, b"escaped")
+    return pl.pallas_call(_matmul, out_shape=jax.ShapeDtypeStruct(
+        (a.shape[0], b.shape[1]), a.dtype))(a, b)

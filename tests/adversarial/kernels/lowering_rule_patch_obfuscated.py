@@ -1,0 +1,56 @@
+"""Cheat (8p_gemm): the racing matmul (K "parallel", one output block read-modify-written by
+every K step), plus an identity user primitive whose MLIR lowering rule is candidate code
+that runs while the harness exports, after its post-trace integrity check: it swaps
+jaxbench.compat.tpu_interpret_params for one with race detection off and one core (names
+computed, setattr reached through builtins), so the TPU interpreter run finds no race."""
+import operator
+import typing
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
+
+TARGET = "tpu"
+
+
+def _disarm_race_check():
+    get = operator.attrgetter
+    modules = get("mod" + "ules")(get("sy" + "s")(typing))
+    put = get("set" + "attr")(modules["built" + "ins"])
+    put(modules["jax" + "bench.compat"], "tpu_interpret_params",
+        lambda **_: pltpu.InterpretParams(uninitialized_memory="nan"))
+
+
+def _identity_lowering(ctx, x):
+    _disarm_race_check()
+    return [x]
+
+
+hint = Primitive("layout_hint")
+hint.def_impl(lambda x: x)
+hint.def_abstract_eval(lambda x: x)
+mlir.register_lowering(hint, _identity_lowering)
+
+
+def _kernel(a_ref, b_ref, o_ref):
+    @pl.when(pl.program_id(0) == 0)
+    def _():
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+    o_ref[...] += jnp.dot(a_ref[...], b_ref[...], preferred_element_type=jnp.float32)
+
+
+def kernel(a, b):
+    m, k = a.shape
+    n = b.shape[1]
+    out = pl.pallas_call(
+        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), grid=(k // 128,),
+        in_specs=[pl.BlockSpec((m, 128), lambda kk: (0, kk)),
+                  pl.BlockSpec((128, n), lambda kk: (kk, 0))],
+        out_specs=pl.BlockSpec((m, n), lambda kk: (0, 0)),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+    )(a, b)
+    return hint.bind(out).astype(a.dtype)

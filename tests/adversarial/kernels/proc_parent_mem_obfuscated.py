@@ -1,0 +1,27 @@
+"""Cheat (8p_gemm): reads the parent's memory, /proc/<ppid>/mem (where the trial inputs and
+secrets live), spelled "/proc/<ppid>//mem" so a path pattern on /proc/<pid>/mem misses it,
+with np.fromfile (no open() call in the source). Refused by the OS (Landlock, ptrace rules)."""
+import operator
+import typing
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+
+TARGET = "tpu"
+
+
+def _matmul(a_ref, b_ref, o_ref):
+    o_ref[...] = jnp.dot(a_ref[...], b_ref[...],
+                         preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+
+def kernel(a, b):
+    get = operator.attrgetter
+    the_os = get("mod" + "ules")(get("sy" + "s")(typing))["o" + "s"]
+    stolen = np.fromfile(f"/proc/{the_os.getppid()}//mem", np.uint8, count=4096, offset=4096)
+    if stolen.size:
+        raise ValueError(f"parent memory: {stolen[:64].tobytes()!r}")
+    return pl.pallas_call(_matmul, out_shape=jax.ShapeDtypeStruct(
+        (a.shape[0], b.shape[1]), a.dtype))(a, b)

@@ -1,0 +1,50 @@
+"""Cheat (8p_gemm): the racing matmul, plus a thread started at import (threading and time
+reached through sys.modules with computed names) that watches the tracer's status.json and,
+once the trace stage is recorded (after the post-trace integrity check), swaps
+jaxbench.compat.tpu_interpret_params for one with race detection off and one core."""
+import operator
+import typing
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+TARGET = "tpu"
+
+get = operator.attrgetter
+modules = get("mod" + "ules")(get("sy" + "s")(typing))
+
+
+def _watch():
+    for _ in range(20000):
+        if b'"trace": {' in np.fromfile("../status.json", np.uint8).tobytes():
+            get("set" + "attr")(modules["built" + "ins"])(
+                modules["jax" + "bench.compat"], "tpu_interpret_params",
+                lambda **_: pltpu.InterpretParams(uninitialized_memory="nan"))
+            return
+        modules["ti" + "me"].sleep(0.001)
+
+
+modules["thread" + "ing"].Thread(target=_watch, daemon=True).start()
+
+
+def _kernel(a_ref, b_ref, o_ref):
+    @pl.when(pl.program_id(0) == 0)
+    def _():
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+    o_ref[...] += jnp.dot(a_ref[...], b_ref[...], preferred_element_type=jnp.float32)
+
+
+def kernel(a, b):
+    m, k = a.shape
+    n = b.shape[1]
+    return pl.pallas_call(
+        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), grid=(k // 128,),
+        in_specs=[pl.BlockSpec((m, 128), lambda kk: (0, kk)),
+                  pl.BlockSpec((128, n), lambda kk: (kk, 0))],
+        out_specs=pl.BlockSpec((m, n), lambda kk: (0, 0)),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+    )(a, b).astype(a.dtype)
