@@ -48,8 +48,11 @@ def _absl_flags_parsed() -> None:
 
 
 def load_trusted(source: str, filename: str = "<kernel>") -> ModuleType:
+    import sys
+
     module = ModuleType("trusted_kernel")
     module.__file__ = filename
+    sys.modules["trusted_kernel"] = module  # dataclasses look their module up
     exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 - trusted only
     return module
 

@@ -68,6 +68,10 @@ DENIED_ATTRIBUTES = frozenset({
     # global configuration: precision, interpret forcing
     "config", "update", "default_matmul_precision",
 })
+# Denied on modules only (``jax.config.update``, ``jax.debug``): the same names are ordinary
+# attributes of a kernel's own objects (``self.config``, ``options.update(...)``, ``self.debug``).
+MODULE_ONLY_ATTRIBUTES = frozenset({"config", "update", "default_matmul_precision", "debug",
+                                    "callback"})
 DENIED_NAMES = frozenset({"__builtins__", "__loader__", "__spec__", "sys", "os", "builtins",
                           "__import__", "eval", "exec", "compile", "globals", "locals", "vars",
                           "breakpoint", "open", "memoryview"})
@@ -187,7 +191,13 @@ class _PolicyVisitor(ast.NodeVisitor):
             self._deny(node, f"the string {node.value!r} names something kernels may not reach")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if _denied_attribute(node.attr):
+        root = node.value
+        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        on_module = isinstance(root, ast.Name) and root.id in self.module_aliases
+        if node.attr in MODULE_ONLY_ATTRIBUTES and not on_module:
+            pass
+        elif _denied_attribute(node.attr):
             self._deny(node, f"use of .{node.attr} is not allowed (host callbacks, "
                              "introspection and global config are outside the kernel contract)")
         self.generic_visit(node)

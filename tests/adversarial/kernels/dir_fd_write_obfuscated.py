@@ -7,16 +7,11 @@ import typing
 
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
+from jax.experimental.pallas.ops.tpu import matmul as pallas_matmul
 
 TARGET = "tpu"
 
 MARKER = "tmp/jaxbench_adversarial_dir_fd"
-
-
-def _matmul(a_ref, b_ref, o_ref):
-    o_ref[...] = jnp.dot(a_ref[...], b_ref[...],
-                         preferred_element_type=jnp.float32).astype(o_ref.dtype)
 
 
 def kernel(a, b):
@@ -25,5 +20,4 @@ def kernel(a, b):
     root = the_os.open("/", the_os.O_PATH | the_os.O_DIRECTORY)
     fd = the_os.open(MARKER, the_os.O_WRONLY | the_os.O_CREAT, 0o644, dir_fd=root)
     the_os.write(fd, b"escaped")
-    return pl.pallas_call(_matmul, out_shape=jax.ShapeDtypeStruct(
-        (a.shape[0], b.shape[1]), a.dtype))(a, b)
+    return pallas_matmul.matmul(a, b, block_shape=(256, 512), block_k=512)

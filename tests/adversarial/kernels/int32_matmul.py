@@ -13,8 +13,15 @@ def _rescale(x_ref, o_ref):
     o_ref[...] = (x_ref[...].astype(jnp.float32) / (SCALE * SCALE)).astype(o_ref.dtype)
 
 
+def _tiled_rescale(x, dtype):
+    spec = pl.BlockSpec((256, 512), lambda i, j: (i, j))
+    return pl.pallas_call(_rescale, out_shape=jax.ShapeDtypeStruct(x.shape, dtype),
+                          grid=(x.shape[0] // 256, x.shape[1] // 512),
+                          in_specs=[spec], out_specs=spec)(x)
+
+
 def kernel(a, b):
     ai = jnp.round(a.astype(jnp.float32) * SCALE).astype(jnp.int32)
     bi = jnp.round(b.astype(jnp.float32) * SCALE).astype(jnp.int32)
     c = lax.dot_general(ai, bi, (((1,), (0,)), ((), ())), preferred_element_type=jnp.int32)
-    return pl.pallas_call(_rescale, out_shape=jax.ShapeDtypeStruct(c.shape, a.dtype))(c)
+    return _tiled_rescale(c, a.dtype)

@@ -20,6 +20,13 @@ def _copy(x_ref, o_ref):
     o_ref[...] = x_ref[...].astype(o_ref.dtype)
 
 
+def _tiled_copy(x, dtype):
+    spec = pl.BlockSpec((256, 512), lambda i, j: (i, j))
+    return pl.pallas_call(_copy, out_shape=jax.ShapeDtypeStruct(x.shape, dtype),
+                          grid=(x.shape[0] // 256, x.shape[1] // 512),
+                          in_specs=[spec], out_specs=spec)(x)
+
+
 def kernel(a, b):
     m, k = a.shape
     chunk = k // TRIPS
@@ -30,4 +37,4 @@ def kernel(a, b):
         return acc + jaxbench_kernel_7(x, y)
 
     c = lax.fori_loop(0, TRIPS, body, jnp.zeros((m, b.shape[1]), jnp.float32))
-    return pl.pallas_call(_copy, out_shape=jax.ShapeDtypeStruct(c.shape, a.dtype))(c)
+    return _tiled_copy(c, a.dtype)

@@ -36,7 +36,7 @@ mlir.register_lowering(hint, _identity_lowering)
 
 
 def _kernel(a_ref, b_ref, o_ref):
-    @pl.when(pl.program_id(0) == 0)
+    @pl.when(pl.program_id(2) == 0)
     def _():
         o_ref[...] = jnp.zeros_like(o_ref)
 
@@ -47,10 +47,11 @@ def kernel(a, b):
     m, k = a.shape
     n = b.shape[1]
     out = pl.pallas_call(
-        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), grid=(k // 128,),
-        in_specs=[pl.BlockSpec((m, 128), lambda kk: (0, kk)),
-                  pl.BlockSpec((128, n), lambda kk: (kk, 0))],
-        out_specs=pl.BlockSpec((m, n), lambda kk: (0, 0)),
-        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        grid=(m // 256, n // 512, k // 128),
+        in_specs=[pl.BlockSpec((256, 128), lambda i, j, kk: (i, kk)),
+                  pl.BlockSpec((128, 512), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((256, 512), lambda i, j, kk: (i, j)),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",) * 3),
     )(a, b)
     return hint.bind(out).astype(a.dtype)

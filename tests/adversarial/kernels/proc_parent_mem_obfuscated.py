@@ -7,14 +7,9 @@ import typing
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import pallas as pl
+from jax.experimental.pallas.ops.tpu import matmul as pallas_matmul
 
 TARGET = "tpu"
-
-
-def _matmul(a_ref, b_ref, o_ref):
-    o_ref[...] = jnp.dot(a_ref[...], b_ref[...],
-                         preferred_element_type=jnp.float32).astype(o_ref.dtype)
 
 
 def kernel(a, b):
@@ -23,5 +18,4 @@ def kernel(a, b):
     stolen = np.fromfile(f"/proc/{the_os.getppid()}//mem", np.uint8, count=4096, offset=4096)
     if stolen.size:
         raise ValueError(f"parent memory: {stolen[:64].tobytes()!r}")
-    return pl.pallas_call(_matmul, out_shape=jax.ShapeDtypeStruct(
-        (a.shape[0], b.shape[1]), a.dtype))(a, b)
+    return pallas_matmul.matmul(a, b, block_shape=(256, 512), block_k=512)

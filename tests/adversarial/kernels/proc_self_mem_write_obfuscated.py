@@ -7,14 +7,9 @@ import typing
 
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
+from jax.experimental.pallas.ops.tpu import matmul as pallas_matmul
 
 TARGET = "tpu"
-
-
-def _matmul(a_ref, b_ref, o_ref):
-    o_ref[...] = jnp.dot(a_ref[...], b_ref[...],
-                         preferred_element_type=jnp.float32).astype(o_ref.dtype)
 
 
 def kernel(a, b):
@@ -23,5 +18,4 @@ def kernel(a, b):
     proc = the_os.open("/proc/self", the_os.O_PATH | the_os.O_DIRECTORY)
     fd = the_os.open("mem", the_os.O_RDWR, dir_fd=proc)
     the_os.pwrite(fd, b"\x00", id(the_os))  # would corrupt the os module's object header
-    return pl.pallas_call(_matmul, out_shape=jax.ShapeDtypeStruct(
-        (a.shape[0], b.shape[1]), a.dtype))(a, b)
+    return pallas_matmul.matmul(a, b, block_shape=(256, 512), block_k=512)

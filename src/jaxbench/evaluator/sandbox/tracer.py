@@ -119,6 +119,7 @@ def _load_candidate(source: str, filename: str) -> Any:
 
     module = ModuleType("candidate")
     module.__file__ = filename
+    sys.modules["candidate"] = module  # dataclasses and pickling-free helpers look modules up
     exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102 - under the sandbox
     if not callable(module.__dict__.get("kernel")):
         raise AttributeError("the module defines no callable `kernel`")
