@@ -64,5 +64,5 @@ def test_runner_never_holds_a_candidate(evaluator):
     assert result["status"] == "correct" and result["judged_on"] == "trusted_export"
     runner = evaluator.runners._idle.queue[0]
     loaded = runner.request({"op": "modules"}, 60, None).response["modules"]
-    assert "jaxbench.evaluator.judge.runner" in loaded and "jaxbench.tasks" in loaded
+    assert "jaxbench.evaluator.judge.rules" in loaded and "jaxbench.tasks" in loaded
     assert not [m for m in loaded if "sandbox" in m or m in ("candidate", "trusted_kernel")]

@@ -17,10 +17,26 @@ ClosedJaxpr = jex_core.ClosedJaxpr
 Jaxpr = jex_core.Jaxpr
 jaxpr_as_fun = jex_core.jaxpr_as_fun
 
-# Pallas primitives whose lowering *is* a kernel (they carry an ``interpret`` parameter).
-KERNEL_PRIMITIVES = ("pallas_call", "core_map")
-# Kernel primitives without an interpret parameter (Mosaic GPU's own entry point).
-OTHER_KERNEL_PRIMITIVES = ("mosaic_gpu_call",)
+
+
+def kernel_primitives() -> tuple[Any, ...]:
+    """The Pallas primitives whose lowering *is* a kernel (they carry an ``interpret``
+    parameter), as objects: a user primitive that merely has the same name is not one."""
+    from jax._src.pallas import core as pallas_core
+    from jax._src.pallas import pallas_call as pallas_call_lib
+
+    return (pallas_call_lib.pallas_call_p, pallas_core.core_map_p)
+
+
+def is_kernel(eqn: Any) -> bool:
+    return any(eqn.primitive is p for p in kernel_primitives())
+
+
+def platform_index_primitive() -> Any:
+    """``lax.platform_dependent``'s primitive: code whose lowering differs per platform."""
+    from jax._src.lax.control_flow import conditionals
+
+    return conditionals.platform_index_p
 
 
 def join_effects(eqns: list[Any]) -> Any:

@@ -2,7 +2,13 @@
 with a message naming the rule it broke. Static rules are backed by runtime guards: every
 `*_obfuscated.py` cheat passes the static policy and is caught when it acts."""
 
+import contextlib
+import json
 import os
+import shutil
+import signal
+import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,6 +18,8 @@ GEMM, NORM = "8p_gemm", "12p_rmsnorm"
 BIAS, SOFTMAX = "19k_matmul_subtract_multiply_relu", "50k_matmul_gelu_softmax"
 OUTSIDE = "work outside pallas_call"
 FRAME = "frame inspection"
+OS_ISOLATION = "sandbox (OS isolation)"
+PATCHED = "patched harness code: jax.block_until_ready"
 
 CASES = [
     # file, task, status, stage, words the message must contain
@@ -55,7 +63,52 @@ CASES = [
     ("partial_write.py", GEMM, "incorrect", "correct", "NaN/Inf"),
     ("float8_dot.py", GEMM, "incorrect", "correct", "exceed atol"),
     ("trace_count.py", GEMM, "incorrect", "correct", "exceed atol"),
-    ("parallel_race.py", GEMM, "incorrect", "correct", "data race"),
+    ("parallel_race.py", GEMM, "runtime_error", "correct", "Revisited block"),
+    # accounting blind spots: the matmul outside the kernel in forms a dot counter may miss
+    ("complex64_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("int32_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("einsum_bf16.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("ragged_dot.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("triangular_solve.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("linalg_solve.py", GEMM, "rejected", "lower", "custom_call:LuDecomposition"),
+    ("sparse_bcoo.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("while_loop_matmul.py", GEMM, "rejected", "lower", "stablehlo.while"),
+    ("fori_loop_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("fake_pallas_call_primitive.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("relowered_concatenate.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("custom_jvp_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("kernel_region_name.py", GEMM, "rejected", "lower", "named like a kernel region"),
+    ("kernel_region_name_in_loop.py", GEMM, "rejected", "lower", "named like a kernel region"),
+    # checked != run
+    ("first_trace_wrong.py", GEMM, "incorrect", "correct", "exceed atol"),
+    ("disable_jit_at_import.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("live_arrays_precompute.py", GEMM, "incorrect", "correct", "exceed atol"),
+    ("interpreter_detect_race.py", GEMM, "incorrect", "correct", "data race"),
+    ("interpreter_probe_notimplemented.py", GEMM, "incorrect", "correct", "data race"),
+    ("interpret_true_itself.py", GEMM, "rejected", "trace", "passes interpret=True"),
+    ("platform_dependent_switch.py", GEMM, "rejected", "trace", "platform-dependent code"),
+    # candidate code that runs after the trace (a second call, a lowering rule, a thread, a
+    # finalizer) tries to disarm the race check: the integrity check after every stage sees it
+    ("second_trace_patch_obfuscated.py", GEMM, "rejected", "lower", PATCHED),
+    ("lowering_rule_patch_obfuscated.py", GEMM, "rejected", "lower", PATCHED),
+    ("thread_at_import_obfuscated.py", GEMM, "rejected", "trace", "sandbox: starting a thread"),
+    ("finalizer_after_trace_obfuscated.py", GEMM, "rejected", "lower", PATCHED),
+    # escapes
+    ("dir_fd_write_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
+    ("profiler_trace_obfuscated.py", GEMM, "rejected", "trace", "sandbox: jax.profiler.start_trace"),
+    ("profiler_server_obfuscated.py", GEMM, "rejected", "trace", "sandbox: jax.profiler.start_server"),
+    ("proc_parent_mem_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
+    ("proc_self_mem_write_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
+    ("read_expert_exec_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
+    ("kill_parent_obfuscated.py", GEMM, "rejected", "trace", "sandbox: os.kill"),
+    ("pidfd_signal_parent_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
+    ("env_api_key_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
+    # GPU races
+    ("gpu_reduction_race.py", GEMM, "incorrect", "lower", "GPU race rule"),
+    ("gpu_full_block_race.py", GEMM, "incorrect", "lower", "GPU race rule"),
+    # resources
+    ("endless_kernel_loop.py", GEMM, "timeout", "correct", "no verdict within"),
+    ("huge_scratch.py", GEMM, "compile_error", "lower", "memory budget at size 'small'"),
 ]
 
 # Files a cheat tries to create outside its private dir: they must never exist afterwards.
@@ -64,24 +117,81 @@ MARKERS = {
     "os_system_obfuscated.py": "/tmp/jaxbench_adversarial_os_system",
     "posixsubprocess_obfuscated.py": "/tmp/jaxbench_adversarial_fork_exec",
     "np_save_outside.py": "/tmp/jaxbench_adversarial_np_save.npy",
+    "dir_fd_write_obfuscated.py": "/tmp/jaxbench_adversarial_dir_fd",
+    "profiler_trace_obfuscated.py": "/tmp/jaxbench_adversarial_profile",
 }
+# TCP ports a cheat tries to listen on: nothing may accept a connection there while it runs.
+PORTS = {"profiler_server_obfuscated.py": 39217}
+# Cheats that signal their parent (this process) with SIGTERM: it must never arrive.
+SIGNALLERS = {"kill_parent_obfuscated.py", "pidfd_signal_parent_obfuscated.py"}
 
 
 def _timeout(name: str) -> float:
-    return {"endless_trace.py": 12, "fork_bomb.py": 60}.get(name, 180)
+    return {"endless_trace.py": 12, "fork_bomb.py": 60, "endless_kernel_loop.py": 15}.get(name, 180)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def _watch_side_effects(name: str):
+    """While a cheat runs: polls its port (if any) and records signals sent to this process."""
+    port, seen, done = PORTS.get(name), [], threading.Event()
+    if port is not None and _listening(port):
+        pytest.skip(f"port {port} is already in use here")
+
+    def poll():
+        while not done.is_set():
+            if _listening(port):
+                seen.append(f"something listened on port {port}")
+            done.wait(0.05)
+
+    watcher = threading.Thread(target=poll, daemon=True) if port is not None else None
+    previous = signal.signal(signal.SIGTERM, lambda *_: seen.append("SIGTERM reached the parent")
+                             ) if name in SIGNALLERS else None
+    if watcher:
+        watcher.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        if watcher:
+            watcher.join()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 @pytest.mark.parametrize("name,task,status,stage,words", CASES, ids=[c[0] for c in CASES])
 def test_cheat_gets_its_verdict(evaluator, name, task, status, stage, words):
     marker = MARKERS.get(name)
-    if marker and os.path.exists(marker):
-        os.remove(marker)
-    result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=_timeout(name),
-                                memory_gb=3)
+    if marker and os.path.lexists(marker):
+        (shutil.rmtree if os.path.isdir(marker) else os.remove)(marker)
+    with _watch_side_effects(name) as side_effects:
+        result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=_timeout(name),
+                                    memory_gb=3)
     assert (result["status"], result["stage"]) == (status, stage), result["message"]
     assert words in result["message"], result["message"]
     if marker:
         assert not os.path.exists(marker), f"{name} wrote {marker} outside its temp dir"
+    assert side_effects == [], f"{name}: {side_effects}"
+
+
+def test_api_key_does_not_leak(monkeypatch):
+    """A key in the evaluator's environment never reaches the candidate (the tracer gets a
+    minimal environment and cannot read /proc/<ppid>/environ): not in any result field."""
+    from jaxbench.evaluator import Evaluator
+
+    key = "sk-test-leak"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    with Evaluator(spares=0) as ev:  # a fresh pool: its tracers start with this environment
+        result = ev.evaluate(KERNELS / "env_api_key_obfuscated.py", GEMM, trials=1,
+                             timeout_s=60, memory_gb=3)
+    assert result["status"] == "rejected", result["message"]
+    assert key not in result["message"]
+    assert key not in json.dumps(result, default=str)
 
 
 def test_every_cheat_file_is_covered_and_documented():

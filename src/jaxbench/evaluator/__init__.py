@@ -72,10 +72,13 @@ class Evaluator:
         self.pool = WorkerPool(spares=spares, root=work_dir)
         self.runners = RunnerPool(spares=min(spares, 1))
         self.truth = GroundTruth()
+        self._prefetching: list[threading.Thread] = []
 
     def close(self) -> None:
         self.pool.close()
         self.runners.close()
+        for thread in self._prefetching:  # never leave XLA work running at interpreter exit
+            thread.join()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -148,8 +151,10 @@ class Evaluator:
             "save_ir": case.save_ir is not None,
         }
         if case.mode == "interpret":  # the truth is computed here while the others work
-            threading.Thread(target=self.truth.prefetch, daemon=True,
-                             args=(task, size, keys["trial"] + keys["probe"])).start()
+            thread = threading.Thread(target=self.truth.prefetch, daemon=True,
+                                      args=(task, size, keys["trial"] + keys["probe"]))
+            thread.start()
+            self._prefetching = [t for t in self._prefetching if t.is_alive()] + [thread]
         outcome = self.pool.run(job, case.timeout_s, case.memory_bytes)
         try:
             status = _read_untrusted_status(outcome.dir)
@@ -160,6 +165,8 @@ class Evaluator:
                 result["stages"].update({k: v for k, v in stages.items()
                                          if k in ("trace", "lower", "probe") and isinstance(v, dict)})
             _untrusted_verdict(status, outcome, case)
+            if isinstance(status.get("memory"), list) and "lower" in result["stages"]:
+                result["stages"]["lower"]["memory"] = status["memory"][:64]
             exports = {name: _read_file(outcome.dir / name, MAX_EXPORT_BYTES)
                        for name in ("target.export", "interpret.export")}
             probe = _read_probe(outcome.dir, status)
@@ -197,13 +204,25 @@ class Evaluator:
                 sets = min(16, max(3, -(-TIMING_CACHE_BYTES // per_set)))
                 request["timing_keys"] = derive_keys(self.secret, task.id, size, sets - 1, "timing")
             outcome = self.runners.run(request, case.timeout_s, case.memory_bytes)
-            response = _runner_verdict(outcome, case)
-            outputs = {}
-            if response.get("trials"):
-                try:
+            budget = status.get("budget_problem")
+            try:
+                response = _runner_verdict(outcome, case)
+            except StageFailure as failure:
+                # The judge's structure rules come first; then a kernel the chip would refuse
+                # at some size fails before any correctness verdict.
+                if failure.stage != "lower" and isinstance(budget, str):
+                    raise StageFailure("compile_error", "lower", budget[:2000]) from None
+                raise
+            if isinstance(budget, str):
+                raise StageFailure("compile_error", "lower", budget[:2000])
+            outputs, truths = {}, {}
+            try:
+                if response.get("trials"):
                     outputs = unpack((directory / "outputs.npy").read_bytes(), response["trials"])
-                except (MalformedOutputs, OSError) as exc:
-                    raise StageFailure("crashed", "correct", f"judge output unreadable: {exc}") from None
+                if response.get("truth"):
+                    truths = unpack((directory / "truth.npy").read_bytes(), response["truth"])
+            except (MalformedOutputs, OSError) as exc:
+                raise StageFailure("crashed", "correct", f"judge output unreadable: {exc}") from None
         finally:
             shutil.rmtree(directory, ignore_errors=True)
         result["stages"].update(response.get("stages", {}))
@@ -237,7 +256,8 @@ class Evaluator:
         if "tpu_interpreter" in probe:
             judged.append(("tpu_interpreter", keys["probe"][0]))
             outputs["tpu_interpreter"] = probe["tpu_interpreter"]
-        self._compare(result, case, outputs, judged, bool(status.get("tpu_interpreter_race")))
+        self._compare(result, case, outputs, judged, bool(status.get("tpu_interpreter_race")),
+                      truths)
         if isinstance(status.get("tpu_interpreter"), str):
             result["stages"].setdefault("correct", {})["tpu_interpreter"] = status["tpu_interpreter"]
         if response.get("timing"):
@@ -262,13 +282,16 @@ class Evaluator:
                                 f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
 
     def _compare(self, result: dict[str, Any], case: _Case, outputs: dict[str, list[Any]],
-                 judged: list[tuple[str, list[int]]], raced: bool) -> None:
+                 judged: list[tuple[str, list[int]]], raced: bool,
+                 truths: dict[str, list[Any]]) -> None:
+        """Each judged output against the float32 truth: the runner's on a device (computed
+        there at full float32 precision), else this process's on the host CPU."""
         task, size = case.task, case.size
         expected = task.output_shapes(size)
         worst_abs, worst_rel = 0.0, 0.0
         for label, key in judged:
-            verdict = check_outputs(outputs[label], expected, self.truth(task, size, key),
-                                    task.atol, task.rtol)
+            truth = truths[label] if label in truths else self.truth(task, size, key)
+            verdict = check_outputs(outputs[label], expected, truth, task.atol, task.rtol)
             if verdict.max_abs_err is not None:
                 worst_abs = max(worst_abs, verdict.max_abs_err)
                 worst_rel = max(worst_rel, verdict.rel_err or 0.0)
@@ -290,8 +313,9 @@ class Evaluator:
     def _save_artifacts(result: dict[str, Any], response: dict[str, Any], directory: Path) -> None:
         from jaxbench.evaluator.artifacts import write_artifacts
 
-        data = dict(result.get("_ir") or {})
+        data = dict(result.get("_ir") or {})  # jaxpr, kernel IR: as the untrusted side wrote them
         data.update(response.get("compiled_artifacts") or {})
+        data["stablehlo"] = response.get("stablehlo")  # the module the judge checked and ran
         data["structure"] = response.get("structure")
         extra = {k: result.get(k) for k in ("compile_s", "t_ref_ms", "t_kernel_ms", "speedup",
                                              "roofline_fraction", "peak_flops", "peak_bytes_per_s")}

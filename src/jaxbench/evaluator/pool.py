@@ -48,15 +48,20 @@ class _Worker:
         )
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
+        kill_group(self.proc)
         self._log.close()
 
     def cleanup(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to a process's whole group (it was started in a session of its own), reaped."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 def group_rss_bytes(pgid: int) -> int:

@@ -5,8 +5,6 @@ against the working directory, inside the private dir). The OS (Landlock) refuse
 import operator
 import typing
 
-import jax
-import jax.numpy as jnp
 from jax.experimental.pallas.ops.tpu import matmul as pallas_matmul
 
 TARGET = "tpu"

@@ -1,8 +1,8 @@
 """Cheat (8p_gemm): the racing matmul, plus an object with __del__ kept in a reference cycle,
 so the garbage collector runs it at some later allocation. Each time it runs it looks at the
 tracer's status.json; before the trace stage is recorded it re-arms (a new cycle), after it
-(past the post-trace integrity check) it swaps jaxbench.compat.tpu_interpret_params for one
-with race detection off and one core."""
+(past the post-trace integrity check) it swaps jax.block_until_ready for a function raising
+NotImplementedError: the TPU interpreter run ends as "unsupported", its race check skipped."""
 import operator
 import typing
 
@@ -13,6 +13,10 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 TARGET = "tpu"
+
+
+def _unsupported(*_):
+    raise NotImplementedError("the TPU interpreter does not support this kernel")
 
 get = operator.attrgetter
 modules = get("mod" + "ules")(get("sy" + "s")(typing))
@@ -27,8 +31,7 @@ class _Rearm:
             _Rearm()
             return
         get("set" + "attr")(modules["built" + "ins"])(
-            modules["jax" + "bench.compat"], "tpu_interpret_params",
-            lambda **_: pltpu.InterpretParams(uninitialized_memory="nan"))
+            jax, "block_until_ready", _unsupported)
 
 
 _Rearm()

@@ -1,6 +1,6 @@
 """Cheat (8p_gemm): a trivially wrong Pallas kernel (zeros) on its first trace, which a
 harness might check for structure, and plain XLA on every later trace, which a harness might
-run. There is one trace, and what was checked is what runs: the zeros are judged."""
+run. The first trace is the one exported, checked and run: the zeros are judged."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl

@@ -17,6 +17,7 @@ def kernel(a, b):
     m, k = a.shape
     n = b.shape[1]
     return pl.pallas_call(
-        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), a.dtype), grid=(m // 128,),
-        in_specs=[pl.BlockSpec((128, k), lambda i: (i, 0)), pl.BlockSpec((k, n), lambda i: (0, 0))],
-        out_specs=pl.BlockSpec((128, n), lambda i: (i, 0)))(a, b)
+        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), a.dtype), grid=(m // 128, n // 128),
+        in_specs=[pl.BlockSpec((128, k), lambda i, j: (i, 0)),
+                  pl.BlockSpec((k, 128), lambda i, j: (0, j))],
+        out_specs=pl.BlockSpec((128, 128), lambda i, j: (i, j)))(a, b)

@@ -15,7 +15,7 @@ def _kernel(x_ref, w_ref, o_ref):
 def kernel(x, w, b):
     m, n = x.shape[0], w.shape[1]
     return pl.pallas_call(
-        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), grid=(m // 128,),
-        in_specs=[pl.BlockSpec((128, x.shape[1]), lambda i: (i, 0)),
-                  pl.BlockSpec(w.shape, lambda i: (0, 0))],
-        out_specs=pl.BlockSpec((128, n), lambda i: (i, 0)))(x, w)
+        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), x.dtype), grid=(m // 128, n // 128),
+        in_specs=[pl.BlockSpec((128, x.shape[1]), lambda i, j: (i, 0)),
+                  pl.BlockSpec((w.shape[0], 128), lambda i, j: (0, j))],
+        out_specs=pl.BlockSpec((128, 128), lambda i, j: (i, j)))(x, w)

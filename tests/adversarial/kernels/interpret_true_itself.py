@@ -14,5 +14,9 @@ def _matmul(a_ref, b_ref, o_ref):
 
 
 def kernel(a, b):
-    return pl.pallas_call(_matmul, out_shape=jax.ShapeDtypeStruct((a.shape[0], b.shape[1]),
-                                                                  a.dtype), interpret=True)(a, b)
+    (m, k), n = a.shape, b.shape[1]
+    return pl.pallas_call(
+        _matmul, out_shape=jax.ShapeDtypeStruct((m, n), a.dtype), grid=(m // 256, n // 512),
+        in_specs=[pl.BlockSpec((256, k), lambda i, j: (i, 0)),
+                  pl.BlockSpec((k, 512), lambda i, j: (0, j))],
+        out_specs=pl.BlockSpec((256, 512), lambda i, j: (i, j)), interpret=True)(a, b)

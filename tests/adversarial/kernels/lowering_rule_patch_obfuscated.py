@@ -1,8 +1,8 @@
-"""Cheat (8p_gemm): the racing matmul (K "parallel", one output block read-modify-written by
-every K step), plus an identity user primitive whose MLIR lowering rule is candidate code
-that runs while the harness exports, after its post-trace integrity check: it swaps
-jaxbench.compat.tpu_interpret_params for one with race detection off and one core (names
-computed, setattr reached through builtins), so the TPU interpreter run finds no race."""
+"""Cheat (8p_gemm): the racing matmul (K "parallel", each output block read-modify-written by
+every K step), plus an identity user primitive whose MLIR lowering rule is candidate code that
+runs while the harness exports, after its post-trace integrity check: it swaps
+jax.block_until_ready for a function raising NotImplementedError (setattr reached through
+builtins), so the TPU interpreter run ends as "unsupported" and its race check is skipped."""
 import operator
 import typing
 
@@ -16,12 +16,15 @@ from jax.interpreters import mlir
 TARGET = "tpu"
 
 
+def _unsupported(*_):
+    raise NotImplementedError("the TPU interpreter does not support this kernel")
+
+
 def _disarm_race_check():
     get = operator.attrgetter
     modules = get("mod" + "ules")(get("sy" + "s")(typing))
     put = get("set" + "attr")(modules["built" + "ins"])
-    put(modules["jax" + "bench.compat"], "tpu_interpret_params",
-        lambda **_: pltpu.InterpretParams(uninitialized_memory="nan"))
+    put(jax, "block_until_ready", _unsupported)
 
 
 def _identity_lowering(ctx, x):

@@ -23,11 +23,13 @@ def _kernel(a_ref, b_ref, o_ref):
 def kernel(a, b):
     m, k = a.shape
     n = b.shape[1]
-    bk = 128
+    bm, bn, bk = 128, 128, 128
     return pl.pallas_call(
-        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32), grid=(k // bk,),
-        in_specs=[pl.BlockSpec((m, bk), lambda kk: (0, kk)),
-                  pl.BlockSpec((bk, n), lambda kk: (kk, 0))],
-        out_specs=pl.BlockSpec((m, n), lambda kk: (0, 0)),
-        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        grid=(k // bk, m // bm, n // bn),
+        in_specs=[pl.BlockSpec((bm, bk), lambda kk, i, j: (i, kk)),
+                  pl.BlockSpec((bk, bn), lambda kk, i, j: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda kk, i, j: (i, j)),
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "parallel")),
     )(a, b).astype(a.dtype)

@@ -19,6 +19,7 @@ def kernel(a, b):
     m, k = a.shape
     n = b.shape[1]
     return pl.pallas_call(
-        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), a.dtype), grid=(m // 64,),
-        in_specs=[pl.BlockSpec((64, k), lambda i: (i, 0)), pl.BlockSpec((k, n), lambda i: (0, 0))],
-        out_specs=pl.BlockSpec((64, n), lambda i: (i, 0)))(a, b)
+        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), a.dtype), grid=(m // 64, n // 128),
+        in_specs=[pl.BlockSpec((64, k), lambda i, j: (i, 0)),
+                  pl.BlockSpec((k, 128), lambda i, j: (0, j))],
+        out_specs=pl.BlockSpec((64, 128), lambda i, j: (i, j)))(a, b)

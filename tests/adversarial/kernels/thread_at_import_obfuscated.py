@@ -1,7 +1,8 @@
 """Cheat (8p_gemm): the racing matmul, plus a thread started at import (threading and time
 reached through sys.modules with computed names) that watches the tracer's status.json and,
 once the trace stage is recorded (after the post-trace integrity check), swaps
-jaxbench.compat.tpu_interpret_params for one with race detection off and one core."""
+jax.block_until_ready for a function raising NotImplementedError: the TPU interpreter run
+ends as "unsupported" and its race check is skipped."""
 import operator
 import typing
 
@@ -13,6 +14,10 @@ from jax.experimental.pallas import tpu as pltpu
 
 TARGET = "tpu"
 
+
+def _unsupported(*_):
+    raise NotImplementedError("the TPU interpreter does not support this kernel")
+
 get = operator.attrgetter
 modules = get("mod" + "ules")(get("sy" + "s")(typing))
 
@@ -21,8 +26,7 @@ def _watch():
     for _ in range(20000):
         if b'"trace": {' in np.fromfile("../status.json", np.uint8).tobytes():
             get("set" + "attr")(modules["built" + "ins"])(
-                modules["jax" + "bench.compat"], "tpu_interpret_params",
-                lambda **_: pltpu.InterpretParams(uninitialized_memory="nan"))
+                jax, "block_until_ready", _unsupported)
             return
         modules["ti" + "me"].sleep(0.001)
 

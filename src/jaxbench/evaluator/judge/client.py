@@ -12,7 +12,6 @@ import json
 import os
 import queue
 import select
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.pool import group_rss_bytes, worker_env
+from jaxbench.evaluator.pool import group_rss_bytes, kill_group, worker_env
 
 
 @dataclass
@@ -98,11 +97,7 @@ class Runner:
         return self.proc.poll() is None
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.proc.wait()
+        kill_group(self.proc)
         self._log.close()
         self._log_path.unlink(missing_ok=True)
 

@@ -58,16 +58,13 @@ def check_target(report: ModuleReport, task_flops: float, max_fraction: float) -
                            "the exported module has no Pallas kernel custom call (a kernel that "
                            "passes interpret=True itself, or plain XLA): the hot path must be a "
                            "compiled Pallas kernel")
-    heavy = dict(report.heavy)
-    outside = report.outside_flops
-    ops = dict(report.outside_ops)
-    for region in report.kernel_regions:
-        calls = max(region.call_sites, 1)
-        for name, count in region.heavy.items():
-            heavy[name] = heavy.get(name, 0) + count
-        outside += calls * region.flops
-        for name, flops in region.ops.items():
-            ops[name] = ops.get(name, 0.0) + calls * flops
+    empty = [r.name for r in report.kernel_regions if r.call_sites and not r.kernel_calls]
+    if empty:
+        raise StageFailure("rejected", LOWER,
+                           f"function {empty[0]!r} is named like a kernel region but holds no "
+                           "kernel custom call")
+    # Work inside kernel regions besides the kernel calls is part of the outside work.
+    heavy, outside, ops = dict(report.heavy), report.outside_flops, dict(report.outside_ops)
     if heavy:
         raise StageFailure("rejected", LOWER, _heavy_message(heavy))
     figures = {"kernel_calls": report.kernel_calls, "outside_flops": outside,

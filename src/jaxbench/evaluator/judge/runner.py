@@ -38,8 +38,13 @@ def _inputs(task: Any, key: list[int], size: str) -> Any:
 
 def _structure(exported: Any, platform: str) -> Any:
     from jaxbench.evaluator.judge.structure import analyze
+    from jaxbench.evaluator.result import StageFailure, short_error
 
-    return analyze(exported.mlir_module(), platform)
+    try:
+        return analyze(exported.mlir_module(), platform)
+    except (ValueError, RecursionError) as exc:  # what no honest export produces
+        raise StageFailure("rejected", "lower", "the exported module cannot be analysed: "
+                                                f"{short_error(exc, 200)}") from None
 
 
 def judge(request: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +86,8 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
         rules.check_export(interpret, "cpu", in_types, out_types, "interpret-mode")
         rules.check_interpret(_structure(interpret, "cpu"), target_report)
     response["stages"]["check"] = {"seconds": round(_perf_counter() - t0, 4)}
+    if request.get("save_ir"):
+        response["stablehlo"] = target.mlir_module()
     if mode == "interpret" and interpret is None:
         return response  # judged on the untrusted side (no exportable interpret lowering)
 
@@ -132,7 +139,29 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
     data, layout = pack(runs)
     (directory / "outputs.npy").write_bytes(data)
     response["trials"] = layout
+    if mode == "device":  # the float32 truth on the same device (the host CPU is too slow)
+        truth_runs = _truths(task, size, [(label, key) for label, key, _ in runs])
+        data, layout = pack(truth_runs)
+        (directory / "truth.npy").write_bytes(data)
+        response["truth"] = layout
     return response
+
+
+def _truths(task: Any, size: str, labelled: list[tuple[str, Any]]) -> list[tuple[str, Any, Any]]:
+    """The reference on the inputs upcast to float32, matmuls at full float32 precision (not
+    TF32), one per distinct key."""
+    import jax
+
+    from jaxbench.tasks.spec import upcast
+
+    fn = jax.jit(lambda *xs: task.reference(*xs))
+    out = []
+    with jax.default_matmul_precision("highest"):
+        for label, key in labelled:
+            truth = fn(*upcast(_inputs(task, key, size)))
+            out.append((label, key, jax.tree_util.tree_map(
+                lambda x: x.astype("float32"), jax.block_until_ready(truth))))
+    return out
 
 
 def serve(reply: Any) -> None:

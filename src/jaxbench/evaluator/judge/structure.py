@@ -370,11 +370,17 @@ class _Analyzer:
             w.heavy[RECURSIVE_CALL_HEAVY] += 1
             return
         if self.is_region(callee):
-            # A kernel region: its own work is reported with the region, not outside.
+            # A kernel region: its ops stay out of the caller's op multiset (the interpret-mode
+            # export fills regions with interpreter code), but the work it does besides its
+            # kernel calls counts like any other, multiplied by the loops around the call.
             w.region_calls[callee] += 1
             w.region_calls.update(cw.region_calls)
             w.kernel_calls += cw.kernel_calls
             w.targets.update(cw.targets)
+            w.heavy.update(cw.heavy)
+            w.flops += cw.flops
+            for k, v in cw.ops.items():
+                w.ops[k] += v
             return
         w.add(cw)
 

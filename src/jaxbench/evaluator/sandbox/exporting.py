@@ -49,14 +49,16 @@ def _rewrite_value(value: Any, interpret: Any, counter: Any) -> Any:
         return _rewrite_jaxpr(value, interpret, counter)
     if isinstance(value, tuple) and any(isinstance(v, (compat.ClosedJaxpr, compat.Jaxpr))
                                         for v in value):
-        return tuple(_rewrite_value(v, interpret, counter) for v in value)
+        items = [_rewrite_value(v, interpret, counter) for v in value]
+        maker = getattr(type(value), "_make", None)  # namedtuple parameters stay namedtuples
+        return maker(items) if maker is not None else tuple(items)
     return value
 
 
 def _rewrite_jaxpr(jaxpr: Any, interpret: Any, counter: Any) -> Any:
     eqns = []
     for eqn in jaxpr.eqns:
-        if eqn.primitive.name in compat.KERNEL_PRIMITIVES:
+        if compat.is_kernel(eqn):
             eqns.append(_kernel_wrapper(eqn, interpret, next(counter)))
             continue
         params = {k: _rewrite_value(v, interpret, counter) for k, v in eqn.params.items()}
@@ -85,12 +87,15 @@ CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "debug_callback", "callba
 
 
 class Scan:
-    """Kernel equations and host callbacks found anywhere in a jaxpr (kernel bodies included)."""
+    """Kernel equations, host callbacks and platform-dependent code found anywhere in a jaxpr
+    (kernel bodies included)."""
 
     def __init__(self) -> None:
         self.kernels = 0
         self.callbacks: list[str] = []
         self.kernel_eqns: list[Any] = []
+        self.own_interpret: list[str] = []  # kernels that set `interpret` themselves
+        self.platform_dependent = 0
 
 
 def sub_jaxprs(params: dict[str, Any]) -> Any:
@@ -105,11 +110,15 @@ def sub_jaxprs(params: dict[str, Any]) -> Any:
 def _scan(jaxpr: Any, found: Scan) -> None:
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
-        if name in compat.KERNEL_PRIMITIVES or name in compat.OTHER_KERNEL_PRIMITIVES:
+        if compat.is_kernel(eqn):
             found.kernels += 1
             found.kernel_eqns.append(eqn)
+            if eqn.params.get("interpret"):
+                found.own_interpret.append(repr(eqn.params["interpret"])[:60])
         if name in CALLBACK_PRIMITIVES:
             found.callbacks.append(name)
+        if eqn.primitive is compat.platform_index_primitive():
+            found.platform_dependent += 1
         for sub in sub_jaxprs(eqn.params):
             _scan(sub, found)
 

@@ -7,7 +7,9 @@ axis is exactly such a race under Triton). For every ``pallas_call`` with a
 blocked output, the output index map is evaluated for every grid point; two
 grid points that map to the same block break the rule. Outputs whose block is
 the whole array (kernels that index the output themselves) cannot be checked
-this way and are left alone.
+this way by the index map; for them, every write to the output inside the kernel body is
+followed back to ``pl.program_id``: a write whose location does not depend on some grid
+axis with more than one program is made by several programs at once (atomics excepted).
 """
 
 from __future__ import annotations
@@ -49,8 +51,13 @@ def _conflict(eqn: Any, call_index: int) -> str:
         return ""
     points = np.indices(grid).reshape(len(grid), -1).astype(np.int32)
     outputs = mapping.block_mappings[mapping.num_inputs: mapping.num_inputs + mapping.num_outputs]
+    whole = [i for i, b in enumerate(outputs) if _block_dims(b) == tuple(b.array_aval.shape)]
+    if whole:
+        problem = _whole_output_writes(eqn, mapping, grid, whole, call_index)
+        if problem:
+            return problem
     for out_index, block in enumerate(outputs):
-        if _block_dims(block) == tuple(block.array_aval.shape):
+        if out_index in whole:
             continue
         index_map = jax.vmap(compat.jaxpr_as_fun(block.index_map_jaxpr))
         blocks = index_map(*(jnp.asarray(points[axis]) for axis in range(len(grid))))
@@ -64,6 +71,89 @@ def _conflict(eqn: Any, call_index: int) -> str:
                     f"{tuple(int(v) for v in row)} of output {out_index} (grid {grid}); on a GPU "
                     "grid programs run in parallel, so they race. Give every program its own "
                     "output block (loop over the reduction inside the kernel)")
+    return ""
+
+
+# Writes to a ref (``ref[...] = v``, ``ref[...] += v``, masked stores); atomics are race-free.
+_WRITES = frozenset({"swap", "masked_swap", "addupdate", "store"})
+
+
+def _sub_bindings(eqn: Any) -> list[tuple[Any, list[Any]]]:
+    """(sub-jaxpr, the eqn operands bound to its inputs, positionally) for control flow."""
+    from jaxbench import compat
+
+    params, name = eqn.params, eqn.primitive.name
+    args = list(eqn.invars)
+    jaxpr = lambda v: v.jaxpr if isinstance(v, compat.ClosedJaxpr) else v  # noqa: E731
+    if name == "cond":
+        return [(jaxpr(b), args[1:]) for b in params["branches"]]
+    if name == "while":
+        nc, nb = params["cond_nconsts"], params["body_nconsts"]
+        carry = args[nc + nb:]
+        return [(jaxpr(params["cond_jaxpr"]), args[:nc] + carry),
+                (jaxpr(params["body_jaxpr"]), args[nc:nc + nb] + carry)]
+    found = []
+    for key in ("jaxpr", "call_jaxpr", "fun_jaxpr"):
+        value = params.get(key)
+        if isinstance(value, (compat.ClosedJaxpr, compat.Jaxpr)):
+            sub = jaxpr(value)
+            if len(sub.invars) == len(args):
+                found.append((sub, args))
+    return found
+
+
+def _location_axes(jaxpr: Any, deps: dict[Any, frozenset[int]], outputs: dict[Any, int],
+                   writes: list[tuple[int, frozenset[int]]]) -> None:
+    """Propagates grid-axis dependencies through ``jaxpr`` and records, for every write to an
+    output ref, the grid axes its location depends on."""
+    for _ in range(2):  # a second pass lets loop-carried values pick up their dependencies
+        for eqn in jaxpr.eqns:
+            name = eqn.primitive.name
+            operands = [deps.get(v, frozenset()) if not _is_literal(v) else frozenset()
+                        for v in eqn.invars]
+            if name == "program_id":
+                out = frozenset({int(eqn.params["axis"])})
+            else:
+                out = frozenset().union(*operands) if operands else frozenset()
+            for var in eqn.outvars:
+                deps[var] = deps.get(var, frozenset()) | out
+            if name in _WRITES and eqn.invars and eqn.invars[0] in outputs:
+                where = frozenset().union(*operands[2:]) if len(operands) > 2 else frozenset()
+                writes.append((outputs[eqn.invars[0]], where))
+            for sub, bound in _sub_bindings(eqn):
+                for inner, outer in zip(sub.invars, bound, strict=False):
+                    if not _is_literal(outer):
+                        deps[inner] = deps.get(inner, frozenset()) | deps.get(outer, frozenset())
+                        if outer in outputs:
+                            outputs[inner] = outputs[outer]
+                _location_axes(sub, deps, outputs, writes)
+                for inner_out, outer_out in zip(sub.outvars, eqn.outvars, strict=False):
+                    if not _is_literal(inner_out):
+                        deps[outer_out] = deps.get(outer_out, frozenset()) | \
+                            deps.get(inner_out, frozenset())
+
+
+def _is_literal(var: Any) -> bool:
+    return type(var).__name__ == "Literal"
+
+
+def _whole_output_writes(eqn: Any, mapping: Any, grid: tuple[int, ...], whole: list[int],
+                         call_index: int) -> str:
+    body = eqn.params["jaxpr"]
+    first_output = mapping.num_index_operands + mapping.num_inputs
+    refs = body.invars[first_output: first_output + mapping.num_outputs]
+    outputs = {ref: i for i, ref in enumerate(refs) if i in whole}
+    writes: list[tuple[int, frozenset[int]]] = []
+    _location_axes(body, {}, outputs, writes)
+    parallel = {axis for axis, n in enumerate(grid) if n > 1}
+    for out_index, axes in writes:
+        missing = sorted(parallel - axes)
+        if missing:
+            return (f"pallas_call #{call_index}: output {out_index} is one whole-array block, and "
+                    f"a write to it does not depend on grid axis {missing[0]} (of grid {grid}): "
+                    f"the {grid[missing[0]]} programs along that axis write the same elements "
+                    "in parallel on a GPU. Give each program its own output block (loop over "
+                    "the reduction inside the kernel), or use atomics")
     return ""
 
 

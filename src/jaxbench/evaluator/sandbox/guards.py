@@ -17,6 +17,7 @@ import resource
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 # Audit events that are never allowed once the candidate is loaded.
 _DENIED_EVENTS = frozenset({
@@ -55,6 +56,17 @@ _GETFRAME_CALLERS = ("/collections/__init__.py", "/typing.py", "/typing_extensio
 _GETFRAME_LIBRARY_CALLERS = ("/pydantic/type_adapter.py", "/absl/logging/__init__.py")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PROC_SECRETS = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(mem|environ|pagemap)$")
+
+
+def raised_by_untrusted_code(exc: BaseException) -> bool:
+    """Whether candidate-controlled code (compiled after lock-down, or living in the private
+    dir) is among the frames an exception passed through."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if _untrusted(tb.tb_frame):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 class SandboxViolation(PermissionError):
@@ -220,11 +232,45 @@ def _refuse(what: str):
     return refused
 
 
-def _disarm_unaudited() -> None:
-    """Replaces the few process/frame escapes CPython does not audit with refusals."""
+# Functions that reach the process or the OS from C++ without an audit event: the profiler's
+# trace writers and its TCP server. Refused (before the integrity snapshot is taken).
+_PROFILER_ENTRY_POINTS = ("start_server", "start_trace", "stop_trace", "trace",
+                          "save_device_memory_profile", "device_memory_profile")
+
+
+def _guarded_thread_start(start: Any) -> Any:
+    def start_new_thread(*args: Any, **kwargs: Any) -> Any:
+        if _state["active"]:
+            _local.busy = True  # the frame walk below is the guard's own, not audited
+            try:
+                untrusted = _untrusted_on_stack(sys._getframe(1))
+            finally:
+                _local.busy = False
+            if untrusted:
+                raise SandboxViolation("starting a thread is not allowed in a kernel")
+        return start(*args, **kwargs)
+
+    return start_new_thread
+
+
+def disarm_unaudited() -> None:
+    """Replaces the process, thread, frame and profiler escapes CPython does not audit with
+    refusals. Called before the integrity snapshot, so these replacements are the baseline."""
     spawn = sys.modules.get("_posixsubprocess")
     if spawn is not None:
         spawn.fork_exec = _refuse("_posixsubprocess.fork_exec")  # type: ignore[attr-defined]
+    # Threads started by candidate code could run beside the harness after the trace and swap
+    # what it calls; JAX's own threads (the TPU interpreter's simulated cores) are fine.
+    for module_name, attribute in (("_thread", "start_new_thread"), ("_thread", "start_new"),
+                                   ("threading", "_start_new_thread")):
+        module = sys.modules.get(module_name)
+        if module is not None and hasattr(module, attribute):
+            setattr(module, attribute, _guarded_thread_start(getattr(module, attribute)))
+    profiler = sys.modules.get("jax.profiler")
+    if profiler is not None:
+        for name in _PROFILER_ENTRY_POINTS:
+            if hasattr(profiler, name):
+                setattr(profiler, name, _refuse(f"jax.profiler.{name}"))
     for name in ("signal", "_signal"):  # a signal handler receives the interrupted frame
         mod = sys.modules.get(name)
         if mod is not None:
@@ -234,6 +280,5 @@ def _disarm_unaudited() -> None:
 def lock_down(temp_dir: Path) -> None:
     """From now on the audit hook enforces the rules (irreversibly for this process)."""
     install_hook()
-    _disarm_unaudited()
     _state["root"] = os.path.realpath(temp_dir)
     _state["active"] = True

@@ -161,7 +161,7 @@ def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> t
 
     if isinstance(exc, SandboxViolation):
         return "rejected", stage, f"sandbox: {exc}"
-    if isinstance(exc, PermissionError):
+    if isinstance(exc, PermissionError) or "PERMISSION_DENIED" in str(exc):
         return "rejected", stage, f"sandbox (OS isolation): {short_error(exc, 300)}"
     if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
         return "crashed", stage, f"{prefix}out of memory (limit reached): {short_error(exc, 300)}"
@@ -187,9 +187,9 @@ def _save_outputs(outbox: Outbox, runs: list[tuple[str, list[int], Any]]) -> Non
 
 
 def _memory_budgets(job: dict[str, Any], closed: Any, make_jaxpr: Any, kernel: Any,
-                    target: str) -> tuple[str, list[dict[str, Any]]]:
+                    target: str, only: str | None = None) -> tuple[str, list[dict[str, Any]]]:
     """On-chip memory of every kernel at every size the task defines (abstract traces of the
-    other sizes: cheap, and only ever a source of failures)."""
+    other sizes: cheap, and only ever a source of failures); ``only`` limits it to one size."""
     import jax
 
     from jaxbench import compat
@@ -198,6 +198,8 @@ def _memory_budgets(job: dict[str, Any], closed: Any, make_jaxpr: Any, kernel: A
     kind = job.get("tpu_device_kind", "TPU v6 lite")
     figures: list[dict[str, Any]] = []
     for size, specs in job.get("size_specs", {}).items():
+        if only is not None and size != only:
+            continue
         if size == job["size"]:
             trace = closed
         else:
@@ -236,23 +238,35 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
              for shape, dtype in job["specs"]]
     platform, target = job["platform"], job["target"]
     _preload_libraries(job["source"])
-    make_jaxpr = jax.make_jaxpr  # the candidate may not swap it under us
+    # Everything called after candidate code has run is bound now, before it loads.
+    make_jaxpr, jit, block = jax.make_jaxpr, jax.jit, jax.block_until_ready
+    export, with_interpret, jaxpr_as_fun = exporting.export, exporting.with_interpret, \
+        compat.jaxpr_as_fun
+    kind = job.get("tpu_device_kind", exporting.CROSS_LOWERING_TPU)
     outbox.flush()
+    guards.disarm_unaudited()
     snapshot = integrity.snapshot()
     guards.lock_down(directory)
 
-    # -- trace: the one and only run of candidate Python ------------------------------------
+    def patched(stage: str) -> bool:
+        """Harness code replaced since the snapshot (re-checked after every stage, since code
+        the candidate left behind, e.g. a finalizer, can run at any point)."""
+        found = integrity.changed(snapshot)
+        if found:
+            outbox.fail("rejected", stage, f"the kernel patched harness code: {found}")
+        return bool(found)
+
+    # -- trace: one trace; both exports come from it ----------------------------------------
     t0 = _perf_counter()
     try:
         module = _load_candidate(job["source"], job.get("filename", "<kernel>"))
         # Library kernels ask the current device for its TPU generation at trace time.
-        with (compat.abstract_tpu(job.get("tpu_device_kind", "TPU v6 lite")) if target == "tpu"
-              else contextlib.nullcontext()):
+        with compat.abstract_tpu(kind) if target == "tpu" else contextlib.nullcontext():
             closed = make_jaxpr(module.kernel)(*specs)
     except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
         return outbox.fail(*_verdict(exc, "compile_error", "trace"))
-    if (patched := integrity.changed(snapshot)):
-        return outbox.fail("rejected", "trace", f"the kernel patched harness code: {patched}")
+    if patched("trace"):
+        return None
     found = exporting.scan(closed)
     outbox.stage("trace", _perf_counter() - t0, kernels=found.kernels)
     if found.callbacks:
@@ -262,26 +276,34 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     if found.kernels == 0:
         return outbox.fail("no_pallas", "trace",
                            "no pallas_call in the traced kernel: the hot path must be Pallas")
+    if found.own_interpret:
+        return outbox.fail("rejected", "trace",
+                           f"the kernel passes interpret={found.own_interpret[0]} to pallas_call "
+                           "itself: kernels never choose interpret mode, the harness does "
+                           "(on a device it would time interpreter code)")
+    if found.platform_dependent:
+        return outbox.fail("rejected", "trace",
+                           "platform-dependent code (lax.platform_dependent) in the kernel: the "
+                           "module checked on the CPU and the module run on the chip would differ")
 
-    # -- lower: the exports, from that one trace ------------------------------------------
+    # -- lower: the exports ---------------------------------------------------------------------
     t0 = _perf_counter()
     if target == "gpu" and job.get("gpu_race_rule", True):
         problem = gpu_rules.parallel_write_conflict(closed)
         if problem:
             return outbox.fail("incorrect", "lower", f"GPU race rule: {problem}")
-    try:
-        problem, budgets = _memory_budgets(job, closed, make_jaxpr, module.kernel, target)
-    except Exception as exc:  # noqa: BLE001 - tracing at another size failed
-        return outbox.fail(*_verdict(exc, "compile_error", "lower", "tracing at another size: "))
-    if problem:
-        return outbox.fail("compile_error", "lower", problem)
+    # The budget at the evaluated size, from the one trace; reported by the parent after the
+    # judge's structure rules (and nothing is run on the untrusted side when it fails).
+    budget_problem, budgets = _memory_budgets(job, closed, make_jaxpr, module.kernel, target,
+                                              only=job["size"])
+    if budget_problem:
+        outbox.status.update(budget_problem=budget_problem, memory=budgets)
     ir: dict[str, Any] = {}
     try:
         from jaxbench.evaluator.artifacts import capture_kernel_ir
 
         with capture_kernel_ir() as kernel_ir:
-            exported = exporting.export(closed, specs, platform,
-                                        tpu_device_kind=job.get("tpu_device_kind", "TPU v6 lite"))
+            exported = export(closed, specs, platform, tpu_device_kind=kind)
         outbox.write(TARGET, exported.serialize())
         if job.get("save_ir"):
             ir = {"jaxpr": str(closed), "kernel_ir": "\n\n".join(kernel_ir)}
@@ -294,14 +316,16 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         if status == "compile_error":
             message = f"lowering for {target}: {hint}{short_error(exc)}"
         return outbox.fail(status, stage, message)
-    info: dict[str, Any] = {"platform": platform, "memory": budgets}
+    info: dict[str, Any] = {"platform": platform}
     if job.get("interpret_export"):
         try:
-            outbox.write(INTERPRET, exporting.export(closed, specs, "cpu", interpret=True).serialize())
+            outbox.write(INTERPRET, export(closed, specs, "cpu", interpret=True).serialize())
         except Exception as exc:  # noqa: BLE001 - judged here instead (marked untrusted)
             info["interpret_export_error"] = short_error(exc, 300)
     if ir:
         outbox.write(IR, json.dumps(ir).encode())
+    if patched("lower"):
+        return None
     outbox.stage("lower", _perf_counter() - t0, **info)
 
     # -- untrusted runs: add-only checks, or the fallback when no interpret export exists ----
@@ -309,36 +333,61 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     task = None
     t0 = _perf_counter()
     try:
-        if "interpret_export_error" in info and job.get("fallback_keys"):
+        if budget_problem:
+            pass
+        elif "interpret_export_error" in info and job.get("fallback_keys"):
             from jaxbench.tasks import get_task
 
             task = get_task(job["task"])
-            fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, True)))
+            fn = jit(jaxpr_as_fun(with_interpret(closed, True)))
             for i, key in enumerate(job["fallback_keys"]):
                 inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)),
                                           job["size"])
-                runs.append((f"untrusted{i}", key, jax.block_until_ready(fn(*inputs))))
-        probe = job.get("tpu_interpreter_key")
+                runs.append((f"untrusted{i}", key, block(fn(*inputs))))
+        probe = None if budget_problem else job.get("tpu_interpreter_key")
         if probe is not None:
             from jaxbench.tasks import get_task
 
             task = task or get_task(job["task"])
             params = compat.tpu_interpret_params(uninitialized_memory="nan",
                                                  **tpu_check_params(probe[0]))
-            fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, params)))
+            fn = jit(jaxpr_as_fun(with_interpret(closed, params)))
             inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(probe, np.uint32)),
                                       job["size"])
             try:
-                runs.append(("tpu_interpreter", probe, jax.block_until_ready(fn(*inputs))))
+                runs.append(("tpu_interpreter", probe, block(fn(*inputs))))
                 outbox.status["tpu_interpreter_race"] = compat.tpu_races_found()
                 outbox.status["tpu_interpreter"] = "ran"
-            except NotImplementedError as exc:  # JAX's interpreter (no candidate code runs here)
+            except NotImplementedError as exc:
+                if guards.raised_by_untrusted_code(exc):  # not JAX's interpreter saying so
+                    raise
                 outbox.status["tpu_interpreter"] = f"unsupported: {short_error(exc, 200)}"
     except Exception as exc:  # noqa: BLE001
         return outbox.fail(*_verdict(exc, "runtime_error", "correct", "untrusted interpreter: "))
+    if patched("correct"):
+        return None
     if runs:
         _save_outputs(outbox, runs)
         outbox.stage("probe", _perf_counter() - t0)
+
+    # -- memory budgets at the other sizes (after the exports: further traces run candidate
+    # code, and a kernel could make them differ from the exported trace: they predict) --------
+    if not budget_problem:
+        others = [s for s in job.get("size_specs", {}) if s != job["size"]]
+        for size in others:
+            try:
+                problem, found = _memory_budgets(job, closed, make_jaxpr, module.kernel, target,
+                                                 only=size)
+            except Exception as exc:  # noqa: BLE001 - tracing at another size failed
+                return outbox.fail(*_verdict(exc, "compile_error", "lower",
+                                             f"tracing at size {size!r}: "))
+            budgets += found
+            if problem:  # the parent applies it after the judge's structure rules
+                outbox.status["budget_problem"] = problem
+                break
+        outbox.status["memory"] = budgets
+    if patched("lower"):
+        return None
     outbox.status["status"] = "traced"
     outbox.flush()
 

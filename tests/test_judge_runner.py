@@ -1,0 +1,52 @@
+"""The trusted runner's device path (timing, recheck, on-device truth), exercised on the CPU.
+
+No accelerator here: the request names platform `cpu` and the module is a CPU
+interpret-mode export, with the kernel-presence rule relaxed for this test only.
+"""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbench.evaluator.arrays import unpack
+from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
+from jaxbench.evaluator.judge import rules, runner
+from jaxbench.evaluator.sandbox import exporting
+from jaxbench.evaluator.timing import summarize
+from jaxbench.tasks import get_task
+
+
+def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch):
+    task = get_task("12p_rmsnorm")
+    source = (task.folder / "seed_gpu.py").read_text()
+    namespace: dict = {}
+    exec(compile(source, "seed_gpu.py", "exec"), namespace)  # a trusted, shipped seed
+    specs = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in task.input_specs("small")]
+    closed = jax.make_jaxpr(namespace["kernel"])(*specs)
+    (tmp_path / "target.export").write_bytes(
+        exporting.export(closed, specs, "cpu", interpret=True).serialize())
+    check_target = rules.check_target
+    monkeypatch.setattr(rules, "check_target", lambda report, flops, frac: check_target(
+        report.__class__(**{**report.__dict__, "kernel_calls": 1}), flops, 1e9))
+    keys = derive_keys(b"s", task.id, "small", 2, "trial")
+    request = {"dir": str(tmp_path), "task": task.id, "size": "small", "platform": "cpu",
+               "mode": "device", "trial_keys": keys,
+               "recheck_keys": derive_keys(b"s", task.id, "small", 1, "recheck"),
+               "timing_keys": derive_keys(b"s", task.id, "small", 2, "timing"),
+               "timing": {"warmup": 1, "min_reps": 4, "max_reps": 6, "budget_s": 0.1}}
+    response = json.loads(json.dumps(runner.judge(request), default=str))
+    labels = [t["label"] for t in response["trials"]]
+    assert labels == ["trial0", "trial1", "recheck0"]
+    figures = summarize(response["timing"])
+    assert figures["reps"] >= 4 and figures["input_sets"] == 3 and figures["speedup"] > 0
+    outputs = unpack((tmp_path / "outputs.npy").read_bytes(), response["trials"])
+    truths = unpack((tmp_path / "truth.npy").read_bytes(), response["truth"])
+    host = GroundTruth()
+    for trial in response["trials"]:
+        np.testing.assert_allclose(truths[trial["label"]][0], host(task, "small", trial["key"])[0],
+                                   rtol=1e-5, atol=1e-5)
+        verdict = check_outputs(outputs[trial["label"]], task.output_shapes("small"),
+                                truths[trial["label"]], task.atol, task.rtol)
+        assert verdict.ok, verdict.message
