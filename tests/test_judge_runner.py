@@ -29,7 +29,8 @@ def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch
         exporting.export(closed, specs, "cpu", interpret=True).serialize())
     check_target = rules.check_target
     monkeypatch.setattr(rules, "check_target", lambda report, flops, frac: check_target(
-        report.__class__(**{**report.__dict__, "kernel_calls": 1}), flops, 1e9))
+        report.__class__(**{**report.__dict__, "kernel_calls": 1, "kernel_regions": []}), flops,
+        1e9))
     keys = derive_keys(b"s", task.id, "small", 2, "trial")
     request = {"dir": str(tmp_path), "task": task.id, "size": "small", "platform": "cpu",
                "mode": "device", "trial_keys": keys,

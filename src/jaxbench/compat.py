@@ -7,6 +7,7 @@ review. Each helper says what it wraps.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,13 +20,33 @@ jaxpr_as_fun = jex_core.jaxpr_as_fun
 
 
 
+_KERNEL_PRIMITIVE_NAMES = ("pallas_call_p", "core_map_p")
+
+
+@functools.cache
 def kernel_primitives() -> tuple[Any, ...]:
     """The Pallas primitives whose lowering *is* a kernel (they carry an ``interpret``
-    parameter), as objects: a user primitive that merely has the same name is not one."""
-    from jax._src.pallas import core as pallas_core
-    from jax._src.pallas import pallas_call as pallas_call_lib
+    parameter), as objects: a user primitive that merely has the same name is not one.
+    Found in whichever of JAX's Pallas modules defines them (they move between versions)."""
+    import importlib
+    import sys
 
-    return (pallas_call_lib.pallas_call_p, pallas_core.core_map_p)
+    for name in ("jax._src.pallas.pallas_call", "jax._src.pallas.core",
+                 "jax._src.pallas.primitives", "jax.experimental.pallas"):
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    found: dict[str, Any] = {}
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not module_name.startswith("jax._src.pallas"):
+            continue
+        for attribute in _KERNEL_PRIMITIVE_NAMES:
+            value = getattr(module, attribute, None)
+            if value is not None and attribute not in found:
+                found[attribute] = value
+    if "pallas_call_p" not in found:
+        raise RuntimeError(f"pallas_call_p not found in JAX {jax.__version__}: update "
+                           "jaxbench.compat.kernel_primitives")
+    return tuple(found.values())
 
 
 def is_kernel(eqn: Any) -> bool:
@@ -60,15 +81,22 @@ def tpu_interpret_params(**params: Any) -> Any:
 
 
 @contextlib.contextmanager
-def abstract_tpu(device_kind: str) -> Iterator[None]:
-    """Lowering for a TPU without one attached: Mosaic asks the "current device" for its
-    generation; an abstract mesh naming the chip answers."""
+def abstract_device(platform: str, device_kind: str) -> Iterator[None]:
+    """Lowering for a chip that is not attached: Mosaic asks the "current device" for its TPU
+    generation, and from JAX 0.11 Pallas' Triton lowering asks it for the GPU's compute
+    capability; an abstract mesh naming the chip answers both."""
     from jax._src import mesh as mesh_lib
 
-    device = mesh_lib.AbstractDevice(device_kind=device_kind, num_cores=1, platform="tpu")
+    kind = "tpu" if platform == "tpu" else "gpu"
+    device = mesh_lib.AbstractDevice(device_kind=device_kind, num_cores=1 if kind == "tpu" else None,
+                                     platform=kind)
     with jax.sharding.use_abstract_mesh(
             jax.sharding.AbstractMesh((1,), ("cross_lowering",), abstract_device=device)):
         yield
+
+
+def abstract_tpu(device_kind: str) -> Any:
+    return abstract_device("tpu", device_kind)
 
 
 def export_fn(fn: Any, specs: list[Any], platform: str, disabled_custom_calls: tuple[str, ...] = ()

@@ -26,6 +26,7 @@ CASES = [
     ("plain_jnp.py", GEMM, "no_pallas", "trace", "no pallas_call"),
     ("copy_matmul_in_xla.py", GEMM, "rejected", "lower", OUTSIDE),
     ("copy_rmsnorm_in_xla.py", NORM, "rejected", "lower", OUTSIDE),
+    ("copy_matmul_in_xla_gpu.py", GEMM, "rejected", "lower", OUTSIDE),
     ("pure_callback_static.py", GEMM, "rejected", "static", ".pure_callback"),
     ("io_callback_static.py", GEMM, "rejected", "static", "io_callback"),
     ("debug_print_in_kernel.py", GEMM, "rejected", "static", ".debug"),

@@ -13,6 +13,7 @@ compares the outputs with the float32 truth and computes every figure.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import shutil
@@ -23,7 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxbench.backends import resolve_mode
+import jax
+
+from jaxbench.backends import device_kind, resolve_mode
 from jaxbench.backends.peaks import peak_for, roofline_fraction
 from jaxbench.evaluator.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
@@ -148,6 +151,8 @@ class Evaluator:
             "tpu_interpreter_key": keys["probe"][0] if (
                 case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret) else None,
             "memory_bytes": case.memory_bytes, "file_bytes": 1 << 30,
+            # the chip to cross-lower for: the attached one in device mode
+            **({f"{case.target}_device_kind": device_kind()} if case.mode == "device" else {}),
             "save_ir": case.save_ir is not None,
         }
         if case.mode == "interpret":  # the truth is computed here while the others work
@@ -203,7 +208,10 @@ class Evaluator:
                 per_set = max(sum(s.nbytes for s in task.input_specs(size)), 1)
                 sets = min(16, max(3, -(-TIMING_CACHE_BYTES // per_set)))
                 request["timing_keys"] = derive_keys(self.secret, task.id, size, sets - 1, "timing")
-            outcome = self.runners.run(request, case.timeout_s, case.memory_bytes)
+            # On a device the runner's resident size counts mapped device memory: its host-memory
+            # watchdog applies in interpret mode only (device memory errors are XLA's to report).
+            outcome = self.runners.run(request, case.timeout_s,
+                                       case.memory_bytes if case.mode == "interpret" else None)
             budget = status.get("budget_problem")
             try:
                 response = _runner_verdict(outcome, case)
@@ -216,11 +224,17 @@ class Evaluator:
             if isinstance(budget, str):
                 raise StageFailure("compile_error", "lower", budget[:2000])
             outputs, truths = {}, {}
+            # The trusted runner's streams: capped by what the outputs can take (4 bytes an
+            # element covers float32 truths), with room for the .npy headers.
+            runs = len(request["trial_keys"]) + len(request["recheck_keys"])
+            cap = runs * (4 * sum(math.prod(x.shape) for x in jax.tree_util.tree_leaves(
+                task.output_shapes(size))) + (1 << 16))
             try:
                 if response.get("trials"):
-                    outputs = unpack((directory / "outputs.npy").read_bytes(), response["trials"])
+                    outputs = unpack((directory / "outputs.npy").read_bytes(), response["trials"],
+                                     cap)
                 if response.get("truth"):
-                    truths = unpack((directory / "truth.npy").read_bytes(), response["truth"])
+                    truths = unpack((directory / "truth.npy").read_bytes(), response["truth"], cap)
             except (MalformedOutputs, OSError) as exc:
                 raise StageFailure("crashed", "correct", f"judge output unreadable: {exc}") from None
         finally:

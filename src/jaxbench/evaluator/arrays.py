@@ -40,12 +40,13 @@ def pack(runs: Iterable[tuple[str, Any, Any]]) -> tuple[bytes, list[dict[str, An
     return buffer.getvalue(), layout
 
 
-def unpack(data: bytes, layout: Any) -> dict[str, list[np.ndarray]]:
-    """label -> output arrays, validated against the layout; raises MalformedOutputs."""
+def unpack(data: bytes, layout: Any, max_bytes: int = MAX_BYTES) -> dict[str, list[np.ndarray]]:
+    """label -> output arrays, validated against the layout; raises MalformedOutputs.
+    ``max_bytes`` caps the stream (callers that know the expected outputs pass their size)."""
     import jax.numpy as jnp
     import ml_dtypes  # noqa: F401 - registers bfloat16 & co. with numpy
 
-    if len(data) > MAX_BYTES or not isinstance(layout, list):
+    if len(data) > max_bytes or not isinstance(layout, list):
         raise MalformedOutputs("output stream too large or layout not a list")
     stream = io.BytesIO(data)
     outputs: dict[str, list[np.ndarray]] = {}

@@ -19,8 +19,10 @@ import jax
 from jaxbench import compat
 
 KERNEL_PREFIX = "jaxbench_kernel"
-# The chip a TPU kernel is lowered for when no TPU is attached: JAXBench's target, TPU v6e.
+# The chips kernels are lowered for when none is attached: JAXBench's TPU v6e, and an H200
+# (the parent names the real device in device mode).
 CROSS_LOWERING_TPU = "TPU v6 lite"
+CROSS_LOWERING_GPU = "NVIDIA H200"
 # Triton's custom call has no export compatibility guarantee; the judge allow-lists it itself.
 UNSTABLE_KERNEL_TARGETS = {"cuda": ("__gpu$xla.gpu.triton",)}
 
@@ -73,14 +75,19 @@ def with_interpret(closed: Any, interpret: Any) -> Any:
 
 
 def export(closed: Any, specs: list[Any], platform: str, interpret: Any = False,
-           tpu_device_kind: str = CROSS_LOWERING_TPU) -> Any:
+           tpu_device_kind: str = CROSS_LOWERING_TPU,
+           gpu_device_kind: str = CROSS_LOWERING_GPU) -> Any:
     """The ``jax.export.Exported`` of the traced computation for ``platform``."""
-    fn = compat.jaxpr_as_fun(with_interpret(closed, interpret))
     disabled = UNSTABLE_KERNEL_TARGETS.get(platform, ())
-    if platform == "tpu":
-        with compat.abstract_tpu(tpu_device_kind):
+    if platform in ("tpu", "cuda"):
+        kind = tpu_device_kind if platform == "tpu" else gpu_device_kind
+        # The kernel wrappers are built inside the chip's context too: each records the
+        # abstract mesh it was traced under, and lowering asks that one for the chip.
+        with compat.abstract_device(platform, kind):
+            fn = compat.jaxpr_as_fun(with_interpret(closed, interpret))
             return compat.export_fn(fn, specs, platform, disabled)
-    return compat.export_fn(fn, specs, platform, disabled)
+    return compat.export_fn(compat.jaxpr_as_fun(with_interpret(closed, interpret)), specs,
+                            platform, disabled)
 
 
 CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "debug_callback", "callback")

@@ -47,7 +47,27 @@ def _conflict(eqn: Any, call_index: int) -> str:
     except TypeError:  # dynamic grid bounds
         return ""
     programs = math.prod(grid)
-    if programs <= 1 or programs > MAX_PROGRAMS:
+    if programs <= 1:
+        return ""
+    outputs = mapping.block_mappings[mapping.num_inputs: mapping.num_inputs + mapping.num_outputs]
+    for out_index, block in enumerate(outputs):
+        if _block_dims(block) == tuple(block.array_aval.shape):
+            continue
+        # Cheap and size-independent: a grid axis the output's index map ignores.
+        index_map = block.index_map_jaxpr.jaxpr
+        deps = {var: frozenset({axis}) for axis, var in enumerate(index_map.invars[:len(grid)])}
+        _location_axes(index_map, deps, {}, [])
+        used = frozenset().union(*(deps.get(v, frozenset()) for v in index_map.outvars
+                                   if not _is_literal(v)))
+        ignored = [axis for axis, n in enumerate(grid) if n > 1 and axis not in used]
+        if ignored:
+            axis = ignored[0]
+            return (f"pallas_call #{call_index}: output {out_index}'s block does not depend on grid "
+                    f"axis {axis} (grid {grid}): its {grid[axis]} programs along that axis write "
+                    "the same block; on a GPU grid programs run in parallel, so they race. Give "
+                    "every program its own output block (loop over the reduction inside the "
+                    "kernel)")
+    if programs > MAX_PROGRAMS:
         return ""
     points = np.indices(grid).reshape(len(grid), -1).astype(np.int32)
     outputs = mapping.block_mappings[mapping.num_inputs: mapping.num_inputs + mapping.num_outputs]

@@ -19,7 +19,6 @@ add failures, since nothing here is believed when it claims success.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -205,7 +204,10 @@ def _memory_budgets(job: dict[str, Any], closed: Any, make_jaxpr: Any, kernel: A
         else:
             avals = [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype))
                      for shape, dtype in specs]
-            with (compat.abstract_tpu(kind) if target == "tpu" else contextlib.nullcontext()):
+            platform = "tpu" if target == "tpu" else "cuda"
+            device = kind if target == "tpu" else job.get("gpu_device_kind",
+                                                          "NVIDIA H200")
+            with compat.abstract_device(platform, device):
                 trace = make_jaxpr(kernel)(*avals)
         problem, found = memory_rules.check(trace, target, size, kind)
         figures += found
@@ -243,6 +245,9 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     export, with_interpret, jaxpr_as_fun = exporting.export, exporting.with_interpret, \
         compat.jaxpr_as_fun
     kind = job.get("tpu_device_kind", exporting.CROSS_LOWERING_TPU)
+    gpu_kind = job.get("gpu_device_kind", exporting.CROSS_LOWERING_GPU)
+    chip = (lambda: compat.abstract_device("tpu", kind)) if target == "tpu" else \
+        (lambda: compat.abstract_device("cuda", gpu_kind))
     outbox.flush()
     guards.disarm_unaudited()
     snapshot = integrity.snapshot()
@@ -261,7 +266,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     try:
         module = _load_candidate(job["source"], job.get("filename", "<kernel>"))
         # Library kernels ask the current device for its TPU generation at trace time.
-        with compat.abstract_tpu(kind) if target == "tpu" else contextlib.nullcontext():
+        with chip():
             closed = make_jaxpr(module.kernel)(*specs)
     except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
         return outbox.fail(*_verdict(exc, "compile_error", "trace"))
@@ -303,7 +308,8 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         from jaxbench.evaluator.artifacts import capture_kernel_ir
 
         with capture_kernel_ir() as kernel_ir:
-            exported = export(closed, specs, platform, tpu_device_kind=kind)
+            exported = export(closed, specs, platform, tpu_device_kind=kind,
+                              gpu_device_kind=gpu_kind)
         outbox.write(TARGET, exported.serialize())
         if job.get("save_ir"):
             ir = {"jaxpr": str(closed), "kernel_ir": "\n\n".join(kernel_ir)}
