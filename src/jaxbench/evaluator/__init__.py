@@ -46,6 +46,7 @@ MAX_STATUS_BYTES = 1 << 20
 MAX_EXPORT_BYTES = 256 << 20
 MAX_PROBE_BYTES = 2 << 30
 
+
 def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str]:
     """(source, filename) from a path or from source text."""
     if isinstance(source_or_path, os.PathLike) or (
