@@ -66,3 +66,43 @@ def test_runner_never_holds_a_candidate(evaluator):
     loaded = runner.request({"op": "modules"}, 60, None).response["modules"]
     assert "jaxbench.evaluator.judge.rules" in loaded and "jaxbench.tasks" in loaded
     assert not [m for m in loaded if "sandbox" in m or m in ("candidate", "trusted_kernel")]
+
+
+def test_tracers_and_runners_die_with_their_parent():
+    """SIGKILL the process that owns the pools: its warm tracer and runner go with it."""
+    import os
+    import signal
+    import time
+
+    # The runner is busy (an endless loop inside a kernel) when its owner dies: it cannot
+    # notice its closed input, only the parent-death signal stops it.
+    endless = Path(__file__).parent / "adversarial/kernels/endless_kernel_loop.py"
+    code = ("import sys, time\n"
+            "from jaxbench.evaluator import Evaluator\n"
+            "ev = Evaluator(spares=1)\n"
+            "print(ev.pool._spares.queue[0].proc.pid, ev.runners._idle.queue[0].proc.pid,"
+            " flush=True)\n"
+            f"ev.evaluate({str(endless)!r}, '8p_gemm', trials=1, timeout_s=120, "
+            "tpu_interpret=False)\n")
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    try:
+        children = [int(p) for p in owner.stdout.readline().split()]
+        assert len(children) == 2 and all(Path(f"/proc/{p}").exists() for p in children)
+        time.sleep(15)  # the tracer is done and the runner is spinning in the kernel's loop
+        assert _alive(children[1])
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(p) for p in children):
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in children), "a child outlived its parent"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -55,6 +55,19 @@ class _Worker:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def die_with_parent() -> bool:
+    """In a child: SIGKILL when the parent dies (Linux ``PR_SET_PDEATHSIG``; it fires when the
+    *thread* that started the child exits, so pools start children from one long-lived
+    thread). False where the OS cannot."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return False
+
+
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL to a process's whole group (it was started in a session of its own), reaped."""
     try:

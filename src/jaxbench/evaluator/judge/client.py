@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,18 +111,24 @@ class RunnerPool:
         self._idle: queue.Queue[Runner] = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
+        # Runners die with the thread that started them (their parent-death signal): all are
+        # started from one thread that lives as long as the pool.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxbench-runners")
         for _ in range(spares):
-            self._idle.put(Runner(self._env))
+            self._idle.put(self._spawn())
+
+    def _spawn(self) -> Runner:
+        return self._spawner.submit(Runner, self._env).result()
 
     def run(self, payload: dict[str, Any], timeout_s: float,
             memory_bytes: int | None) -> RunnerOutcome:
         try:
             runner = self._idle.get_nowait()
         except queue.Empty:
-            runner = Runner(self._env)
+            runner = self._spawn()
         if not runner.alive:
             runner.kill()
-            runner = Runner(self._env)
+            runner = self._spawn()
         outcome = runner.request(payload, timeout_s, memory_bytes)
         with self._lock:
             keep = outcome.response is not None and runner.alive and not self._closed
@@ -139,3 +146,4 @@ class RunnerPool:
                 self._idle.get_nowait().kill()
             except queue.Empty:
                 break
+        self._spawner.shutdown(wait=False)

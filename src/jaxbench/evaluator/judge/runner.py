@@ -215,6 +215,9 @@ def _warm_up() -> None:
 
 
 def main() -> None:
+    from jaxbench.evaluator.pool import die_with_parent
+
+    die_with_parent()  # a runner busy with a long module must not outlive its parent
     # Responses go through a private copy of stdout; library chatter goes to stderr.
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
