@@ -1,4 +1,4 @@
-"""The metric formulas of DESIGN.md, each against values computed by hand."""
+"""The metric formulas of docs/design.md, each against values computed by hand."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """jaxbench: a benchmark, evaluation harness and optimizing agents for Pallas kernels.
 
-Public API (fixed names, see DESIGN.md)::
+Public API (fixed names, see docs/design.md)::
 
     jaxbench.get_task("8p_gemm")           # the Task
     jaxbench.list_tasks(suite="jaxbench")  # all tasks of a suite

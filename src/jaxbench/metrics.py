@@ -1,4 +1,4 @@
-"""The benchmark's metrics, exactly as DESIGN.md defines them. Pure functions.
+"""The benchmark's metrics, exactly as docs/design.md defines them. Pure functions.
 
 A *sample* is one evaluated candidate: ``(correct: bool, speedup: float | None)``.
 Per task, samples are in the order they were drawn.

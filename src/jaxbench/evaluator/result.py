@@ -1,4 +1,4 @@
-"""Statuses, stages and the evaluation-result record (the contract of DESIGN.md)."""
+"""Statuses, stages and the evaluation-result record (the contract of docs/design.md)."""
 
 from __future__ import annotations
 
