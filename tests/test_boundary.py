@@ -68,8 +68,9 @@ def test_runner_never_holds_a_candidate(evaluator):
     assert not [m for m in loaded if "sandbox" in m or m in ("candidate", "trusted_kernel")]
 
 
-def test_tracers_and_runners_die_with_their_parent():
-    """SIGKILL the process that owns the pools: its warm tracer and runner go with it."""
+def test_tracers_and_runners_die_with_their_parent(tmp_path):
+    """SIGKILL the process that owns the pools: its warm tracer and runner go with it. (The
+    owner cannot clean up after a SIGKILL: its files go to tmp_path.)"""
     import os
     import signal
     import time
@@ -85,7 +86,7 @@ def test_tracers_and_runners_die_with_their_parent():
             f"ev.evaluate({str(endless)!r}, '8p_gemm', trials=1, timeout_s=120, "
             "tpu_interpret=False)\n")
     owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
+                             env={**os.environ, "JAX_PLATFORMS": "cpu", "TMPDIR": str(tmp_path)})
     try:
         children = [int(p) for p in owner.stdout.readline().split()]
         assert len(children) == 2 and all(Path(f"/proc/{p}").exists() for p in children)
