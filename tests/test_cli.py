@@ -82,3 +82,20 @@ def test_run_directory_with_unknown_task_file_is_a_usage_error(tmp_path):
     (tmp_path / "no_such_task.py").write_text("def kernel(x):\n    return x\n")
     out = jaxbench("run", "--kernels", tmp_path)
     assert out.returncode == 2 and "unknown task 'no_such_task'" in out.stderr
+
+
+def test_no_library_module_imports_the_cli():
+    """The CLI is the top layer: nothing under src/jaxbench imports it (shared terminal helpers
+    live in jaxbench.terminal)."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "src/jaxbench").rglob("*.py")):
+        if path.name == "cli.py" and path.parent.name == "jaxbench":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n == "jaxbench.cli" or n.startswith("jaxbench.cli.") for n in names):
+                offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []

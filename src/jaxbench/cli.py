@@ -11,26 +11,15 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from jaxbench.tasks import UnknownTaskError
+from jaxbench.terminal import console as _console
+from jaxbench.terminal import usage_error as _usage_error
 
 USAGE_ERRORS = (UnknownTaskError, FileNotFoundError, KeyError, ValueError)
-
-
-def _usage_error(message: str) -> NoReturn:
-    click.echo(f"jaxbench: error: {message}", err=True)
-    sys.exit(2)
-
-
-def _console(stderr: bool = False):
-    from rich.console import Console
-
-    # Wide tables when piped to a file or CI log (rich falls back to 80 columns there).
-    width = None if (sys.stderr if stderr else sys.stdout).isatty() else 160
-    return Console(stderr=stderr, highlight=False, width=width)
 
 
 class _Group(click.Group):

@@ -332,7 +332,7 @@ def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
-    from jaxbench.cli import _usage_error
+    from jaxbench.terminal import usage_error as _usage_error
 
     try:
         tasks = _select(suite, task_ids)

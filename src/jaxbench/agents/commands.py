@@ -94,9 +94,9 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from jaxbench.cli import _console
+    from jaxbench.terminal import console as make_console
 
-    console = _console(stderr=True)
+    console = make_console(stderr=True)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console)
     with progress:
@@ -119,5 +119,5 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
     run.finish()
     from jaxbench.report.summary import print_summary, summarize
 
-    print_summary(summarize(out_dir), _console())
+    print_summary(summarize(out_dir), make_console())
     click.echo(f"run directory: {out_dir}")
