@@ -67,13 +67,6 @@ def join_effects(eqns: list[Any]) -> Any:
     return core.join_effects(*(e.effects for e in eqns))
 
 
-def interpret_flag_setting() -> Any:
-    """The config setting Pallas reads at trace time to force interpret mode."""
-    from jax._src import config as jax_config
-
-    return jax_config.pallas_tpu_interpret_mode_context_manager
-
-
 def tpu_interpret_params(**params: Any) -> Any:
     from jax.experimental.pallas import tpu as pltpu
 

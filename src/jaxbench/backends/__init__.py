@@ -9,7 +9,7 @@ trace time for every call.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import jax
@@ -84,36 +84,6 @@ def reset_tpu_interpreter() -> None:
         interpret_pallas_call.reset_tpu_interpret_mode_state()
 
 
-def tpu_races_found() -> bool:
-    """Whether the last TPU-interpreter run with ``detect_races`` found a data race."""
-    from jax._src.pallas.mosaic.interpret import interpret_pallas_call
-
-    races = getattr(interpret_pallas_call, "races", None)
-    return bool(races is not None and races.races_found)
-
-
-# The chip a TPU kernel is lowered for when no TPU is attached: JAXBench's target, TPU v6e.
-CROSS_LOWERING_TPU = "TPU v6 lite"
-
-
-def cross_lower(fn: Callable[..., Any], args: tuple, target: str) -> Any:
-    """Lowers ``fn(*args)`` for ``target`` from any host (``jax.stages.Lowered``).
-
-    Off a TPU, Mosaic's lowering asks the "current device" for its TPU generation
-    (integer division, tuned block tables); an abstract mesh naming a TPU v6e answers.
-    """
-    platform = LOWERING_PLATFORM[target]
-    context: Any = contextlib.nullcontext()
-    if target == "tpu" and accelerator_platform() != "tpu":
-        from jax._src import mesh as mesh_lib
-
-        device = mesh_lib.AbstractDevice(device_kind=CROSS_LOWERING_TPU, num_cores=1, platform="tpu")
-        context = jax.sharding.use_abstract_mesh(
-            jax.sharding.AbstractMesh((1,), ("cross_lowering",), abstract_device=device))
-    with context:
-        return jax.jit(fn).trace(*args).lower(lowering_platforms=(platform,))
-
-
 def device_kind() -> str:
     try:
         return jax.devices()[0].device_kind
@@ -122,7 +92,6 @@ def device_kind() -> str:
 
 
 __all__ = [
-    "LOWERING_PLATFORM", "PEAKS", "accelerator_platform", "cross_lower", "device_kind",
-    "interpret_mode", "peak_for", "reset_tpu_interpreter", "resolve_mode", "tpu_check_params",
-    "tpu_races_found",
+    "LOWERING_PLATFORM", "PEAKS", "accelerator_platform", "device_kind", "interpret_mode",
+    "peak_for", "reset_tpu_interpreter", "resolve_mode", "tpu_check_params",
 ]

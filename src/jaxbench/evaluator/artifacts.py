@@ -71,16 +71,6 @@ def _analysis(fn: Callable[[], Any]) -> Any:
     return str(value)
 
 
-def lowered_artifacts(closed_jaxpr: Any, lowered: Any, kernel_ir: list[str]) -> dict[str, Any]:
-    """What can be had without hardware: jaxpr, StableHLO, kernel IR, HLO cost analysis."""
-    return {
-        "jaxpr": str(closed_jaxpr),
-        "stablehlo": lowered.as_text(),
-        "kernel_ir": "\n\n".join(kernel_ir),
-        "cost_analysis": _analysis(lowered.cost_analysis),
-    }
-
-
 def compiled_artifacts(compiled: Any) -> dict[str, Any]:
     """On a device: XLA's optimised HLO, cost and memory analyses of the compiled kernel."""
     return {

@@ -12,7 +12,6 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -70,24 +69,6 @@ class GroundTruth:
                 self(task, size, key)
             except Exception:  # noqa: BLE001 - the judging call raises it again
                 return
-
-
-def read_outputs(path: Path, trials: list[dict[str, Any]]) -> dict[str, list[np.ndarray]]:
-    """Reads the worker's output stream back into arrays of their declared dtypes."""
-    import ml_dtypes  # noqa: F401 - registers bfloat16 & co. with numpy
-
-    outputs: dict[str, list[np.ndarray]] = {}
-    with open(path, "rb") as f:
-        for trial in trials:
-            leaves = []
-            for leaf in trial["leaves"]:
-                arr = np.load(f, allow_pickle=False)
-                dtype = jnp.dtype(leaf["dtype"])
-                if arr.dtype != dtype:
-                    arr = arr.view(dtype)
-                leaves.append(arr.reshape(leaf["shape"]))
-            outputs[trial["label"]] = leaves
-    return outputs
 
 
 def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarray],
