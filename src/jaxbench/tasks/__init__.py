@@ -23,9 +23,14 @@ class UnknownTaskError(KeyError):
         return str(self.args[0])
 
 
-def _sort_key(task_id: str) -> tuple[int, str]:
-    m = re.match(r"(\d+)", task_id)
-    return (int(m.group(1)) if m else 10**9, task_id)
+def _sort_key(task: Task) -> tuple[str, int, str]:
+    """Catalogue order: the suite, then ``meta["number"]`` or the ID's leading number
+    (1p, 2p, ..., 17p, 18k, ...; not lexicographic), then the ID."""
+    number = task.meta.get("number")
+    if number is None:
+        m = re.match(r"(\d+)", task.id)
+        number = int(m.group(1)) if m else 10**9
+    return (task.suite, int(number), task.id)
 
 
 @cache
@@ -45,7 +50,7 @@ def _registry() -> dict[str, Task]:
             if task.id in tasks:
                 raise RuntimeError(f"duplicate task id {task.id} in {folder}")
             tasks[task.id] = task
-    return dict(sorted(tasks.items(), key=lambda kv: (kv[1].suite, _sort_key(kv[0]))))
+    return {t.id: t for t in sorted(tasks.values(), key=_sort_key)}
 
 
 def list_tasks(suite: str | None = None) -> list[Task]:

@@ -109,7 +109,10 @@ class Task:
             draws (page tables, sorted group sizes ...); default draws each spec.
         atol, rtol: the correctness tolerance, compared in float32.
         suite: the suite the task belongs to.
-        meta: source model, family, level, and ``repair`` for repaired tasks.
+        meta: source model, family, level, catalogue ``number`` (orders the suite), and
+            ``repair`` (what was changed from a published version) for repaired tasks.
+        unrepaired_reference: for a repaired task whose math changed, the published
+            version's reference, kept for the record (never used to judge).
         description: what the task computes (defaults to the module docstring).
     """
 
@@ -127,6 +130,7 @@ class Task:
         rtol: float = DEFAULT_RTOL,
         suite: str = "jaxbench",
         meta: Mapping[str, Any] | None = None,
+        unrepaired_reference: Callable[..., Any] | None = None,
         description: str = "",
     ) -> None:
         missing = [s for s in SIZES if s not in sizes]
@@ -143,6 +147,7 @@ class Task:
         self.rtol = rtol
         self.suite = suite
         self.meta = dict(meta or {})
+        self.unrepaired_reference = unrepaired_reference
         self.description = description
         self.folder: Path | None = None  # set by the registry
         self._draw_jit: dict[str, Callable[[jax.Array], tuple]] = {}
