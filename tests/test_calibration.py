@@ -18,11 +18,15 @@ def test_honest_kernels_with_scaffolding_are_correct(evaluator, name):
 @pytest.mark.parametrize("name,words", [
     ("whole_matrix_block.py", ["memory budget at size 'full'", "VMEM on TPU v6 lite",
                                "input 1 block (8192, 28672) x2 = 896.0 MiB"]),
-    ("gpu_whole_row_tensor.py", ["memory budget at size 'full'", "(8192, 256) tensor",
-                                 "more than 1048576 (2^20) elements"]),
+    # Doomed at both sizes: the shared-memory estimate at the small size (the whole (K, 256)
+    # float32 panel is a dot operand), and Triton's 2^20-element limit at full size
+    # (tests/test_triton_rules.py checks that one by size).
+    ("gpu_whole_row_tensor.py", ["Triton's rules at size 'small'", "Triton rule shared_memory",
+                                 "gpu_whole_row_tensor.py:15"]),
 ])
 def test_kernels_the_chip_would_refuse_fail_at_lower(evaluator, name, words):
-    """Correct at the small size, over the chip's limits at full size: found by tracing alone."""
+    """Over the chip's limits (at full size, or already at the small one): found by tracing
+    alone, before anything runs."""
     result = evaluator.evaluate(KERNELS / name, "8p_gemm", trials=1, tpu_interpret=False)
     assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
     for w in words:

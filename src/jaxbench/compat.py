@@ -118,3 +118,20 @@ def tpu_races_found() -> bool:
     """Whether the last TPU-interpreter run with ``detect_races`` found a data race."""
     races = getattr(tpu_interpreter_state(), "races", None)
     return bool(races is not None and races.races_found)
+
+
+def user_frame(eqn: Any) -> tuple[str, int] | None:
+    """(file name, line) of the first non-JAX frame that made an equation, or None."""
+    from jax._src import source_info_util
+
+    info = getattr(eqn, "source_info", None)
+    traceback = getattr(info, "traceback", None)
+    if traceback is None:
+        return None
+    try:
+        frame = source_info_util.user_frame(traceback)
+    except Exception:  # noqa: BLE001 - an internal API that may change shape
+        return None
+    if frame is None:
+        return None
+    return frame.file_name, int(frame.start_line)

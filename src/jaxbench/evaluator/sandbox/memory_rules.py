@@ -11,11 +11,11 @@ tracer traces every size the task defines and checks each kernel:
   kernel's ``vmem_limit_bytes`` if it sets one, else the chip's scoped default;
   never above the chip's physical VMEM. Over the limit is what Mosaic reports
   as ``RESOURCE_EXHAUSTED ... vmem`` on the chip.
-- **GPU (Triton)**: Triton refuses any tensor of more than 2^20 elements; every
-  value the kernel body computes (loads included) is one, so a larger one is a
-  compile error. The bytes of the program's blocks are reported beside it
-  (what a block holds is loaded in pieces the kernel chooses, so blocks
-  themselves are not limited).
+- **GPU (Triton)**: Triton's rules on the kernel body's tensors (power-of-two sizes,
+  at most 2^20 elements, masked edge blocks, a shared-memory estimate), in
+  :mod:`jaxbench.evaluator.sandbox.triton_rules`. The bytes of the program's blocks
+  are reported beside them (what a block holds is loaded in pieces the kernel
+  chooses, so blocks themselves are not limited).
 
 The figures per chip are in :data:`TPU_VMEM`, with their sources.
 """
@@ -43,9 +43,6 @@ TPU_VMEM = {
     "TPU v6 lite": (32 * MiB, 128 * MiB),
     "TPU v6e": (32 * MiB, 128 * MiB),
 }
-TRITON_MAX_NUMEL = 1 << 20
-# Shared memory a thread block may use on Hopper (H100/H200: 227 KiB of the SM's 228 KiB).
-GPU_SHARED_BYTES = 227 * 1024
 
 
 def _dims(block_mapping: Any) -> list[int]:
@@ -112,41 +109,28 @@ def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
             ), figures
 
 
-def _largest_value(jaxpr: Any) -> tuple[int, tuple[int, ...], str]:
-    """The largest array value (not a ref) computed anywhere in a kernel body."""
-    from jaxbench.evaluator.sandbox.exporting import sub_jaxprs
+def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
+               locate: Any = None) -> tuple[str, dict[str, Any]]:
+    """(problem or '', figures) for one GPU ``pallas_call``: Triton's rules
+    (:mod:`jaxbench.evaluator.sandbox.triton_rules`) for Triton kernels."""
+    from jaxbench.evaluator.sandbox import triton_rules
 
-    best = (0, (), "")
-    for eqn in jaxpr.eqns:
-        for var in eqn.outvars:
-            aval = getattr(var, "aval", None)
-            shape = getattr(aval, "shape", None)
-            if shape is None or type(aval).__name__ == "AbstractRef":
-                continue
-            numel = math.prod(int(d) for d in shape)
-            if numel > best[0]:
-                best = (numel, tuple(int(d) for d in shape), eqn.primitive.name)
-        for sub in sub_jaxprs(eqn.params):
-            best = max(best, _largest_value(sub))
-    return best
-
-
-def gpu_blocks(eqn: Any) -> tuple[str, dict[str, Any]]:
-    """(problem or '', figures) for one Triton ``pallas_call``: every tensor the kernel body
-    computes (loads included) must have at most 2^20 elements."""
     mapping = eqn.params["grid_mapping"]
     nbytes = sum(math.prod(_dims(b)) * np.dtype(b.array_aval.dtype).itemsize
                  for b in mapping.block_mappings)
-    numel, shape, primitive = _largest_value(eqn.params["jaxpr"])
-    figures = {"block_bytes": nbytes, "largest_tensor_elements": numel}
-    if numel <= TRITON_MAX_NUMEL:
+    figures: dict[str, Any] = {"block_bytes": nbytes}
+    if not triton_rules.is_triton(eqn):
         return "", figures
-    return (f"the kernel body computes a {shape} tensor ({primitive}, {numel} elements); Triton "
-            f"refuses tensors of more than {TRITON_MAX_NUMEL} (2^20) elements. Load smaller "
-            "pieces and loop inside the kernel"), figures
+    found, numbers = triton_rules.check(eqn, device_kind, locate)
+    figures.update(numbers)
+    if not found:
+        return "", figures
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return f"{found[0]}{more}", figures
 
 
-def check(closed: Any, target: str, size: str, device_kind: str) -> tuple[str, list[dict[str, Any]]]:
+def check(closed: Any, target: str, size: str, device_kind: str, gpu_kind: str = "NVIDIA H200",
+          locate: Any = None) -> tuple[str, list[dict[str, Any]]]:
     """The first budget problem among the kernels of a trace at ``size`` ('' if none), and the
     per-kernel figures."""
     from jaxbench.evaluator.sandbox.exporting import scan
@@ -156,10 +140,12 @@ def check(closed: Any, target: str, size: str, device_kind: str) -> tuple[str, l
         if eqn.primitive.name != "pallas_call":
             continue
         try:
-            problem, numbers = tpu_vmem(eqn, device_kind) if target == "tpu" else gpu_blocks(eqn)
+            problem, numbers = tpu_vmem(eqn, device_kind) if target == "tpu" else \
+                gpu_blocks(eqn, gpu_kind, locate)
         except Exception:  # noqa: BLE001 - an unusual grid spec: no figure, no verdict
             continue
         figures.append({"kernel": index, "size": size, **numbers})
         if problem:
-            return f"memory budget at size {size!r}, pallas_call #{index}: {problem}", figures
+            what = "Triton's rules" if problem.startswith("Triton rule") else "memory budget"
+            return f"{what} at size {size!r}, pallas_call #{index}: {problem}", figures
     return "", figures

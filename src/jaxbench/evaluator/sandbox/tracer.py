@@ -51,7 +51,7 @@ def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
     from jaxbench import compat  # noqa: F401
     from jaxbench.backends import interpret_mode  # noqa: F401
     from jaxbench.evaluator import arrays, artifacts, result  # noqa: F401
-    from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity, memory_rules  # noqa: F401
+    from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity, memory_rules, triton_rules  # noqa: F401
 
     with_triton = True
     try:
@@ -209,7 +209,11 @@ def _memory_budgets(job: dict[str, Any], closed: Any, make_jaxpr: Any, kernel: A
                                                           "NVIDIA H200")
             with compat.abstract_device(platform, device):
                 trace = make_jaxpr(kernel)(*avals)
-        problem, found = memory_rules.check(trace, target, size, kind)
+        from jaxbench.evaluator.sandbox.triton_rules import location
+
+        gpu_kind = job.get("gpu_device_kind", "NVIDIA H200")
+        locate = location(job.get("source"), job.get("filename", "<kernel>"))
+        problem, found = memory_rules.check(trace, target, size, kind, gpu_kind, locate)
         figures += found
         if problem:
             return problem, figures
@@ -321,6 +325,8 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         status, stage, message = _verdict(exc, "compile_error", "lower")
         if status == "compile_error":
             message = f"lowering for {target}: {hint}{short_error(exc)}"
+            if budget_problem:  # the rule names the tensor and the line; the lowering may not
+                message = f"{budget_problem}; {message}"
         return outbox.fail(status, stage, message)
     info: dict[str, Any] = {"platform": platform}
     if job.get("interpret_export"):

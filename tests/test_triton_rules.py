@@ -1,0 +1,99 @@
+"""Triton's rules checked on a CPU (evaluator/sandbox/triton_rules.py): one kernel per rule,
+judged through the real evaluator as `compile_error` at stage `lower`, naming the rule, the
+tensor and the kernel file's line; and the honest counterparts stay correct."""
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+KERNELS = Path(__file__).parent / "triton_rules"
+
+
+@pytest.mark.parametrize("name,task,words", [
+    ("non_power_of_two.py", "l1_relu",
+     ["Triton rule power_of_two", "float32[64,384]", "24,576 elements",
+      "non_power_of_two.py:12: wide = jnp.concatenate"]),
+    ("over_2_20.py", "l1_relu",
+     ["Triton's rules at size 'full'", "Triton rule max_elements", "float32[1024,4096]",
+      "over_2_20.py:13"]),
+    ("unmasked_edge.py", "l1_relu",
+     ["Triton rule edge_mask", "block (64, 256) does not divide its array (256, 384)",
+      "without a mask", "unmasked_edge.py:14"]),
+    ("shared_memory.py", "8p_gemm",
+     ["Triton rule shared_memory", "1536 KiB", "3 pipeline stages", "shared_memory.py:17"]),
+])
+def test_each_triton_rule_is_a_compile_error_with_its_line(evaluator, name, task, words):
+    result = evaluator.evaluate(KERNELS / name, task, trials=1)
+    assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
+    for w in words:
+        assert w in result["message"], result["message"]
+
+
+def test_masked_edge_blocks_are_correct(evaluator):
+    result = evaluator.evaluate(KERNELS / "masked_edge.py", "l1_relu", trials=1)
+    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
+
+
+def _trace(fn, *shapes):
+    from jaxbench import compat
+
+    with compat.abstract_device("cuda", "NVIDIA H200"):
+        return jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])
+
+
+def _copy(block, params):
+    from jax.experimental import pallas as pl
+
+    def body(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1
+
+    def fn(x):
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              grid=(pl.cdiv(x.shape[0], block[0]),),
+                              in_specs=[pl.BlockSpec(block, lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec(block, lambda i: (i, 0)),
+                              compiler_params=params)(x)
+    return fn
+
+
+def test_rules_apply_to_triton_kernels_only_unless_asked():
+    """A TPU-style kernel is not a Triton program (no finding), but the GPU-rule table checks
+    it as if ported unchanged (every_kernel=True)."""
+    from jax.experimental.pallas import tpu as pltpu
+    from jax.experimental.pallas import triton as plgpu
+
+    from jaxbench.evaluator.sandbox import triton_rules
+
+    tpu_style = _trace(_copy((24, 128), pltpu.CompilerParams()), (96, 128))
+    assert triton_rules.check_trace(tpu_style) == []
+    found = triton_rules.check_trace(tpu_style, every_kernel=True)
+    assert {v.rule for _, v in found} == {"power_of_two"}  # 24 x 128 = 3072 elements
+    triton = _trace(_copy((32, 128), plgpu.CompilerParams(num_warps=4)), (96, 128))
+    assert [v.rule for _, v in triton_rules.check_trace(triton)] == []
+
+
+def test_edge_rule_follows_refs_into_loops():
+    """An unmasked read of a ragged block inside a fori_loop is still found."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plgpu
+
+    from jaxbench.evaluator.sandbox import triton_rules
+
+    def body(x_ref, o_ref):
+        def step(j, carry):
+            o_ref[:, pl.ds(j * 64, 64)] = x_ref[:, pl.ds(j * 64, 64)] * 2
+            return carry
+        jax.lax.fori_loop(0, 2, step, 0)
+
+    def fn(x):
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              grid=(pl.cdiv(x.shape[0], 32),),
+                              in_specs=[pl.BlockSpec((32, 128), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((32, 128), lambda i: (i, 0)),
+                              compiler_params=plgpu.CompilerParams(num_warps=4))(x)
+
+    found = triton_rules.check_trace(_trace(fn, (100, 128)))
+    assert {v.rule for _, v in found} == {"edge_mask"}
+    assert triton_rules.check_trace(_trace(fn, (96, 128))) == []
