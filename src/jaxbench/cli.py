@@ -244,6 +244,33 @@ def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) ->
     console.print(f"{ok}/{len(results)} correct in {wall:.1f} s; run directory: {out_dir}")
 
 
+@main.command("export-tasks")
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--suite", default=None, help="Suite to export (default: all tasks).")
+@click.option("--tasks", "task_ids", default=None, help="Comma-separated task IDs.")
+@click.option("--target", type=_TARGET, required=True)
+@click.option("--format", "fmt", type=click.Choice(["shinka"]), default="shinka", show_default=True)
+@click.option("--size", type=_SIZE, default="small", show_default=True,
+              help="The size the exported evaluator checks (and times, in device mode).")
+@click.option("--mode", type=_MODE, default="auto", show_default=True)
+def export_tasks_cmd(out_dir: Path, suite: str | None, task_ids: str | None, target: str, fmt: str,
+                     size: str, mode: str) -> None:
+    """Write one ready task folder per task for an external optimizer (ShinkaEvolve)."""
+    from jaxbench.runner import select_tasks
+    from jaxbench.shinka_export import ExportError, export_tasks
+    from jaxbench.tasks import list_tasks
+
+    try:
+        tasks = select_tasks(suite, task_ids) or list_tasks()
+        written = export_tasks(tasks, target, out_dir, size=size, mode=mode)
+    except (ExportError, *USAGE_ERRORS) as exc:
+        _usage_error(str(exc).strip("'\""))
+    if not written:
+        _usage_error(f"no task of the selection ships a {target} seed; see `jaxbench tasks`")
+    click.echo(f"wrote {len(written)} {fmt} task folders to {out_dir} "
+               f"(run: python {out_dir}/<task>/evaluate.py --program_path P --results_dir D)")
+
+
 from jaxbench.agents.commands import optimize_cmd  # noqa: E402
 from jaxbench.report.commands import report_cmd  # noqa: E402
 from jaxbench.validate import validate_cmd  # noqa: E402
