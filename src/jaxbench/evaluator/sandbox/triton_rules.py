@@ -51,6 +51,8 @@ Locate = Callable[[Any], str]
 class Violation:
     rule: str
     message: str
+    subject: str = ""  # the tensor, block or dot in question, in short
+    where: str = ""    # "file:line" of the kernel code that made it
 
     def __str__(self) -> str:
         return f"Triton rule {self.rule}: {self.message}"
@@ -178,10 +180,10 @@ def check(eqn: Any, device_kind: str = "NVIDIA H200",
     found: list[Violation] = []
     seen: set[str] = set()
 
-    def add(rule: str, message: str) -> None:
+    def add(rule: str, message: str, subject: str = "", where: str = "") -> None:
         if message not in seen:
             seen.add(message)
-            found.append(Violation(rule, message))
+            found.append(Violation(rule, message, subject, where.split(": ", 1)[0]))
 
     # edge blocks that need masks
     ragged: dict[int, str] = {}
@@ -209,10 +211,11 @@ def check(eqn: Any, device_kind: str = "NVIDIA H200",
             if numel > MAX_NUMEL:
                 add("max_elements", f"tensor {desc} has {numel:,} elements, over Triton's limit "
                                     f"of 2^20 = {MAX_NUMEL:,}{at}. Load smaller pieces and loop "
-                                    "inside the kernel")
+                                    "inside the kernel", f"{desc} ({numel:,} elements)", where)
             elif numel & (numel - 1):
                 add("power_of_two", f"tensor {desc} has {numel:,} elements, not a power of two"
-                                    f"{at}. Use power-of-two tiles; mask or pad the edges")
+                                    f"{at}. Use power-of-two tiles; mask or pad the edges",
+                    f"{desc} ({numel:,} elements)", where)
         access = _access(inner)
         if access is not None:
             ref, masked = access
@@ -221,7 +224,8 @@ def check(eqn: Any, device_kind: str = "NVIDIA H200",
                 add("edge_mask", f"{ragged[index]}, and the kernel accesses it without a mask"
                                  f"{at}: the last program reads or writes past the array's end "
                                  "on the chip. Mask the access (plgpu.load/plgpu.store with "
-                                 "mask=) or pad the array to a multiple of the block")
+                                 "mask=) or pad the array to a multiple of the block",
+                    ragged[index].split(" does not")[0] + " (ragged, unmasked)", where)
         if inner.primitive.name == "dot_general":
             nbytes = sum(_numel(v.aval.shape) * np.dtype(v.aval.dtype).itemsize
                          for v in inner.invars[:2])
@@ -234,7 +238,8 @@ def check(eqn: Any, device_kind: str = "NVIDIA H200",
         add("shared_memory", f"the operands of a dot need an estimated {shared / 1024:.0f} KiB "
                              f"of shared memory ({dot_bytes / 1024:.0f} KiB{staging}), over "
                              f"{device_kind}'s {limit // 1024} KiB{dot_at}. Use smaller tiles "
-                             "(along K in particular) or fewer stages")
+                             "(along K in particular) or fewer stages",
+            f"dot operands ~{shared / 1024:.0f} KiB", dot_at.removeprefix(" at "))
     figures = {"largest_tensor_elements": largest[0], "dot_shared_bytes_estimate": shared,
                "num_stages": int(stages)}
     return found, figures
