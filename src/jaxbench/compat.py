@@ -135,3 +135,133 @@ def user_frame(eqn: Any) -> tuple[str, int] | None:
     if frame is None:
         return None
     return frame.file_name, int(frame.start_line)
+
+
+# -- kernel backends ---------------------------------------------------------------------------
+# A kernel's backend, from its compiler params: Pallas picks the lowering by their type (JAX
+# 0.10 to 0.12: ``jax._src.pallas.{triton,mosaic_gpu,mosaic}.core.CompilerParams``; older JAX
+# passed a dict keyed by backend name).
+KERNEL_BACKENDS = ("triton", "mosaic_gpu", "mosaic_tpu")
+
+
+def backend_of_params(params: Any, mesh: Any = None) -> str | None:
+    """``"triton"``, ``"mosaic_gpu"``, ``"mosaic_tpu"`` or None (no params: the platform's
+    default) for a kernel's ``compiler_params`` (and ``mesh``, for ``plgpu.kernel``)."""
+    if isinstance(params, dict):
+        keys = set(params)
+        for name, backend in (("triton", "triton"), ("mosaic_gpu", "mosaic_gpu"),
+                              ("mosaic_tpu", "mosaic_tpu"), ("mosaic", "mosaic_tpu")):
+            if name in keys:
+                return backend
+        return None
+    for thing in (params, mesh):
+        if thing is None:
+            continue
+        module = type(thing).__module__
+        if ".triton" in module:
+            return "triton"
+        if ".mosaic_gpu" in module:
+            return "mosaic_gpu"
+        if ".mosaic" in module:
+            return "mosaic_tpu"
+    return None
+
+
+def default_gpu_backend() -> str:
+    """The backend a GPU ``pallas_call`` without compiler params lowers with."""
+    from jax._src import config
+
+    flag = getattr(config, "jax_pallas_use_mosaic_gpu", None)
+    return "mosaic_gpu" if flag is not None and flag.value else "triton"
+
+
+def kernel_backend(eqn: Any, target: str = "gpu") -> str:
+    """The backend of one kernel equation (``pallas_call`` / ``core_map``) for ``target``."""
+    params = eqn.params
+    found = backend_of_params(params.get("compiler_params"), params.get("mesh"))
+    if found is not None:
+        return found
+    return "mosaic_tpu" if target == "tpu" else default_gpu_backend()
+
+
+def sequential_grid_axes(eqn: Any) -> frozenset[int]:
+    """Grid axes a Mosaic GPU ``pallas_call`` runs in order inside one thread block
+    (``dimension_semantics`` "sequential"); Triton has none (every program is parallel)."""
+    params = eqn.params.get("compiler_params")
+    if backend_of_params(params) != "mosaic_gpu":
+        return frozenset()
+    semantics = getattr(params, "dimension_semantics", None)
+    if isinstance(params, dict):
+        semantics = (params.get("mosaic_gpu") or {}).get("dimension_semantics")
+    if not semantics:
+        return frozenset()
+    return frozenset(i for i, s in enumerate(semantics) if str(s).lower().endswith("sequential"))
+
+
+def pallas_backends_available() -> dict[str, str]:
+    """Which Pallas backend modules import here: name -> "ok" or the import error."""
+    import importlib
+
+    found = {}
+    for name, module in (("mosaic_tpu", "jax.experimental.pallas.tpu"),
+                         ("triton", "jax.experimental.pallas.triton"),
+                         ("mosaic_gpu", "jax.experimental.pallas.mosaic_gpu")):
+        try:
+            importlib.import_module(module)
+            found[name] = "ok"
+        except Exception as exc:  # noqa: BLE001 - e.g. Mosaic GPU needs absl-py
+            found[name] = f"{type(exc).__name__}: {exc}"[:200]
+    return found
+
+
+# -- the profiler --------------------------------------------------------------------------------
+# jax.profiler.trace writes an XSpace (``*.xplane.pb``) that jax.profiler.ProfileData reads in
+# Python (JAX 0.4.3x to 0.12); the planes are copied into plain records so that the parsing in
+# jaxbench.evaluator.timing does not depend on the binding's types.
+
+
+@contextlib.contextmanager
+def profile_trace(directory: str) -> Iterator[None]:
+    """Records a profiler trace of the block into ``directory``."""
+    with jax.profiler.trace(directory):
+        yield
+
+
+def trace_annotation(name: str) -> Any:
+    """A named host-side range in the trace (``jax.profiler.TraceAnnotation``)."""
+    return jax.profiler.TraceAnnotation(name)
+
+
+def read_profile(directory: str) -> list[dict[str, Any]]:
+    """The planes of the newest ``*.xplane.pb`` under ``directory`` as plain records:
+    ``[{"name", "lines": [{"name", "events": [(name, start_ns, duration_ns, stats)]}]}]``."""
+    import pathlib
+
+    files = sorted(pathlib.Path(directory).rglob("*.xplane.pb"), key=lambda p: p.stat().st_mtime)
+    if not files:
+        raise FileNotFoundError(f"no *.xplane.pb under {directory}")
+    data = jax.profiler.ProfileData.from_file(str(files[-1]))
+    planes = []
+    for plane in data.planes:
+        lines = []
+        for line in plane.lines:
+            events = []
+            for event in line.events:
+                stats = {}
+                with contextlib.suppress(Exception):  # a stat the binding cannot convert
+                    stats = {str(k): v for k, v in event.stats}
+                events.append((str(event.name), float(event.start_ns), float(event.duration_ns),
+                               stats))
+            lines.append({"name": str(line.name), "events": events})
+        planes.append({"name": str(plane.name), "lines": lines})
+    return planes
+
+
+@contextlib.contextmanager
+def triton_ir_context() -> Iterator[Any]:
+    """An MLIR context with jaxlib's Triton dialect registered (to read Pallas' TTIR)."""
+    from jax._src.pallas.triton import lowering
+
+    ctx = lowering._new_ir_context()
+    with ctx:
+        yield ctx

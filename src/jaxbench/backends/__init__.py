@@ -84,6 +84,23 @@ def reset_tpu_interpreter() -> None:
         interpret_pallas_call.reset_tpu_interpret_mode_state()
 
 
+# Kernel custom-call targets in an exported module -> the Pallas backend that made them.
+KERNEL_CALL_BACKENDS = {
+    "__gpu$xla.gpu.triton": "triton",
+    "mosaic_gpu": "mosaic_gpu",
+    "mosaic_gpu_v2": "mosaic_gpu",
+    "tpu_custom_call": "mosaic_tpu",
+}
+
+
+def kernel_backend_of_calls(custom_calls: dict[str, int]) -> str | None:
+    """The Pallas backend(s) of an exported module's kernel calls: ``triton``, ``mosaic_gpu``,
+    ``mosaic_tpu``, several joined by ``+``, or None when it has none. Read from the module
+    the judge checks (trusted), not from what the candidate's trace claims."""
+    found = sorted({KERNEL_CALL_BACKENDS[t] for t in custom_calls if t in KERNEL_CALL_BACKENDS})
+    return "+".join(found) or None
+
+
 def device_kind() -> str:
     try:
         return jax.devices()[0].device_kind
@@ -92,6 +109,7 @@ def device_kind() -> str:
 
 
 __all__ = [
-    "LOWERING_PLATFORM", "PEAKS", "accelerator_platform", "device_kind", "interpret_mode",
+    "KERNEL_CALL_BACKENDS", "LOWERING_PLATFORM", "PEAKS", "accelerator_platform", "device_kind",
+    "interpret_mode", "kernel_backend_of_calls",
     "peak_for", "reset_tpu_interpreter", "resolve_mode", "tpu_check_params",
 ]

@@ -117,7 +117,7 @@ class Evaluator:
         task.dims(size)  # unknown size -> KeyError with the sizes listed
         mode = resolve_mode(mode, target)
         result = new_result(task.id, target, mode, size, source)
-        result.update(kernel_file=filename, judged_on=None, isolation=None,
+        result.update(kernel_file=filename, judged_on=None, isolation=None, kernel_backend=None,
                       timing_method="wall_clock_interleaved" if mode == "device" else None,
                       lowering_fidelity=lowering_fidelity(target, mode))
         timeout_s = timeout_s or default_timeout(task.id, mode)
@@ -241,7 +241,7 @@ class Evaluator:
         finally:
             shutil.rmtree(directory, ignore_errors=True)
         result["stages"].update(response.get("stages", {}))
-        for field in ("compile_s", "device_kind", "backend"):
+        for field in ("compile_s", "device_kind", "backend", "kernel_backend"):
             if response.get(field) is not None:
                 result[field] = response[field]
         result["structure"] = response.get("structure")

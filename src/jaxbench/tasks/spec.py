@@ -198,13 +198,14 @@ class Task:
         return float(sum(s.nbytes for s in self.input_specs(size)) + out_bytes)
 
     def kernel_files(self) -> dict[tuple[str, str], Path]:
-        """Shipped kernels beside the task: ``(kind, target) -> path``, e.g. ``("seed", "tpu")``."""
+        """Shipped kernels beside the task: ``(kind, target) -> path``, e.g. ``("seed", "tpu")``
+        or ``("seed_mosaic", "gpu")`` (a second seed of another backend)."""
         if self.folder is None:
             return {}
         found = {}
         for path in sorted(self.folder.glob("*_*.py")):
             kind, _, target = path.stem.rpartition("_")
-            if kind in ("seed", "expert") or kind.startswith("expert"):
+            if kind in ("seed", "expert") or kind.startswith(("expert", "seed_")):
                 if target in TARGETS:
                     found[(kind, target)] = path
         return found

@@ -53,7 +53,7 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
     import jax
 
     from jaxbench import compat
-    from jaxbench.backends import device_kind
+    from jaxbench.backends import device_kind, kernel_backend_of_calls
     from jaxbench.evaluator.arrays import pack
     from jaxbench.evaluator.judge import rules
     from jaxbench.evaluator.result import StageFailure, short_error
@@ -77,6 +77,7 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
     target_report = _structure(target, platform)
     response["structure"] = rules.check_target(target_report, task.flops(size),
                                                request.get("max_outside_flops_fraction", 0.1))
+    response["kernel_backend"] = kernel_backend_of_calls(response["structure"]["custom_calls"])
     interpret = None
     if mode == "interpret" and request.get("interpret_export", True):
         try:

@@ -10,6 +10,7 @@ the whole array (kernels that index the output themselves) cannot be checked
 this way by the index map; for them, every write to the output inside the kernel body is
 followed back to ``pl.program_id``: a write whose location does not depend on some grid
 axis with more than one program is made by several programs at once (atomics excepted).
+Mosaic GPU's "sequential" grid axes run in order inside one thread block and are exempt.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ def _conflict(eqn: Any, call_index: int) -> str:
         grid = tuple(int(g) for g in mapping.grid)
     except TypeError:  # dynamic grid bounds
         return ""
+    # Mosaic GPU runs "sequential" axes in order inside one thread block: not parallel programs.
+    sequential = compat.sequential_grid_axes(eqn)
+    grid = tuple(1 if axis in sequential else n for axis, n in enumerate(grid))
     programs = math.prod(grid)
     if programs <= 1:
         return ""
