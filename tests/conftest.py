@@ -3,6 +3,9 @@
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Triton's compiler (the optional `triton` extra) adds seconds to every GPU evaluation: off for
+# the suite, on in tests/test_triton_compile.py.
+os.environ.setdefault("JAXBENCH_TRITON_COMPILE", "0")
 
 import pytest  # noqa: E402
 

@@ -77,12 +77,24 @@ class Evaluator:
         self.runners = RunnerPool(spares=min(spares, 1))
         self.truth = GroundTruth()
         self._prefetching: list[threading.Thread] = []
+        self._aborted = False
 
     def close(self) -> None:
         self.pool.close()
         self.runners.close()
+        if self._aborted:  # the caller leaves with os._exit; nothing must wait for XLA
+            return
         for thread in self._prefetching:  # never leave XLA work running at interpreter exit
             thread.join()
+
+    def abort(self) -> None:
+        """Stops everything in flight (Ctrl-C): no new tracers or runners, the warm ones and
+        the busy ones killed with their process groups. Evaluations in flight then end as
+        ``crashed``; callers must discard them."""
+        self._aborted = True
+        self.pool.close()
+        self.runners.close()
+        kill_children()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -224,6 +236,8 @@ class Evaluator:
                 raise
             if isinstance(budget, str):
                 raise StageFailure("compile_error", "lower", budget[:2000])
+            if case.target == "gpu" and case.mode == "interpret":
+                _triton_compile(result, exports["target.export"])
             outputs, truths = {}, {}
             # The trusted runner's streams: capped by what the outputs can take (4 bytes an
             # element covers float32 truths), with room for the .npy headers.
@@ -283,7 +297,7 @@ class Evaluator:
             except ValueError as exc:
                 raise StageFailure("crashed", "time", str(exc)) from None
             result["stages"].setdefault("time", {}).update(figures)
-            for field in ("t_ref_ms", "t_kernel_ms", "speedup"):
+            for field in ("t_ref_ms", "t_kernel_ms", "speedup", "timing_method"):
                 result[field] = figures[field]
             kind = result.get("device_kind", "")
             result["roofline_fraction"] = roofline_fraction(
@@ -358,8 +372,45 @@ def lowering_fidelity(target: str, mode: str) -> str:
         return ("cross-lowered to Mosaic MLIR for TPU v6e, plus the VMEM budget at every size; "
                 "Mosaic's layout passes and the TPU compiler did not run (jaxlib has no TPU "
                 "passes without libtpu)")
-    return ("cross-lowered to Triton IR for CUDA, plus the 2^20-element tensor limit at every "
-            "size and the grid race rule; Triton's GPU compiler did not run")
+    compiled = ("; Triton's compiler ran for sm_90 on this CPU (see triton_compile)"
+                if triton_enabled() else "; Triton's GPU compiler did not run (no `triton` package)")
+    return ("cross-lowered to Triton IR for CUDA, plus Triton's rules (power-of-two tensors of "
+            "at most 2^20 elements, masked edges, shared memory) at every size and the grid race "
+            f"rule{compiled}")
+
+
+def triton_enabled() -> bool:
+    """Whether GPU kernels are compiled by Triton on this CPU host: the `triton` package is
+    installed and JAXBENCH_TRITON_COMPILE is not 0."""
+    from jaxbench.evaluator.judge import triton_compile
+
+    return os.environ.get("JAXBENCH_TRITON_COMPILE", "1") != "0" and triton_compile.available()
+
+
+def _triton_compile(result: dict[str, Any], data: bytes | None) -> None:
+    """Compiles the exported Triton kernels for sm_90 where Triton is installed (interpret mode
+    on a host without a GPU); a compiler error or a shared-memory need over the chip's limit
+    is a `compile_error`."""
+    from jaxbench import compat
+    from jaxbench.evaluator.judge import triton_compile
+
+    if not data or not triton_enabled():
+        return
+    try:
+        kernels = triton_compile.kernels_ttir(compat.deserialize(data).mlir_module())
+    except Exception as exc:  # noqa: BLE001 - e.g. a JAX version whose TTIR we cannot read
+        result["triton_compile"] = f"skipped: reading the Triton IR failed: {exc}"[:300]
+        return
+    if not kernels:
+        return
+    try:
+        report = triton_compile.compile_all(kernels)
+    except Exception as exc:  # noqa: BLE001 - the compiler process crashed or hung on this IR
+        raise StageFailure("compile_error", "lower",
+                           f"Triton's compiler failed on the kernel's IR: {exc}"[:2000]) from None
+    result["triton_compile"] = {k: report[k] for k in ("triton_version", "capability", "kernels")}
+    if report["problem"]:
+        raise StageFailure("compile_error", "lower", report["problem"][:2000])
 
 
 def _read_file(path: Path, limit: int) -> bytes | None:
@@ -462,6 +513,38 @@ def _crash_message(outcome: WorkerOutcome) -> str:
     return why + (": " + " | ".join(tail)[-300:] if tail else "")
 
 
+def kill_children() -> int:
+    """SIGKILL to every child process of this one, with its process group (tracers and runners
+    lead their own groups); returns how many were signalled. Children are not reaped here:
+    their owners wait for them."""
+    me, killed = os.getpid(), 0
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ppid, pgrp = int(fields[1]), int(fields[2])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid != me:
+            continue
+        pid = int(entry)
+        try:
+            if pgrp == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
+
+
 def evaluate(source_or_path: str | os.PathLike[str], task_id: str, **options: Any) -> dict[str, Any]:
     """Evaluates one candidate (path or source text) on one task; see :meth:`Evaluator.evaluate`."""
     secret = options.pop("secret", None)
@@ -469,4 +552,4 @@ def evaluate(source_or_path: str | os.PathLike[str], task_id: str, **options: An
         return evaluator.evaluate(source_or_path, task_id, **options)
 
 
-__all__ = ["Evaluator", "StageFailure", "evaluate", "read_source"]
+__all__ = ["Evaluator", "StageFailure", "evaluate", "kill_children", "read_source"]
