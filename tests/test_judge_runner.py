@@ -36,12 +36,17 @@ def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch
                "mode": "device", "trial_keys": keys,
                "recheck_keys": derive_keys(b"s", task.id, "small", 1, "recheck"),
                "timing_keys": derive_keys(b"s", task.id, "small", 2, "timing"),
-               "timing": {"warmup": 1, "min_reps": 4, "max_reps": 6, "budget_s": 0.1}}
+               "timing": {"warmup": 1, "min_reps": 4, "max_reps": 6, "budget_s": 0.1},
+               "device_reps": 4}
     response = json.loads(json.dumps(runner.judge(request), default=str))
     labels = [t["label"] for t in response["trials"]]
     assert labels == ["trial0", "trial1", "recheck0"]
     figures = summarize(response["timing"])
     assert figures["reps"] >= 4 and figures["input_sets"] == 3 and figures["speedup"] > 0
+    # device time from the profiler's trace (XLA's CPU thunks here), the wall clock beside it
+    assert figures["timing_method"] == "device_trace", figures.get("device_error")
+    assert figures["device"]["reps"] == 4 and figures["device"]["source"] == "host_hlo_ops"
+    assert figures["wall"]["reps"] >= 4 and figures["wall"]["t_kernel_ms"] > 0
     outputs = unpack((tmp_path / "outputs.npy").read_bytes(), response["trials"])
     truths = unpack((tmp_path / "truth.npy").read_bytes(), response["truth"])
     host = GroundTruth()

@@ -112,7 +112,7 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
     response["stages"]["correct"] = {"seconds": round(_perf_counter() - t0, 4)}
 
     if mode == "device" and request.get("time", True):
-        from jaxbench.evaluator.timing import time_interleaved
+        from jaxbench.evaluator.timing import time_device, time_interleaved
 
         t0 = _perf_counter()
         try:
@@ -122,6 +122,10 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
             response["timing"] = time_interleaved(reference, compiled, sets,
                                                   perf_counter=_perf_counter,
                                                   **request.get("timing", {}))
+            if request.get("device_timing", True):  # the same calls, timed on the device
+                response["timing"]["device"] = time_device(
+                    reference, compiled, sets, reps=int(request.get("device_reps", 20)),
+                    directory=str(directory / "trace"))
             if request.get("save_ir"):
                 from jaxbench.evaluator.artifacts import compiled_artifacts
 
