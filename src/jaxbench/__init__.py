@@ -16,7 +16,14 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 __version__ = "0.1.0"
 
-from jaxbench.tasks import get_task, list_tasks  # noqa: E402
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562: importing jaxbench does not import JAX
+    if name in ("get_task", "list_tasks"):
+        import jaxbench.tasks
+
+        return getattr(jaxbench.tasks, name)
+    raise AttributeError(f"module 'jaxbench' has no attribute {name!r}")
 
 
 def evaluate(source_or_path, task_id, **options):  # noqa: ANN001, ANN201

@@ -15,15 +15,48 @@ from typing import Any
 
 import click
 
-from jaxbench.tasks import UnknownTaskError
 from jaxbench.terminal import console as _console
 from jaxbench.terminal import usage_error as _usage_error
 
-USAGE_ERRORS = (UnknownTaskError, FileNotFoundError, KeyError, ValueError)
+# (jaxbench.tasks.UnknownTaskError is a KeyError; importing it here would import JAX.)
+USAGE_ERRORS = (FileNotFoundError, KeyError, ValueError)
 
 
 class _Group(click.Group):
-    """Turns usage mistakes click detects into one line and exit 2."""
+    """Turns usage mistakes click detects into one line and exit 2, and imports the modules of
+    commands registered with :meth:`add_lazy_command` only when they run (so `jaxbench --help`
+    and the commands defined here never import JAX or another command's module)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy: dict[str, tuple[str, str]] = {}
+
+    def add_lazy_command(self, name: str, target: str, short_help: str) -> None:
+        """Registers ``module:attribute`` as command ``name``; ``short_help`` is what
+        `jaxbench --help` lists for it."""
+        self.lazy[name] = (target, short_help)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            import importlib
+
+            module, attribute = self.lazy[cmd_name][0].split(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.commands:
+                rows.append((name, self.commands[name].get_short_help_str(limit=70)))
+            else:
+                rows.append((name, self.lazy[name][1]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("standalone_mode", False)
@@ -53,7 +86,7 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per task on stdout.")
 def tasks_cmd(suite: str | None, as_json: bool) -> None:
     """List the tasks, their full-size inputs and the kernels shipped with them."""
-    from jaxbench.tasks import list_tasks
+    from jaxbench.tasks import UnknownTaskError, list_tasks
 
     try:
         tasks = list_tasks(suite)
@@ -103,17 +136,32 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
              timeout_s: float | None, no_tpu_interpret: bool, save_ir: Path | None,
              as_json: bool) -> None:
     """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors."""
-    from jaxbench.evaluator import evaluate
+    from jaxbench.evaluator import Evaluator
+    from jaxbench.terminal import StopSignals
 
     if not file.is_file():
         _usage_error(f"kernel file {str(file)!r} does not exist")
-    try:
-        result = evaluate(file, task_id, target=target, mode=mode, size=size, trials=trials,
-                          timeout_s=timeout_s, tpu_interpret=not no_tpu_interpret, save_ir=save_ir)
-    except RuntimeError as exc:  # e.g. --mode device without the hardware
-        _usage_error(str(exc))
-    except USAGE_ERRORS as exc:
-        _usage_error(str(exc).strip("'\""))
+    evaluator = Evaluator(spares=0)
+    # Ctrl-C or SIGTERM (a CI kill, `timeout`): the tracer and runner die with their process
+    # groups at once, and nothing of them outlives this process.
+    with StopSignals(on_stop=evaluator.abort, grace_s=10,
+                     message="jaxbench: stopping: the evaluation's processes are killed; "
+                             "no verdict") as stop:
+        try:
+            result = evaluator.evaluate(file, task_id, target=target, mode=mode, size=size,
+                                        trials=trials, timeout_s=timeout_s,
+                                        tpu_interpret=not no_tpu_interpret, save_ir=save_ir)
+        except RuntimeError as exc:  # e.g. --mode device without the hardware
+            if stop.is_set():
+                stop.exit()
+            _usage_error(str(exc))
+        except USAGE_ERRORS as exc:
+            _usage_error(str(exc).strip("'\""))
+        finally:
+            if not stop.is_set():
+                evaluator.close()
+        if stop.is_set():
+            stop.exit()
     if as_json:
         click.echo(json.dumps(result, default=str))
     else:
@@ -191,10 +239,13 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     except RunError as exc:
         _usage_error(str(exc))
     started = time.monotonic()
-    results = _run_with_progress(jobs, run, size, mode, workers,
-                                 {"trials": trials, "timeout_s": timeout_s, "save_ir": save_ir},
-                                 as_json)
+    results, stop = _run_with_progress(jobs, run, size, mode, workers,
+                                       {"trials": trials, "timeout_s": timeout_s,
+                                        "save_ir": save_ir}, as_json)
     wall = time.monotonic() - started
+    if stop.is_set():
+        _print_interrupted(results, len(jobs), out_dir, stop)
+        stop.exit()  # the run stays open: rerunning the command resumes it
     counts: dict[str, int] = {}
     for r in results:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -205,15 +256,19 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
 
 
 def _run_with_progress(jobs: list[Any], run: Any, size: str, mode: str, workers: int,
-                       options: dict[str, Any], as_json: bool) -> list[dict[str, Any]]:
+                       options: dict[str, Any], as_json: bool) -> tuple[list[dict[str, Any]], Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from jaxbench.evaluator import kill_children
     from jaxbench.runner import run_jobs
+    from jaxbench.terminal import StopSignals
 
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
                         console=_console(stderr=True), disable=as_json, transient=False)
-    with progress:
+    message = (f"jaxbench: stopping: evaluations in flight are killed; finished results stay in "
+               f"{run.path} (press Ctrl-C again to exit at once)")
+    with StopSignals(on_stop=kill_children, message=message) as stop, progress:
         bar = progress.add_task(f"evaluating ({workers} workers)", total=len(jobs), last="")
 
         def on_result(job: Any, result: dict[str, Any]) -> None:
@@ -222,17 +277,32 @@ def _run_with_progress(jobs: list[Any], run: Any, size: str, mode: str, workers:
             progress.update(bar, advance=1,
                             last=f"{job.task} [{job.kind}/{job.target}] {result['status']}")
 
-        return run_jobs(jobs, run, size=size, mode=mode, workers=workers,
-                        evaluate_options=options, on_result=on_result)
+        results = run_jobs(jobs, run, size=size, mode=mode, workers=workers,
+                           evaluate_options=options, on_result=on_result, stop=stop)
+    return results, stop
+
+
+def _print_interrupted(results: list[dict[str, Any]], total: int, out_dir: Path, stop: Any) -> None:
+    import shlex
+    import signal
+
+    args = sys.argv[1:]
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        args += ["--out", str(out_dir)]
+    name = signal.Signals(stop.signum).name if stop.signum else "a signal"
+    click.echo(f"jaxbench: interrupted by {name}: {len(results)} of {total} evaluations are done "
+               f"and kept in {out_dir}; resume with:\n  jaxbench {shlex.join(args)}", err=True)
 
 
 def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) -> None:
     from rich.table import Table
 
+    from jaxbench.report.data import task_order_key  # catalogue order: 2p before 10p
+
     table = Table(title="jaxbench run")
     for col in ("task", "kernel", "target", "mode", "status", "max abs err", "speedup", "message"):
         table.add_column(col, overflow="fold")
-    for r in sorted(results, key=lambda r: (r["task"], r.get("kind", ""), r["target"])):
+    for r in sorted(results, key=lambda r: (task_order_key(r["task"]), r.get("kind", ""), r["target"])):
         color = "green" if r["status"] == "correct" else "red"
         err = f"{r['max_abs_err']:.2g}" if r.get("max_abs_err") is not None else "-"
         spd = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
@@ -271,13 +341,19 @@ def export_tasks_cmd(out_dir: Path, suite: str | None, task_ids: str | None, tar
                f"(run: python {out_dir}/<task>/evaluate.py --program_path P --results_dir D)")
 
 
-from jaxbench.agents.commands import optimize_cmd  # noqa: E402
-from jaxbench.report.commands import report_cmd  # noqa: E402
-from jaxbench.validate import validate_cmd  # noqa: E402
-
-main.add_command(optimize_cmd)
-main.add_command(report_cmd)
-main.add_command(validate_cmd)
+# Commands that live beside their library code, imported only when they run.
+main.add_lazy_command("optimize", "jaxbench.agents.commands:optimize_cmd",
+                      "Optimize kernels with an LLM: spend up to BUDGET samples per task with one method.")
+main.add_lazy_command("report", "jaxbench.report.commands:report_cmd",
+                      "Summarize a run directory: best speedup and status per task, rates, cost.")
+main.add_lazy_command("compare", "jaxbench.report.commands:compare_cmd",
+                      "Compare two run directories task by task: status and speedup changes.")
+main.add_lazy_command("export", "jaxbench.export.commands:export_cmd",
+                      "Write a run's evaluations as Parquet, JSONL, CSV or Sakana-archive records.")
+main.add_lazy_command("validate", "jaxbench.validate:validate_cmd",
+                      "Check that each task's reference is a meaningful, fairly-toleranced problem.")
+main.add_lazy_command("doctor", "jaxbench.doctor:doctor_cmd",
+                      "Report JAX, devices, Pallas backends, isolation, chip peaks, cross-lowering.")
 
 if __name__ == "__main__":
     main()

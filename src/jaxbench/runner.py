@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
+import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -90,8 +92,17 @@ def run_jobs(
     workers: int,
     evaluate_options: dict[str, Any] | None = None,
     on_result: Callable[[Job, dict[str, Any]], None] | None = None,
+    stop: Any = None,
+    grace_s: float = 15.0,
 ) -> list[dict[str, Any]]:
-    """Evaluates every job not already in the run's events; returns all results (old and new)."""
+    """Evaluates every job not already in the run's events; returns all results (old and new).
+
+    ``stop`` is a :class:`threading.Event` or a :class:`jaxbench.terminal.StopSignals`. When it
+    is set (Ctrl-C), nothing new starts, the evaluations in flight are killed
+    and discarded (they are not results), and the results finished before the stop are
+    returned; each was already appended to the run as it finished, so the run resumes from
+    there. Waits at most ``grace_s`` for killed evaluations to clean up.
+    """
     done = {e["job"]: e for e in run.events() if e.get("type") == "evaluation" and "job" in e}
     results = [done[j.key] for j in jobs if j.key in done]
     pending = [j for j in jobs if j.key not in done]
@@ -102,28 +113,56 @@ def run_jobs(
         return results
     options = dict(evaluate_options or {})
     save_ir = options.pop("save_ir", False)
+    stop = stop or threading.Event()
 
     def artifacts_dir(job: Job) -> Path | None:
         if not save_ir:
             return None
         return run.path / "artifacts" / job.key.replace("|", "-")
 
-    with Evaluator(secret=run.secret, spares=min(workers, len(pending))) as evaluator, \
-            ThreadPoolExecutor(max_workers=workers) as executor:
-        futures = {
-            executor.submit(evaluator.evaluate, job.path, job.task, target=job.target,
-                            mode=mode, size=size, save_ir=artifacts_dir(job), **options): job
-            for job in pending
-        }
-        for future in as_completed(futures):
-            job = futures[future]
-            result = future.result()
-            result.update(job=job.key, kind=job.kind, kernel_file=str(job.path))
-            run.append(result)
-            results.append(result)
-            if on_result:
-                on_result(job, result)
+    def evaluate(job: Job) -> tuple[dict[str, Any], float]:
+        result = evaluator.evaluate(job.path, job.task, target=job.target, mode=mode, size=size,
+                                    save_ir=artifacts_dir(job), **options)
+        return result, time.monotonic()
+
+    evaluator = Evaluator(secret=run.secret, spares=min(workers, len(pending)))
+    executor = ThreadPoolExecutor(max_workers=workers)
+    stopped_at: float | None = None
+    try:
+        futures = {executor.submit(evaluate, job): job for job in pending}
+        waiting = set(futures)
+        while waiting and stopped_at is None:
+            finished, waiting = wait(waiting, timeout=0.5, return_when=FIRST_COMPLETED)
+            if stop.is_set():
+                stopped_at = _stop_time(stop)
+            for future in finished:
+                if future.cancelled() or future.exception() is not None:
+                    if stopped_at is None and not future.cancelled():
+                        raise future.exception()  # type: ignore[misc] - a harness bug
+                    continue
+                result, ended = future.result()
+                if stopped_at is not None and ended >= stopped_at:
+                    continue  # killed by the stop: not a verdict
+                job = futures[future]
+                result.update(job=job.key, kind=job.kind, kernel_file=str(job.path))
+                run.append(result)
+                results.append(result)
+                if on_result:
+                    on_result(job, result)
+        if stopped_at is not None:
+            for future in waiting:
+                future.cancel()
+            evaluator.abort()
+            wait(waiting, timeout=grace_s)  # killed evaluations remove their temporary files
+    finally:
+        executor.shutdown(wait=stopped_at is None, cancel_futures=stopped_at is not None)
+        evaluator.close()
     return results
+
+
+def _stop_time(stop: Any) -> float:
+    """When the stop was asked for (``StopSignals`` records it; else now)."""
+    return getattr(stop, "stopped_at", None) or time.monotonic()
 
 
 __all__ = ["Job", "directory_jobs", "run_jobs", "select_tasks", "shipped_jobs"]

@@ -4,7 +4,12 @@ Nothing here imports the CLI, so library modules may use it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
+import time
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import click
@@ -23,3 +28,112 @@ def console(stderr: bool = False) -> Any:
 
     width = None if (sys.stderr if stderr else sys.stdout).isatty() else 160
     return Console(stderr=stderr, highlight=False, width=width)
+
+
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+class StopSignals:
+    """Ctrl-C and SIGTERM for long commands: the first one stops the work in an orderly way, a
+    second one (or a stop that takes longer than ``grace_s``) exits at once.
+
+    While active, SIGINT and SIGTERM do not raise in the main thread: the C-level handler
+    writes the signal to a pipe that a watcher thread reads, so the signal is seen even
+    while the main thread is busy inside a long native call. On the first signal the watcher
+    sets :attr:`event`, records :attr:`signum` and calls ``on_stop`` (e.g. kill the worker
+    processes); the command then winds down and calls :meth:`exit`. ``on_stop`` is called
+    again right before a forced exit. Use from the main thread only.
+    """
+
+    def __init__(self, on_stop: Callable[[], None] | None = None, grace_s: float = 30.0,
+                 message: str | None = None) -> None:
+        self.on_stop = on_stop
+        self.grace_s = grace_s
+        self.message = message
+        self.event = threading.Event()
+        self.signum: int | None = None
+        self.stopped_at: float | None = None
+        self._old: dict[int, Any] = {}
+        self._old_fd = -1
+        self._pipe: tuple[int, int] | None = None
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.signum or signal.SIGINT, 130)
+
+    def __enter__(self) -> StopSignals:
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
+        self._pipe = (read_fd, write_fd)
+        for signum in EXIT_CODES:
+            self._old[signum] = signal.signal(signum, lambda *_: None)
+        self._old_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, name="jaxbench-signals", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.set_wakeup_fd(self._old_fd)
+        for signum, handler in self._old.items():
+            signal.signal(signum, handler)
+        if self._pipe is not None:
+            os.close(self._pipe[1])  # ends the watcher (a running stop keeps its timer)
+
+    def _watch(self) -> None:
+        assert self._pipe is not None
+        while True:
+            try:
+                data = os.read(self._pipe[0], 64)
+            except OSError:
+                return
+            if not data:
+                os.close(self._pipe[0])
+                return
+            for signum in data:
+                if signum not in EXIT_CODES:
+                    continue
+                if not self.event.is_set():
+                    self.signum = signum
+                    self.stopped_at = time.monotonic()
+                    self.event.set()
+                    if self.message:
+                        click.echo(self.message, err=True)
+                    self._call_on_stop(wait_s=None)
+                    timer = threading.Timer(self.grace_s, self._force)
+                    timer.daemon = True
+                    timer.start()
+                else:
+                    self._force()
+
+    def _call_on_stop(self, wait_s: float | None) -> None:
+        """``on_stop`` in a thread of its own, so a slow one never blocks the next signal;
+        waits up to ``wait_s`` for it (None: not at all)."""
+        if self.on_stop is None:
+            return
+
+        def call() -> None:
+            try:
+                self.on_stop()  # type: ignore[misc]
+            except Exception as exc:  # noqa: BLE001 - a stop must never fail to stop
+                click.echo(f"jaxbench: while stopping: {exc}", err=True)
+
+        thread = threading.Thread(target=call, name="jaxbench-stop", daemon=True)
+        thread.start()
+        if wait_s is not None:
+            thread.join(wait_s)
+
+    def _force(self) -> None:
+        self._call_on_stop(wait_s=2.0)
+        self.exit()
+
+    def exit(self) -> NoReturn:
+        """Leaves at once with 130 (SIGINT) or 143 (SIGTERM), skipping interpreter teardown
+        (threads still winding down are not waited for; everything kept is on disk)."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(self.exit_code)

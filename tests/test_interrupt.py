@@ -1,0 +1,137 @@
+"""Ctrl-C and kills, with real signals on real commands: a stopped run keeps what finished and
+says how to resume; no worker process outlives the command, however the command dies."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+ENDLESS = ROOT / "tests/adversarial/kernels/endless_kernel_loop.py"  # spins in the runner
+RMSNORM = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_gpu.py"
+
+
+def _start(args, tmp_path, **kwargs):
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return subprocess.Popen([sys.executable, "-m", "jaxbench.cli", *map(str, args)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def _children(pid):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if int(stat[1]) == pid:
+                found.append((int(entry), cmdline))
+    return found
+
+
+def _alive(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _busy_runner(pid):
+    """The command's trusted runner, once it is running the endless kernel."""
+    runners = [p for p, cmd in _children(pid) if "judge.runner" in cmd]
+    return runners[0] if runners else None
+
+
+def test_ctrl_c_stops_a_run_keeps_finished_results_and_says_how_to_resume(tmp_path):
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "8p_gemm.py").write_text(ENDLESS.read_text())
+    (kernels / "12p_rmsnorm.py").write_text(RMSNORM.read_text())
+    out_dir = tmp_path / "run"
+    proc = _start(["run", "--kernels", kernels, "--out", out_dir, "--workers", "2",
+                   "--trials", "1", "--timeout", "600"], tmp_path)
+    try:
+        events = out_dir / "events.jsonl"
+        _wait_for(lambda: events.exists() and '"evaluation"' in events.read_text(), 240,
+                  "the first result")
+        children = [p for p, _ in _children(proc.pid)]
+        assert children, "no worker processes to stop"
+        proc.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        _, stderr = proc.communicate(timeout=60)
+        stopped_in = time.monotonic() - started
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert stopped_in < 20, f"the first Ctrl-C took {stopped_in:.0f} s"
+    assert "interrupted by SIGINT: 1 of 2 evaluations are done" in stderr
+    assert "resume with:" in stderr and f"--out {out_dir}" in stderr
+    lines = [json.loads(line) for line in events.read_text().splitlines()]
+    evaluations = [e for e in lines if e["type"] == "evaluation"]
+    assert [(e["task"], e["status"]) for e in evaluations] == [("12p_rmsnorm", "correct")]
+    assert lines[-1]["type"] != "run_end" and (out_dir / ".secret").exists()  # resumable
+    _wait_for(lambda: not any(_alive(p) for p in children), 10, "the workers to die")
+    assert not list((tmp_path / "tmp").glob("jaxbench-worker-*")), "temporary files left"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_no_worker_outlives_a_killed_eval(tmp_path, sig):
+    """`jaxbench eval` on a kernel that loops forever in the runner, killed the way `timeout`
+    (SIGTERM) or the OOM killer (SIGKILL) kills it: its tracer and runner go with it."""
+    proc = _start(["eval", ENDLESS, "--task", "8p_gemm", "--trials", "1", "--timeout", "600",
+                   "--no-tpu-interpret"], tmp_path)
+    try:
+        _wait_for(lambda: _busy_runner(proc.pid) is not None, 240, "the runner")
+        time.sleep(3)  # the runner is spinning in the kernel's loop now
+        children = [p for p, _ in _children(proc.pid)]
+        proc.send_signal(sig)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == (143 if sig == signal.SIGTERM else -signal.SIGKILL)
+    _wait_for(lambda: not any(_alive(p) for p in children), 20, "the workers to die")
+
+
+STOP_SCRIPT = """
+import sys, time
+from jaxbench.terminal import StopSignals
+with StopSignals(on_stop=lambda: time.sleep(1000), grace_s=1000, message="stopping") as stop:
+    print("ready", flush=True)
+    while True:  # a command that never finishes its stop by itself
+        sum(range(100000))
+"""
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_second_signal_exits_at_once(sig, code):
+    proc = subprocess.Popen([sys.executable, "-c", STOP_SCRIPT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        proc.send_signal(sig)
+        time.sleep(1.5)
+        assert proc.poll() is None, "the first signal must only start the stop"
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == code
+    assert "stopping" in stderr
