@@ -1,0 +1,45 @@
+"""Original TPU-style seed for l1_matmul: (512, 512) output tiles, K in 512-wide steps.
+
+Grid (M/bm, N/bn, K/bk) with K innermost ("arbitrary"): a float32 VMEM accumulator is
+zeroed at the first K step, collects one (bm, bk) @ (bk, bn) product per step and is
+stored at the last. VMEM at full size: X, Y and output blocks of 1 MiB each,
+double-buffered (6 MiB), plus the 1 MiB accumulator: 7 MiB, under the 32 MiB default.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+TARGET = "tpu"
+
+
+def _matmul_kernel(x_ref, y_ref, o_ref, acc_ref):
+    k = pl.program_id(2)
+
+    @pl.when(k == 0)
+    def _init():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], y_ref[...], preferred_element_type=jnp.float32)
+
+    @pl.when(k == pl.num_programs(2) - 1)
+    def _store():
+        o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+
+def kernel(x, y):
+    m, k = x.shape
+    n = y.shape[1]
+    bm, bn, bk = min(512, m), min(512, n), min(512, k)
+    return pl.pallas_call(
+        _matmul_kernel,
+        out_shape=jax.ShapeDtypeStruct((m, n), x.dtype),
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+                  pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary")),
+    )(x, y)
