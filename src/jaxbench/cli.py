@@ -107,11 +107,19 @@ def tasks_cmd(suite: str | None, as_json: bool) -> None:
     table = Table(title=f"{len(tasks)} tasks", show_lines=False)
     for col in ("id", "family", "inputs (full)", "GFLOP", "kernels"):
         table.add_column(col, overflow="fold")
-    for t in tasks:
+    group = None
+    for t in tasks:  # catalogue order; a section per suite and level
+        level = t.meta.get("level")
+        key = (t.suite, level if isinstance(level, int) else None)
+        if group is not None and key != group:
+            table.add_section()
+        group = key
         specs = ", ".join(s.describe() for s in t.input_specs("full"))
         kernels = " ".join(sorted(f"{k}_{tg}" for k, tg in t.kernel_files()))
-        table.add_row(t.id, str(t.meta.get("family", "")), specs, f"{t.flops('full') / 1e9:,.0f}",
-                      kernels)
+        name = f"{t.id} (L{level})" if isinstance(level, int) else t.id
+        gflop = t.flops("full") / 1e9
+        table.add_row(name, str(t.meta.get("family", "")), specs,
+                      f"{gflop:,.0f}" if gflop >= 1 else f"{gflop:.3f}", kernels)
     _console().print(table)
 
 
