@@ -49,6 +49,8 @@ def test_eval_exit_1_for_a_wrong_kernel():
     (["run", "--kernels", "seed", "--tasks", "nope"], "unknown task 'nope'"),
     (["run", "--kernels", "not_a_dir"], "--kernels must be seed, expert or a directory"),
     (["tasks", "--suite", "nope"], "unknown suite 'nope'"),
+    (["eval", SEED, "--task", "8p_gemm", "--target", "tpu"],
+     "--target tpu contradicts"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(args, words):
     out = jaxbench(*args)
@@ -99,3 +101,11 @@ def test_no_library_module_imports_the_cli():
             if any(n == "jaxbench.cli" or n.startswith("jaxbench.cli.") for n in names):
                 offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+def test_a_target_that_names_no_platform_is_a_usage_error(tmp_path):
+    kernel = tmp_path / "k.py"
+    kernel.write_text(SEED.read_text().replace('TARGET = "gpu"', 'TARGET = "cuda"'))
+    out = jaxbench("eval", kernel, "--task", "8p_gemm")
+    assert out.returncode == 2
+    assert """TARGET = 'cuda' (line""" in out.stderr and 'is not "tpu" or "gpu"' in out.stderr

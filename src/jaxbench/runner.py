@@ -20,7 +20,6 @@ from typing import Any
 
 from jaxbench.evaluator import Evaluator
 from jaxbench.evaluator.result import source_sha256
-from jaxbench.evaluator.static import declared_target
 from jaxbench.runs import RunDir
 from jaxbench.tasks import Task, get_task, list_tasks
 
@@ -31,6 +30,7 @@ class Job:
     kind: str  # seed, expert, or "file" for a user directory
     target: str
     path: Path
+    target_assumed: bool = False  # the file declares no TARGET (not part of the key)
 
     @cached_property  # read the kernel file once, not on every lookup
     def key(self) -> str:
@@ -57,17 +57,36 @@ def shipped_jobs(tasks: Iterable[Task], kind: str, targets: Iterable[str]) -> li
     return jobs
 
 
-def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Iterable[str]) -> list[Job]:
-    """``<task_id>.py`` files of a directory (unknown task IDs are an error)."""
+def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Iterable[str],
+                   skipped: list[str] | None = None) -> list[Job]:
+    """``<task_id>.py`` files of a directory. Files that cannot be run (no such task, a TARGET
+    that names no platform) and files for other targets are left out; when ``skipped`` is
+    given, one line per file left out is appended to it."""
+    from jaxbench.evaluator.static import target_declaration
+    from jaxbench.tasks import UnknownTaskError
+
     wanted = {t.id for t in tasks} if tasks is not None else None
+    notes = skipped if skipped is not None else []
     jobs = []
     for path in sorted(directory.glob("*.py")):
-        task = get_task(path.stem)  # raises UnknownTaskError with a one-line message
+        if path.name.startswith(("_", ".")):
+            continue
+        try:
+            task = get_task(path.stem)
+        except UnknownTaskError as exc:
+            notes.append(f"{path.name} ({exc})")
+            continue
         if wanted is not None and task.id not in wanted:
             continue
-        target = declared_target(path.read_text()) or "tpu"
+        declared, problem = target_declaration(path.read_text(errors="replace"))
+        if problem:
+            notes.append(f"{path.name} ({problem})")
+            continue
+        target = declared or "tpu"
         if target in targets:
-            jobs.append(Job(task.id, "file", target, path))
+            jobs.append(Job(task.id, "file", target, path, target_assumed=declared is None))
+        else:
+            notes.append(f"{path.name} (TARGET {target}, not selected by --target)")
     return jobs
 
 
@@ -145,6 +164,10 @@ def run_jobs(
                     continue  # killed by the stop: not a verdict
                 job = futures[future]
                 result.update(job=job.key, kind=job.kind, kernel_file=str(job.path))
+                if job.target_assumed:
+                    result.setdefault("warnings", []).append(
+                        f'{job.path.name} declares no TARGET: evaluated for {job.target} (add '
+                        f'TARGET = "tpu" or "gpu")')
                 run.append(result)
                 results.append(result)
                 if on_result:

@@ -33,7 +33,7 @@ from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
 from jaxbench.evaluator.judge.client import RunnerOutcome, RunnerPool
 from jaxbench.evaluator.pool import WorkerOutcome, WorkerPool
 from jaxbench.evaluator.result import STAGES, STATUSES, StageFailure, new_result
-from jaxbench.evaluator.static import check_source, declared_target
+from jaxbench.evaluator.static import check_source, declared_target, wrong_target_hint
 from jaxbench.evaluator.timeouts import default_timeout
 from jaxbench.tasks import get_task
 
@@ -123,7 +123,9 @@ class Evaluator:
         task = get_task(task_id)
         if trials < 1:
             raise ValueError("trials must be at least 1")
-        target = target or declared_target(source) or "tpu"
+        declared = declared_target(source)
+        assumed = target is None and declared is None
+        target = target or declared or "tpu"
         if target not in ("tpu", "gpu"):
             raise ValueError(f"unknown target {target!r}; use tpu or gpu")
         task.dims(size)  # unknown size -> KeyError with the sizes listed
@@ -134,6 +136,9 @@ class Evaluator:
                       lowering_fidelity=lowering_fidelity(target, mode))
         timeout_s = timeout_s or default_timeout(task.id, mode)
         result["timeout_s"] = timeout_s
+        if assumed:
+            result["warnings"] = [f'the kernel declares no TARGET: evaluated for {target} (add '
+                                  f'TARGET = "tpu" or "gpu" to the file, or pass --target)']
         started = time.monotonic()
         try:
             check_source(source, filename)
@@ -142,7 +147,11 @@ class Evaluator:
                          tpu_interpret, max_outside_flops_fraction, timing or {}, save_ir)
             self._evaluate(result, case, source, filename)
         except StageFailure as failure:
-            result.update(status=failure.status, stage=failure.stage, message=failure.message)
+            message = failure.message
+            if failure.status == "compile_error" and failure.stage in ("trace", "lower"):
+                hint = wrong_target_hint(source, target)
+                message = f"{hint}; {message}" if hint else message
+            result.update(status=failure.status, stage=failure.stage, message=message)
         result["wall_s"] = round(time.monotonic() - started, 3)
         assert result["status"] in STATUSES, result["status"]
         return result

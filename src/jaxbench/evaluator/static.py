@@ -278,16 +278,70 @@ def check_source(source: str, filename: str = "<kernel>") -> None:
                            "the file defines no top-level `kernel(*inputs)` function")
 
 
-def declared_target(source: str) -> str | None:
-    """The module-level ``TARGET = "tpu"|"gpu"`` of a candidate, if any."""
+def target_declaration(source: str) -> tuple[str | None, str | None]:
+    """(target, problem) from the module-level ``TARGET = "tpu"|"gpu"`` of a candidate:
+    (None, None) when there is none, (None, "...") when it names something else."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return None
+        return None, None
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
-            if any(isinstance(t, ast.Name) and t.id == "TARGET" for t in node.targets):
-                value = node.value.value
-                if value in ("tpu", "gpu"):
-                    return value
-    return None
+        if isinstance(node, ast.Assign):
+            names, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            names, value = [node.target], node.value
+        else:
+            continue
+        if not any(isinstance(t, ast.Name) and t.id == "TARGET" for t in names):
+            continue
+        if isinstance(value, ast.Constant) and value.value in ("tpu", "gpu"):
+            return value.value, None
+        shown = repr(value.value) if isinstance(value, ast.Constant) else ast.unparse(value)[:40]
+        return None, f'TARGET = {shown} (line {node.lineno}) is not "tpu" or "gpu"'
+    return None, None
+
+
+def declared_target(source: str) -> str | None:
+    """The module-level ``TARGET = "tpu"|"gpu"`` of a candidate, if any."""
+    return target_declaration(source)[0]
+
+
+# Pallas modules that only one platform's lowering accepts.
+_PLATFORM_MODULES = {
+    "jax.experimental.pallas.tpu": "tpu",
+    "jax.experimental.pallas.triton": "gpu",
+    "jax.experimental.pallas.mosaic_gpu": "gpu",
+    "jax.experimental.pallas.gpu": "gpu",
+}
+
+
+def kernel_platforms(source: str) -> dict[str, str]:
+    """Platform-specific Pallas modules the source imports: {module: "tpu"|"gpu"}."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for name in names:
+            for module, platform in _PLATFORM_MODULES.items():
+                if name == module or name.startswith(module + "."):
+                    found[module] = platform
+    return found
+
+
+def wrong_target_hint(source: str, target: str) -> str:
+    """One line explaining a lowering failure of a kernel written for the other platform
+    ("" when the imports do not say so)."""
+    platforms = kernel_platforms(source)
+    if not platforms or target in platforms.values():
+        return ""
+    module = sorted(platforms)[0]
+    other = platforms[module]
+    return (f"this looks like a {other.upper()} kernel (it imports {module}) but was lowered for "
+            f'{target}: set TARGET = "{other}" in the file (or pass --target {other})')
