@@ -82,3 +82,85 @@ def test_race_rule_exempts_mosaic_gpu_sequential_axes_only():
     closed = jax.make_jaxpr(namespace["kernel"])(*task.input_specs("small"))
     assert compat.sequential_grid_axes(exporting.scan(closed).kernel_eqns[0]) == frozenset()
     assert "does not depend on grid axis 2" in gpu_rules.parallel_write_conflict(closed)
+
+
+# -- the prepared device check ------------------------------------------------------------------
+
+REPO = __import__("pathlib").Path(__file__).parents[1]
+
+
+def _script_env(**extra):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TASKS", "CHEATS", "BUDGET"))}
+    env.update(JAX_PLATFORMS="cpu", **extra)
+    return env
+
+
+def test_device_check_stops_at_once_without_a_gpu(tmp_path):
+    import subprocess
+
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", "scripts/device_check.sh", str(out)], cwd=REPO,
+                          capture_output=True, text=True, env=_script_env(), timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "device_check: error: no NVIDIA GPU is visible to JAX on this host; run it on a GPU "
+        "host, or pass --dry-run"]
+    assert not out.exists()
+    usage = subprocess.run(["bash", "scripts/device_check.sh"], cwd=REPO, capture_output=True,
+                           text=True, env=_script_env(), timeout=60)
+    assert usage.returncode == 2 and "give the output directory" in usage.stderr
+
+
+def test_gpu_check_lists_every_gpu_kernel_priority_first():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "scripts/gpu_check.py")
+    gpu_check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_check)
+    jobs = gpu_check.jobs(None)
+    assert [j[0] for j in jobs[:6]] == ["8p_gemm"] * 2 + ["12p_rmsnorm"] * 2 + \
+        ["1p_flash_attention"] * 2
+    assert {(j[0], j[1]) for j in jobs} >= {(t, "seed_mosaic") for t in MOSAIC_GPU_SEEDS}
+    from jaxbench.tasks import list_tasks
+
+    expected = sum(1 for t in list_tasks() for (k, target) in t.kernel_files() if target == "gpu"
+                   and not __import__("jaxbench.runner").runner.library_missing(k))
+    assert len(jobs) == expected
+    table = gpu_check.markdown([{"task": "8p_gemm", "kernel": "seed_mosaic",
+                                 "backend": "mosaic_gpu", "t_ref_ms": 6.5, "t_kernel_ms": 3.25,
+                                 "speedup": 2.0, "spread": 0.031, "timing_method": "device_trace",
+                                 "status": "correct"}], "# head")
+    assert "| 8p_gemm | seed_mosaic | mosaic_gpu | 6.500 | 3.250 | 2.00x | 3.1% | device_trace " \
+           "| correct |" in table
+
+
+def test_device_check_dry_run_writes_the_json_and_the_table(tmp_path):
+    """The whole script on this CPU (interpret mode, small size, one task, no cheats): doctor,
+    the timing-method comparison, both GPU backends' seeds, one JSON and one markdown table."""
+    import json
+    import subprocess
+
+    out = tmp_path / "check"
+    done = subprocess.run(["bash", "scripts/device_check.sh", "--dry-run", str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=600,
+                          env=_script_env(TASKS="12p_rmsnorm", CHEATS=""))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((out / "gpu_check.json").read_text())
+    assert report["mode"] == "interpret" and report["size"] == "small"
+    rows = {(r["task"], r["kernel"]): r for r in report["results"]}
+    assert set(rows) == {("12p_rmsnorm", "seed"), ("12p_rmsnorm", "seed_mosaic")}
+    assert rows[("12p_rmsnorm", "seed")]["backend"] == "triton"
+    assert rows[("12p_rmsnorm", "seed_mosaic")]["backend"] == "mosaic_gpu"
+    assert all(r["status"] == "correct" for r in rows.values())
+    table = (out / "gpu_check.md").read_text()
+    assert "| task | kernel | backend | t_ref_ms | t_kernel_ms | speedup | spread |" in table
+    assert "| 12p_rmsnorm | seed_mosaic | mosaic_gpu |" in table
+    doctor = json.loads((out / "doctor.json").read_text())
+    assert doctor["versions"]["jax"] == jax.__version__ and doctor["backends"]["default"] == "cpu"
+    assert doctor["cross_lowering"]["cuda (Mosaic GPU)"].startswith("ok (mosaic_gpu")
+    assert doctor["cross_lowering"]["cuda (Triton)"].startswith("ok (__gpu$xla.gpu.triton")
+    assert doctor["profiler"].startswith("ok (host_hlo_ops")
+    timing = json.loads((out / "timing_methods.json").read_text())
+    assert [c["device"] for c in timing["cases"]] == ["host_hlo_ops"] * 2

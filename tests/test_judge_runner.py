@@ -36,8 +36,8 @@ def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch
                "mode": "device", "trial_keys": keys,
                "recheck_keys": derive_keys(b"s", task.id, "small", 1, "recheck"),
                "timing_keys": derive_keys(b"s", task.id, "small", 2, "timing"),
-               "timing": {"warmup": 1, "min_reps": 4, "max_reps": 6, "budget_s": 0.1},
-               "device_reps": 4}
+               "timing": {"warmup": 1, "min_reps": 4, "max_reps": 6, "budget_s": 0.1,
+                          "device_reps": 4}}
     response = json.loads(json.dumps(runner.judge(request), default=str))
     labels = [t["label"] for t in response["trials"]]
     assert labels == ["trial0", "trial1", "recheck0"]

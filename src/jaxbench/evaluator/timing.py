@@ -71,6 +71,7 @@ def time_interleaved(
     perf_counter: Callable[[], float],
     warmup: int = 3,
     max_warmup: int = 20,
+    warmup_budget_s: float = 10.0,
     min_reps: int = 10,
     max_reps: int = 200,
     budget_s: float = 4.0,
@@ -82,7 +83,7 @@ def time_interleaved(
     per-repetition seconds of each side.
     """
     rounds = warm_up(reference, candidate, input_sets, perf_counter=perf_counter, rounds=warmup,
-                     max_rounds=max(warmup, max_warmup))
+                     max_rounds=max(warmup, max_warmup), budget_s=warmup_budget_s)
     ref_times: list[float] = []
     cand_times: list[float] = []
     started = perf_counter()

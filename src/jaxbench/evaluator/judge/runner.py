@@ -119,13 +119,13 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
             reference = jax.jit(task.reference).lower(*first).compile()
             sets = [first] + [_inputs(task, k, size) for k in request.get("timing_keys", [])]
             jax.block_until_ready(sets)
+            options = dict(request.get("timing", {}))
+            device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
             response["timing"] = time_interleaved(reference, compiled, sets,
-                                                  perf_counter=_perf_counter,
-                                                  **request.get("timing", {}))
-            if request.get("device_timing", True):  # the same calls, timed on the device
+                                                  perf_counter=_perf_counter, **options)
+            if device_reps > 0:  # the same calls, timed on the device
                 response["timing"]["device"] = time_device(
-                    reference, compiled, sets, reps=int(request.get("device_reps", 20)),
-                    directory=str(directory / "trace"))
+                    reference, compiled, sets, reps=device_reps, directory=str(directory / "trace"))
             if request.get("save_ir"):
                 from jaxbench.evaluator.artifacts import compiled_artifacts
 

@@ -1,0 +1,199 @@
+"""`jaxbench doctor`: what this machine offers the evaluator, the first command on a new host.
+
+It reports the Python/JAX/jaxlib versions, JAX's backends and devices, which Pallas
+backends import, the isolation level the untrusted side reaches here (measured in a fresh
+process, as the tracer does it), the attached chip's peak figures, whether tiny kernels
+cross-lower for TPU (Mosaic), GPU (Triton) and GPU (Mosaic GPU) from this host, and whether
+the profiler gives device times (what `timing_method: device_trace` needs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import click
+
+_ISOLATION_PROBE = (
+    "import json\n"
+    "from jaxbench.evaluator.sandbox import isolation as i\n"
+    "ns = i.enter_namespaces()\n"
+    "r = i.restrict(i.python_read_roots(), ['/tmp'])\n"
+    "print(json.dumps(i.describe(r, ns)))\n")
+
+
+def versions() -> dict[str, Any]:
+    import platform
+
+    import jax
+    import jaxlib
+
+    return {"python": sys.version.split()[0], "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+            "machine": platform.machine(), "system": platform.platform()}
+
+
+def backends() -> dict[str, Any]:
+    """JAX's backends: for cpu, gpu (cuda/rocm) and tpu, the devices or why there are none."""
+    import jax
+
+    found: dict[str, Any] = {"default": jax.default_backend()}
+    for name in ("cpu", "gpu", "tpu"):
+        try:
+            found[name] = [f"{d.platform}:{d.id} {d.device_kind}" for d in jax.devices(name)]
+        except RuntimeError as exc:
+            found[name] = f"unavailable ({str(exc).splitlines()[0][:120]})"
+    return found
+
+
+def isolation_level(timeout_s: float = 60.0) -> str:
+    """What the untrusted side gets here: a fresh process enters namespaces and restricts
+    itself the way the tracer does, and describes the result (the string results record as
+    ``isolation``)."""
+    env = {"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    try:
+        out = subprocess.run([sys.executable, "-c", _ISOLATION_PROBE], capture_output=True,
+                             text=True, env=env, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return f"unknown (the probe took more than {timeout_s:g} s)"
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        return f"unknown (probe failed: {(out.stderr.strip().splitlines() or ['?'])[-1][:200]})"
+    return str(json.loads(lines[-1]))
+
+
+def peaks() -> dict[str, Any]:
+    from jaxbench.backends import device_kind
+    from jaxbench.backends.peaks import peak_for
+
+    kind = device_kind()
+    peak = peak_for(kind)
+    if peak is None:
+        return {"device_kind": kind, "peak_bf16_flops": None, "peak_bytes_per_s": None,
+                "note": "no published figures for this device (roofline fraction not computed)"}
+    return {"device_kind": kind, "peak_bf16_flops": peak[0], "peak_bytes_per_s": peak[1]}
+
+
+def _copy_kernel(backend: str) -> Any:
+    """A one-block copy kernel for ``backend``; built only from trusted code here."""
+    import jax
+    from jax.experimental import pallas as pl
+
+    params: Any = None
+    if backend == "triton":
+        from jax.experimental.pallas import triton as pltriton
+
+        params = pltriton.CompilerParams(num_warps=4)
+    elif backend == "mosaic_gpu":
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+
+        params = plgpu.CompilerParams()
+
+    def body(x_ref, o_ref):
+        o_ref[...] = x_ref[...] + 1.0
+
+    def kernel(x):
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              grid=(x.shape[0] // 8,),
+                              in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                              compiler_params=params)(x)
+    return kernel
+
+
+def cross_lowering() -> dict[str, str]:
+    """For each (platform, backend): "ok (<kernel custom calls>)" when a tiny kernel exports
+    under an abstract chip from this host, else the error."""
+    import re
+
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbench import compat
+    from jaxbench.evaluator.sandbox.exporting import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
+
+    spec = [jax.ShapeDtypeStruct((16, 128), jnp.float32)]
+    found = {}
+    for label, platform, backend, chip in (
+            ("tpu (Mosaic TPU)", "tpu", "mosaic_tpu", CROSS_LOWERING_TPU),
+            ("cuda (Triton)", "cuda", "triton", CROSS_LOWERING_GPU),
+            ("cuda (Mosaic GPU)", "cuda", "mosaic_gpu", CROSS_LOWERING_GPU)):
+        try:
+            with compat.abstract_device(platform, chip):
+                exported = compat.export_fn(_copy_kernel(backend), spec, platform,
+                                            ("__gpu$xla.gpu.triton",) if backend == "triton" else ())
+            calls = sorted(set(re.findall(r"custom_call @([\w$.]+)", exported.mlir_module())))
+            found[label] = f"ok ({', '.join(calls)})"
+        except Exception as exc:  # noqa: BLE001 - report, do not stop
+            found[label] = f"fails: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+    return found
+
+
+def profiler_check() -> str:
+    """Whether the profiler gives a device time for each of a few calls on the default device."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbench.evaluator.timing import time_device
+
+    fn = jax.jit(lambda x: x * 2 + 1)
+    sets = [(jnp.ones((256, 256)),)]
+    jax.block_until_ready(fn(*sets[0]))
+    out = time_device(fn, fn, sets, reps=2)
+    if "error" in out:
+        return f"no device times: {out['error'][:200]}"
+    return f"ok ({out['source']}, {out['events']} events for 4 calls)"
+
+
+def diagnose() -> dict[str, Any]:
+    from jaxbench import compat
+
+    return {"versions": versions(), "backends": backends(),
+            "pallas_backends": compat.pallas_backends_available(),
+            "isolation": isolation_level(), "peaks": peaks(),
+            "cross_lowering": cross_lowering(), "profiler": profiler_check()}
+
+
+def _show(report: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from jaxbench.terminal import console
+
+    table = Table(title="jaxbench doctor", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("found")
+    v = report["versions"]
+    table.add_row("versions", f"Python {v['python']}, JAX {v['jax']}, jaxlib {v['jaxlib']} "
+                              f"({v['system']})")
+    b = report["backends"]
+    table.add_row("default backend", b["default"])
+    for name in ("cpu", "gpu", "tpu"):
+        value = b[name]
+        table.add_row(f"devices: {name}", ", ".join(value) if isinstance(value, list) else value)
+    for name, state in report["pallas_backends"].items():
+        table.add_row(f"pallas backend: {name}", state)
+    table.add_row("isolation", report["isolation"])
+    p = report["peaks"]
+    if p["peak_bf16_flops"]:
+        table.add_row("chip peaks", f"{p['device_kind']}: {p['peak_bf16_flops'] / 1e12:g} TFLOP/s "
+                                    f"bf16 dense, {p['peak_bytes_per_s'] / 1e12:g} TB/s HBM")
+    else:
+        table.add_row("chip peaks", f"{p['device_kind']}: {p['note']}")
+    for label, state in report["cross_lowering"].items():
+        table.add_row(f"cross-lowering: {label}", state)
+    table.add_row("device timing (profiler)", report["profiler"])
+    console().print(table)
+
+
+@click.command("doctor")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def doctor_cmd(as_json: bool) -> None:
+    """Report JAX, devices, Pallas backends, isolation, chip peaks, cross-lowering, profiler."""
+    report = diagnose()
+    if as_json:
+        click.echo(json.dumps(report, default=str))
+    else:
+        _show(report)
