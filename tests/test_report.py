@@ -95,3 +95,13 @@ def test_report_cli(device_run):
 def test_report_on_a_non_run_directory_is_a_usage_error(tmp_path):
     result = CliRunner().invoke(main, ["report", str(tmp_path)])
     assert result.exit_code == 2 and "not a run directory" in result.stderr
+
+
+def test_summary_lists_tasks_in_catalogue_order(tmp_path):
+    run = RunDir.open(tmp_path / "run", {"command": "run"})
+    for task in ("19k_matmul_subtract_multiply_relu", "12p_rmsnorm", "2p_gqa_attention", "8p_gemm"):
+        run.append(_evaluation(task, "run", 0, "correct", mode="interpret"))
+    order = list(summarize(run.path)["tasks"])
+    assert order == ["2p_gqa_attention", "8p_gemm", "12p_rmsnorm", "19k_matmul_subtract_multiply_relu"]
+    table = CliRunner().invoke(main, ["report", str(run.path)]).stdout
+    assert table.index("2p_gqa") < table.index("8p_gemm") < table.index("12p_rms") < table.index("19k_")

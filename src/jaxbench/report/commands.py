@@ -1,4 +1,4 @@
-"""``jaxbench report DIR [--json]``: per-task best results and per-method metrics of a run."""
+"""``jaxbench report DIR [--json | --html FILE]`` and ``jaxbench compare RUN_A RUN_B``."""
 
 from __future__ import annotations
 
@@ -8,11 +8,15 @@ from pathlib import Path
 
 import click
 
+from jaxbench.terminal import console, usage_error
+
 
 @click.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-def report_cmd(run_dir: Path, as_json: bool) -> None:
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write a self-contained HTML report with charts (needs the results extra).")
+def report_cmd(run_dir: Path, as_json: bool, html_file: Path | None) -> None:
     """Summarize a run directory: best speedup and status per task; compile rate, correct rate,
     fast_0/fast_1@N and the geomean speedup per method."""
     from rich.console import Console
@@ -23,8 +27,51 @@ def report_cmd(run_dir: Path, as_json: bool) -> None:
         summary = summarize(run_dir)
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
+    if html_file is not None:
+        from jaxbench.report.html import write_report
+
+        try:
+            write_report(run_dir, html_file)
+        except (RuntimeError, ValueError, OSError) as exc:
+            usage_error(str(exc))
     if as_json:
         click.echo(json.dumps(summary, default=str))
         return
     width = None if sys.stdout.isatty() else 160
     print_summary(summary, Console(highlight=False, width=width))
+    if html_file is not None:
+        click.echo(f"HTML report: {html_file}")
+
+
+@click.command("compare")
+@click.argument("run_a", type=click.Path(path_type=Path))
+@click.argument("run_b", type=click.Path(path_type=Path))
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.05, show_default=True,
+              help="Relative speedup change below which a task counts as unchanged.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as one JSON object.")
+@click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the comparison as a self-contained HTML page.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any task regressed.")
+def compare_cmd(run_a: Path, run_b: Path, threshold: float, as_json: bool, html_file: Path | None,
+                fail_on_regression: bool) -> None:
+    """Compare two run directories task by task: status and speedup changes from RUN_A to RUN_B,
+    regressions first."""
+    from jaxbench.report.compare import compare, print_comparison, write_comparison_html
+
+    try:
+        result = compare(run_a, run_b, threshold)
+    except (FileNotFoundError, ValueError) as exc:
+        usage_error(str(exc))
+    if html_file is not None:
+        try:
+            write_comparison_html(result, html_file)
+        except (RuntimeError, OSError) as exc:
+            usage_error(str(exc))
+    if as_json:
+        click.echo(json.dumps(result, default=str))
+    else:
+        print_comparison(result, console())
+        if html_file is not None:
+            click.echo(f"HTML comparison: {html_file}")
+    if fail_on_regression and result["counts"]["regression"]:
+        sys.exit(1)

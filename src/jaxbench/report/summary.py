@@ -4,7 +4,8 @@ Per task: the best verdict and speedup of each method. Per method: compile and
 correct rates over samples, fast_0@N and fast_1@N, and the JAXBench geomean
 (``jaxbench.metrics``). Samples are a method's evaluated candidates in budget-slot
 order; shipped seed kernels evaluated by ``evolve`` are not samples. Without timing
-(interpret mode) speedups do not exist, so ``correct@N`` stands in for fast_p@N.
+(interpret mode) speedups do not exist, so ``correct@N`` stands in for fast_p@N. Tasks are in
+the registry's catalogue order (1p, 2p, ..., 17p, 18k, ...), never sorted as strings.
 """
 
 from __future__ import annotations
@@ -16,15 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench import metrics
+from jaxbench.report.data import STATUS_ORDER, compiled, in_catalogue_order, method_of
 from jaxbench.runs import MANIFEST, read_events
 
 N_VALUES = (1, 8, 32, 144)
-# A sample "compiles" when it got past static checks, tracing and lowering.
-COMPILED_STAGES = frozenset({"correct", "time", "recheck"})
-
-
-def compiled(evaluation: dict[str, Any]) -> bool:
-    return evaluation.get("status") == "correct" or evaluation.get("stage") in COMPILED_STAGES
 
 
 def correct_at_n(samples: dict[str, list[metrics.Sample]], n: int) -> float:
@@ -32,12 +28,6 @@ def correct_at_n(samples: dict[str, list[metrics.Sample]], n: int) -> float:
     if not samples:
         return 0.0
     return sum(any(ok for ok, _ in seq[:n]) for seq in samples.values()) / len(samples)
-
-
-def _method_of(event: dict[str, Any]) -> str:
-    if event.get("method"):
-        return event["method"]
-    return f"run:{event.get('kind', 'kernels')}"  # `jaxbench run` directories
 
 
 def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -57,7 +47,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
                 continue
             event.setdefault("sample", None)
             event["_order"] = event["sample"] if event["sample"] is not None else index
-            evaluations[_method_of(event)][event["task"]].append(event)
+            evaluations[method_of(event)][event["task"]].append(event)
             modes.add(event.get("mode"))
         elif event.get("type") == "llm_call":
             totals = llm[event.get("method", "?")]
@@ -83,7 +73,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "note": None if timed else
         "no timed evaluations (interpret mode): speedups need a device; correct@N is reported",
         "methods": methods,
-        "tasks": dict(sorted(tasks.items())),
+        "tasks": {task_id: tasks[task_id] for task_id in in_catalogue_order(tasks)},
     }
 
 
@@ -91,13 +81,9 @@ def _task_summary(evals: list[dict[str, Any]]) -> dict[str, Any]:
     speeds = [e["speedup"] for e in evals if e.get("status") == "correct" and e.get("speedup")]
     statuses = [e.get("status") for e in evals]
     best_status = "correct" if "correct" in statuses else max(
-        statuses, key=lambda s: _STATUS_ORDER.index(s) if s in _STATUS_ORDER else -1, default=None)
+        statuses, key=lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else -1, default=None)
     return {"samples": len(evals), "correct": statuses.count("correct"),
             "best_status": best_status, "best_speedup": max(speeds) if speeds else None}
-
-
-_STATUS_ORDER = ["compile_error", "rejected", "no_pallas", "crashed", "timeout", "runtime_error",
-                 "incorrect", "correct"]
 
 
 def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None, timed: bool,

@@ -1,0 +1,209 @@
+"""``jaxbench compare RUN_A RUN_B``: per-task status and speedup changes from A to B.
+
+Each run is reduced to its best evaluation per (task, method, target). Rows are matched on
+that key; when each run has exactly one method and they differ (best_of_n in A, evolve in
+B), rows are matched on (task, target) alone. A row is a **regression** when B lost a
+correct kernel or its speedup fell by more than the threshold (default 5 %), an
+**improvement** the other way round; regressions come first, then rows missing from B,
+other status changes, improvements, rows new in B and unchanged rows, each group in the
+registry's catalogue order.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from jaxbench.report.data import RunData, best_of, load_run, method_of, task_order_key, task_sort_value
+
+CHANGES = ("regression", "missing", "status", "improvement", "new", "same")
+DEFAULT_THRESHOLD = 0.05
+
+
+def _best_by_key(run: RunData, by_method: bool) -> dict[tuple[str, str, str], dict[str, Any]]:
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for e in run.evaluations:
+        key = (e["task"], e.get("target") or "", method_of(e) if by_method else "*")
+        groups.setdefault(key, []).append(e)
+    return {k: best_of(v) or {} for k, v in groups.items()}
+
+
+def _speedup(e: dict[str, Any] | None) -> float | None:
+    if not e or e.get("status") != "correct":
+        return None
+    s = e.get("speedup")
+    return float(s) if isinstance(s, (int, float)) and s > 0 else None
+
+
+def classify(a: dict[str, Any] | None, b: dict[str, Any] | None, threshold: float) -> str:
+    if a is None:
+        return "new"
+    if b is None:
+        return "missing"
+    ok_a, ok_b = a.get("status") == "correct", b.get("status") == "correct"
+    if ok_a and not ok_b:
+        return "regression"
+    if ok_b and not ok_a:
+        return "improvement"
+    sa, sb = _speedup(a), _speedup(b)
+    if sa is not None and sb is not None:
+        if sb < sa * (1 - threshold):
+            return "regression"
+        if sb > sa * (1 + threshold):
+            return "improvement"
+    if a.get("status") != b.get("status"):
+        return "status"
+    return "same"
+
+
+def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[str] | RunData,
+            threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
+    """The comparison as one JSON-ready dict: both runs' facts, rows in report order, counts."""
+    a = run_a if isinstance(run_a, RunData) else load_run(run_a)
+    b = run_b if isinstance(run_b, RunData) else load_run(run_b)
+    methods_a = {method_of(e) for e in a.evaluations}
+    methods_b = {method_of(e) for e in b.evaluations}
+    by_method = not (len(methods_a) == 1 and len(methods_b) == 1 and methods_a != methods_b)
+    best_a, best_b = _best_by_key(a, by_method), _best_by_key(b, by_method)
+    rows = []
+    for key in set(best_a) | set(best_b):
+        task, target, method = key
+        ea, eb = best_a.get(key), best_b.get(key)
+        sa, sb = _speedup(ea), _speedup(eb)
+        change = classify(ea, eb, threshold)
+        rows.append({
+            "task": task, "target": target,
+            "method": method if by_method else f"{next(iter(methods_a))} -> {next(iter(methods_b))}",
+            "change": change,
+            "status_a": ea.get("status") if ea else None, "status_b": eb.get("status") if eb else None,
+            "speedup_a": sa, "speedup_b": sb,
+            "ratio": sb / sa if sa and sb else None,
+            "message_a": (ea or {}).get("message") or None, "message_b": (eb or {}).get("message") or None,
+        })
+    rows.sort(key=lambda r: (CHANGES.index(r["change"]), task_order_key(r["task"]), r["target"],
+                             r["method"]))
+    counts = {c: sum(r["change"] == c for r in rows) for c in CHANGES}
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    return {
+        "a": _facts(a), "b": _facts(b), "threshold": threshold, "matched_on_method": by_method,
+        "counts": counts,
+        "geomean_ratio": math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None,
+        "rows": rows,
+    }
+
+
+def _facts(run: RunData) -> dict[str, Any]:
+    statuses: dict[str, int] = {}
+    for e in run.evaluations:
+        statuses[e.get("status") or "?"] = statuses.get(e.get("status") or "?", 0) + 1
+    return {"run": str(run.path), "command": run.config.get("command"), "modes": run.modes,
+            "targets": run.targets, "methods": sorted({method_of(e) for e in run.evaluations}),
+            "evaluations": len(run.evaluations), "statuses": statuses,
+            "git_sha": run.manifest.get("git_sha"),
+            "device_kinds": sorted({e.get("device_kind") for e in run.evaluations
+                                    if e.get("mode") == "device" and e.get("device_kind")})}
+
+
+_COLORS = {"regression": "red", "missing": "red", "status": "yellow", "improvement": "green",
+           "new": "cyan", "same": "dim"}
+
+
+def _x(value: float | None) -> str:
+    return f"{value:.3g}x" if value is not None else "-"
+
+
+def print_comparison(result: dict[str, Any], console: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{result['a']['run']} (A) -> {result['b']['run']} (B)")
+    for col in ("change", "task", "target", "method", "status A -> B", "speedup A", "speedup B",
+                "B / A", "error B"):
+        table.add_column(col, overflow="fold")
+    for r in result["rows"]:
+        color = _COLORS[r["change"]]
+        ratio = f"{r['ratio']:.3f}" if r["ratio"] else "-"
+        table.add_row(f"[{color}]{r['change']}[/]", r["task"], r["target"], r["method"],
+                      f"{r['status_a'] or '-'} -> {r['status_b'] or '-'}", _x(r["speedup_a"]),
+                      _x(r["speedup_b"]), ratio, (r["message_b"] or "")[:60])
+    console.print(table)
+    counts = ", ".join(f"{n} {c}" for c, n in result["counts"].items() if n)
+    geo = result["geomean_ratio"]
+    console.print(f"{counts or 'nothing to compare'}"
+                  + (f"; geomean speedup B/A over timed pairs {geo:.3f}" if geo else "")
+                  + f" (threshold {result['threshold']:.0%})")
+
+
+def comparison_html(result: dict[str, Any], out_dir: Path) -> str:
+    """A self-contained page: both runs' facts, the B/A speedup chart (when both runs were
+    timed) and the sortable table of changes."""
+    from jaxbench.report.html import chart_box, esc, page, require_plotly
+
+    require_plotly()
+    import plotly.graph_objects as go
+
+    colors = {"regression": "#d62728", "improvement": "#2ca02c", "same": "#7f7f7f"}
+    facts = []
+    for label in ("a", "b"):
+        f = result[label]
+        statuses = ", ".join(f"{k}: {v}" for k, v in sorted(f["statuses"].items()))
+        facts.append(f"<dt>run {label.upper()}</dt><dd>{esc(f['run'])} ({esc(f['command'])}; "
+                     f"{esc(', '.join(f['methods']))}; {esc(', '.join(f['modes']))}; "
+                     f"{esc(', '.join(f['device_kinds']) or 'no device')}; git {esc(f['git_sha'])}; "
+                     f"{esc(statuses)})</dd>")
+    counts = ", ".join(f"{n} {c}" for c, n in result["counts"].items() if n)
+    facts.append(f"<dt>changes</dt><dd>{esc(counts)} (threshold {result['threshold']:.0%})</dd>")
+    timed = [r for r in result["rows"] if r["ratio"]]
+    if timed:
+        fig = go.Figure()
+        labels = [f"{r['task']} [{r['target']}] {r['method']}" for r in timed]
+        fig.add_bar(x=labels, y=[r["ratio"] - 1 for r in timed], base=1.0,
+                    marker_color=[colors.get(r["change"], "#1f77b4") for r in timed],
+                    hovertext=[f"{lab}: {r['ratio']:.3f}" for lab, r in zip(labels, timed, strict=True)],
+                    hoverinfo="text", name="B / A")
+        fig.add_hline(y=1.0, line_dash="dash", line_color="#444")
+        fig.update_layout(yaxis=dict(type="log", title="speedup B / speedup A (log)"), showlegend=False)
+        chart = chart_box("ratio-chart", "Speedup of B relative to A", fig, wide=True, height=420)
+    else:
+        chart = chart_box("ratio-chart", "Speedup of B relative to A", None, wide=True,
+                          note="no task was correct and timed in both runs")
+    cols = [("change", "str"), ("task", "num"), ("target", "str"), ("method", "str"),
+            ("status A", "str"), ("status B", "str"), ("speedup A", "num"), ("speedup B", "num"),
+            ("B / A", "num"), ("error A", "str"), ("error B", "str")]
+    body = []
+    for r in result["rows"]:
+        cells = [(r["change"], CHANGES.index(r["change"])), (r["task"], task_sort_value(r["task"])),
+                 (r["target"], None), (r["method"], None), (r["status_a"] or "-", None),
+                 (r["status_b"] or "-", None), (_x(r["speedup_a"]), r["speedup_a"]),
+                 (_x(r["speedup_b"]), r["speedup_b"]),
+                 (f"{r['ratio']:.3f}" if r["ratio"] else "", r["ratio"]),
+                 ((r["message_a"] or "")[:160], None), ((r["message_b"] or "")[:160], None)]
+        tds = "".join(_td(esc(c), v) for c, v in cells)
+        style = f" style=\"color:{colors[r['change']]}\"" if r["change"] in ("regression",) else ""
+        body.append(f"<tr{style}>{tds}</tr>")
+    head = "".join(f"<th data-type=\"{t}\">{esc(c)}</th>" for c, t in cols)
+    html_body = (f"<h1>jaxbench compare</h1><dl class=\"facts\">{''.join(facts)}</dl>"
+                 f"<div class=\"charts\">{chart}</div>"
+                 f"<h2>Changes (regressions first; click a column to sort)</h2>"
+                 f"<table class=\"sortable\" id=\"tasks\"><thead><tr>{head}</tr></thead>"
+                 f"<tbody>{''.join(body)}</tbody></table>")
+    return page("jaxbench compare", html_body, plotly_js=True)
+
+
+def _td(content: str, value: Any) -> str:
+    from jaxbench.report.html import esc
+
+    return f"<td data-v=\"{esc(value)}\">{content}</td>" if value is not None else f"<td>{content}</td>"
+
+
+def write_comparison_html(result: dict[str, Any], out: str | os.PathLike[str]) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(comparison_html(result, out.parent))
+    tmp.replace(out)
+    return out
+
+
+__all__ = ["CHANGES", "classify", "compare", "print_comparison", "write_comparison_html"]

@@ -1,0 +1,253 @@
+"""A run directory as reports and exports read it: the manifest, the evaluation events in file
+order, each kernel's source and saved IR, and tasks in the registry's catalogue order.
+
+Everything is derived from the run directory alone (``manifest.json``, ``events.jsonl``,
+``artifacts/``, ``sources/``); a kernel file outside the run is used only while its content
+still hashes to the event's ``source_sha256``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jaxbench.runs import EVENTS, MANIFEST, read_events
+
+# Worst to best: the order in which a group of evaluations picks its "best" status.
+STATUS_ORDER = ("compile_error", "rejected", "no_pallas", "crashed", "timeout", "runtime_error",
+                "incorrect", "correct")
+# A sample "compiles" when it got past static checks, tracing and lowering.
+COMPILED_STAGES = frozenset({"correct", "time", "recheck"})
+IR_FILES = {"jaxpr": "jaxpr.txt", "stablehlo": "stablehlo.mlir", "kernel_ir": "kernel_ir.mlir",
+            "optimized_hlo": "optimized_hlo.txt", "analysis": "analysis.json"}
+
+
+@cache
+def _catalogue() -> dict[str, int]:
+    from jaxbench.tasks import list_tasks
+
+    return {task.id: i for i, task in enumerate(list_tasks())}
+
+
+def task_order_key(task_id: str) -> tuple[int, int, str]:
+    """Sort key of a task ID: its position in ``list_tasks()`` (catalogue order: 1p, 2p, ...,
+    17p, 18k, ..., 50k, then the next suite); an ID the registry does not know comes after
+    them, by its leading number and then by name (never as a plain string: 2p before 10p)."""
+    position = _catalogue().get(task_id)
+    if position is not None:
+        return (0, position, task_id)
+    m = re.match(r"\D*(\d+)", task_id)
+    return (1, int(m.group(1)) if m else 10**9, task_id)
+
+
+def task_sort_value(task_id: str) -> int:
+    """:func:`task_order_key` as one number (for a table's sort attribute)."""
+    known, number, _ = task_order_key(task_id)
+    return number + (10**6 if known else 0)
+
+
+def in_catalogue_order(task_ids: Iterable[str]) -> list[str]:
+    return sorted(set(task_ids), key=task_order_key)
+
+
+def task_or_none(task_id: str) -> Any:
+    """The registry's task, or None for an ID it no longer has."""
+    from jaxbench.tasks import UnknownTaskError, get_task
+
+    try:
+        return get_task(task_id)
+    except UnknownTaskError:
+        return None
+
+
+def compiled(evaluation: dict[str, Any]) -> bool:
+    return evaluation.get("status") == "correct" or evaluation.get("stage") in COMPILED_STAGES
+
+
+def status_rank(status: str | None) -> int:
+    return STATUS_ORDER.index(status) if status in STATUS_ORDER else -1
+
+
+def best_of(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The best evaluation of a group: correct with the highest speedup, else correct, else the
+    latest-stage failure (the first one of equal rank)."""
+    if not evaluations:
+        return None
+
+    def key(e: dict[str, Any]) -> tuple[int, float]:
+        speed = e.get("speedup") if e.get("status") == "correct" else None
+        return (status_rank(e.get("status")), speed if speed is not None else float("-inf"))
+
+    best = evaluations[0]
+    for e in evaluations[1:]:
+        if key(e) > key(best):
+            best = e
+    return best
+
+
+def method_of(event: dict[str, Any]) -> str:
+    """The method that produced an evaluation; ``run:<kind>`` for `jaxbench run` directories."""
+    if event.get("method"):
+        return event["method"]
+    return f"run:{event.get('kind', 'kernels')}"
+
+
+@dataclass
+class RunData:
+    """One run directory, read once."""
+
+    path: Path
+    manifest: dict[str, Any]
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    llm_calls: list[dict[str, Any]] = field(default_factory=list)
+    end: dict[str, Any] | None = None
+    _sources: dict[str, list[Path]] | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.path.resolve().name
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.manifest.get("config") or {}
+
+    @property
+    def targets(self) -> list[str]:
+        return sorted({e.get("target") for e in self.evaluations if e.get("target")})
+
+    @property
+    def modes(self) -> list[str]:
+        return sorted({e.get("mode") for e in self.evaluations if e.get("mode")})
+
+    @property
+    def timed(self) -> bool:
+        return any(e.get("t_kernel_ms") is not None for e in self.evaluations)
+
+    @property
+    def suites(self) -> list[str]:
+        found = set()
+        for task_id in {e["task"] for e in self.evaluations}:
+            task = task_or_none(task_id)
+            found.add(task.suite if task is not None else "unknown")
+        if not found and self.config.get("suite"):
+            found.add(self.config["suite"])
+        return sorted(found)
+
+    @property
+    def task_ids(self) -> list[str]:
+        return in_catalogue_order(e["task"] for e in self.evaluations)
+
+    def series_of(self, event: dict[str, Any]) -> str:
+        """The method, with the target when the run has kernels for several targets."""
+        name = method_of(event)
+        return f"{name} [{event.get('target')}]" if len(self.targets) > 1 else name
+
+    def samples(self) -> dict[str, dict[str, list[dict[str, Any]]]]:
+        """method -> task -> its samples in budget-slot order (shipped seeds that ``evolve``
+        starts from are not samples); tasks in catalogue order."""
+        grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for e in self.evaluations:
+            if e.get("origin") == "seed":
+                continue
+            grouped.setdefault(method_of(e), {}).setdefault(e["task"], []).append(e)
+        out = {}
+        for name in sorted(grouped):
+            by_task = grouped[name]
+            out[name] = {t: sorted(by_task[t], key=_slot) for t in in_catalogue_order(by_task)}
+        return out
+
+    def best_rows(self) -> list[tuple[str, str, dict[str, Any], list[dict[str, Any]]]]:
+        """(task, series, best evaluation, all its evaluations), tasks in catalogue order."""
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for e in self.evaluations:
+            groups.setdefault((e["task"], self.series_of(e)), []).append(e)
+        keys = sorted(groups, key=lambda k: (task_order_key(k[0]), k[1]))
+        return [(task, series, best_of(groups[(task, series)]) or {}, groups[(task, series)])
+                for task, series in keys]
+
+    def source(self, event: dict[str, Any]) -> tuple[str | None, Path | None]:
+        """The evaluated kernel's source and the file it is in (None when only the event holds
+        it): the event's own copy, the run's content-addressed ``sources/``, else the kernel
+        file while it still hashes to the event's ``source_sha256``."""
+        sha = event.get("source_sha256")
+        if isinstance(event.get("source"), str):
+            return event["source"], None
+        candidates: list[Path] = []
+        for key in ("source_file", "source_path"):
+            if event.get(key):
+                p = Path(event[key])
+                candidates.append(p if p.is_absolute() else self.path / p)
+        if sha:
+            index = self._sources_index()  # named by the full digest or its first 16 digits
+            candidates += index.get(sha, []) + index.get(sha[:16], [])
+        if event.get("kernel_file"):
+            candidates.append(Path(event["kernel_file"]))
+        for p in candidates:
+            try:
+                text = p.read_text()
+            except (OSError, UnicodeDecodeError):
+                continue
+            if sha is None or hashlib.sha256(text.encode()).hexdigest() == sha:
+                return text, p
+        return None, None
+
+    def _sources_index(self) -> dict[str, list[Path]]:
+        """Files under ``sources/`` by the hex digest their name starts with."""
+        if self._sources is None:
+            self._sources = {}
+            root = self.path / "sources"
+            for p in sorted(root.rglob("*")) if root.is_dir() else []:
+                digest = re.match(r"[0-9a-f]{16,64}", p.name)
+                if digest and p.is_file():
+                    self._sources.setdefault(digest.group(0), []).append(p)
+        return self._sources
+
+    def ir_files(self, event: dict[str, Any]) -> dict[str, Path]:
+        """The IR and analyses saved with ``--save-ir`` for this evaluation (name -> file)."""
+        artifacts = event.get("artifacts")
+        if not isinstance(artifacts, dict) or not artifacts.get("dir"):
+            return {}
+        directory = Path(artifacts["dir"])
+        if not directory.is_dir():  # the run directory was moved: look inside it
+            directory = self.path / "artifacts" / directory.name
+        return {name: directory / fname for name, fname in IR_FILES.items()
+                if (directory / fname).is_file()}
+
+
+def _slot(e: dict[str, Any]) -> tuple[int, int]:
+    sample = e.get("sample")
+    return (sample, e["_index"]) if isinstance(sample, int) else (10**9, e["_index"])
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> RunData:
+    """Reads a run directory (FileNotFoundError with a one-line message when it is none)."""
+    path = Path(run_dir)
+    if not (path / MANIFEST).is_file():
+        raise FileNotFoundError(f"{path} is not a run directory (no {MANIFEST})")
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path / MANIFEST} is not valid JSON ({exc})") from None
+    run = RunData(path, manifest)
+    if not (path / EVENTS).exists():
+        return run
+    for index, event in enumerate(read_events(path)):
+        kind = event.get("type")
+        if kind == "evaluation" and event.get("task"):
+            run.evaluations.append({**event, "_index": index})
+        elif kind == "llm_call":
+            run.llm_calls.append(event)
+        elif kind == "run_end":
+            run.end = event
+    return run
+
+
+__all__ = ["IR_FILES", "RunData", "STATUS_ORDER", "best_of", "compiled", "in_catalogue_order",
+           "load_run", "method_of", "task_order_key", "task_or_none", "task_sort_value"]

@@ -1,0 +1,119 @@
+"""``jaxbench compare RUN_A RUN_B``: status and speedup changes per task, regressions first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from report_runs import device_run, evaluation, interpret_run
+
+from jaxbench.cli import main
+from jaxbench.report.compare import classify, compare
+from jaxbench.runs import RunDir
+
+
+def _run(path, events, config=None):
+    run = RunDir.open(path, config or {"command": "run", "kernels": "x"})
+    for e in events:
+        run.append(e)
+    run.finish()
+    return run.path
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """A -> B: 8p regresses (correct -> incorrect), 12p slows 2x, 1p speeds up, 13p unchanged
+    within the threshold, 19k gets fixed, 2p only in A, 50k only in B."""
+    a = _run(tmp_path / "a", [
+        evaluation("12p_rmsnorm", "correct", times=(1.0, 0.5), kind="seed"),
+        evaluation("8p_gemm", "correct", times=(1.0, 1.0), kind="seed"),
+        evaluation("1p_flash_attention", "correct", times=(2.0, 1.0), kind="seed"),
+        evaluation("13p_cross_entropy", "correct", times=(1.0, 1.0), kind="seed"),
+        evaluation("19k_matmul_subtract_multiply_relu", "compile_error", kind="seed"),
+        evaluation("2p_gqa_attention", "correct", times=(1.0, 1.0), kind="seed"),
+    ])
+    b = _run(tmp_path / "b", [
+        evaluation("50k_matmul_gelu_softmax", "correct", times=(1.0, 1.0), kind="seed"),
+        evaluation("19k_matmul_subtract_multiply_relu", "correct", times=(1.0, 2.0), kind="seed"),
+        evaluation("13p_cross_entropy", "correct", times=(1.0, 1.02), kind="seed"),
+        evaluation("1p_flash_attention", "correct", times=(2.0, 0.5), kind="seed"),
+        evaluation("8p_gemm", "incorrect", kind="seed", message="max abs err 3.1"),
+        evaluation("12p_rmsnorm", "correct", times=(1.0, 1.0), kind="seed"),
+    ])
+    return a, b
+
+
+def test_regressions_first_then_catalogue_order(pair):
+    result = compare(*pair)
+    order = [(r["change"], r["task"]) for r in result["rows"]]
+    assert order == [("regression", "8p_gemm"), ("regression", "12p_rmsnorm"),
+                     ("missing", "2p_gqa_attention"), ("improvement", "1p_flash_attention"),
+                     ("improvement", "19k_matmul_subtract_multiply_relu"),
+                     ("new", "50k_matmul_gelu_softmax"), ("same", "13p_cross_entropy")]
+    rms = next(r for r in result["rows"] if r["task"] == "12p_rmsnorm")
+    assert rms["speedup_a"] == 2.0 and rms["speedup_b"] == 1.0 and rms["ratio"] == 0.5
+    gemm = result["rows"][0]
+    assert gemm["status_a"] == "correct" and gemm["status_b"] == "incorrect"
+    assert gemm["message_b"] == "max abs err 3.1"
+    assert result["counts"] == {"regression": 2, "missing": 1, "status": 0, "improvement": 2,
+                                "new": 1, "same": 1}
+
+
+def test_classify_threshold_and_status_changes():
+    ok = {"status": "correct", "speedup": 1.0}
+    assert classify(ok, {"status": "correct", "speedup": 0.96}, 0.05) == "same"
+    assert classify(ok, {"status": "correct", "speedup": 0.94}, 0.05) == "regression"
+    assert classify(ok, {"status": "correct", "speedup": 0.94}, 0.10) == "same"
+    assert classify({"status": "compile_error"}, {"status": "incorrect"}, 0.05) == "status"
+    assert classify({"status": "incorrect"}, {"status": "incorrect"}, 0.05) == "same"
+    # interpret mode: no speedups, status changes still count
+    assert classify({"status": "correct"}, {"status": "runtime_error"}, 0.05) == "regression"
+
+
+def test_one_method_each_is_compared_across_methods(tmp_path):
+    a = device_run(tmp_path / "a")
+    b = _run(tmp_path / "b", [evaluation("8p_gemm", "correct", method="iterative", sample=0,
+                                         times=(6.541, 3.0))],
+             {"command": "optimize", "method": "iterative"})
+    result = compare(a, b)  # A has two methods: rows keep the method in their key
+    assert result["matched_on_method"] is True
+    single = _run(tmp_path / "c", [evaluation("8p_gemm", "correct", method="evolve", sample=0,
+                                              times=(6.541, 7.0))],
+                  {"command": "optimize", "method": "evolve"})
+    result = compare(single, b)
+    assert result["matched_on_method"] is False
+    [row] = result["rows"]
+    assert row["method"] == "evolve -> iterative" and row["change"] == "improvement"
+
+
+def test_compare_cli_table_json_html_and_exit_code(pair, tmp_path):
+    runner = CliRunner()
+    table = runner.invoke(main, ["compare", *map(str, pair)])
+    assert table.exit_code == 0, table.output
+    first = table.stdout.index("8p_gemm")
+    assert first < table.stdout.index("12p_rmsnorm") < table.stdout.index("13p_cross_entropy")
+    assert "2 regression" in table.stdout
+    as_json = runner.invoke(main, ["compare", *map(str, pair), "--json"])
+    assert json.loads(as_json.stdout)["rows"][0]["task"] == "8p_gemm"
+    failing = runner.invoke(main, ["compare", *map(str, pair), "--fail-on-regression"])
+    assert failing.exit_code == 1
+    same = runner.invoke(main, ["compare", str(pair[0]), str(pair[0]), "--fail-on-regression"])
+    assert same.exit_code == 0 and "6 same" in same.stdout
+    pytest.importorskip("plotly")
+    out = tmp_path / "cmp.html"
+    page = runner.invoke(main, ["compare", *map(str, pair), "--html", str(out)])
+    assert page.exit_code == 0, page.output
+    text = out.read_text()
+    assert 'data-chart="ratio-chart"' in text and text.index(">8p_gemm<") < text.index(">13p_cross_entropy<")
+
+
+def test_compare_interpret_runs_and_bad_input(tmp_path):
+    a = interpret_run(tmp_path / "a")
+    b = interpret_run(tmp_path / "b", {"12p_rmsnorm": "incorrect", "8p_gemm": "correct"})
+    result = compare(a, b)
+    changes = {r["task"]: r["change"] for r in result["rows"]}
+    assert changes["12p_rmsnorm"] == "regression" and changes["8p_gemm"] == "improvement"
+    assert changes["2p_gqa_attention"] == "missing" and result["geomean_ratio"] is None
+    bad = CliRunner().invoke(main, ["compare", str(a), str(tmp_path / "nope")])
+    assert bad.exit_code == 2 and "not a run directory" in bad.stderr
