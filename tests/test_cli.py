@@ -1,6 +1,7 @@
 """The command line: output contracts, exit codes, one-line usage errors, run directories."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,10 @@ SEED = ROOT / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_gpu.py"
 BAD = ROOT / "tests/kernels/wrong_shape.py"
 
 
-def jaxbench(*args, cwd=None):
+def jaxbench(*args, cwd=None, env=None):
     return subprocess.run([sys.executable, "-m", "jaxbench.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
+                          capture_output=True, text=True, cwd=cwd, timeout=300,
+                          env={**os.environ, **(env or {})})
 
 
 def test_tasks_json_lists_known_tasks():
@@ -65,9 +67,13 @@ def test_run_writes_manifest_and_events(tmp_path):
     kernels.mkdir()
     (kernels / "8p_gemm.py").write_text(SEED.read_text())
     out_dir = tmp_path / "run"
-    out = jaxbench("run", "--kernels", kernels, "--out", out_dir, "--trials", "1")
+    out = jaxbench("run", "--kernels", kernels, "--out", out_dir, "--trials", "1",
+                   env={"JAXBENCH_PROGRESS_INTERVAL": "1"})
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1/1 correct" in out.stdout
+    # stderr is not a terminal here: plain progress lines, periodic while nothing finishes
+    assert "evaluating (" in out.stderr and "[0/1] running (0 failed so far" in out.stderr
+    assert "[1/1] 8p_gemm [file/gpu] correct (0 failed so far" in out.stderr
     manifest = json.loads((out_dir / "manifest.json").read_text())
     assert manifest["config"]["kernels"] == str(kernels)
     assert len(manifest["secret_sha256"]) == 64
@@ -109,3 +115,22 @@ def test_a_target_that_names_no_platform_is_a_usage_error(tmp_path):
     out = jaxbench("eval", kernel, "--task", "8p_gemm")
     assert out.returncode == 2
     assert """TARGET = 'cuda' (line""" in out.stderr and 'is not "tpu" or "gpu"' in out.stderr
+
+
+def test_plain_progress_lines_have_counts_failures_and_eta(monkeypatch):
+    import io
+    import time
+
+    from jaxbench.terminal import JobProgress
+
+    monkeypatch.setenv("JAXBENCH_PROGRESS_INTERVAL", "0.2")
+    stream = io.StringIO()
+    with JobProgress(3, "evaluating", done=1, stream=stream) as progress:
+        time.sleep(0.7)
+        progress.advance("a correct", failed=False)
+        progress.advance("b incorrect", failed=True)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "evaluating: 3 jobs, 1 reused from the run directory"
+    assert lines[1].startswith("[1/3] running (0 failed so far,") and "ETA unknown" in lines[1]
+    assert lines[-2].startswith("[2/3] a correct (0 failed so far,") and "ETA " in lines[-2]
+    assert lines[-1].startswith("[3/3] b incorrect (1 failed so far,") and "ETA 0s" in lines[-1]

@@ -149,6 +149,7 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
 
     if not file.is_file():
         _usage_error(f"kernel file {str(file)!r} does not exist")
+    _check_target(file, target)
     evaluator = Evaluator(spares=0)
     # Ctrl-C or SIGTERM (a CI kill, `timeout`): the tracer and runner die with their process
     # groups at once, and nothing of them outlives this process.
@@ -175,6 +176,19 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
     else:
         _print_result(result)
     sys.exit(0 if result["status"] == "correct" else 1)
+
+
+def _check_target(file: Path, target: str | None) -> None:
+    """A --target that contradicts the file's TARGET, or a TARGET that names no platform, is a
+    usage error (evaluating for the other platform fails with misleading lowering errors)."""
+    from jaxbench.evaluator.static import target_declaration
+
+    declared, problem = target_declaration(file.read_text(errors="replace"))
+    if problem:
+        _usage_error(f"{file}: {problem}")
+    if target is not None and declared is not None and target != declared:
+        _usage_error(f'--target {target} contradicts {file}\'s TARGET = "{declared}": drop '
+                     f"--target (the file's TARGET is used) or change TARGET")
 
 
 def _print_result(r: dict[str, Any]) -> None:
@@ -225,6 +239,7 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     from jaxbench.tasks import list_tasks
 
     targets = ("tpu", "gpu") if target == "all" else (target,)
+    skipped: list[str] = []
     try:
         tasks = select_tasks(suite, task_ids)
         if kernels in ("seed", "expert"):
@@ -233,11 +248,14 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
             directory = Path(kernels)
             if not directory.is_dir():
                 _usage_error(f"--kernels must be seed, expert or a directory; {kernels!r} is none")
-            jobs = directory_jobs(directory, tasks, targets)
+            jobs = directory_jobs(directory, tasks, targets, skipped)
     except USAGE_ERRORS as exc:
         _usage_error(str(exc).strip("'\""))
     if not jobs:
-        _usage_error(f"no {kernels} kernels match (target {target}); see `jaxbench tasks`")
+        why = f": skipped {'; '.join(skipped)}" if skipped else "; see `jaxbench tasks`"
+        _usage_error(f"no {kernels} kernels match (target {target}){why}")
+    for note in skipped:
+        click.echo(f"jaxbench: skipping {note}", err=True)
     workers = workers or default_workers()
     out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
     config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,
@@ -265,25 +283,25 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
 
 def _run_with_progress(jobs: list[Any], run: Any, size: str, mode: str, workers: int,
                        options: dict[str, Any], as_json: bool) -> tuple[list[dict[str, Any]], Any]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from jaxbench.evaluator import kill_children
-    from jaxbench.runner import run_jobs
-    from jaxbench.terminal import StopSignals
+    from jaxbench.runner import finished_keys, run_jobs
+    from jaxbench.terminal import JobProgress, StopSignals
 
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
-                        console=_console(stderr=True), disable=as_json, transient=False)
+    reused = finished_keys(run) & {job.key for job in jobs}
+    if reused:
+        click.echo(f"jaxbench: resuming {run.path}: {len(reused)} of {len(jobs)} evaluations are "
+                   "reused from it", err=True)
     message = (f"jaxbench: stopping: evaluations in flight are killed; finished results stay in "
                f"{run.path} (press Ctrl-C again to exit at once)")
+    progress = JobProgress(len(jobs), f"evaluating ({workers} workers)", done=len(reused))
     with StopSignals(on_stop=kill_children, message=message) as stop, progress:
-        bar = progress.add_task(f"evaluating ({workers} workers)", total=len(jobs), last="")
 
         def on_result(job: Any, result: dict[str, Any]) -> None:
             if as_json:
                 click.echo(json.dumps(result, default=str))
-            progress.update(bar, advance=1,
-                            last=f"{job.task} [{job.kind}/{job.target}] {result['status']}")
+            if job.key not in reused:
+                progress.advance(f"{job.task} [{job.kind}/{job.target}] {result['status']}",
+                                 failed=result["status"] != "correct")
 
         results = run_jobs(jobs, run, size=size, mode=mode, workers=workers,
                            evaluate_options=options, on_result=on_result, stop=stop)
@@ -360,8 +378,6 @@ main.add_lazy_command("export", "jaxbench.export.commands:export_cmd",
                       "Write a run's evaluations as Parquet, JSONL, CSV or Sakana-archive records.")
 main.add_lazy_command("validate", "jaxbench.validate:validate_cmd",
                       "Check that each task's reference is a meaningful, fairly-toleranced problem.")
-main.add_lazy_command("doctor", "jaxbench.doctor:doctor_cmd",
-                      "Report JAX, devices, Pallas backends, isolation, chip peaks, cross-lowering.")
 main.add_lazy_command("doctor", "jaxbench.doctor:doctor_cmd",
                       "Report JAX, devices, Pallas backends, isolation, chip peaks, cross-lowering.")
 

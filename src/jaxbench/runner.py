@@ -102,6 +102,11 @@ def default_workers() -> int:
     return max(1, min(4, (os.cpu_count() or 1)))
 
 
+def finished_keys(run: RunDir) -> set[str]:
+    """Jobs whose evaluation is already in the run's events (reused when it resumes)."""
+    return {e["job"] for e in run.events() if e.get("type") == "evaluation" and "job" in e}
+
+
 def run_jobs(
     jobs: list[Job],
     run: RunDir,

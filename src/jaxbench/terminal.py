@@ -137,3 +137,110 @@ class StopSignals:
             except (OSError, ValueError):
                 pass
         os._exit(self.exit_code)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def progress_interval_s() -> float:
+    """Seconds between plain progress lines when stderr is not a terminal
+    (``JAXBENCH_PROGRESS_INTERVAL``, default 30)."""
+    try:
+        return max(0.2, float(os.environ.get("JAXBENCH_PROGRESS_INTERVAL", "30")))
+    except ValueError:
+        return 30.0
+
+
+class JobProgress:
+    """Progress of ``total`` jobs on stderr. On a terminal: a live bar with the elapsed time and
+    an ETA. Otherwise (CI logs, ``nohup``, ``| tee``): one plain line per finished job, and a
+    line every :func:`progress_interval_s` seconds while none finishes, each with done/total,
+    failures so far, elapsed time and ETA. ``done`` jobs (reused from an earlier, resumed run)
+    count as finished but not towards the ETA's pace."""
+
+    def __init__(self, total: int, description: str, *, done: int = 0, disable: bool = False,
+                 stream: Any = None) -> None:
+        self.total, self.description, self.disable = total, description, disable
+        self.done = self.reused = done
+        self.failed = 0
+        self._stream = stream if stream is not None else sys.stderr
+        self._tty = bool(getattr(self._stream, "isatty", lambda: False)())
+        self._started = time.monotonic()
+        self._last_line = self._started
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._live: Any = None
+        self._bar: Any = None
+
+    def eta_s(self) -> float | None:
+        fresh = self.done - self.reused
+        if fresh <= 0:
+            return None
+        return (time.monotonic() - self._started) / fresh * (self.total - self.done)
+
+    def status(self) -> str:
+        eta = self.eta_s()
+        return (f"{self.failed} failed so far, {_duration(time.monotonic() - self._started)} "
+                f"elapsed, ETA {_duration(eta) if eta is not None else 'unknown'}")
+
+    def __enter__(self) -> JobProgress:
+        if self.disable:
+            return self
+        if self._tty:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._live = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                  MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                                  TimeRemainingColumn(), TextColumn("{task.fields[last]}"),
+                                  console=console(stderr=True), transient=False)
+            self._live.__enter__()
+            self._bar = self._live.add_task(self.description, total=self.total,
+                                            completed=self.done, last="")
+        else:
+            self._line(f"{self.description}: {self.total} jobs"
+                       + (f", {self.done} reused from the run directory" if self.done else ""))
+            threading.Thread(target=self._heartbeat, name="jaxbench-progress", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._closed.set()
+        if self._live is not None:
+            self._live.__exit__(*exc)
+
+    def advance(self, label: str, failed: bool = False) -> None:
+        with self._lock:
+            self.done += 1
+            self.failed += bool(failed)
+            if self.disable:
+                return
+            if self._live is not None:
+                self._live.update(self._bar, advance=1, last=label)
+            else:
+                self._line(f"[{self.done}/{self.total}] {label} ({self.status()})")
+
+    def _line(self, text: str) -> None:
+        self._last_line = time.monotonic()
+        try:
+            print(text, file=self._stream, flush=True)
+        except (OSError, ValueError):
+            pass
+
+    def _heartbeat(self) -> None:
+        interval = progress_interval_s()
+        while not self._closed.wait(min(interval, 1.0)):
+            with self._lock:
+                if time.monotonic() - self._last_line >= interval and self.done < self.total:
+                    self._line(f"[{self.done}/{self.total}] running ({self.status()})")
