@@ -216,7 +216,8 @@ def _print_result(r: dict[str, Any]) -> None:
 @click.option("--suite", default=None, help="Suite to run (default: all tasks).")
 @click.option("--tasks", "task_ids", default=None, help="Comma-separated task IDs.")
 @click.option("--kernels", required=True,
-              help="seed, expert, or a directory of <task_id>.py kernel files.")
+              help="seed, seed_mosaic (Mosaic GPU seeds), expert, or a directory of "
+                   "<task_id>.py kernel files.")
 @click.option("--target", type=click.Choice(["tpu", "gpu", "all"]), default="all",
               show_default=True)
 @click.option("--mode", type=_MODE, default="auto", show_default=True)
@@ -242,12 +243,13 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     skipped: list[str] = []
     try:
         tasks = select_tasks(suite, task_ids)
-        if kernels in ("seed", "expert"):
+        if kernels in ("seed", "seed_mosaic", "expert"):
             jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
         else:
             directory = Path(kernels)
             if not directory.is_dir():
-                _usage_error(f"--kernels must be seed, expert or a directory; {kernels!r} is none")
+                _usage_error(f"--kernels must be seed, seed_mosaic, expert or a directory; "
+                             f"{kernels!r} is none")
             jobs = directory_jobs(directory, tasks, targets, skipped)
     except USAGE_ERRORS as exc:
         _usage_error(str(exc).strip("'\""))

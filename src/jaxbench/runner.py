@@ -47,12 +47,14 @@ def library_missing(kind: str) -> bool:
 
 
 def shipped_jobs(tasks: Iterable[Task], kind: str, targets: Iterable[str]) -> list[Job]:
-    """Seed or expert kernels shipped beside the tasks (library experts need their extra)."""
+    """Kernels shipped beside the tasks: ``seed`` (the ``seed_<target>.py`` files),
+    ``seed_mosaic`` (Mosaic GPU seeds, most of which JAX's CPU interpreter cannot run), or
+    ``expert`` (every ``expert*`` file; library experts need their extra)."""
     jobs = []
     for task in tasks:
         for (file_kind, target), path in sorted(task.kernel_files().items()):
-            if target in targets and (file_kind == kind or file_kind.startswith(kind + "_")) \
-                    and not library_missing(file_kind):
+            wanted = file_kind == kind or (kind == "expert" and file_kind.startswith("expert_"))
+            if target in targets and wanted and not library_missing(file_kind):
                 jobs.append(Job(task.id, file_kind, target, path))
     return jobs
 
