@@ -41,3 +41,63 @@ def test_missing_target_is_stated_and_a_wrong_target_failure_explained(evaluator
     assert any("declares no TARGET: evaluated for tpu" in w for w in result["warnings"])
     assert (result["status"], result["stage"]) == ("compile_error", "lower")
     assert result["message"].startswith("this looks like a GPU kernel"), result["message"]
+
+
+LAST_ROWS_NAN = '''
+import functools
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+TARGET = "tpu"
+
+
+def _body(x_ref, s_ref, o_ref):
+    x = x_ref[...].astype(jnp.float32)
+    y = x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-5)
+    y = (y.astype(o_ref.dtype).astype(jnp.float32) * s_ref[...].astype(jnp.float32))
+    last = pl.program_id(0) == pl.num_programs(0) - 1
+    o_ref[...] = jnp.where(last, jnp.nan, y).astype(o_ref.dtype)  # the last 32 rows: NaN
+
+
+def kernel(x, scale):
+    *lead, h = x.shape
+    x2 = x.reshape(-1, h)
+    out = pl.pallas_call(
+        _body, out_shape=jax.ShapeDtypeStruct(x2.shape, x.dtype), grid=(x2.shape[0] // 32,),
+        in_specs=[pl.BlockSpec((32, h), lambda i: (i, 0)), pl.BlockSpec((1, h), lambda i: (0, 0))],
+        out_specs=pl.BlockSpec((32, h), lambda i: (i, 0)))(x2, scale.reshape(1, h))
+    return out.reshape(x.shape)
+'''
+
+
+def test_nan_output_says_where_and_reports_no_error_figure(evaluator):
+    result = evaluator.evaluate(LAST_ROWS_NAN, "12p_rmsnorm", trials=1, tpu_interpret=False)
+    assert (result["status"], result["stage"]) == ("incorrect", "correct")
+    assert "32768 NaN of 524288 elements (6.2%), at [1, 224:256, :] (every element there)" \
+        in result["message"], result["message"]
+    assert result["max_abs_err"] is None and result["rel_err"] is None
+
+
+def test_correct_result_carries_its_tolerance(evaluator):
+    result = evaluator.evaluate(RMSNORM / "seed_tpu.py", "12p_rmsnorm", trials=1,
+                                tpu_interpret=False)
+    assert result["status"] == "correct"
+    assert result["tolerance"] == {"atol": 0.01, "rtol": 0.01}
+    assert 0 < result["tol_fraction"] <= 1 and result["max_abs_err"] > 0
+
+
+def test_tolerance_failures_say_where_and_by_how_much():
+    import numpy as np
+
+    from jaxbench.evaluator.compare import check_outputs
+
+    truth = np.zeros((64, 8), np.float32)
+    got = truth.copy()
+    got[10:12, :] = 0.5
+    spec = [np.zeros((64, 8), np.float32)]
+    verdict = check_outputs([got], spec, [truth], 1e-2, 1e-2)
+    assert not verdict.ok and "at [10:12, :] (every element there)" in verdict.message
+    assert verdict.max_abs_err == 0.5 and abs(verdict.tol_fraction - 50) < 1e-3
+    ok = check_outputs([truth + 0.005], spec, [truth], 1e-2, 1e-2)
+    assert ok.ok and abs(ok.tol_fraction - 0.5) < 1e-3

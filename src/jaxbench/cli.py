@@ -199,7 +199,15 @@ def _print_result(r: dict[str, Any]) -> None:
     if r["message"]:
         console.print(f"  {r['message']}", markup=False)
     if r["max_abs_err"] is not None:
-        console.print(f"  max abs err {r['max_abs_err']:.3g}, rel err {r['rel_err']:.3g}")
+        line = f"  max abs err {r['max_abs_err']:.3g}, rel err {r['rel_err']:.3g}"
+        tol = r.get("tolerance")
+        if tol:
+            line += f"; tolerance atol {tol['atol']:g} + rtol {tol['rtol']:g}·|truth|"
+            if r.get("tol_fraction") is not None:
+                line += f", worst element at {r['tol_fraction']:.2g}× its tolerance (≤ 1 passes)"
+        console.print(line, markup=False)
+    elif r.get("tolerance") and "tol_fraction" in r:
+        console.print("  max abs err: none (the output is not finite)")
     if r["speedup"] is not None:
         console.print(f"  t_ref {r['t_ref_ms']:.3f} ms, t_kernel {r['t_kernel_ms']:.3f} ms, "
                       f"speedup {r['speedup']:.2f}x")
@@ -333,6 +341,8 @@ def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) ->
     for r in sorted(results, key=lambda r: (task_order_key(r["task"]), r.get("kind", ""), r["target"])):
         color = "green" if r["status"] == "correct" else "red"
         err = f"{r['max_abs_err']:.2g}" if r.get("max_abs_err") is not None else "-"
+        if r.get("tol_fraction") is not None:
+            err += f" ({r['tol_fraction']:.2g}× tol)"
         spd = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
         table.add_row(r["task"], r.get("kind", ""), r["target"], r["mode"],
                       f"[{color}]{r['status']}[/]", err, spd, (r["message"] or "")[:80])

@@ -326,14 +326,19 @@ class Evaluator:
         there at full float32 precision), else this process's on the host CPU."""
         task, size = case.task, case.size
         expected = task.output_shapes(size)
-        worst_abs, worst_rel = 0.0, 0.0
+        worst_abs, worst_rel, worst_fraction = 0.0, 0.0, 0.0
+        result["tolerance"] = {"atol": task.atol, "rtol": task.rtol}
         for label, key in judged:
             truth = truths[label] if label in truths else self.truth(task, size, key)
             verdict = check_outputs(outputs[label], expected, truth, task.atol, task.rtol)
-            if verdict.max_abs_err is not None:
+            if verdict.nonfinite:  # no error figure describes a NaN: none is reported
+                result["max_abs_err"] = result["rel_err"] = result["tol_fraction"] = None
+            elif verdict.max_abs_err is not None:
                 worst_abs = max(worst_abs, verdict.max_abs_err)
                 worst_rel = max(worst_rel, verdict.rel_err or 0.0)
-            result["max_abs_err"], result["rel_err"] = worst_abs, worst_rel
+                worst_fraction = max(worst_fraction, verdict.tol_fraction or 0.0)
+                result["max_abs_err"], result["rel_err"] = worst_abs, worst_rel
+                result["tol_fraction"] = round(worst_fraction, 4)
             probe_run = label == "tpu_interpreter"
             if not verdict.ok:
                 stage = "recheck" if label.startswith("recheck") else "correct"

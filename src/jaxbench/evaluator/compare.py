@@ -9,6 +9,7 @@ and dtype exactly, be finite everywhere, and satisfy
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,10 +24,16 @@ from jaxbench.tasks.spec import Task, upcast
 
 @dataclass
 class Verdict:
+    """``max_abs_err``/``rel_err`` are None when an output is not finite (an error of a NaN is
+    not a number); ``tol_fraction`` is the worst element's error over its tolerance
+    (``|out - truth| / (atol + rtol * |truth|)``; at most 1 passes)."""
+
     ok: bool
     message: str
     max_abs_err: float | None = None
     rel_err: float | None = None
+    tol_fraction: float | None = None
+    nonfinite: int = 0
 
 
 def derive_keys(secret: bytes, task_id: str, size: str, count: int, purpose: str) -> list[list[int]]:
@@ -71,6 +78,33 @@ class GroundTruth:
                 return
 
 
+def _runs(flags: np.ndarray, limit: int = 3) -> str:
+    """Index ranges (``a:b``, Python slices) where a 1-D mask is set; ``:`` when all of it."""
+    if flags.all():
+        return ":"
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], flags.astype(np.int8), [0]))))
+    runs = [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    shown = ", ".join(f"{a}:{b}" if b - a > 1 else str(a) for a, b in runs[:limit])
+    if len(runs) > limit:
+        shown += f", ... ({len(runs)} ranges in {runs[0][0]}:{runs[-1][1]})"
+    return shown if len(runs) == 1 else "{" + shown + "}"
+
+
+def where(mask: np.ndarray) -> str:
+    """Where the set elements of a mask lie, per axis (without materializing their indices):
+    ``[480:512, :] (every element there)``, or ``within [...]`` plus the first one."""
+    if mask.ndim == 0:
+        return ""
+    per_axis = [mask.any(axis=tuple(a for a in range(mask.ndim) if a != axis))
+                for axis in range(mask.ndim)]
+    box = "[" + ", ".join(_runs(flags) for flags in per_axis) + "]"
+    count = int(mask.sum())
+    if count == math.prod(int(flags.sum()) for flags in per_axis):
+        return f"at {box} (every element there)"
+    first = tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
+    return f"within {box}, first at {first}"
+
+
 def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarray],
                   atol: float, rtol: float) -> Verdict:
     """Shape/dtype match, finiteness and tolerance, leaf by leaf."""
@@ -78,7 +112,7 @@ def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarr
     if len(outputs) != len(exp_leaves):
         return Verdict(False, f"kernel returned {len(outputs)} arrays, the reference returns "
                               f"{len(exp_leaves)}")
-    worst_abs, worst_rel = 0.0, 0.0
+    worst_abs, worst_rel, worst_fraction = 0.0, 0.0, 0.0
     for i, (out, exp, ref) in enumerate(zip(outputs, exp_leaves, truth, strict=True)):
         name = f"output {i}" if len(outputs) > 1 else "output"
         if tuple(out.shape) != tuple(exp.shape):
@@ -88,13 +122,20 @@ def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarr
         got = out.astype(np.float32)
         finite = np.isfinite(got)
         if not finite.all():
-            bad = int((~finite).sum())
-            return Verdict(False, f"{name} has {bad} NaN/Inf of {got.size} elements")
+            bad = ~finite
+            count = int(bad.sum())
+            kinds = "NaN" if np.isnan(got).sum() == count else "NaN/Inf"
+            return Verdict(False, f"{name} has {count} {kinds} of {got.size} elements "
+                                  f"({count / got.size:.1%}), {where(bad)}: e.g. never written, "
+                                  "or read out of bounds", nonfinite=count)
         err = np.abs(got - ref)
         tol = atol + rtol * np.abs(ref)
         max_abs = float(err.max()) if err.size else 0.0
         denom = float(np.linalg.norm(ref))
         rel = float(np.linalg.norm(got - ref) / denom) if denom > 0 else float(np.linalg.norm(got))
+        fraction = np.divide(err, tol, out=np.where(err > 0, np.inf, 0.0).astype(np.float32),
+                             where=tol > 0)
+        worst_fraction = max(worst_fraction, float(fraction.max()) if fraction.size else 0.0)
         worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, rel)
         over = err > tol
         if over.any():
@@ -102,7 +143,8 @@ def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarr
             return Verdict(
                 False,
                 f"{name}: {int(over.sum())} of {err.size} elements ({over.mean():.1%}) exceed "
-                f"atol {atol:g} + rtol {rtol:g}·|truth|; worst at {tuple(int(j) for j in idx)}: "
-                f"got {float(got[idx]):.5g}, truth {float(ref[idx]):.5g}",
-                max_abs, rel)
-    return Verdict(True, "", worst_abs, worst_rel)
+                f"atol {atol:g} + rtol {rtol:g}·|truth|, {where(over)}; worst at "
+                f"{tuple(int(j) for j in idx)}: got {float(got[idx]):.5g}, truth "
+                f"{float(ref[idx]):.5g}",
+                max_abs, rel, worst_fraction)
+    return Verdict(True, "", worst_abs, worst_rel, worst_fraction)
