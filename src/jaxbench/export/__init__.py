@@ -17,7 +17,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from jaxbench.report.data import RunData, compiled, load_run, method_of, task_or_none, task_order_key
+from jaxbench.report.data import (
+    RunData,
+    compiled,
+    load_run,
+    method_of,
+    task_figures,
+    task_or_none,
+    task_order_key,
+)
 
 SCHEMA_VERSION = 1
 FORMATS = ("parquet", "jsonl", "csv")
@@ -157,9 +165,7 @@ def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
     for e in ordered_evaluations(run):
         task = task_or_none(e["task"])
         size = e.get("size") or "small"
-        flops = nbytes = None
-        if task is not None and size in task.sizes:
-            flops, nbytes = task.flops(size), task.bytes(size)
+        flops, nbytes = task_figures(e["task"], size)
         t_kernel = _number(e.get("t_kernel_ms"))
         versions = e.get("versions") or {}
         ir = run.ir_files(e)

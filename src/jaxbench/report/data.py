@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,16 @@ def task_or_none(task_id: str) -> Any:
         return None
 
 
+@cache
+def task_figures(task_id: str, size: str) -> tuple[float | None, float | None]:
+    """The task's (FLOPs, bytes) at ``size``, computed once per task and size; (None, None)
+    for a task or size the registry does not have."""
+    task = task_or_none(task_id)
+    if task is None or size not in task.sizes:
+        return None, None
+    return task.flops(size), task.bytes(size)
+
+
 def compiled(evaluation: dict[str, Any]) -> bool:
     return evaluation.get("status") == "correct" or evaluation.get("stage") in COMPILED_STAGES
 
@@ -101,7 +111,8 @@ def method_of(event: dict[str, Any]) -> str:
 
 @dataclass
 class RunData:
-    """One run directory, read once."""
+    """One run directory, read once (its derived properties are computed once, after
+    :func:`load_run` has read every event)."""
 
     path: Path
     manifest: dict[str, Any]
@@ -118,19 +129,19 @@ class RunData:
     def config(self) -> dict[str, Any]:
         return self.manifest.get("config") or {}
 
-    @property
+    @cached_property
     def targets(self) -> list[str]:
         return sorted({e.get("target") for e in self.evaluations if e.get("target")})
 
-    @property
+    @cached_property
     def modes(self) -> list[str]:
         return sorted({e.get("mode") for e in self.evaluations if e.get("mode")})
 
-    @property
+    @cached_property
     def timed(self) -> bool:
         return any(e.get("t_kernel_ms") is not None for e in self.evaluations)
 
-    @property
+    @cached_property
     def suites(self) -> list[str]:
         found = set()
         for task_id in {e["task"] for e in self.evaluations}:
@@ -140,7 +151,7 @@ class RunData:
             found.add(self.config["suite"])
         return sorted(found)
 
-    @property
+    @cached_property
     def task_ids(self) -> list[str]:
         return in_catalogue_order(e["task"] for e in self.evaluations)
 
@@ -250,4 +261,4 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
 
 
 __all__ = ["IR_FILES", "RunData", "STATUS_ORDER", "best_of", "compiled", "in_catalogue_order",
-           "load_run", "method_of", "task_order_key", "task_or_none", "task_sort_value"]
+           "load_run", "method_of", "task_figures", "task_order_key", "task_or_none", "task_sort_value"]

@@ -22,7 +22,7 @@ from jaxbench.report.data import (
     RunData,
     compiled,
     load_run,
-    task_or_none,
+    task_figures,
     task_sort_value,
 )
 
@@ -294,11 +294,7 @@ def roofline_figure(run: RunData) -> tuple[Any, str | None]:
     for e in run.evaluations:
         if e.get("status") != "correct" or not e.get("t_kernel_ms"):
             continue
-        task = task_or_none(e["task"])
-        size = e.get("size") or "small"
-        if task is None or size not in task.sizes:
-            continue
-        flops, nbytes = task.flops(size), task.bytes(size)
+        flops, nbytes = task_figures(e["task"], e.get("size") or "small")
         if not flops or not nbytes:
             continue
         ai = flops / nbytes
