@@ -12,7 +12,7 @@ import re
 import pytest
 from browser_check import missing, render
 from click.testing import CliRunner
-from report_runs import device_run, interpret_run
+from report_runs import device_run, evaluation, interpret_run
 
 from jaxbench.cli import main
 
@@ -61,18 +61,24 @@ def test_interpret_report_keeps_statuses_errors_and_compile_times(reports):
         assert f"{status}: details of" in text  # the error excerpts
 
 
-def test_task_table_in_catalogue_order_with_sources_and_ir(tmp_path, evaluator):
+def test_task_table_in_catalogue_order_with_sources_and_ir(tmp_path):
+    import hashlib
+
     from jaxbench.runs import RunDir
     from jaxbench.tasks import get_task
 
     seed = get_task("12p_rmsnorm").folder / "seed_tpu.py"
+    artifacts = tmp_path / "run" / "artifacts" / "12p"
+    artifacts.mkdir(parents=True)
+    for name in ("jaxpr.txt", "stablehlo.mlir", "kernel_ir.mlir"):
+        (artifacts / name).write_text(f"{name} of the kernel\n")
     run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "seed"})
-    result = evaluator.evaluate(seed, "12p_rmsnorm", trials=1, tpu_interpret=False,
-                                save_ir=tmp_path / "run" / "artifacts" / "12p")
-    result.update(kind="seed", kernel_file=str(seed))
-    run.append(result)
-    run.append({**result, "task": "2p_gqa_attention", "status": "compile_error", "stage": "lower",
-                "message": "boom " * 100, "artifacts": None})
+    sha = hashlib.sha256(seed.read_text().encode()).hexdigest()
+    run.append(evaluation("12p_rmsnorm", "correct", kind="seed", target="tpu", mode="interpret",
+                          kernel_file=str(seed), source_sha256=sha,
+                          artifacts={"dir": str(artifacts), "files": ["jaxpr.txt"]}))
+    run.append(evaluation("2p_gqa_attention", "compile_error", kind="seed", target="tpu",
+                          mode="interpret", message="boom " * 100))
     run.finish()
     page = write_report(run.path, tmp_path / "html" / "r.html").read_text()
     rows = re.findall(r"<tr><td class=\"num\" data-v=\"\d+\">\d+</td><td data-v=\"\d+\">([\w]+)</td>", page)
