@@ -1,26 +1,24 @@
-"""Optimizing methods end to end with scripted models: events, budgets, feedback, resume,
-the CLI, prompts and the docs pack."""
+"""Optimizing methods end to end with scripted models and the real evaluator: events,
+budgets, feedback (profile, IR facts, error lines), resume, failed model calls, the CLI,
+prompts and answer extraction. (Every task and suite: test_agents_suite.py; method
+behaviours: test_agents_methods.py; the docs pack: test_agents_docs.py.)"""
 
 from __future__ import annotations
 
-import ast
 import json
-import re
 import threading
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
+from agent_fakes import KilledAfter, Refusing
 from click.testing import CliRunner
 
 from jaxbench.agents import METHODS, get_method, optimize
 from jaxbench.agents.base import CandidateError
 from jaxbench.agents.evolve import apply_edits
-from jaxbench.agents.prompts import DOCS_DIR, describe_verdict, docs_versions, extract_code, task_statement
+from jaxbench.agents.prompts import describe_verdict, error_lines, extract_code, ir_facts, task_statement
 from jaxbench.cli import main
-from jaxbench.llm import Completion, ModelClient, Provider, get_model
+from jaxbench.llm import ModelClient, get_model
 from jaxbench.llm.scripted import Scripted
 from jaxbench.runs import RunDir, read_events
 from jaxbench.tasks import get_task
@@ -35,7 +33,8 @@ def broken(i: int) -> str:
 
 
 SMALL_OPTIONS = {"best_of_n": {}, "iterative": {"chains": 2},
-                 "autocomp": {"beam_width": 2}, "evolve": {"islands": 2, "children": 2}}
+                 "autocomp": {"beam_width": 2, "plans": 1},
+                 "evolve": {"islands": 2, "children": 2, "novelty_threshold": 1.0}}
 
 
 def script(directory: Path, *answers: str) -> str:
@@ -79,7 +78,9 @@ class CountingEvaluator:
 def test_method_end_to_end_on_two_tasks(method, tmp_path, evaluator):
     run = RunDir.open(tmp_path / "run", {"method": method})
     for task_id in ("8p_gemm", "12p_rmsnorm"):
-        model = get_model(script(tmp_path / task_id, BROKEN, seed(task_id, "gpu")))
+        # the seed with a new line: evolve rejects exact copies of its seed before evaluating
+        variant = seed(task_id, "gpu") + "\n_VARIANT = 1\n"
+        model = get_model(script(tmp_path / task_id, BROKEN, variant))
         optimize([task_id], get_method(method, **SMALL_OPTIONS[method]), model, run, budget=2,
                  target="gpu", size="small", mode="interpret", trials=1, workers=2,
                  evaluator=evaluator)
@@ -111,8 +112,10 @@ def test_budget_is_never_exceeded(method, tmp_path, evaluator):
     evals = samples_by_task(run)["8p_gemm"]
     assert sorted(e["sample"] for e in evals) == [0, 1, 2, 3, 4]
     assert len({e["step"] for e in evals}) == 5
-    kernel_calls = [c for c in events_of(run, "llm_call") if not c["step"].endswith("/plan")]
+    calls = events_of(run, "llm_call")
+    kernel_calls = [c for c in calls if c["kind"] == "kernel" and "/retry" not in c["step"]]
     assert len(kernel_calls) == 5
+    assert all(c["kind"] == "plan" for c in calls if c["step"].endswith("/plan"))
     assert len([c for c in results["8p_gemm"] if c.sample is not None]) == 5
 
 
@@ -129,20 +132,6 @@ def test_iterative_feeds_back_the_previous_failure(tmp_path, evaluator):
         assert previous["message"] and previous["message"] in prompt
         assert extract_code(calls[f"chain0/turn{turn - 1}"]["response"]).strip() in prompt
         assert "compile_error" in prompt
-
-
-class KilledAfter(Provider):
-    """A scripted model that dies (like a killed process) after ``n`` answers."""
-
-    def __init__(self, directory: Path, n: int) -> None:
-        super().__init__("killed")
-        self.inner, self.n, self.calls = Scripted(str(directory)), n, 0
-
-    def complete(self, prompt, sampling, *, sample) -> Completion:  # noqa: ANN001
-        self.calls += 1
-        if self.calls > self.n:
-            raise KeyboardInterrupt  # not retried, not caught: the run stops here
-        return self.inner.complete(prompt, sampling, sample=sample)
 
 
 def test_resume_after_a_kill_loses_nothing_and_repeats_nothing(tmp_path, evaluator):
@@ -208,12 +197,17 @@ def test_cli_optimize_record_replay_and_report(tmp_path):
     summary = json.loads(report.stdout)
     assert summary["methods"]["best_of_n"]["samples"] == 2
     assert summary["methods"]["best_of_n"]["compile_rate"] == 0.0
+    for run_dir in ("a", "b"):  # scripted and replayed answers cost nothing: unpriced, not $0
+        calls = events_of(tmp_path / run_dir, "llm_call")
+        assert calls and all(c["cost"] is None and c["finish_reason"] == "stop" for c in calls)
 
 
 @pytest.mark.parametrize("args, message", [
     (["--method", "nope"], "unknown method"),
     (["--method", "iterative", "-O", "beams=3"], "has no option 'beams'"),
     (["--method", "iterative", "-O", "chains=many"], "expected a int"),
+    (["--method", "best_of_n", "--price", "cheap"], "is not IN,OUT"),
+    (["--method", "evolve", "-O", "patch_probabilities=1"], "DIFF,FULL,CROSS"),
 ])
 def test_cli_optimize_usage_errors(tmp_path, args, message):
     spec = script(tmp_path / "script", BROKEN)
@@ -223,13 +217,121 @@ def test_cli_optimize_usage_errors(tmp_path, args, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_cli_reasoning_flags_the_provider_cannot_send_are_usage_errors(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=lambda **kw: None))
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    result = CliRunner().invoke(main, ["optimize", "--method", "best_of_n", "--model", "openai:gpt-5",
+                                       "--thinking-budget", "2048", "--tasks", "8p_gemm",
+                                       "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and "--reasoning-effort, not --thinking-budget" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_feedback_carries_ir_facts_compile_time_and_verdict(tmp_path, evaluator):
+    run = RunDir.open(tmp_path / "run", {})
+    answer = f"```python\n{seed('12p_rmsnorm', 'gpu')}```"
+    model = get_model(script(tmp_path / "script", answer, BROKEN))
+    optimize(["12p_rmsnorm"], get_method("iterative", chains=1), model, run, budget=2,
+             target="gpu", mode="interpret", trials=1, workers=1, evaluator=evaluator)
+    first = next(e for e in events_of(run, "evaluation") if e["step"] == "chain0/turn0")
+    assert first["status"] == "correct", first["message"]
+    call = first["ir_facts"]["calls"][0]  # read from the evaluator's saved jaxpr
+    assert call["grid"] and call["blocks"] and "num_warps" in call["params"]
+    prompt = next(c for c in events_of(run, "llm_call") if c["step"] == "chain0/turn1")["prompt"]
+    assert "What the evaluator saw: pallas_calls: 1; pallas_call #0: grid (" in prompt
+    assert "compile time" in prompt and "## Profile" in prompt and "memory-bound" in prompt
+
+
+def test_verdict_feedback_quotes_the_candidates_line():
+    code = "import jax\n\ndef kernel(x):\n    y = x.reshape(5, 7)\n    return y\n"
+    result = {"status": "compile_error", "stage": "lower", "message":
+              "Triton rule power_of_two: tensor reshape -> f32[5,7] at <kernel>:4: y = x.reshape(5, 7)"}
+    assert error_lines(result["message"], code) == [(4, "    y = x.reshape(5, 7)")]
+    text = describe_verdict(result, code)
+    assert "your line 4: y = x.reshape(5, 7)" in text
+    assert "your line" not in describe_verdict({**result, "message": "SyntaxError at line 9"}, code)
+    truncated = describe_verdict({"status": "compile_error", "stage": "static", "message": "x",
+                                  "truncated": True})
+    assert "cut off at the output-token limit" in truncated
+
+
+def test_ir_facts_from_a_jaxpr():
+    from agent_fakes import JAXPR
+
+    facts = ir_facts(JAXPR)
+    assert facts == {"calls": [{"grid": [4, 2], "blocks": [[256, 512], [None, 128]],
+                                "params": "dimension_semantics=('parallel', 'arbitrary')"}]}
+
+
+def test_a_refused_model_call_is_a_failed_sample_and_resume_does_not_repeat_it(tmp_path, evaluator):
+    script(tmp_path / "script", BROKEN, BROKEN_2)
+    run = RunDir.open(tmp_path / "run", {})
+    provider = Refusing(tmp_path / "script", refuse="/s1")
+    options = dict(budget=3, target="gpu", mode="interpret", trials=1, workers=1, evaluator=evaluator)
+    optimize(["8p_gemm"], get_method("best_of_n"), ModelClient(provider, "refusing:x"), run, **options)
+    refused = next(c for c in events_of(run, "llm_call") if c["step"] == "s1")
+    assert refused["error"].startswith("refusing:x: RuntimeError: prompt is too long")
+    assert refused["finish_reason"] == "error" and refused["status_code"] == 400
+    failed = next(e for e in events_of(run, "evaluation") if e["step"] == "s1")
+    assert failed["status"] == "compile_error" and "the model call failed" in failed["message"]
+    assert len(events_of(run, "task_done")) == 1 and len(samples_by_task(run)["8p_gemm"]) == 3
+
+    # a fresh run of the same directory (as after a kill before task_done) replays the refusal
+    lines = (run.path / "events.jsonl").read_text().splitlines(keepends=True)
+    (run.path / "events.jsonl").write_text("".join(ln for ln in lines if "task_done" not in ln))
+    again = Refusing(tmp_path / "script", refuse="/s1")
+    optimize(["8p_gemm"], get_method("best_of_n"), ModelClient(again, "refusing:x"),
+             RunDir.open(tmp_path / "run", {}), **options)
+    assert again.calls == []
+
+
+def test_a_refusal_that_concerns_every_call_stops_the_run(tmp_path, evaluator):
+    from jaxbench.llm import LLMError
+
+    script(tmp_path / "script", BROKEN)
+    run = RunDir.open(tmp_path / "run", {})
+    provider = Refusing(tmp_path / "script", refuse="/s", status=401)
+    with pytest.raises(LLMError, match="prompt is too long"):
+        optimize(["8p_gemm"], get_method("best_of_n"), ModelClient(provider, "refusing:x"), run,
+                 budget=2, target="gpu", mode="interpret", trials=1, workers=1, evaluator=evaluator)
+    assert events_of(run, "task_done") == [] and events_of(run, "llm_call") == []
+
+
+def test_a_truncated_answer_is_flagged_in_the_verdict_and_the_next_prompt(tmp_path, evaluator):
+    from jaxbench.llm import Completion, Provider
+
+    class Truncating(Provider):
+        def complete(self, prompt, sampling, *, sample):  # noqa: ANN001, ANN201
+            return Completion(text="```python\ndef kernel(x):\n    return pl.pallas_call(", model="t",
+                              finish_reason="length")
+
+    run = RunDir.open(tmp_path / "run", {})
+    optimize(["8p_gemm"], get_method("iterative", chains=1), ModelClient(Truncating("t"), "t:t"),
+             run, budget=2, target="gpu", mode="interpret", trials=1, workers=1, evaluator=evaluator)
+    first = next(e for e in events_of(run, "evaluation") if e["step"] == "chain0/turn0")
+    assert first["truncated"] is True
+    calls = {c["step"]: c for c in events_of(run, "llm_call")}
+    assert calls["chain0/turn0"]["finish_reason"] == "length"
+    assert "cut off at the output-token limit" in calls["chain0/turn1"]["prompt"]
+
+
 def test_task_statement_and_docs(tmp_path):
     task = get_task("8p_gemm")
     text = task_statement(task, "tpu")
     assert "def reference(a, b)" in text and "ops.matmul" in text and "def matmul" in text
-    assert "A: bfloat16[8192, 8192]" in text and "bfloat16[8192, 28672]" in text  # full size
+    assert "at size small on a CPU" in text and "No timing is measured" in text
+    assert "A: bfloat16[256, 512]" in text  # the evaluated size ...
+    assert "Size full (the benchmark times this size)" in text and "A: bfloat16[8192, 8192]" in text
+    assert "compute-bound**" in text and "## Profile" in text
     assert 'TARGET = "tpu"' in text and "interpret" in text and "pallas_call" in text
     assert "Reference documentation" not in text
+    full = task_statement(task, "gpu", size="full", mode="device", device_kind="NVIDIA H100 80GB HBM3")
+    assert "at size full on the GPU itself" in full and "timed against" in full
+    assert "Size small:" in full and "NVIDIA H100" in full
+    assert "compiler_params=plgpu.CompilerParams(" in full
 
     from jaxbench.agents.base import Budget, Context, Journal
 
@@ -238,38 +340,20 @@ def test_task_statement_and_docs(tmp_path):
                   journal=Journal(), eval_slots=threading.Semaphore(1))
     prompt = ctx.prompt()
     assert "power-of-two" in prompt and "plgpu.CompilerParams" in prompt and "```python" in prompt
+    assert "<!-- check" not in prompt and "jaxbench-docs" not in prompt
+    assert "example_matmul" in prompt.docs and "triton_sizes" in prompt.docs
     assert prompt.rstrip().endswith("(no other code blocks).")
 
 
-def test_docs_describe_the_installed_jax():
-    versions = docs_versions()
-    assert versions and set(versions.values()) == {jax.__version__}, versions
-    from jax.experimental import pallas as pl
-    from jax.experimental.pallas import tpu as pltpu
-    from jax.experimental.pallas import triton as plgpu
+def test_reference_source_of_every_kind_of_reference():
+    from jaxbench.agents.prompts import reference_source
 
-    modules = {"pl": pl, "pltpu": pltpu, "plgpu": plgpu}
-    for path in DOCS_DIR.glob("*.md"):
-        for alias, name in re.findall(r"\b(pl|pltpu|plgpu)\.([A-Za-z_]\w*)", path.read_text()):
-            assert hasattr(modules[alias], name), f"{path.name}: {alias}.{name} is not in jax"
-
-
-@pytest.mark.parametrize("target, kind", [("tpu", "tpu"), ("gpu", "generic")])
-def test_docs_worked_examples_compute_a_matmul(target, kind):
-    from jaxbench.backends import interpret_mode
-
-    text = (DOCS_DIR / f"example_{target}.md").read_text()
-    code = extract_code(text)
-    ast.parse(code)
-    namespace: dict = {}
-    exec(compile(code, f"example_{target}", "exec"), namespace)  # noqa: S102
-    a = jax.random.normal(jax.random.key(0), (128, 256), jnp.bfloat16)
-    b = jax.random.normal(jax.random.key(1), (256, 256), jnp.bfloat16)
-    with interpret_mode(kind):
-        out = namespace["kernel"](a, b)
-    ref = jnp.matmul(a, b, preferred_element_type=jnp.float32)
-    assert out.shape == ref.shape and out.dtype == jnp.bfloat16
-    np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(ref), rtol=2e-2, atol=0.3)
+    source = reference_source(get_task("7p_ragged_paged_attention"))  # a closure (indented)
+    assert "def _window_reference(" in source and "qmax_of = _qmax" in source
+    assert "def _qmax(" in source and source.rstrip().endswith("num_seqs, qmax)")
+    assert "EPS = 1e-05" in reference_source(get_task("12p_rmsnorm"))  # module constants
+    linear = reference_source(get_task("47k_matmul_add_swish_tanh_gelu_hardtanh"))
+    assert linear.index("def matmul(") < linear.index("def linear(")  # helpers of helpers first
 
 
 def test_describe_verdict():
@@ -283,10 +367,28 @@ def test_describe_verdict():
     assert "not measured" in describe_verdict({**timed, "speedup": None})
 
 
-def test_extract_code():
+KERNEL_MODULE = "import jax\nTARGET = 'tpu'\n\ndef kernel(x):\n    return pl.pallas_call(f)(x)"
+
+
+@pytest.mark.parametrize("answer", [
+    f"Here:\n```python\n{KERNEL_MODULE}\n```\nUsage:\n```python\nprint(kernel(x))\n```\n",  # usage after
+    f"```python\nx = jnp.ones(4)\n```\nThe kernel:\n```python\n{KERNEL_MODULE}\n```",      # example before
+    f"```python\n{KERNEL_MODULE}\n",                                                        # unclosed
+    f"~~~python\n{KERNEL_MODULE}\n~~~\n",                                                   # tildes
+    f"```python3\n{KERNEL_MODULE}\n```",                                                    # python3
+    "```py\r\n" + KERNEL_MODULE.replace("\n", "\r\n") + "\r\n```\r\n",                      # CRLF
+    f"````python\n{KERNEL_MODULE}\n````",                                                   # 4 backticks
+    f"```\n{KERNEL_MODULE}\n```",                                                           # no language
+])
+def test_extract_code_finds_the_kernel_module(answer):
+    assert extract_code(answer) == KERNEL_MODULE + "\n"
+
+
+def test_extract_code_simple_cases():
     assert extract_code("a\n```python\nx = 1\n```\nb\n```python\ny = 2\n```") == "y = 2\n"
     assert extract_code("```\nz = 3\n```") == "z = 3\n"
     assert extract_code("def kernel(a):\n    return a") == "def kernel(a):\n    return a\n"
+    assert extract_code("```bash\npip install jax\n```\nno python here") != "pip install jax\n"
 
 
 def test_apply_edits():
@@ -303,8 +405,15 @@ def test_apply_edits():
 
 
 def test_method_options():
-    assert get_method("autocomp").options == {"beam_width": 4, "translation_rounds": 4,
-                                              "optimization_rounds": 4}
+    assert get_method("autocomp").options == {
+        "beam_width": 4, "plans": 4, "implementations": 2, "menu_dropout": 0.25,
+        "translate_threshold": 1.2, "invent_probability": 0.2}
     assert get_method("evolve", islands="3").islands == 3
     with pytest.raises(ValueError, match="unknown method"):
         get_method("nope")
+    with pytest.raises(ValueError, match="seed_islands"):
+        get_method("evolve", islands=2, seed_islands=3)
+    with pytest.raises(ValueError, match="DIFF,FULL,CROSS"):
+        get_method("evolve", patch_probabilities="1,2")
+    assert get_method("evolve").seeded and not get_method("evolve", seed_islands=0).seeded
+    assert not get_method("best_of_n").seeded

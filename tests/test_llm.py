@@ -15,6 +15,7 @@ from jaxbench.llm import (
     Completion,
     LLMConfigError,
     LLMError,
+    LLMRequestError,
     ModelClient,
     Provider,
     Sampling,
@@ -132,9 +133,50 @@ def test_transient_errors_are_retried_with_backoff():
 def test_permanent_errors_are_not_retried():
     provider = FakeProvider(failures=5, status_code=400)
     client = ModelClient(provider, "fake:x", retries=3, backoff_s=0.001)
-    with pytest.raises(LLMError, match="rate limited"):
+    with pytest.raises(LLMRequestError, match="rate limited") as info:
         client.complete("p", sample="0")
-    assert provider.calls == 1
+    assert provider.calls == 1 and info.value.status_code == 400
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_refusals_that_concern_every_request_stop_the_run(status):
+    client = ModelClient(FakeProvider(failures=5, status_code=status), "fake:x", retries=3)
+    with pytest.raises(LLMError) as info:
+        client.complete("p", sample="0")
+    assert not isinstance(info.value, LLMRequestError)
+
+
+def test_many_refusals_in_a_row_stop_the_run():
+    client = ModelClient(FakeProvider(failures=10, status_code=400), "fake:x",
+                         max_consecutive_refusals=3)
+    for _ in range(2):
+        with pytest.raises(LLMRequestError):
+            client.complete("p", sample="0")
+    with pytest.raises(LLMError, match="3 requests in a row were refused") as info:
+        client.complete("p", sample="0")
+    assert not isinstance(info.value, LLMRequestError)
+
+
+def test_retry_after_is_honoured():
+    class Limited(FakeProvider):
+        def complete(self, prompt, sampling, *, sample):  # noqa: ANN001, ANN201
+            self.calls += 1
+            if self.calls == 1:
+                error = RuntimeError("slow down")
+                error.status_code = 429  # type: ignore[attr-defined]
+                error.response = types.SimpleNamespace(headers={"retry-after": "0.3"})  # type: ignore[attr-defined]
+                raise error
+            return Completion(text="ok", model="gpt-5")
+
+    client = ModelClient(Limited(), "fake:x", retries=2, backoff_s=0.001)
+    started = time.monotonic()
+    assert client.complete("p", sample="0").text == "ok"
+    assert time.monotonic() - started >= 0.3
+    from jaxbench.llm.base import retry_after
+
+    ms = types.SimpleNamespace(response=types.SimpleNamespace(headers={"retry-after-ms": "1500"}))
+    assert retry_after(ms) == 1.5
+    assert retry_after(RuntimeError("no response")) is None
 
 
 def test_retries_give_up_after_the_limit():
@@ -147,11 +189,22 @@ def test_retries_give_up_after_the_limit():
 
 def test_cost_from_the_price_table():
     assert price("gpt-5", 1_000_000, 1_000_000) == pytest.approx(11.25)
-    assert price("gpt-5-mini-2025-08-07", 1_000_000, 0) == pytest.approx(0.25)  # longest prefix
+    assert price("gpt-5-mini-2025-08-07", 1_000_000, 0) == pytest.approx(0.25)  # dated release
+    assert price("claude-sonnet-4-5-20250929", 0, 1_000_000) == pytest.approx(15.0)
+    assert price("models/gemini-2.5-pro", 1_000_000, 0) == pytest.approx(1.25)
+    assert price("claude-3-5-haiku-latest", 1_000_000, 0) == pytest.approx(0.80)
+    # variants are never priced as their family
+    assert price("gpt-5-pro", 10, 10) is None
+    assert price("o3-pro", 10, 10) is None
+    assert price("claude-opus-4-5", 1_000_000, 0) == pytest.approx(5.0)  # not opus-4's 15
+    assert price("gpt-4.1-nano", 1_000_000, 0) == pytest.approx(0.10)   # not gpt-4.1's 2
     assert price("some-unknown-model", 10, 10) is None
     assert price("gpt-5", None, 10) is None
+    assert price("my-local-model", 1_000_000, 1_000_000, override=(0.5, 1.0)) == pytest.approx(1.5)
     completion = ModelClient(FakeProvider(), "fake:x").complete("p", sample="0")
     assert completion.cost == pytest.approx((1000 * 1.25 + 100 * 10.0) / 1e6)
+    overridden = ModelClient(FakeProvider(), "fake:x", price_override=(2.0, 0.0)).complete("p", sample="0")
+    assert overridden.cost == pytest.approx(1000 * 2.0 / 1e6)
 
 
 def test_cache_is_keyed_by_prompt_sampling_and_sample(tmp_path):
@@ -164,6 +217,11 @@ def test_cache_is_keyed_by_prompt_sampling_and_sample(tmp_path):
     client.complete("q", sample="0")
     client.complete("p", sample="0", sampling=Sampling(temperature=0.0))
     assert provider.calls == 4
+    # another run never replays this run's answers (nor charges their cost again)
+    other = client.complete("p", sample="0", run="another-run")
+    assert provider.calls == 5 and not other.cached
+    again = client.complete("p", sample="0", run="another-run")
+    assert again.cached and again.cost == other.cost  # a resumed run: the same call, paid once
 
 
 def test_concurrency_limit():
@@ -182,8 +240,15 @@ def test_scripted_plays_files_in_name_order_and_wraps(tmp_path):
     for name, text in [("b.txt", "second"), ("a.txt", "first"), (".hidden", "never")]:
         (tmp_path / name).write_text(text)
     model = get_model(f"scripted:{tmp_path}")
-    answers = [model.complete("p", sample=str(i)).text for i in range(3)]
-    assert answers == ["first", "second", "first"]
+    completions = [model.complete("p", sample=str(i)) for i in range(3)]
+    assert [c.text for c in completions] == ["first", "second", "first"]
+    assert all(c.cost is None for c in completions)  # unpriced: the report says so, not $0
+    slow = get_model(f"scripted:{tmp_path}?latency=0.2")
+    started = time.monotonic()
+    slow.complete("p", sample="0")
+    assert time.monotonic() - started >= 0.2
+    with pytest.raises(LLMConfigError, match="latency=SECONDS"):
+        get_model(f"scripted:{tmp_path}?speed=2")
     with pytest.raises(LLMConfigError, match="no such directory"):
         get_model(f"scripted:{tmp_path / 'missing'}")
 
@@ -198,3 +263,11 @@ def test_record_then_replay_offline(tmp_path):
     assert replay.complete("prompt a, edited", sample="a").text == originals["a"]
     with pytest.raises(LLMError, match="no recorded answer"):
         replay.complete("prompt c", sample="c")
+    played = replay.complete("prompt a", sample="a")
+    assert played.cost is None and played.extra["recorded_cost"] == pytest.approx(0.00225)
+
+
+def test_sampling_rejects_unknown_reasoning_efforts():
+    with pytest.raises(ValueError, match="reasoning effort 'huge'"):
+        Sampling(reasoning_effort="huge")
+    assert Sampling().temperature is None  # the provider's default unless asked

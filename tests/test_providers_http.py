@@ -16,22 +16,25 @@ ANSWER = f"Here is the kernel.\n```python\n{SEED}```\n"
 
 class _Handler(BaseHTTPRequestHandler):
     requests: list = []
+    truncated = False  # answer as if cut off at the token limit
 
     def do_POST(self):  # noqa: N802 - http.server API
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append((self.path, body))
         if self.path.endswith("/chat/completions"):
             reply = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "finish_reason": "stop",
+                     "choices": [{"index": 0, "finish_reason": "length" if self.truncated else "stop",
                                   "message": {"role": "assistant", "content": ANSWER}}],
                      "usage": {"prompt_tokens": 11, "completion_tokens": 22, "total_tokens": 33}}
         elif self.path.endswith("/messages"):
             reply = {"id": "m1", "type": "message", "role": "assistant", "model": body["model"],
-                     "content": [{"type": "text", "text": ANSWER}], "stop_reason": "end_turn",
+                     "content": [{"type": "text", "text": ANSWER}],
+                     "stop_reason": "max_tokens" if self.truncated else "end_turn",
                      "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 22}}
         elif self.path.endswith(":generateContent"):
             reply = {"candidates": [{"content": {"role": "model", "parts": [{"text": ANSWER}]},
-                                     "finishReason": "STOP", "index": 0}],
+                                     "finishReason": "MAX_TOKENS" if self.truncated else "STOP",
+                                     "index": 0}],
                      "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 22,
                                        "totalTokenCount": 33}}
         else:
@@ -54,6 +57,7 @@ def server():
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     _Handler.requests = []
+    _Handler.truncated = False
     yield f"http://127.0.0.1:{httpd.server_address[1]}"
     httpd.shutdown()
 
@@ -88,3 +92,36 @@ def test_sdk_round_trip_through_optimize(server, tmp_path, provider, sdk):
     evals = [e for e in events if e["type"] == "evaluation"]
     assert len(calls) == 1 and calls[0]["input_tokens"] == 11 and calls[0]["output_tokens"] == 22
     assert [e["status"] for e in evals] == ["correct"]
+
+
+@pytest.mark.parametrize("provider,sdk", [("openai", "openai"), ("anthropic", "anthropic"),
+                                          ("gemini", "google.genai")])
+def test_reasoning_controls_temperature_and_finish_reason_reach_each_sdk(server, monkeypatch,
+                                                                         provider, sdk):
+    pytest.importorskip(sdk)
+    from jaxbench.llm import Sampling, get_model
+
+    spec = {"openai": f"openai:local-model@{server}/v1", "anthropic": "anthropic:claude-test",
+            "gemini": "gemini:gemini-test"}[provider]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server)
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server)
+    sampling = Sampling(temperature=0.3, max_tokens=4096, reasoning_effort="high",
+                        thinking_budget=None if provider == "openai" else 2048)
+    model = get_model(spec, sampling=sampling)
+    _Handler.truncated = True
+    completion = model.complete("write a kernel", sample="t/m/s0")
+    assert completion.finish_reason == "length" and completion.truncated
+    _, body = _Handler.requests[-1]
+    if provider == "openai":
+        assert body["reasoning_effort"] == "high" and body["temperature"] == 0.3
+    elif provider == "anthropic":
+        assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+        assert body["output_config"] == {"effort": "high"} and body["temperature"] == 0.3
+    else:
+        config = body["generationConfig"]
+        assert config["temperature"] == 0.3
+        thinking = config.get("thinkingConfig") or config.get("thinking_config")
+        normal = {k.replace("_", "").lower(): v for k, v in thinking.items()}
+        assert normal == {"thinkingbudget": 2048, "thinkinglevel": "HIGH"}

@@ -6,21 +6,30 @@ and every LLM call and evaluation has a deterministic step name (``round2/beam1`
 A resumed run executes the method again from the start; steps already in the run's
 events are answered from there (no model call, no evaluation), so a killed run loses
 nothing and repeats nothing. Methods therefore work in rounds: budget slots are
-taken in the main thread, the round's steps run in the thread pool, and the next
-decision looks at the results in step order, never in completion order.
+taken in the task's thread, the round's steps run in the shared thread pool, and the next
+decision looks at the results in step order, never in completion order. Random draws
+are seeded from the task and the step, never from the clock.
+
+A model call the provider refuses for good (context too long, an unsupported
+parameter) is a failed sample, recorded with its error: the run goes on, and resume
+replays the failure instead of repeating the call.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
-from jaxbench.agents.prompts import ANSWER_FORMAT, docs_block, extract_code, task_statement
+from jaxbench.agents import docs_pack
+from jaxbench.agents.prompts import ANSWER_FORMAT, extract_code, ir_facts, reference_source, task_statement
 from jaxbench.evaluator.result import new_result, source_sha256
-from jaxbench.llm import ModelClient, Sampling
+from jaxbench.llm import LLMRequestError, ModelClient, Sampling
 from jaxbench.runs import RunDir
 from jaxbench.tasks import Task
 
@@ -73,12 +82,15 @@ def best_first(candidates: Iterable[Candidate]) -> list[Candidate]:
 class Budget:
     """The task's sample budget: candidate kernels evaluated (seeds are free)."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, stop: threading.Event | None = None) -> None:
         self.total = total
         self.used = 0
+        self.stop = stop  # set when the run stops: no more slots (methods end their loops)
 
     @property
     def remaining(self) -> int:
+        if self.stop is not None and self.stop.is_set():
+            return 0
         return self.total - self.used
 
     def take(self, n: int) -> list[int]:
@@ -118,10 +130,39 @@ class Journal:
             return self._kernel_locks.setdefault((task_id, sha), threading.Lock())
 
 
+class Prompt(str):
+    """A prompt's text, with the documentation sections it carries (recorded per call)."""
+
+    docs: tuple[str, ...] = ()
+
+
+@dataclass
+class Reply:
+    """The model's answer to one prompt: its text, or why there is none."""
+
+    text: str
+    error: str | None = None
+    truncated: bool = False
+
+
+_STATEMENTS: dict[tuple[str, str, str, str, str | None], tuple[str, str]] = {}
+_STATEMENTS_LOCK = threading.Lock()
+
+
+def _statement(task: Task, target: str, size: str, mode: str, device_kind: str | None) -> tuple[str, str]:
+    """(task statement, reference source), built once per task and setting."""
+    key = (task.id, target, size, mode, device_kind)
+    with _STATEMENTS_LOCK:
+        if key not in _STATEMENTS:
+            _STATEMENTS[key] = (task_statement(task, target, size, mode, device_kind),
+                                reference_source(task))
+        return _STATEMENTS[key]
+
+
 @dataclass
 class Context:
-    """Everything a method needs for one task. Methods call :meth:`propose`, :meth:`ask`,
-    :meth:`evaluate` and :meth:`map`; the context keeps the events and the budget."""
+    """Everything a method needs for one task. Methods call :meth:`prompt`, :meth:`propose`,
+    :meth:`ask`, :meth:`evaluate` and :meth:`map`; the context keeps the events and the budget."""
 
     task: Task
     method: str
@@ -132,49 +173,84 @@ class Context:
     docs: bool
     model: ModelClient
     evaluator: Any
-    run: RunDir
+    run: RunDir | None
     budget: Budget
     pool: ThreadPoolExecutor
     journal: Journal
     eval_slots: threading.Semaphore
     sampling: Sampling | None = None
     on_candidate: Callable[[Candidate], None] | None = None
+    device_kind: str | None = None
+    ir_feedback: bool = True
     candidates: list[Candidate] = field(default_factory=list)
+    planning_calls: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        text = task_statement(self.task, self.target)
-        self.statement = text + ("\n\n" + docs_block(self.target) if self.docs else "")
+        self.statement, self.reference = _statement(self.task, self.target, self.size, self.mode,
+                                                    self.device_kind)
+        self.run_id = (self.run.manifest.get("secret_sha256", "")[:16]
+                       if self.run is not None else "")
 
     # -- prompts ---------------------------------------------------------------------------
 
-    def prompt(self, *sections: str, answer: bool = True) -> str:
-        """The task statement (and docs), then the method's sections, then the answer format."""
-        parts = [self.statement, *[s.strip() for s in sections if s]]
+    def prompt(self, *sections: str, answer: bool = True) -> Prompt:
+        """The task statement, the documentation sections this prompt calls for (with
+        ``docs``), the method's sections, then the answer format."""
+        body = [s.strip() for s in sections if s]
+        chosen: list[docs_pack.Section] = []
+        parts = [self.statement]
+        if self.docs:
+            chosen = docs_pack.select(self.task, self.target, self.reference, "\n".join(body))
+            parts.append(docs_pack.render(chosen, self.target))
+        parts += body
         if answer:
             parts.append(ANSWER_FORMAT)
-        return "\n\n".join(parts)
+        prompt = Prompt("\n\n".join(parts))
+        prompt.docs = tuple(s.name for s in chosen)
+        return prompt
 
     # -- model and evaluator, with replay from the journal ----------------------------------
 
-    def ask(self, step: str, prompt: str, sample: int | None = None) -> str:
-        """The model's answer to ``prompt`` at ``step`` (replayed when the run already has it)."""
+    def ask(self, step: str, prompt: str, sample: int | None = None, *, kind: str = "kernel") -> str:
+        """The model's answer to ``prompt`` at ``step`` ("" when the call failed)."""
+        return self.reply(step, prompt, sample, kind=kind).text
+
+    def reply(self, step: str, prompt: str, sample: int | None = None, *,
+              kind: str = "kernel") -> Reply:
+        """The model's answer at ``step`` (replayed when the run already has it). ``kind`` is
+        "kernel" for calls whose answer is a candidate, "plan" for planning calls."""
         key = (self.task.id, self.method, step)
         if key in self.journal.calls:
-            return self.journal.calls[key]["response"]
+            past = self.journal.calls[key]
+            return Reply(past.get("response") or "", past.get("error"),
+                         past.get("finish_reason") == "length")
         sample_id = f"{self.task.id}/{self.method}/{step}"
-        completion = self.model.complete(prompt, sample=sample_id, sampling=self.sampling)
-        self._append({
+        event: dict[str, Any] = {
             "type": "llm_call", "task": self.task.id, "method": self.method, "step": step,
-            "sample": sample, "sample_id": sample_id, "model": self.model.spec,
-            "prompt": prompt, "response": completion.text,
+            "kind": kind, "sample": sample, "sample_id": sample_id, "model": self.model.spec,
+            "docs": list(getattr(prompt, "docs", ())), "prompt": str(prompt)}
+        if kind == "plan":
+            with self._lock:
+                self.planning_calls += 1
+        try:
+            completion = self.model.complete(str(prompt), sample=sample_id, sampling=self.sampling,
+                                             run=self.run_id)
+        except LLMRequestError as exc:
+            self._append({**event, "response": "", "error": str(exc), "finish_reason": "error",
+                          "status_code": exc.status_code, "cost": None})
+            return Reply("", str(exc))
+        self._append({
+            **event, "response": completion.text, "finish_reason": completion.finish_reason,
             "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
             "cost": completion.cost, "latency_s": completion.latency_s, "cached": completion.cached,
+            **({"extra": completion.extra} if completion.extra else {}),
         })
-        return completion.text
+        return Reply(completion.text, None, completion.truncated)
 
     def evaluate(self, step: str, code: str, sample: int | None, *, parent: str | None = None,
-                 origin: str = "", failure: str | None = None) -> Candidate:
+                 origin: str = "", failure: str | None = None,
+                 extra: dict[str, Any] | None = None) -> Candidate:
         """Evaluates ``code`` (or records ``failure`` as a compile error without running it)."""
         key = (self.task.id, self.method, step)
         sha = source_sha256(code)
@@ -191,16 +267,13 @@ class Context:
                     result = {k: v for k, v in known.items() if k != "time"}
                     result["reused_from"] = known["step"]
                 else:
-                    with self.eval_slots:
-                        result = self.evaluator.evaluate(code, self.task.id, target=self.target,
-                                                         mode=self.mode, size=self.size,
-                                                         trials=self.trials)
+                    result = self._run_evaluator(code)
                     result["step"] = step
                     self.journal.verdicts[(self.task.id, sha)] = result
         if result is not past:
             result = {**result, "task": self.task.id, "method": self.method, "step": step,
                       "sample": sample, "candidate_sha256": sha, "parent": parent,
-                      "origin": origin, "source": code}
+                      "origin": origin, "source": code, **(extra or {})}
             self._append(result)
         candidate = Candidate(step, sample, code, result, parent)
         with self._lock:
@@ -209,20 +282,55 @@ class Context:
             self.on_candidate(candidate)
         return candidate
 
+    def _run_evaluator(self, code: str) -> dict[str, Any]:
+        """One evaluation; with ``ir_feedback``, the grids and blocks of its kernels are read
+        from the jaxpr the evaluator saves (feedback for the model, never part of a verdict)."""
+        kwargs: dict[str, Any] = dict(target=self.target, mode=self.mode, size=self.size,
+                                      trials=self.trials)
+        directory = Path(tempfile.mkdtemp(prefix="jaxbench-ir-")) if self.ir_feedback else None
+        if directory is not None:
+            kwargs["save_ir"] = directory
+        try:
+            with self.eval_slots:
+                result = self.evaluator.evaluate(code, self.task.id, **kwargs)
+            if directory is not None:
+                jaxpr = directory / "jaxpr.txt"
+                if jaxpr.is_file():
+                    facts = ir_facts(jaxpr.read_text()[:2_000_000])
+                    if facts["calls"]:
+                        result["ir_facts"] = facts
+                result.pop("artifacts", None)
+        finally:
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
+        return result
+
     def _append(self, event: dict[str, Any]) -> None:
+        if self.run is None:
+            return
         with self.journal.append_lock:
             self.run.append(event)
 
     def propose(self, step: str, prompt: str, sample: int, *, parent: Candidate | None = None,
-                origin: str = "", to_code: Callable[[str], str] = extract_code) -> Candidate:
+                origin: str = "", to_code: Callable[[str], str] = extract_code,
+                extra: dict[str, Any] | None = None) -> Candidate:
         """Ask, turn the answer into code, evaluate: the usual sample."""
-        answer = self.ask(step, prompt, sample)
-        try:
-            code, failure = to_code(answer), None
-        except CandidateError as exc:
-            code, failure = answer, str(exc)
+        reply = self.reply(step, prompt, sample)
+        code, failure = self.to_code(reply, to_code)
         return self.evaluate(step, code, sample, parent=parent.step if parent else None,
-                             origin=origin, failure=failure)
+                             origin=origin, failure=failure,
+                             extra={**({"truncated": True} if reply.truncated else {}),
+                                    **(extra or {})})
+
+    @staticmethod
+    def to_code(reply: Reply, to_code: Callable[[str], str] = extract_code) -> tuple[str, str | None]:
+        """(code, failure): the kernel in a reply, or why there is none."""
+        if reply.error is not None:
+            return reply.text, f"the model call failed: {reply.error}"
+        try:
+            return to_code(reply.text), None
+        except CandidateError as exc:
+            return reply.text, str(exc)
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """Runs ``fn`` over ``items`` in the thread pool; results in the order of ``items``."""
@@ -240,10 +348,13 @@ class Context:
 
 class Method:
     """An optimization method. Subclasses set ``name`` (via :func:`register_method`),
-    list their options with defaults in ``defaults`` and implement :meth:`run`."""
+    list their options with defaults in ``defaults`` and implement :meth:`run`.
+    ``seeded`` says whether the method starts from the task's shipped seed kernels
+    (recorded in the run's config and events, and flagged by the report)."""
 
     name = ""
     defaults: dict[str, Any] = {}
+    seeded = False
 
     def __init__(self, **options: Any) -> None:
         unknown = sorted(set(options) - set(self.defaults))
@@ -253,6 +364,10 @@ class Method:
         self.options = dict(self.defaults)
         for key, value in options.items():
             self.options[key] = _coerce(value, self.defaults[key], key)
+        self.check_options()
+
+    def check_options(self) -> None:
+        """Raises ValueError (one line) for option values the method cannot run with."""
 
     def __getattr__(self, name: str) -> Any:
         options = self.__dict__.get("options", {})
@@ -266,6 +381,10 @@ class Method:
 
     def run(self, ctx: Context) -> None:
         raise NotImplementedError
+
+    def summary(self, ctx: Context) -> dict[str, Any]:
+        """Extra fields of the task's ``task_done`` event."""
+        return {}
 
 
 def _coerce(value: Any, default: Any, key: str) -> Any:

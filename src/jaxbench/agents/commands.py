@@ -21,6 +21,30 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
     return options
 
 
+def _parse_price(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        cost_in, cost_out = (float(x) for x in text.split(","))
+        if cost_in < 0 or cost_out < 0:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"--price {text!r} is not IN,OUT (dollars per million input and output "
+                         "tokens, e.g. --price 1.25,10)") from None
+    return (cost_in, cost_out)
+
+
+def _write_best(out_dir: Path) -> None:
+    """``best/<task>.py`` per task, when jaxbench.runs provides the writer."""
+    try:
+        from jaxbench import runs
+    except ImportError:  # pragma: no cover
+        return
+    writer = getattr(runs, "write_best", None)
+    if writer is not None:
+        writer(out_dir)
+
+
 @click.command("optimize")
 @click.option("--method", "method_name", required=True,
               help="best_of_n, iterative, autocomp or evolve.")
@@ -46,8 +70,21 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
               help="Method option, e.g. -O chains=8, -O beam_width=4 (repeatable).")
 @click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
               help="Samples in flight at once (model calls and evaluations overlap).")
-@click.option("--temperature", type=float, default=1.0, show_default=True)
+@click.option("--parallel-tasks", type=click.IntRange(0, 64), default=0, show_default=True,
+              help="Tasks optimized at once (0: all, at most 64); model calls and evaluations "
+                   "stay within --concurrency and --workers.")
+@click.option("--temperature", type=float, default=None,
+              help="Sampling temperature (default: the provider's).")
 @click.option("--max-tokens", type=click.IntRange(256), default=16384, show_default=True)
+@click.option("--reasoning-effort", type=click.Choice(["minimal", "low", "medium", "high", "xhigh",
+                                                       "max"]), default=None,
+              help="Reasoning effort: OpenAI reasoning_effort, Anthropic output_config.effort, "
+                   "Gemini thinking_level.")
+@click.option("--thinking-budget", type=click.IntRange(0), default=None,
+              help="Thinking tokens: Anthropic extended thinking budget_tokens, Gemini "
+                   "thinking_budget.")
+@click.option("--price", "price_text", default=None, metavar="IN,OUT",
+              help="Dollars per million input and output tokens, instead of the price table.")
 @click.option("--concurrency", type=click.IntRange(1, 256), default=8, show_default=True,
               help="Model calls in flight at once.")
 @click.option("--llm-timeout", type=float, default=600.0, show_default=True,
@@ -56,8 +93,9 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids: str | None,
                  budget: int, docs: bool, target: str, size: str, mode: str, trials: int,
                  out_dir: Path, record: Path | None, options: tuple[str, ...], workers: int,
-                 temperature: float, max_tokens: int, concurrency: int, llm_timeout: float,
-                 no_cache: bool) -> None:
+                 parallel_tasks: int, temperature: float | None, max_tokens: int,
+                 reasoning_effort: str | None, thinking_budget: int | None, price_text: str | None,
+                 concurrency: int, llm_timeout: float, no_cache: bool) -> None:
     """Optimize kernels with an LLM: spend up to BUDGET samples per task with one method."""
     from jaxbench.agents.driver import get_method, optimize
     from jaxbench.backends import resolve_mode
@@ -71,10 +109,13 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
     try:
         tasks = [t.id for t in select_tasks(suite, task_ids) or []]
         method = get_method(method_name, **_parse_options(options))
-        sampling = Sampling(temperature=temperature, max_tokens=max_tokens)
+        sampling = Sampling(temperature=temperature, max_tokens=max_tokens,
+                            reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+        price_override = _parse_price(price_text)
         model = get_model(model_spec, sampling=sampling, timeout_s=llm_timeout,
                           max_concurrency=concurrency,
-                          cache_dir=None if no_cache else DEFAULT_CACHE, record=record)
+                          cache_dir=None if no_cache else DEFAULT_CACHE, record=record,
+                          price_override=price_override)
     except (UnknownTaskError, ValueError, LLMConfigError) as exc:
         raise click.UsageError(str(exc).strip("'\"")) from None
     if not tasks:
@@ -84,9 +125,9 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
     except RuntimeError as exc:  # --mode device without the hardware
         raise click.UsageError(str(exc)) from None
     config = {"command": "optimize", "method": method.name, "options": method.options,
-              "model": model_spec, "tasks": tasks, "budget": budget, "docs": docs,
-              "target": target, "size": size, "mode": mode, "trials": trials,
-              "sampling": sampling.as_dict()}
+              "seeded": method.seeded, "model": model_spec, "tasks": tasks, "budget": budget,
+              "docs": docs, "target": target, "size": size, "mode": mode, "trials": trials,
+              "sampling": sampling.as_dict(), "price_override": price_override}
     try:
         run = RunDir.open(out_dir, config)
     except RunError as exc:
@@ -111,11 +152,13 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
 
         try:
             optimize(tasks, method, model, run, budget=budget, target=target, size=size, mode=mode,
-                     trials=trials, docs=docs, workers=workers, on_candidate=on_candidate)
-        except LLMError as exc:
+                     trials=trials, docs=docs, workers=workers, parallel_tasks=parallel_tasks or None,
+                     on_candidate=on_candidate)
+        except (LLMError, LLMConfigError) as exc:
             console.print(f"jaxbench: model call failed: {exc}; rerun the same command to resume",
                           markup=False)
             sys.exit(1)
+    _write_best(out_dir)
     run.finish()
     from jaxbench.report.summary import print_summary, summarize
 

@@ -1,21 +1,30 @@
-"""Drives one method over a list of tasks into a run directory, resuming what is there."""
+"""Drives one method over a list of tasks into a run directory, resuming what is there.
+
+Tasks run concurrently, each in its own thread; their samples (a model call, then an
+evaluation) share one thread pool. What bounds the work in flight is the model client's
+limit on concurrent calls and the evaluator's slots (one kernel at a time on a device), so
+a suite of tasks is limited by the provider's rate and the evaluator, not by each task's
+rounds: while one task waits for the last sample of its round, the others fill the
+pipeline.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
 from jaxbench.agents.base import METHODS, Budget, Candidate, Context, Journal, Method
-from jaxbench.backends import resolve_mode
+from jaxbench.backends import device_kind, resolve_mode
 from jaxbench.evaluator import Evaluator
 from jaxbench.llm import ModelClient, Sampling
 from jaxbench.runs import RunDir
-from jaxbench.tasks import get_task
+from jaxbench.tasks import Task, get_task
 
 DEFAULT_BUDGET = 144
+MAX_PARALLEL_TASKS = 64
 
 
 def get_method(name: str, **options: Any) -> Method:
@@ -38,46 +47,85 @@ def optimize(
     trials: int = 3,
     docs: bool = False,
     workers: int = 4,
+    parallel_tasks: int | None = None,
     sampling: Sampling | None = None,
     on_candidate: Callable[[Candidate], None] | None = None,
-    evaluator: Evaluator | None = None,
+    evaluator: Any = None,
+    ir_feedback: bool = True,
 ) -> dict[str, list[Candidate]]:
     """Spends up to ``budget`` samples per task with ``method``; returns each task's candidates.
 
     Every LLM call and evaluation is an event of ``run``; a task whose ``task_done``
     event exists is not run again, and an unfinished one replays its finished steps.
-    ``evaluator`` defaults to a new one keyed by the run's secret.
+    ``workers`` evaluations run at once (one on a device); up to ``parallel_tasks`` tasks
+    (default: all, at most 64) run at once. ``evaluator`` defaults to a new one keyed by the
+    run's secret.
     """
     if budget < 1:
         raise ValueError("the budget must be at least 1 sample per task")
     tasks = [get_task(t) for t in task_ids]
     mode = resolve_mode(mode, target)
+    kind = device_kind() if mode == "device" else None
     journal = Journal(run.events())
+    stop = threading.Event()
     # One accelerator times one kernel at a time; interpret checks may overlap.
     eval_slots = threading.Semaphore(1 if mode == "device" else workers)
     results: dict[str, list[Candidate]] = {}
+    todo = []
+    for task in tasks:
+        if (task.id, method.name) in journal.done:
+            results[task.id] = _recorded(journal, task.id, method.name, on_candidate)
+        else:
+            todo.append(task)
+    if not todo:
+        return {t.id: results[t.id] for t in tasks}
+    in_flight = max(1, min(parallel_tasks or len(todo), len(todo), MAX_PARALLEL_TASKS))
+    calls = getattr(model, "max_concurrency", workers)
     with contextlib.ExitStack() as stack:
         if evaluator is None:
             evaluator = stack.enter_context(Evaluator(secret=run.secret, spares=min(workers, 2)))
-        pool = stack.enter_context(ThreadPoolExecutor(max_workers=workers))
-        for task in tasks:
-            if (task.id, method.name) in journal.done:
-                results[task.id] = _recorded(journal, task.id, method.name, on_candidate)
-                continue
+        # Samples block on the model's and the evaluator's limits, not on the pool.
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=calls + workers,
+                                                      thread_name_prefix="jaxbench-sample"))
+        runners = stack.enter_context(ThreadPoolExecutor(max_workers=in_flight,
+                                                         thread_name_prefix="jaxbench-task"))
+
+        def run_task(task: Task) -> list[Candidate]:
             ctx = Context(task=task, method=method.name, target=target, mode=mode, size=size,
                           trials=trials, docs=docs, model=model, evaluator=evaluator, run=run,
-                          budget=Budget(budget), pool=pool, journal=journal, eval_slots=eval_slots,
-                          sampling=sampling, on_candidate=on_candidate)
+                          budget=Budget(budget, stop), pool=pool, journal=journal, eval_slots=eval_slots,
+                          sampling=sampling, on_candidate=on_candidate, device_kind=kind,
+                          ir_feedback=ir_feedback)
             method.run(ctx)
+            if stop.is_set():
+                raise _Stopped  # another task failed: this one is unfinished, resume continues it
             assert ctx.budget.used <= budget
             best = max(ctx.candidates, key=lambda c: c.fitness(), default=None)
-            run.append({"type": "task_done", "task": task.id, "method": method.name,
-                        "samples": ctx.budget.used,
-                        "best_status": best.status if best else None,
-                        "best_speedup": best.speedup if best else None,
-                        "best_step": best.step if best else None})
-            results[task.id] = ctx.candidates
-    return results
+            with journal.append_lock:
+                run.append({"type": "task_done", "task": task.id, "method": method.name,
+                            "samples": ctx.budget.used, "seeded": method.seeded,
+                            "planning_calls": ctx.planning_calls,
+                            "best_status": best.status if best else None,
+                            "best_speedup": best.speedup if best else None,
+                            "best_step": best.step if best else None, **method.summary(ctx)})
+            return ctx.candidates
+
+        futures = {runners.submit(run_task, task): task for task in todo}
+        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in done if f.exception() is not None]
+        if failed:
+            stop.set()  # running tasks end at their next round, without a task_done event
+            for future in pending:
+                future.cancel()  # tasks not started yet stay for the resume
+            wait(pending)
+            raise failed[0].exception()  # type: ignore[misc]
+        for future, task in futures.items():
+            results[task.id] = future.result()
+    return {t.id: results[t.id] for t in tasks}
+
+
+class _Stopped(Exception):
+    """A task cut short because another one failed."""
 
 
 def _recorded(journal: Journal, task_id: str, method: str,

@@ -1,9 +1,15 @@
 """``iterative``: parallel chains of refinement, each turn fed the evaluator's verdict.
 
-Every turn a chain sees its previous attempt, the verdict on it (the compile error,
-the correctness summary with the worst element, or the timing) and, when the
-previous attempt lost ground, its best correct kernel so far. Chains advance in
-lockstep (one round = one turn of every chain) and share the budget evenly.
+Every turn a chain sees its previous attempt, the verdict on it (the compile error with
+the candidate's line, the correctness summary with the worst element, or the timing and
+roofline fraction, with the grids and blocks the evaluator saw) and, when the previous
+attempt lost ground, its best correct kernel so far. Chains advance in lockstep (one
+round = one turn of every chain) and share the budget evenly.
+
+``chains=0`` (the default) derives the number of chains from the budget: one chain per
+4 samples, at most 4, so every chain gets at least 4 turns (a budget under 8 is one
+chain). An explicit ``chains`` that leaves chains a single turn each is allowed, and
+the run's ``task_done`` event says so (``turns_per_chain``).
 """
 
 from __future__ import annotations
@@ -11,10 +17,14 @@ from __future__ import annotations
 from jaxbench.agents.base import Candidate, Context, Method, best_first, register_method
 from jaxbench.agents.prompts import describe_verdict
 
+MAX_AUTO_CHAINS = 4
+TURNS_PER_AUTO_CHAIN = 4
+
 
 def attempt_section(title: str, candidate: Candidate) -> str:
     """A kernel and its verdict, as a prompt section."""
-    return f"## {title}\n```python\n{candidate.code.rstrip()}\n```\n{describe_verdict(candidate.result)}"
+    return (f"## {title}\n```python\n{candidate.code.rstrip()}\n```\n"
+            f"{describe_verdict(candidate.result, candidate.code)}")
 
 
 def next_instruction(candidate: Candidate) -> str:
@@ -24,12 +34,23 @@ def next_instruction(candidate: Candidate) -> str:
     return "Fix the problem above and return the complete corrected kernel."
 
 
+def chain_count(chains: int, budget: int) -> int:
+    """The chains a budget runs: ``chains``, or (0) one per 4 samples, at most 4."""
+    if chains > 0:
+        return max(1, min(chains, budget))
+    return max(1, min(MAX_AUTO_CHAINS, budget // TURNS_PER_AUTO_CHAIN))
+
+
 @register_method("iterative")
 class Iterative(Method):
-    defaults = {"chains": 4}
+    defaults = {"chains": 0}
+
+    def check_options(self) -> None:
+        if self.chains < 0:
+            raise ValueError("option chains must be 0 (from the budget) or a positive number")
 
     def run(self, ctx: Context) -> None:
-        chains = max(1, min(self.chains, ctx.budget.remaining))
+        chains = chain_count(self.chains, ctx.budget.remaining)
         history: list[list[Candidate]] = [[] for _ in range(chains)]
         turn = 0
         while ctx.budget.remaining > 0:
@@ -42,6 +63,10 @@ class Iterative(Method):
             for chain, candidate in enumerate(candidates):
                 history[chain].append(candidate)
             turn += 1
+
+    def summary(self, ctx: Context) -> dict:
+        chains = chain_count(self.chains, ctx.budget.total)
+        return {"chains": chains, "turns_per_chain": ctx.budget.total // chains}
 
     def prompt(self, ctx: Context, past: list[Candidate]) -> str:
         if not past:

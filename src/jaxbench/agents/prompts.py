@@ -1,22 +1,20 @@
-"""Prompt pieces shared by every method: the task statement, the docs block, the
-verdict of an evaluation as feedback, and pulling the code out of an answer.
+"""Prompt pieces shared by every method: the task statement (reference, shapes at the sizes
+actually evaluated, the roofline profile, the kernel contract), the verdict of an
+evaluation as feedback, and pulling the code out of an answer.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import math
 import re
 import sys
-from functools import cache
-from pathlib import Path
+import textwrap
+from collections.abc import Callable
 from typing import Any
 
-from jaxbench.tasks import Task, ops
-
-DOCS_DIR = Path(__file__).parent / "docs"
-DOCS_HEADER = re.compile(r"<!-- jaxbench-docs: describes JAX (\S+)[^>]*-->\n?")
-DOC_FILES = ("hardware_{t}", "pallas_api", "pallas_{t}", "example_{t}", "rules_{t}")
+from jaxbench.tasks import Task
 
 HARDWARE = {
     "tpu": "a Google TPU (v5e / v6e / v5p class) through Pallas' Mosaic TPU backend",
@@ -26,37 +24,108 @@ IMPORTS = {
     "tpu": "from jax.experimental import pallas as pl\nfrom jax.experimental.pallas import tpu as pltpu",
     "gpu": "from jax.experimental import pallas as pl\nfrom jax.experimental.pallas import triton as plgpu",
 }
+# The chip a kernel is lowered for when none is attached (the evaluator's cross-lowering
+# targets), used for the roofline profile in interpret mode.
+PROFILE_CHIP = {"tpu": "TPU v6 lite", "gpu": "NVIDIA H200"}
 
 ANSWER_FORMAT = ("Answer with the complete kernel module in exactly one ```python code block "
                  "(no other code blocks).")
 
+_HELPER_MODULES = ("jaxbench.tasks",)  # helpers the prompt spells out (task modules, ops)
+_MAX_HELPERS = 16
+
+
+# -- the reference ----------------------------------------------------------------------------
+
+def _source(fn: Callable[..., Any]) -> str:
+    """A function's source, dedented (closures and methods are indented in their module)."""
+    return textwrap.dedent(inspect.getsource(fn))
+
+
+def _constant(value: Any) -> bool:
+    if isinstance(value, (bool, int, float, str)):
+        return True
+    return isinstance(value, tuple) and len(value) <= 16 and all(_constant(v) for v in value)
+
+
+def _is_helper(value: Any) -> bool:
+    return inspect.isfunction(value) and (value.__module__ or "").startswith(_HELPER_MODULES)
+
+
+def _names_used(fn: Callable[..., Any]) -> list[tuple[str, str | None]]:
+    """(name, attribute) pairs the function's body reads: ``x`` -> (x, None), ``ops.f`` -> (ops, f)."""
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(_source(fn))):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            found.append((node.value.id, node.attr))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            found.append((node.id, None))
+    return found
+
+
+def _label(helper: Callable[..., Any], task_module: str | None) -> str:
+    if helper.__module__ == task_module:
+        return ""
+    if helper.__module__ == "jaxbench.tasks.ops":
+        return f"# ops.{helper.__name__} (jaxbench.tasks.ops)\n"
+    return f"# {helper.__module__}.{helper.__name__}\n"
+
 
 def reference_source(task: Task) -> str:
-    """The reference's module docstring, its source, and the source of the helpers it calls."""
-    module = sys.modules.get(task.reference.__module__)
-    source = inspect.getsource(task.reference)
-    helpers: list[str] = []
-    for node in ast.walk(ast.parse(source)):
-        # ops.<name>(...) helpers and functions of the task module the reference calls.
-        label = ""
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ops":
-            helper = getattr(ops, node.attr, None)
-            label = f"# ops.{node.attr} (jaxbench.tasks.ops)\n"
-        elif isinstance(node, ast.Name) and module is not None:
-            helper = getattr(module, node.id, None)
-            if getattr(helper, "__module__", None) != module.__name__:
-                helper = None
-        else:
-            helper = None
-        if inspect.isfunction(helper) and helper is not task.reference:
-            text = label + inspect.getsource(helper)
-            if text not in helpers:
-                helpers.append(text)
+    """The reference's module docstring, the constants and helper functions it reaches (in
+    dependency order, found transitively through globals, closures and ``ops.<name>``), and
+    its own source. Closures and nested functions are dedented; a closure's free variables
+    are spelled out as assignments."""
+    reference = task.reference
+    module = sys.modules.get(reference.__module__)
+    task_module = module.__name__ if module is not None else None
+    helpers: list[Callable[..., Any]] = []
+    constants: dict[str, str] = {}
+    bindings: list[str] = []
+    seen: set[int] = {id(reference)}
+
+    def visit(fn: Callable[..., Any]) -> None:
+        try:
+            closure = inspect.getclosurevars(fn)
+        except (TypeError, ValueError):
+            return
+        scopes = {**fn.__globals__, **closure.nonlocals}
+        for name, attr in _names_used(fn):
+            value = scopes.get(name)
+            if value is None:
+                continue
+            if attr is not None:
+                if inspect.ismodule(value) and value.__name__.startswith(_HELPER_MODULES):
+                    value = getattr(value, attr, None)
+                else:
+                    continue
+            if _is_helper(value):
+                if name in closure.nonlocals and value.__name__ != name:
+                    binding = f"{name} = {value.__name__}  # bound when the reference was built"
+                    if binding not in bindings:
+                        bindings.append(binding)
+                if id(value) not in seen and len(helpers) < _MAX_HELPERS:
+                    seen.add(id(value))
+                    visit(value)
+                    helpers.append(value)
+            elif attr is None and _constant(value) and (name in closure.nonlocals or (
+                    name in fn.__globals__ and name.isupper())):
+                constants.setdefault(name, f"{name} = {value!r}")
+
+    visit(reference)
     doc = (module.__doc__ or "").strip() if module is not None else task.description
     parts = [f'"""{doc}"""'] if doc else []
-    parts += helpers + [source]
+    if constants:
+        parts.append("\n".join(constants.values()))
+    parts += [_label(h, task_module) + _source(h) for h in helpers]
+    own = _source(reference)
+    if bindings:
+        own = "\n".join(bindings) + "\n\n" + own
+    parts.append(own)
     return "\n\n".join(p.rstrip() for p in parts)
 
+
+# -- shapes and profile -----------------------------------------------------------------------
 
 def _describe_outputs(task: Task, size: str) -> str:
     import jax
@@ -66,8 +135,71 @@ def _describe_outputs(task: Task, size: str) -> str:
                      else f"{leaf.dtype}{list(leaf.shape)}" for i, leaf in enumerate(leaves))
 
 
-def task_statement(task: Task, target: str) -> str:
-    """What to write: the operator, its shapes, the hardware and the kernel contract."""
+def _human(n: float, unit: str) -> str:
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {prefix}{unit}"
+    return f"{n:.3g} {unit}"
+
+
+def profile(task: Task, size: str, target: str, device_kind: str | None = None) -> dict[str, Any]:
+    """The task's work at ``size`` against the target chip's roofline: FLOPs, HBM bytes,
+    arithmetic intensity, the chip's ridge point, which roof binds, and the time at the roof."""
+    from jaxbench.backends.peaks import peak_for
+
+    chip = device_kind or PROFILE_CHIP[target]
+    peak = peak_for(chip) or peak_for(PROFILE_CHIP[target])
+    assert peak is not None
+    flops, nbytes = task.flops(size), task.bytes(size)
+    intensity = flops / nbytes if nbytes else math.inf
+    ridge = peak[0] / peak[1]
+    return {"size": size, "chip": chip, "flops": flops, "bytes": nbytes, "intensity": intensity,
+            "ridge": ridge, "bound": "memory" if intensity < ridge else "compute",
+            "roofline_ms": max(flops / peak[0], nbytes / peak[1]) * 1e3}
+
+
+def describe_profile(task: Task, sizes: list[str], target: str, device_kind: str | None = None) -> str:
+    lines = []
+    for size in sizes:
+        p = profile(task, size, target, device_kind)
+        lines.append(
+            f"- size {size}: {_human(p['flops'], 'FLOP')}, {_human(p['bytes'], 'B')} of minimal HBM "
+            f"traffic, {p['intensity']:.3g} FLOP/byte against a ridge point of {p['ridge']:.0f} "
+            f"FLOP/byte on {p['chip']}: **{p['bound']}-bound**; at the roofline it takes "
+            f"{p['roofline_ms'] * 1e3:.3g} us.")
+    hint = ("Memory-bound: one pass over HBM, fused, with large blocks; the FLOPs are free."
+            if profile(task, sizes[-1], target, device_kind)["bound"] == "memory" else
+            "Compute-bound: keep the matrix units busy (big, aligned tiles in bf16 or f32 dots "
+            "with f32 accumulation) and re-read operands from HBM as little as possible.")
+    return "## Profile\n" + "\n".join(lines) + "\n" + hint
+
+
+def _mode_text(mode: str, target: str) -> str:
+    if mode == "device":
+        return (f"on the {target.upper()} itself: checked for correctness, then timed against the "
+                "XLA-compiled reference (the speedup is the score)")
+    extra = " and in the TPU interpreter (NaN-filled memory, race detection)" if target == "tpu" else ""
+    return ("on a CPU: cross-lowered for the target, then checked for correctness in interpret "
+            f"mode{extra}. No timing is measured in this run; write the kernel you would time")
+
+
+def task_statement(task: Task, target: str, size: str = "small", mode: str = "interpret",
+                   device_kind: str | None = None) -> str:
+    """What to write: the operator, its shapes at the sizes the harness uses, the profile,
+    the hardware and the kernel contract."""
+    others = [s for s in task.sizes if s != size]
+    other_shapes = "\n".join(
+        f"Size {s}{' (the benchmark times this size)' if s == 'full' else ''}:\n"
+        f"{task.prompt_signature(s)}\nOutput: {_describe_outputs(task, s)}" for s in others)
+    names = ", ".join(s.name.lower() for s in task.input_specs(size))
+    gpu_params = ""
+    if target == "gpu":
+        gpu_params = (
+            "\n- Every `pl.pallas_call` must pass `compiler_params=plgpu.CompilerParams(num_warps=..., "
+            "num_stages=...)`\n  (`plgpu` = jax.experimental.pallas.triton). Without it JAX sends the "
+            "kernel to the Mosaic GPU\n  backend instead of Triton and the harness reports a "
+            "compile_error.")
+    profile_sizes = [size] + (["full"] if size != "full" and "full" in task.sizes else [])
     return f"""You are an expert in writing high-performance Pallas kernels (JAX's kernel language).
 Write a Pallas kernel for {HARDWARE[target]} that computes exactly what the reference below computes,
 faster than XLA compiles the reference.
@@ -79,49 +211,74 @@ Reference implementation (plain JAX; it is the XLA baseline you must beat):
 {reference_source(task)}
 ```
 
-Inputs, in call order, at full size (the size that is timed):
-{task.prompt_signature("full")}
+## Shapes
+This run evaluates the kernel at size {size} {_mode_text(mode, target)}.
+Inputs, in call order, at size {size}:
+{task.prompt_signature(size)}
 Output (shape and dtype must match exactly):
-{_describe_outputs(task, "full")}
+{_describe_outputs(task, size)}
 
-The kernel is also checked for correctness at a smaller size, so it must handle these shapes too:
-{task.prompt_signature("small")}
+The kernel is also traced at every other size of the task, and its blocks must fit on-chip
+memory there too, so write it for all of these shapes:
+{other_shapes}
+
+{describe_profile(task, profile_sizes, target, device_kind)}
 
 ## Kernel contract
-- Define `kernel({", ".join(s.name.lower() for s in task.input_specs("full"))})`: a function taking the
-  inputs positionally and returning the output(s) with exactly the reference's shapes and dtypes.
+- Define `kernel({names})`: a function taking the inputs positionally and returning the
+  output(s) with exactly the reference's shapes and dtypes.
 - Set `TARGET = "{target}"` at module level.
 - Import only jax, numpy and the standard math helpers (functools, math); for Pallas:
 {IMPORTS[target]}
 - Do the hot path (the bulk of the FLOPs and memory traffic) inside `pl.pallas_call`; small glue
-  (reshapes, casts) may stay in jnp.
+  (reshapes, casts) may stay in jnp: work outside kernels may be at most 10% of the task's FLOPs.{gpu_params}
 - Never pass `interpret=` to pallas_call and never read or patch JAX's config: the harness decides
   how the kernel runs.
 - Accumulate in float32 where the reference does; results are compared against a float32 ground
   truth with atol={task.atol:g}, rtol={task.rtol:g}."""
 
 
-@cache
-def docs_block(target: str) -> str:
-    """The documentation pack for a target: hardware, Pallas API, a worked example, rules."""
-    parts = []
-    for name in DOC_FILES:
-        text = (DOCS_DIR / f"{name.format(t=target)}.md").read_text()
-        parts.append(DOCS_HEADER.sub("", text).strip())
-    return "# Reference documentation\n\n" + "\n\n".join(parts)
+# -- feedback ---------------------------------------------------------------------------------
+
+_LINE_REF = re.compile(r"(?:<kernel>|kernel\.py|candidate\.py)[:\", ]+(?:line )?(\d+)|\bline (\d+)\b")
 
 
-def docs_versions() -> dict[str, str]:
-    """The JAX version each docs file says it describes (file name -> version)."""
-    versions = {}
-    for path in sorted(DOCS_DIR.glob("*.md")):
-        match = DOCS_HEADER.match(path.read_text())
-        versions[path.name] = match.group(1) if match else ""
-    return versions
+def error_lines(message: str, code: str) -> list[tuple[int, str]]:
+    """The candidate's lines an error message points at (``<kernel>:12``, ``line 12``)."""
+    lines = code.splitlines()
+    out: list[tuple[int, str]] = []
+    for match in _LINE_REF.finditer(message):
+        number = int(match.group(1) or match.group(2))
+        if 0 < number <= len(lines) and all(n != number for n, _ in out):
+            out.append((number, lines[number - 1].rstrip()))
+    return out[:4]
 
 
-def describe_verdict(result: dict[str, Any]) -> str:
-    """An evaluation result as feedback: what failed and where, or how fast it was."""
+def _memory_facts(result: dict[str, Any]) -> list[str]:
+    memory = ((result.get("stages") or {}).get("lower") or {}).get("memory") or []
+    facts = []
+    for item in memory[:6]:
+        where = f"pallas_call #{item.get('kernel', 0)} at size {item.get('size')}"
+        if item.get("vmem_bytes") is not None:
+            limit = item.get("vmem_limit_bytes") or 0
+            facts.append(f"{where}: {item['vmem_bytes'] / 2**20:.2f} MiB of VMEM "
+                         f"(limit {limit / 2**20:g} MiB)")
+        elif item.get("block_bytes") is not None:
+            text = f"{where}: blocks {item['block_bytes'] / 2**10:.0f} KiB"
+            if item.get("largest_tensor_elements"):
+                text += f", largest in-kernel tensor {item['largest_tensor_elements']} elements"
+            if item.get("dot_shared_bytes_estimate"):
+                text += f", dot shared memory ~{item['dot_shared_bytes_estimate'] / 2**10:.0f} KiB"
+            if item.get("num_stages"):
+                text += f", num_stages {item['num_stages']}"
+            facts.append(text)
+    return facts
+
+
+def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
+    """An evaluation result as feedback: what failed and on which of the candidate's lines, or
+    how fast it was; with what the evaluator saw of the kernel (calls, grids, blocks, memory,
+    compile time, roofline fraction)."""
     status, stage = result.get("status"), result.get("stage")
     message = (result.get("message") or "").strip()
     if len(message) > 1500:
@@ -133,27 +290,130 @@ def describe_verdict(result: dict[str, Any]) -> str:
         if result.get("speedup") is not None:
             lines.append(f"Timing: reference {result['t_ref_ms']:.4g} ms, kernel "
                          f"{result['t_kernel_ms']:.4g} ms, speedup {result['speedup']:.3f}x over XLA.")
+            if result.get("roofline_fraction") is not None:
+                lines.append(f"Roofline fraction: {result['roofline_fraction']:.2f} "
+                             "(1.0 = at the chip's roofline for this task).")
         else:
             lines.append("Timing: not measured (no accelerator; correctness checked in interpret mode).")
-        return "\n".join(lines)
-    lines = [f"Verdict: {status} (failed at the {stage} stage)"]
-    if message:
-        lines.append(f"Message: {message}")
-    if status == "incorrect" and result.get("max_abs_err") is not None:
-        rel = result.get("rel_err") or 0.0
-        lines.append(f"Max abs error {result['max_abs_err']:.3g}, relative error {rel:.3g}.")
+    else:
+        lines = [f"Verdict: {status} (failed at the {stage} stage)"]
+        if result.get("truncated"):
+            lines.append("The answer was cut off at the output-token limit before it ended.")
+        if message:
+            lines.append(f"Message: {message}")
+        for number, text in error_lines(message, code or result.get("source") or ""):
+            lines.append(f"  your line {number}: {text.strip()}")
+        if status == "incorrect" and result.get("max_abs_err") is not None:
+            rel = result.get("rel_err") or 0.0
+            lines.append(f"Max abs error {result['max_abs_err']:.3g}, relative error {rel:.3g}.")
+    facts = []
+    structure = result.get("structure") or {}
+    if structure.get("kernel_calls") is not None:
+        facts.append(f"pallas_calls: {structure['kernel_calls']}")
+    for i, call in enumerate((result.get("ir_facts") or {}).get("calls", [])[:4]):
+        text = f"pallas_call #{i}: grid {tuple(call.get('grid', ()))}"
+        if call.get("blocks"):
+            text += ", blocks " + ", ".join(str(tuple(b)) for b in call["blocks"][:6])
+        if call.get("params"):
+            text += f", {call['params']}"
+        facts.append(text)
+    facts += _memory_facts(result)
+    if result.get("compile_s") is not None:
+        facts.append(f"compile time {result['compile_s']:.2f} s")
+    if structure.get("outside_flops"):
+        task_flops = structure.get("task_flops") or 0
+        share = f" ({structure['outside_flops'] / task_flops:.1%} of the task)" if task_flops else ""
+        facts.append(f"FLOPs outside kernels: {structure['outside_flops']:.3g}{share}")
+    if facts:
+        lines.append("What the evaluator saw: " + "; ".join(facts) + ".")
     return "\n".join(lines)
 
 
-_FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
+_PARAMS = re.compile(r"compiler_params=(\w*CompilerParams)\(")
+_DIM = re.compile(r"Blocked\(block_size=(\d+)\)|Squeezed\(\)|None|(\d+)")
+
+
+def _group(text: str, open_at: int) -> str:
+    """The text inside the parenthesis that opens at ``open_at`` (balanced)."""
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[open_at + 1:i]
+    return text[open_at + 1:]
+
+
+def ir_facts(jaxpr_text: str) -> dict[str, Any]:
+    """Grids, block shapes and the main compiler parameters of every ``pallas_call`` in the
+    jaxpr text the evaluator saved for a candidate (feedback only; never used to judge)."""
+    calls = []
+    params = [_group(jaxpr_text, m.end() - 1) for m in _PARAMS.finditer(jaxpr_text)]
+    for i, match in enumerate(re.finditer(r"GridMapping\(", jaxpr_text)):
+        body = _group(jaxpr_text, match.end() - 1)
+        grid_at = body.find("grid=(")
+        grid = [int(g) for g in re.findall(r"\d+", _group(body, grid_at + 5))] if grid_at >= 0 else []
+        blocks = []
+        for block in re.finditer(r"BlockMapping\(block_shape=\(", body):
+            dims = []
+            for dim in _DIM.finditer(_group(body, block.end() - 1)):
+                size = dim.group(1) or dim.group(2)
+                dims.append(int(size) if size else None)
+            blocks.append(dims)
+        call: dict[str, Any] = {"grid": grid, "blocks": blocks}
+        if i < len(params):
+            kept = [kv.strip() for kv in re.split(r",\s*(?=\w+=)", params[i])
+                    if kv.strip().split("=")[0] in ("dimension_semantics", "num_warps", "num_stages",
+                                                    "vmem_limit_bytes")
+                    and not kv.strip().endswith("=None")]
+            if kept:
+                call["params"] = ", ".join(kept)
+        calls.append(call)
+    return {"calls": calls}
+
+
+# -- answers ----------------------------------------------------------------------------------
+
+_OPEN = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n`]*$", re.MULTILINE)
+_PY_LANGS = ("python", "py", "python3", "py3", "ipython", "")
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str, bool]]:
+    """(language, body, closed) of every fenced block; an unclosed last block runs to the end."""
+    blocks = []
+    pos = 0
+    while True:
+        opening = _OPEN.search(text, pos)
+        if opening is None:
+            break
+        fence, lang = opening.group(1), opening.group(2).lower()
+        body_start = opening.end() + 1
+        closing = re.compile(rf"^[ \t]{{0,3}}{fence[0]}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        end = closing.search(text, body_start)
+        if end is None:
+            blocks.append((lang, text[body_start:], False))
+            break
+        blocks.append((lang, text[body_start:end.start()], True))
+        pos = end.end()
+    return blocks
+
+
+def _score(body: str) -> tuple[int, int, int]:
+    defines_kernel = bool(re.search(r"^def kernel\s*\(", body, re.MULTILINE))
+    calls_pallas = "pallas_call" in body
+    return (int(defines_kernel), int(calls_pallas), len(body))
 
 
 def extract_code(text: str) -> str:
-    """The last ```python block of an answer (else the last block, else the whole text)."""
-    blocks = _FENCE.findall(text)
-    python = [body for lang, body in blocks if lang.lower() in ("python", "py")]
-    if python:
-        return python[-1].strip() + "\n"
+    """The kernel module in an answer: among its Python code blocks (``` or ~~~ fences,
+    ``python``/``py``/``python3``/no language; an unclosed last block counts) the one that
+    defines ``kernel`` and calls ``pallas_call``, preferring the last such; a trailing usage
+    example or test does not replace it. Without code blocks, the whole text."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    blocks = [(lang, body) for lang, body, _ in _fenced_blocks(text) if lang in _PY_LANGS]
     if blocks:
-        return blocks[-1][1].strip() + "\n"
+        best = max(range(len(blocks)), key=lambda i: (_score(blocks[i][1])[:2], i))
+        return blocks[best][1].strip("\n").rstrip() + "\n"
     return text.strip() + "\n"

@@ -18,9 +18,11 @@ from jaxbench.llm import anthropic_messages, gemini, openai_compatible, replay, 
 from jaxbench.llm.base import (
     PRICES_PER_MTOK,
     PROVIDERS,
+    REASONING_EFFORTS,
     Completion,
     LLMConfigError,
     LLMError,
+    LLMRequestError,
     Provider,
     Sampling,
     price,
@@ -31,7 +33,8 @@ from jaxbench.llm.client import ModelClient
 
 def get_model(spec: str, *, sampling: Sampling | None = None, timeout_s: float = 600.0,
               max_concurrency: int = 8, retries: int = 5, cache_dir: str | Path | None = None,
-              record: str | Path | None = None) -> ModelClient:
+              record: str | Path | None = None,
+              price_override: tuple[float, float] | None = None) -> ModelClient:
     """A :class:`ModelClient` for ``PROVIDER:MODEL``; raises :class:`LLMConfigError` on a bad spec."""
     name, sep, rest = spec.partition(":")
     if not sep or not rest:
@@ -41,11 +44,14 @@ def get_model(spec: str, *, sampling: Sampling | None = None, timeout_s: float =
         raise LLMConfigError(f"unknown model provider {name!r} in {spec!r}; "
                              f"use one of {', '.join(sorted(PROVIDERS))}")
     provider = PROVIDERS[name](rest, timeout_s=timeout_s)
+    if sampling is not None:
+        provider.check_sampling(sampling)
     return ModelClient(provider, spec, sampling=sampling, max_concurrency=max_concurrency,
-                       retries=retries, cache_dir=cache_dir, record=record)
+                       retries=retries, cache_dir=cache_dir, record=record,
+                       price_override=price_override)
 
 
 __all__ = [
-    "PRICES_PER_MTOK", "PROVIDERS", "Completion", "LLMConfigError", "LLMError", "ModelClient",
-    "Provider", "Sampling", "get_model", "price", "register_provider",
+    "PRICES_PER_MTOK", "PROVIDERS", "REASONING_EFFORTS", "Completion", "LLMConfigError", "LLMError",
+    "LLMRequestError", "ModelClient", "Provider", "Sampling", "get_model", "price", "register_provider",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -19,15 +20,40 @@ class LLMConfigError(RuntimeError):
 
 
 class LLMError(RuntimeError):
-    """A model call that failed for good (after retries)."""
+    """A model call that failed for good (after retries): the run stops (resume retries it)."""
+
+
+class LLMRequestError(LLMError):
+    """The provider refused this one request for good (a 4xx such as context too long or an
+    unsupported parameter): the sample fails, the run goes on, and resume does not repeat it."""
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+REASONING_EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
 
 
 @dataclass(frozen=True)
 class Sampling:
-    """Sampling parameters; part of the cache key."""
+    """Sampling parameters; part of the cache key.
 
-    temperature: float = 1.0
+    ``temperature`` None leaves the provider's default. ``reasoning_effort`` and
+    ``thinking_budget`` (tokens) are the reasoning controls, mapped per SDK: OpenAI's
+    ``reasoning_effort``; Anthropic's ``output_config.effort`` and extended thinking with
+    ``budget_tokens``; Gemini's ``thinking_config`` (``thinking_level``, ``thinking_budget``).
+    """
+
+    temperature: float | None = None
     max_tokens: int = 16384
+    reasoning_effort: str | None = None
+    thinking_budget: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(f"reasoning effort {self.reasoning_effort!r}: use one of "
+                             f"{', '.join(REASONING_EFFORTS)}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -44,7 +70,14 @@ class Completion:
     cost: float | None = None
     latency_s: float | None = None
     cached: bool = False
+    #: why the model stopped: "stop" (it finished), "length" (cut off at max_tokens), or the
+    #: provider's own word for anything else ("content_filter", "safety", ...); None if unknown
+    finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,12 +102,57 @@ class Provider:
     def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
         raise NotImplementedError
 
+    def check_sampling(self, sampling: Sampling) -> None:
+        """Raises :class:`LLMConfigError` for settings this provider cannot send."""
+
     def is_retryable(self, exc: BaseException) -> bool:
         """Transient failures (rate limits, timeouts, 5xx) are retried; the rest are not."""
-        status = getattr(exc, "status_code", None) or getattr(exc, "code", None)
-        if isinstance(status, int):
-            return status == 408 or status == 429 or status >= 500
+        status = status_code(exc)
+        if status is not None:
+            return status in (408, 409, 425, 429) or status >= 500
         return not isinstance(exc, (LLMConfigError, LLMError, TypeError, ValueError))
+
+
+def status_code(exc: BaseException) -> int | None:
+    """The HTTP status of an SDK error (``status_code`` in OpenAI/Anthropic, ``code`` in Gemini)."""
+    for name in ("status_code", "code", "status"):
+        value = getattr(exc, name, None)
+        if isinstance(value, int) and 100 <= value < 600:
+            return value
+    return None
+
+
+# Refusals that concern every request of the run (bad key, no access, no such model): the run
+# stops with the message instead of failing every sample.
+FATAL_STATUSES = (401, 402, 403, 404)
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (``Retry-After`` / ``retry-after-ms`` headers)."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+    except Exception:  # noqa: BLE001 - an unusual headers object
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            import time
+
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
 
 
 PROVIDERS: dict[str, type[Provider]] = {}
@@ -109,32 +187,53 @@ def api_key(*names: str) -> str:
     raise LLMConfigError(f"set the {' or '.join(names)} environment variable to use this provider")
 
 
-# US dollars per million tokens (input, output), list prices when written; edit freely.
-# Matched by the longest prefix of the model name; unknown models cost None.
+# US dollars per million tokens (input, output): list prices when written (standard tier,
+# prompts under 200k tokens); edit freely, or override per run with --price IN,OUT.
+# A model is priced only by its exact name, optionally followed by a release date
+# ("-2025-08-07", "-20250929") or "-latest", and after a "models/" prefix: a variant that
+# is not listed ("gpt-5-pro", "claude-opus-4-5") is unpriced, never priced as its family.
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
-    "gpt-5-nano": (0.05, 0.40),
-    "gpt-5-mini": (0.25, 2.00),
     "gpt-5": (1.25, 10.00),
-    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "gpt-5-codex": (1.25, 10.00),
     "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
     "o3": (2.00, 8.00),
+    "o3-mini": (1.10, 4.40),
     "o4-mini": (1.10, 4.40),
-    "gemini-2.5-flash-lite": (0.10, 0.40),
-    "gemini-2.5-flash": (0.30, 2.50),
     "gemini-2.5-pro": (1.25, 10.00),
+    "gemini-2.5-flash": (0.30, 2.50),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
     "claude-opus-4": (15.00, 75.00),
+    "claude-opus-4-1": (15.00, 75.00),
+    "claude-opus-4-5": (5.00, 25.00),
     "claude-sonnet-4": (3.00, 15.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
     "claude-haiku-4-5": (1.00, 5.00),
     "claude-3-5-haiku": (0.80, 4.00),
 }
+_VARIANT_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
-def price(model: str, input_tokens: int | None, output_tokens: int | None) -> float | None:
-    """Cost in dollars of one call, or None for a model not in the table (or no token counts)."""
+def price_key(model: str) -> str:
+    """The price-table name of a model: without a "models/" prefix or a release-date suffix."""
+    name = model.removeprefix("models/")
+    return _VARIANT_SUFFIX.sub("", name)
+
+
+def price(model: str, input_tokens: int | None, output_tokens: int | None,
+          override: tuple[float, float] | None = None) -> float | None:
+    """Cost in dollars of one call, or None for a model not in the table (or no token counts).
+    ``override`` (dollars per million input and output tokens) replaces the table."""
     if input_tokens is None or output_tokens is None:
         return None
-    matches = [p for p in PRICES_PER_MTOK if model.startswith(p)]
-    if not matches:
+    rates = override or PRICES_PER_MTOK.get(price_key(model))
+    if rates is None:
         return None
-    cost_in, cost_out = PRICES_PER_MTOK[max(matches, key=len)]
+    cost_in, cost_out = rates
     return (input_tokens * cost_in + output_tokens * cost_out) / 1e6

@@ -12,7 +12,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxbench.llm.base import Completion, LLMError, Provider, Sampling, price
+from jaxbench.llm.base import (
+    FATAL_STATUSES,
+    Completion,
+    LLMConfigError,
+    LLMError,
+    LLMRequestError,
+    Provider,
+    Sampling,
+    price,
+    retry_after,
+    status_code,
+)
+
+MAX_WAIT_S = 300.0
 
 
 def prompt_sha256(prompt: str) -> str:
@@ -27,16 +40,22 @@ class ModelClient:
         spec: the ``PROVIDER:MODEL`` string (recorded with every exchange).
         sampling: default sampling parameters.
         max_concurrency: calls in flight at once, across threads.
-        retries: further attempts after a transient failure, with exponential backoff.
+        retries: further attempts after a transient failure, with exponential backoff; a
+            ``Retry-After`` the provider sends is honoured (up to 5 minutes).
         backoff_s: the first wait; doubled each attempt (with jitter), capped at 60 s.
-        cache_dir: where answers are cached, keyed by model, prompt, sampling and sample
-            id (None: no cache). Offline providers are never cached.
+        cache_dir: where answers are cached, keyed by model, prompt, sampling, sample id and
+            run id (None: no cache). Offline providers are never cached.
         record: a JSONL file receiving every exchange (``replay:FILE`` plays it back).
+        price_override: dollars per million (input, output) tokens, instead of the table.
+        max_consecutive_refusals: this many permanently refused requests in a row (with no
+            answer between them) stop the run: the refusal concerns every request.
     """
 
     def __init__(self, provider: Provider, spec: str, *, sampling: Sampling | None = None,
                  max_concurrency: int = 8, retries: int = 5, backoff_s: float = 2.0,
-                 cache_dir: str | Path | None = None, record: str | Path | None = None) -> None:
+                 cache_dir: str | Path | None = None, record: str | Path | None = None,
+                 price_override: tuple[float, float] | None = None,
+                 max_consecutive_refusals: int = 8) -> None:
         self.provider = provider
         self.spec = spec
         self.sampling = sampling or Sampling()
@@ -44,37 +63,68 @@ class ModelClient:
         self.backoff_s = backoff_s
         self.cache_dir = Path(cache_dir) if cache_dir and not provider.offline else None
         self.record_path = Path(record) if record else None
+        self.price_override = price_override
+        self.max_consecutive_refusals = max_consecutive_refusals
+        self.max_concurrency = max_concurrency
         self._slots = threading.Semaphore(max_concurrency)
         self._record_lock = threading.Lock()
+        self._refusals_lock = threading.Lock()
+        self._refusals_in_a_row = 0
 
-    def complete(self, prompt: str, *, sample: str, sampling: Sampling | None = None) -> Completion:
-        """One answer for ``prompt``; ``sample`` tells apart repeated draws of one prompt."""
+    def complete(self, prompt: str, *, sample: str, sampling: Sampling | None = None,
+                 run: str = "") -> Completion:
+        """One answer for ``prompt``; ``sample`` tells apart repeated draws of one prompt and
+        ``run`` tells apart runs (a new run never gets another run's cached answers).
+
+        Raises :class:`LLMRequestError` when the provider refuses this request for good, and
+        :class:`LLMError` when the run cannot go on (retries exhausted, bad key, no model).
+        """
         sampling = sampling or self.sampling
-        key = self._cache_key(prompt, sampling, sample)
+        key = self._cache_key(prompt, sampling, sample, run)
         completion = self._cached(key)
         if completion is None:
             with self._slots:
                 completion = self._call_with_retries(prompt, sampling, sample)
             if completion.cost is None and not self.provider.offline:
                 completion.cost = price(completion.model, completion.input_tokens,
-                                        completion.output_tokens)
+                                        completion.output_tokens, self.price_override)
             self._store(key, completion)
-        self._record(prompt, sampling, sample, completion)
+        self._record(prompt, sampling, sample, run, completion)
         return completion
 
     def _call_with_retries(self, prompt: str, sampling: Sampling, sample: str) -> Completion:
         for attempt in range(self.retries + 1):
             try:
-                return self.provider.complete(prompt, sampling, sample=sample)
+                completion = self.provider.complete(prompt, sampling, sample=sample)
             except Exception as exc:
-                if attempt == self.retries or not self.provider.is_retryable(exc):
-                    raise LLMError(f"{self.spec}: {type(exc).__name__}: {exc}"[:500]) from exc
-                delay = min(60.0, self.backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
-                time.sleep(delay)
+                if isinstance(exc, LLMError):
+                    raise
+                retryable = self.provider.is_retryable(exc)
+                if attempt < self.retries and retryable:
+                    delay = min(60.0, self.backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
+                    asked = retry_after(exc)
+                    time.sleep(min(MAX_WAIT_S, max(delay, asked or 0.0)))
+                    continue
+                raise self._failure(exc, retryable) from exc
+            with self._refusals_lock:
+                self._refusals_in_a_row = 0
+            return completion
         raise AssertionError("unreachable")
 
-    def _cache_key(self, prompt: str, sampling: Sampling, sample: str) -> str:
-        blob = json.dumps([self.spec, prompt, sampling.as_dict(), sample], sort_keys=True)
+    def _failure(self, exc: BaseException, retryable: bool) -> LLMError:
+        text = f"{self.spec}: {type(exc).__name__}: {exc}"[:500]
+        status = status_code(exc)
+        if retryable or isinstance(exc, LLMConfigError) or status is None or status in FATAL_STATUSES:
+            return LLMError(text)
+        with self._refusals_lock:
+            self._refusals_in_a_row += 1
+            if self._refusals_in_a_row >= self.max_consecutive_refusals:
+                return LLMError(f"{self._refusals_in_a_row} requests in a row were refused; "
+                                f"the last: {text}")
+        return LLMRequestError(text, status)
+
+    def _cache_key(self, prompt: str, sampling: Sampling, sample: str, run: str) -> str:
+        blob = json.dumps([self.spec, prompt, sampling.as_dict(), sample, run], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def _cached(self, key: str) -> Completion | None:
@@ -83,9 +133,9 @@ class ModelClient:
         path = self.cache_dir / key[:2] / f"{key}.json"
         try:
             data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            return Completion(**{**data, "cached": True})
+        except (OSError, json.JSONDecodeError, TypeError):
             return None
-        return Completion(**{**data, "cached": True})
 
     def _store(self, key: str, completion: Completion) -> None:
         if self.cache_dir is None:
@@ -96,14 +146,16 @@ class ModelClient:
         tmp.write_text(json.dumps(completion.as_dict()))
         tmp.replace(path)  # atomic: a reader never sees half an answer
 
-    def _record(self, prompt: str, sampling: Sampling, sample: str, completion: Completion) -> None:
+    def _record(self, prompt: str, sampling: Sampling, sample: str, run: str,
+                completion: Completion) -> None:
         if self.record_path is None:
             return
         exchange: dict[str, Any] = {
-            "spec": self.spec, "sample": sample, "prompt_sha256": prompt_sha256(prompt),
+            "spec": self.spec, "sample": sample, "run": run, "prompt_sha256": prompt_sha256(prompt),
             "sampling": sampling.as_dict(), "prompt": prompt, "response": completion.text,
             "model": completion.model, "input_tokens": completion.input_tokens,
             "output_tokens": completion.output_tokens, "cost": completion.cost,
+            "finish_reason": completion.finish_reason,
         }
         with self._record_lock, open(self.record_path, "a") as f:
             f.write(json.dumps(exchange) + "\n")

@@ -6,6 +6,12 @@ import time
 
 from jaxbench.llm.base import Completion, Provider, Sampling, api_key, import_sdk, register_provider
 
+FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter",
+          "RECITATION": "content_filter", "PROHIBITED_CONTENT": "content_filter"}
+# --reasoning-effort words -> Gemini's thinking levels
+LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "XHIGH",
+          "max": "XHIGH"}
+
 
 @register_provider("gemini")
 class Gemini(Provider):
@@ -17,21 +23,39 @@ class Gemini(Provider):
         self.client = genai.Client(api_key=key,
                                    http_options=self.types.HttpOptions(timeout=int(timeout_s * 1000)))
 
+    def config(self, sampling: Sampling) -> object:
+        """The ``GenerateContentConfig`` of one call."""
+        args: dict = {"max_output_tokens": sampling.max_tokens}
+        if sampling.temperature is not None:
+            args["temperature"] = sampling.temperature
+        thinking: dict = {}
+        if sampling.thinking_budget is not None:
+            thinking["thinking_budget"] = sampling.thinking_budget
+        if sampling.reasoning_effort is not None:
+            thinking["thinking_level"] = LEVELS[sampling.reasoning_effort]
+        if thinking:
+            args["thinking_config"] = self.types.ThinkingConfig(**thinking)
+        return self.types.GenerateContentConfig(**args)
+
     def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
-        config = self.types.GenerateContentConfig(temperature=sampling.temperature,
-                                                  max_output_tokens=sampling.max_tokens)
         started = time.monotonic()
         response = self.client.models.generate_content(model=self.model, contents=prompt,
-                                                       config=config)
+                                                       config=self.config(sampling))
         usage = response.usage_metadata
         output = None
         if usage is not None and usage.candidates_token_count is not None:
             # Thinking tokens are billed as output tokens.
             output = usage.candidates_token_count + (usage.thoughts_token_count or 0)
+        finish = None
+        candidates = getattr(response, "candidates", None) or []
+        if candidates and getattr(candidates[0], "finish_reason", None) is not None:
+            raw = str(getattr(candidates[0].finish_reason, "value", candidates[0].finish_reason))
+            finish = FINISH.get(raw, raw.lower())
         return Completion(
             text=response.text or "",
             model=self.model,
             input_tokens=getattr(usage, "prompt_token_count", None),
             output_tokens=output,
             latency_s=time.monotonic() - started,
+            finish_reason=finish,
         )

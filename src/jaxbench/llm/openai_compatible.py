@@ -9,7 +9,17 @@ from __future__ import annotations
 import os
 import time
 
-from jaxbench.llm.base import Completion, Provider, Sampling, api_key, import_sdk, register_provider
+from jaxbench.llm.base import (
+    Completion,
+    LLMConfigError,
+    Provider,
+    Sampling,
+    api_key,
+    import_sdk,
+    register_provider,
+)
+
+# OpenAI's finish reasons are already the normalised words ("stop", "length", ...).
 
 
 @register_provider("openai")
@@ -26,21 +36,32 @@ class OpenAICompatible(Provider):
         self.client = sdk.OpenAI(api_key=key, base_url=self.base_url or None, timeout=timeout_s,
                                  max_retries=0)
 
-    def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
+    def check_sampling(self, sampling: Sampling) -> None:
+        if sampling.thinking_budget is not None:
+            raise LLMConfigError("the openai provider takes --reasoning-effort, not --thinking-budget")
+
+    def request(self, prompt: str, sampling: Sampling) -> dict:
+        """The keyword arguments of ``chat.completions.create`` for one call."""
+        self.check_sampling(sampling)
         # Hosted reasoning models take max_completion_tokens; older servers only max_tokens.
-        limit = {"max_tokens" if self.base_url else "max_completion_tokens": sampling.max_tokens}
+        args: dict = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+                      "max_tokens" if self.base_url else "max_completion_tokens": sampling.max_tokens}
+        if sampling.temperature is not None:
+            args["temperature"] = sampling.temperature
+        if sampling.reasoning_effort is not None:
+            args["reasoning_effort"] = sampling.reasoning_effort
+        return args
+
+    def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
         started = time.monotonic()
-        response = self.client.chat.completions.create(
-            model=self.model,
-            messages=[{"role": "user", "content": prompt}],
-            temperature=sampling.temperature,
-            **limit,
-        )
+        response = self.client.chat.completions.create(**self.request(prompt, sampling))
         usage = response.usage
+        choice = response.choices[0]
         return Completion(
-            text=response.choices[0].message.content or "",
+            text=choice.message.content or "",
             model=self.model,
             input_tokens=getattr(usage, "prompt_tokens", None),
             output_tokens=getattr(usage, "completion_tokens", None),
             latency_s=time.monotonic() - started,
+            finish_reason=getattr(choice, "finish_reason", None),
         )

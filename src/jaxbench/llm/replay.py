@@ -2,7 +2,8 @@
 
 An exchange is found by its prompt and sample id; when the prompt changed (feedback
 that quotes a timing, say) the sample id alone is used. No match is an error, never
-a made-up answer.
+a made-up answer. Played-back answers cost nothing: their cost is None ("unpriced"),
+and the recorded cost is kept as ``recorded_cost``.
 """
 
 from __future__ import annotations
@@ -41,4 +42,6 @@ class Replay(Provider):
             raise LLMError(f"replay:{self.spec} has no recorded answer for sample {sample!r}")
         return Completion(text=exchange["response"], model=exchange.get("model", "replay"),
                           input_tokens=exchange.get("input_tokens"),
-                          output_tokens=exchange.get("output_tokens"), cost=exchange.get("cost"))
+                          output_tokens=exchange.get("output_tokens"), cost=None,
+                          finish_reason=exchange.get("finish_reason"),
+                          extra={"recorded_cost": exchange.get("cost")})

@@ -1,12 +1,17 @@
 """``scripted:DIR``: the test double. Plays the files of DIR, sorted by name, as successive answers.
 
 After the last file it starts again from the first, so a short script serves any
-budget. Calls are numbered in the order they arrive (thread-safe).
+budget. Calls are numbered in the order they arrive (thread-safe). Answers are
+unpriced (cost None): nothing is paid, and the report says "unpriced", not $0.
+
+``scripted:DIR?latency=SECONDS`` waits that long per answer (a model that sleeps like a
+real one, for throughput measurements).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from jaxbench.llm.base import Completion, LLMConfigError, Provider, Sampling, register_provider
@@ -18,7 +23,17 @@ class Scripted(Provider):
 
     def __init__(self, spec: str, *, timeout_s: float = 600.0) -> None:
         super().__init__(spec, timeout_s=timeout_s)
-        directory = Path(spec)
+        path, _, query = spec.partition("?")
+        self.latency_s = 0.0
+        if query:
+            key, _, value = query.partition("=")
+            try:
+                if key != "latency":
+                    raise ValueError
+                self.latency_s = float(value)
+            except ValueError:
+                raise LLMConfigError(f"scripted:{spec}: the only option is ?latency=SECONDS") from None
+        directory = Path(path)
         if not directory.is_dir():
             raise LLMConfigError(f"scripted:{spec}: no such directory")
         self.files = sorted(p for p in directory.iterdir() if p.is_file() and not p.name.startswith("."))
@@ -31,5 +46,7 @@ class Scripted(Provider):
         with self._lock:
             path = self.files[self.calls % len(self.files)]
             self.calls += 1
-        return Completion(text=path.read_text(), model=f"scripted:{self.spec}", cost=0.0,
-                          extra={"file": path.name})
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        return Completion(text=path.read_text(), model=f"scripted:{self.spec}", cost=None,
+                          finish_reason="stop", extra={"file": path.name})
