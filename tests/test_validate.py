@@ -87,6 +87,33 @@ def test_tolerance_the_bf16_reference_cannot_meet_is_flagged():
     assert "bf16 reference fails" in report.tolerance.note
 
 
+def test_a_tolerance_under_which_zero_passes_is_flagged():
+    """Softmax probabilities of ~1/64 under atol 1e-2: an all-zero kernel would pass."""
+    loose = validate_task(tiny(lambda x: jax.nn.softmax(x, axis=-1), x_spec))
+    assert flagged_checks(loose) == {"tolerance"}
+    assert "a zero would pass" in loose.tolerance.note
+    tight = validate_task(tiny(lambda x: jax.nn.softmax(x, axis=-1), x_spec, atol=1e-6, rtol=5e-2))
+    assert not tight.flagged, tight.flags
+
+
+def test_float32_tasks_are_calibrated_against_tf32_rounded_inputs():
+    """A float32 task's reference on float32 inputs equals the truth; its tolerance is held to
+    the reference on TF32-rounded inputs (what XLA's default GPU matmul precision reads)."""
+    import numpy as np
+
+    x = np.float32([1 + 2 ** -12, 1 + 2 ** -10, 3.0, -0.1])
+    rounded = np.asarray(validate_mod._tf32_inputs([x])[0])
+    assert rounded[0] == 1.0 and rounded[1] == x[1] and rounded[2] == 3.0
+    assert abs(rounded[3] - x[3]) <= abs(x[3]) * 2 ** -11
+    spec = lambda d: [normal("x", (d.N, d.N), dtype="float32"),  # noqa: E731
+                      weight("w", (d.N, d.N), d.N, dtype="float32")]
+    strict = validate_task(tiny(lambda x, w: x @ w, spec, atol=1e-7, rtol=1e-7))
+    assert "tolerance" in flagged_checks(strict) and "TF32" not in strict.tolerance.note
+    fair = validate_task(tiny(lambda x, w: x @ w, spec))
+    assert not fair.flagged and "TF32-input reference" in fair.tolerance.note
+    assert fair.tolerance.value > 0  # the rounding is applied: a float32 reference is exact
+
+
 def test_an_input_that_moves_the_output_within_tolerance_is_a_warning_only():
     # y moves the output by ~0.005: above the 1e-3 * max|out| threshold, below atol 1e-2
     task = tiny(lambda x, y: x * 0.5 + 2e-3 * y, lambda d: [normal("x", (d.N,)),

@@ -21,5 +21,7 @@ TASK = Task(
     # one add per element (plus one divide per row)
     flops=lambda d: d.M * d.N,
     suite=SUITE,
+    # row means are ~0.02: atol 1e-2 would accept a 50 % error
+    atol=1e-3,
     meta=meta(13, 1, "reduction"),
 )

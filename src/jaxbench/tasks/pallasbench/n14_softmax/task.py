@@ -22,5 +22,7 @@ TASK = Task(
     # max, subtract, exp, sum, divide: ~5 flops per element
     flops=lambda d: 5 * d.M * d.N,
     suite=SUITE,
+    # probabilities of ~1/2048: under atol 1e-2 an all-zero output would pass
+    atol=1e-6,
     meta=meta(14, 1, "softmax"),
 )

@@ -30,5 +30,7 @@ TASK = Task(
     # three multiply-and-sum reductions (x.z, x.x, z.z): 6 flops per element
     flops=lambda d: 6 * d.M * d.N,
     suite=SUITE,
+    # cosines of independent rows are ~0.03: atol 1e-2 would accept a 30 % error
+    atol=1e-4,
     meta=meta(24, 1, "reduction"),
 )

@@ -27,5 +27,7 @@ TASK = Task(
     # Q K^T, then scale, max, subtract, exp, sum, divide: ~6 flops per score
     flops=lambda d: 2 * d.N * d.N * d.D + 6 * d.N * d.N,
     suite=SUITE,
+    # probabilities of ~1/256: under atol 1e-2 an all-zero output would pass
+    atol=1e-6,
     meta=meta(36, 2, "attention"),
 )
