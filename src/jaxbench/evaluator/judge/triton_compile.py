@@ -72,7 +72,7 @@ def kernels_ttir(module_text: str) -> list[dict[str, Any]]:
     with compat.triton_ir_context() as tt_ctx:
         for item in found:
             tt_module = ir.Module.parse(item.pop("ir_bytes"), context=tt_ctx)
-            item["ttir"] = str(tt_module)
+            item["ttir"] = tt_module.operation.get_asm(enable_debug_info=False)
             item["name"] = next((str(ir.StringAttr(op.attributes["sym_name"]).value)
                                  for op in tt_module.body.operations
                                  if "sym_name" in op.attributes), "kernel")
