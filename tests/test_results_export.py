@@ -152,3 +152,22 @@ def test_parquet_without_pyarrow_is_a_usage_error(runs, tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["export", str(runs["interpret"]), "--out", str(out)])
     assert result.exit_code == 2 and "jaxbench[results]" in result.stderr
     assert not out.exists()
+
+
+def test_tolerance_columns_come_from_the_evaluation(tmp_path):
+    from report_runs import evaluation
+
+    from jaxbench.runs import RunDir
+    from jaxbench.tasks import get_task
+
+    run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "x"})
+    run.append(evaluation("8p_gemm", "incorrect", kind="file", tolerance={"atol": 0.05, "rtol": 0.02},
+                          tol_fraction=3.5, max_abs_err=0.2))
+    run.append(evaluation("8p_gemm", "incorrect", kind="file", message="output: NaN at [0:4, 0:8]",
+                          max_abs_err=None, tol_fraction=None))  # an older event: no tolerance
+    run.finish()
+    judged, nan = export.rows(run.path)
+    assert (judged["atol"], judged["rtol"], judged["tol_fraction"]) == (0.05, 0.02, 3.5)
+    task = get_task("8p_gemm")
+    assert (nan["atol"], nan["rtol"]) == (task.atol, task.rtol)
+    assert nan["tol_fraction"] is None and nan["max_abs_err"] is None

@@ -65,8 +65,10 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("compiled", "bool", "got past static checks, tracing and lowering"),
     ("max_abs_err", "float64", "worst absolute error over the judged runs"),
     ("rel_err", "float64", "worst relative-norm error over the judged runs"),
-    ("atol", "float64", "the task's absolute tolerance"),
-    ("rtol", "float64", "the task's relative tolerance"),
+    ("atol", "float64", "the absolute tolerance the evaluation used (else the task's)"),
+    ("rtol", "float64", "the relative tolerance the evaluation used (else the task's)"),
+    ("tol_fraction", "float64", "the worst element's error as a fraction of its tolerance "
+                                "(1 = at the limit); null for NaN/Inf outputs"),
     ("t_ref_ms", "float64", "median time of the XLA reference (device mode)"),
     ("t_kernel_ms", "float64", "median time of the kernel (device mode)"),
     ("speedup", "float64", "t_ref_ms / t_kernel_ms; > 1 means the kernel is faster"),
@@ -170,6 +172,7 @@ def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
         versions = e.get("versions") or {}
         ir = run.ir_files(e)
         warnings = e.get("warnings") or []
+        tolerance = e.get("tolerance") if isinstance(e.get("tolerance"), dict) else {}
         row = {
             "schema_version": SCHEMA_VERSION,
             "run": run.name,
@@ -201,8 +204,9 @@ def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
             "compiled": compiled(e),
             "max_abs_err": _number(e.get("max_abs_err")),
             "rel_err": _number(e.get("rel_err")),
-            "atol": task.atol if task is not None else None,
-            "rtol": task.rtol if task is not None else None,
+            "atol": _number(tolerance.get("atol", task.atol if task is not None else None)),
+            "rtol": _number(tolerance.get("rtol", task.rtol if task is not None else None)),
+            "tol_fraction": _number(e.get("tol_fraction")),
             "t_ref_ms": _number(e.get("t_ref_ms")),
             "t_kernel_ms": t_kernel,
             "speedup": _number(e.get("speedup")),
