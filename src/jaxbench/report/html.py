@@ -439,7 +439,8 @@ def task_table(run: RunData, out_dir: Path) -> str:
     """One row per task and series: its best evaluation, sortable by every column."""
     cols = [("#", "num"), ("task", "num"), ("method", "str"), ("status", "str"), ("stage", "str"),
             ("correct / samples", "num"), ("speedup", "num"), ("t_kernel ms", "num"),
-            ("t_ref ms", "num"), ("max abs err", "num"), ("compile s", "num"), ("error", "str"),
+            ("t_ref ms", "num"), ("max abs err", "num"), ("err / tol", "num"), ("compile s", "num"),
+            ("error", "str"),
             ("kernel", "str"), ("IR", "str")]
     body = []
     for i, (task, series, best, group) in enumerate(run.best_rows()):
@@ -467,6 +468,7 @@ def task_table(run: RunData, out_dir: Path) -> str:
             (fmt(best.get("t_kernel_ms"), ".4g"), best.get("t_kernel_ms"), "num"),
             (fmt(best.get("t_ref_ms"), ".4g"), best.get("t_ref_ms"), "num"),
             (fmt(best.get("max_abs_err"), ".3g"), best.get("max_abs_err"), "num"),
+            (fmt(best.get("tol_fraction"), ".2f"), best.get("tol_fraction"), "num"),
             (fmt(best.get("compile_s"), ".3g"), best.get("compile_s"), "num"),
             (f"<span title=\"{esc(message)}\">{esc(message[:200])}"
              f"{'...' if len(message) > 200 else ''}</span>", message, "err"),
