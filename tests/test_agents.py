@@ -197,6 +197,8 @@ def test_cli_optimize_record_replay_and_report(tmp_path):
     summary = json.loads(report.stdout)
     assert summary["methods"]["best_of_n"]["samples"] == 2
     assert summary["methods"]["best_of_n"]["compile_rate"] == 0.0
+    config = json.loads((tmp_path / "a" / "manifest.json").read_text())["config"]
+    assert config["seeded"] is False and config["sampling"]["temperature"] is None
     for run_dir in ("a", "b"):  # scripted and replayed answers cost nothing: unpriced, not $0
         calls = events_of(tmp_path / run_dir, "llm_call")
         assert calls and all(c["cost"] is None and c["finish_reason"] == "stop" for c in calls)

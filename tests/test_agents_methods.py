@@ -1,0 +1,258 @@
+"""What each method does, shown with scripted models and instant evaluators: Autocomp's
+plans x implementations per beam entry, menu dropout, ancestor history and beam rule;
+evolve's islands, archive inspirations, crossover, novelty rejection, parent weights and
+migration; iterative's chain count."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from agent_fakes import FakeEvaluator, events_of, kernels, script, seed
+
+from jaxbench.agents import get_method, optimize
+from jaxbench.agents.autocomp import OPTIMIZATION_MENU, TRANSLATION_MENU, Autocomp, Node
+from jaxbench.agents.base import Candidate
+from jaxbench.agents.evolve import Evolve, Population, Program, similarity
+from jaxbench.agents.iterative import chain_count
+from jaxbench.evaluator.result import new_result
+from jaxbench.llm import get_model
+from jaxbench.runs import RunDir
+
+SPEED = re.compile(r"SPEED = ([\d.]+)")
+
+
+class SpeedEvaluator(FakeEvaluator):
+    """Correct with speedup X when the code says ``SPEED = X``; a compile error otherwise."""
+
+    def evaluate(self, code, task_id, *, target="tpu", mode="interpret", size="small", trials=1,
+                 **_):  # noqa: ANN001, ANN003, ANN201
+        self.calls += 1
+        self.codes.append(code)
+        result = new_result(task_id, target, mode, size, code)
+        match = SPEED.search(code)
+        if match:
+            speedup = float(match.group(1))
+            result.update(status="correct", stage="time", speedup=speedup, t_ref_ms=1.0,
+                          t_kernel_ms=1 / speedup, max_abs_err=1e-3)
+        else:
+            result.update(status="compile_error", stage="lower", message="bad block shape")
+        return result
+
+
+def fast(speed: float, tag: str = "") -> str:
+    return (f"```python\nimport jax\nfrom jax.experimental import pallas as pl\nTARGET = 'tpu'\n"
+            f"SPEED = {speed}\n\ndef kernel(a, b):\n    return pl.pallas_call(body{tag})(a, b)\n```\n")
+
+
+def plan(i: int) -> str:
+    return f"PLAN-{i}: tile the output in 512x512 blocks and keep K last."
+
+
+def calls_by_step(run: RunDir) -> dict[str, dict]:
+    return {c["step"]: c for c in events_of(run, "llm_call")}
+
+
+def candidate(step: str, status: str = "correct", speedup: float | None = None, code: str = "") -> Candidate:
+    return Candidate(step, 0, code or step, {"status": status, "speedup": speedup, "max_abs_err": 0.0})
+
+
+# -- Autocomp ---------------------------------------------------------------------------------
+
+def test_autocomp_plans_per_beam_entry_implementations_per_plan_and_its_accounting(tmp_path):
+    run = RunDir.open(tmp_path / "run", {})
+    answers = [fast(1.0 + i / 10, str(i)) for i in range(40)]
+    model = get_model(script(tmp_path / "s", *answers))
+    optimize(["8p_gemm"], get_method("autocomp", beam_width=2, plans=2, implementations=2), model,
+             run, budget=12, target="tpu", mode="interpret", trials=1, workers=2,
+             evaluator=SpeedEvaluator())
+    calls = calls_by_step(run)
+    plans = sorted(s for s, c in calls.items() if c["kind"] == "plan")
+    assert plans[:2] == ["round0/p0/plan0", "round0/p0/plan1"]  # 2 plans for the one root entry
+    assert len(plans) == 2 + 2 * 2  # then 2 plans for each of the 2 beam entries
+    evals = [e for e in events_of(run, "evaluation") if e["sample"] is not None]
+    assert len(evals) == 12  # the budget counts evaluated candidates only
+    for e in evals:  # 2 implementations per plan, each names its plan
+        assert re.fullmatch(r"round\d/p\d/plan\d/impl[01]", e["step"])
+        assert e["plan_step"] == e["step"].rsplit("/", 1)[0] and e["plan_step"] in plans
+    done = events_of(run, "task_done")[0]
+    assert done["samples"] == 12 and done["planning_calls"] == 6 and done["seeded"] is False
+
+
+def test_autocomp_menu_dropout_per_plan_and_per_target(tmp_path):
+    for target in ("tpu", "gpu"):
+        run = RunDir.open(tmp_path / target, {})
+        model = get_model(script(tmp_path / f"s{target}", *kernels(target, 9)))
+        optimize(["8p_gemm"], get_method("autocomp", plans=6, implementations=1, menu_dropout=0.5),
+                 model, run, budget=6, target=target, mode="interpret", trials=1, workers=2,
+                 evaluator=FakeEvaluator())
+        menus = []
+        for call in events_of(run, "llm_call"):
+            if call["kind"] == "plan":
+                section = call["prompt"].split("## Strategies\n")[1].split("\n\n")[0]
+                options = [line.split(". ", 1)[1] for line in section.splitlines()]
+                assert set(options) <= set(TRANSLATION_MENU[target])  # nothing correct yet
+                menus.append(tuple(options))
+        assert len(menus) == 6 and len(set(menus)) > 1  # options dropped at random, per plan
+        assert any(len(m) < len(TRANSLATION_MENU[target]) for m in menus)
+    gpu = " ".join(TRANSLATION_MENU["gpu"] + OPTIMIZATION_MENU["gpu"])
+    assert "PrefetchScalarGridSpec" not in gpu and "VMEM" not in gpu
+    assert "compiler_params=plgpu.CompilerParams" in gpu
+    assert any("PrefetchScalarGridSpec" in m for m in OPTIMIZATION_MENU["tpu"])
+
+
+def test_autocomp_prompts_carry_the_ancestors_plans_and_only_improving_children_enter(tmp_path):
+    run = RunDir.open(tmp_path / "run", {})
+    # one plan, one implementation per round: plan, kernel, plan, kernel, ...
+    answers = [plan(0), fast(1.2), plan(1), fast(1.5), plan(2), fast(1.1), plan(3), fast(2.0)]
+    model = get_model(script(tmp_path / "s", *answers))
+    optimize(["8p_gemm"], get_method("autocomp", beam_width=1, plans=1, implementations=1), model,
+             run, budget=4, target="tpu", mode="interpret", trials=1, workers=1,
+             evaluator=SpeedEvaluator())
+    calls = calls_by_step(run)
+    round2 = calls["round2/p0/plan0"]["prompt"]
+    assert "## History of this kernel" in round2 and "PLAN-0" in round2  # ancestors' plans
+    assert "## The plan that produced the current kernel\nPLAN-1" in round2
+    assert "SPEED = 1.5" in round2.split("## Current kernel")[1]
+    # the 1.1x child did not beat its 1.5x parent: round 3 still revises the 1.5x kernel
+    round3 = calls["round3/p0/plan0"]["prompt"]
+    assert "SPEED = 1.5" in round3.split("## Current kernel")[1]
+    assert "SPEED = 1.1" not in round3
+    impl = calls["round1/p0/plan0/impl0"]["prompt"]
+    assert "## Plan\nPLAN-1" in impl and "SPEED = 1.2" in impl
+
+
+def test_autocomp_beam_rule():
+    method = Autocomp()
+    root = None
+    assert method.beats(candidate("a", speedup=0.9), root)       # within 1.2x of XLA
+    assert not method.beats(candidate("a", speedup=0.7), root)   # too slow a translation
+    assert method.beats(candidate("a", speedup=None), root)      # interpret mode: unknown
+    parent = Node(candidate("p", speedup=1.5), "plan", None, "x")
+    assert method.beats(candidate("c", speedup=1.6), parent)
+    assert not method.beats(candidate("c", speedup=1.4), parent)
+    assert not method.beats(candidate("c", speedup=None), parent)  # cannot show it is faster
+    assert not method.beats(candidate("c", status="incorrect"), parent)
+    broken = Node(candidate("p", status="compile_error"), "plan", None, "x")
+    assert method.beats(candidate("c", status="incorrect"), broken)  # translation progress
+    # one child per (parent, plan): the better of two implementations of one plan
+    kids = [Node(candidate("c1", speedup=1.7), "plan", parent, "p|plan0"),
+            Node(candidate("c2", speedup=1.8), "plan", parent, "p|plan0"),
+            Node(candidate("c3", speedup=1.6), "plan", parent, "p|plan1")]
+    beam = Autocomp(beam_width=4).select([parent], kids)
+    assert [n.candidate.step for n in beam] == ["c2", "c3", "p"]
+
+
+# -- evolve -----------------------------------------------------------------------------------
+
+def test_evolve_islands_start_differently_and_the_run_says_it_is_seeded(tmp_path):
+    run = RunDir.open(tmp_path / "run", {})
+    model = get_model(script(tmp_path / "s", *kernels("tpu", 9)))
+    optimize(["l1_relu"], get_method("evolve", islands=3, children=1), model, run, budget=3,
+             target="tpu", mode="interpret", trials=1, workers=2, evaluator=FakeEvaluator())
+    evals = {e["step"]: e for e in events_of(run, "evaluation")}
+    seed_eval = evals["seed/seed_tpu"]  # the shipped PallasBench seed is the first population
+    assert seed_eval["source"] == seed("l1_relu", "tpu") and seed_eval["sample"] is None
+    first = {e["island"]: e for e in evals.values() if e.get("generation") == 1}
+    assert first[0]["parent"] == "seed/seed_tpu" and first[0]["origin"] in ("diff", "full", "cross")
+    assert first[1]["origin"] == first[2]["origin"] == "init" and first[1]["parent"] is None
+    calls = calls_by_step(run)
+    assert "## Current kernel" not in calls["gen0/island1/c1"]["prompt"]  # from the task alone
+    assert events_of(run, "task_done")[0]["seeded"] is True
+
+
+def test_evolve_rejects_duplicates_and_near_duplicates_before_evaluating(tmp_path):
+    original = seed("12p_rmsnorm", "tpu")
+    near = original.replace("1e-5", "1e-5 ") + "\n# a comment changes nothing\n"
+    answers = [f"```python\n{original}```", f"```python\n{near}```", kernels("tpu", 1)[0]]
+    run = RunDir.open(tmp_path / "run", {})
+    evaluator = FakeEvaluator()
+    optimize(["12p_rmsnorm"], get_method("evolve", islands=1, children=1,
+                                         patch_probabilities="0,1,0"),
+             get_model(script(tmp_path / "s", *answers)), run, budget=1, target="tpu",
+             mode="interpret", trials=1, workers=1, evaluator=evaluator)
+    calls = sorted(c["step"] for c in events_of(run, "llm_call"))
+    assert calls == ["gen0/island0/c0", "gen0/island0/c0/retry1", "gen0/island0/c0/retry2"]
+    child = next(e for e in events_of(run, "evaluation") if e["sample"] == 0)
+    assert child["step"] == "gen0/island0/c0/retry2"
+    assert [r["similar_to"] for r in child["novelty_rejections"]] == ["seed/seed_tpu"] * 2
+    assert child["novelty_rejections"][0]["similarity"] == 1.0
+    assert evaluator.calls == 2  # the seed and the novel kernel: no duplicate was evaluated
+    assert similarity(original, near) == 1.0  # comments and spacing are not novelty
+    assert 0.9 < similarity(original, original.replace("1e-5", "1e-6")) < 1.0
+
+
+def test_evolve_prompts_carry_archive_inspirations_worst_to_best_and_crossover(tmp_path):
+    answers = [fast(1.0 + i / 10, str(i)) for i in range(30)]
+    run = RunDir.open(tmp_path / "run", {})
+    optimize(["8p_gemm"], get_method("evolve", islands=2, children=2, seed_islands=0,
+                                     patch_probabilities="0,1,1"),
+             get_model(script(tmp_path / "s", *answers)), run, budget=12, target="tpu",
+             mode="interpret", trials=1, workers=1, evaluator=SpeedEvaluator())
+    prompts = [c["prompt"] for c in events_of(run, "llm_call")]
+    inspired = [p for p in prompts if "## Other kernels from the archive (worst to best)" in p]
+    assert inspired
+    for prompt in inspired:
+        shown = prompt.split("## Other kernels from the archive")[1].split("## Current kernel")[0]
+        shown = shown.split("## Kernel A")[0]
+        speeds = [float(s) for s in SPEED.findall(shown)]
+        assert speeds == sorted(speeds)  # the best comes last
+    crosses = [e for e in events_of(run, "evaluation") if e.get("mutation") == "cross"]
+    assert crosses and all(e["crossover_with"] for e in crosses)
+    cross_prompt = next(p for p in prompts if "## Kernel B" in p)
+    assert "## Kernel A" in cross_prompt and "Combine the strengths of kernels A and B" in cross_prompt
+
+
+def _program(step: str, speed: float | None, island: int = 0, children: int = 0,
+             status: str = "correct") -> Program:
+    return Program(candidate(step, status, speed, code=f"code {step}"), island, 1, children)
+
+
+def test_evolve_parent_weights_favour_better_and_less_explored_kernels():
+    method = Evolve()
+    good, plain = _program("good", 2.0), _program("plain", 1.0)
+    rng = random.Random(0)
+    picks = [method.pick_parent([good, plain], rng).candidate.step for _ in range(400)]
+    assert picks.count("good") > 300
+    explored, fresh = _program("explored", 1.0, children=9), _program("fresh", 1.0)
+    picks = [method.pick_parent([explored, fresh], rng).candidate.step for _ in range(400)]
+    assert picks.count("fresh") > 300  # equal scores: weight 1/(1 + children)
+    broken = [_program(f"b{i}", None, status="compile_error") for i in range(3)]
+    assert method.pick_parent(broken, rng) in broken  # no correct kernel: by rank
+
+
+def test_evolve_migration_keeps_each_islands_best():
+    method = Evolve(migration_rate=0.5)
+    pop = Population([[_program(f"i0k{k}", 1.0 + k, 0) for k in range(4)],
+                      [_program("i1k0", 1.0, 1)]], archive_size=4)
+    best = pop.islands[0][-1]
+    method.migrate(pop, random.Random(0))
+    assert best in pop.islands[0] and len(pop.islands[0]) < 4
+    moved = [p for p in pop.islands[1] if p.candidate.step.startswith("i0")]
+    assert moved and all(p.island == 1 for p in moved)
+
+
+# -- iterative --------------------------------------------------------------------------------
+
+def test_iterative_derives_its_chains_from_the_budget(tmp_path):
+    assert [chain_count(0, b) for b in (1, 4, 7, 8, 12, 16, 144)] == [1, 1, 1, 2, 3, 4, 4]
+    assert chain_count(4, 2) == 2 and chain_count(3, 144) == 3
+    run = RunDir.open(tmp_path / "run", {})
+    optimize(["8p_gemm"], get_method("iterative"), get_model(script(tmp_path / "s", *kernels("tpu", 5))),
+             run, budget=6, target="tpu", mode="interpret", trials=1, workers=1,
+             evaluator=FakeEvaluator())
+    steps = sorted(c["step"] for c in events_of(run, "llm_call"))
+    assert steps == [f"chain0/turn{t}" for t in range(6)]  # a budget under 8: one chain refines
+    done = events_of(run, "task_done")[0]
+    assert done["chains"] == 1 and done["turns_per_chain"] == 6
+
+
+@pytest.mark.parametrize("chains, turns", [(4, 1), (2, 2)])
+def test_iterative_explicit_chains_are_kept_and_reported(tmp_path, chains, turns):
+    run = RunDir.open(tmp_path / "run", {})
+    optimize(["8p_gemm"], get_method("iterative", chains=chains),
+             get_model(script(tmp_path / "s", *kernels("tpu", 5))), run, budget=4, target="tpu",
+             mode="interpret", trials=1, workers=1, evaluator=FakeEvaluator())
+    done = events_of(run, "task_done")[0]
+    assert done["chains"] == chains and done["turns_per_chain"] == turns
