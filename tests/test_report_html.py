@@ -141,3 +141,9 @@ def test_charts_draw_in_headless_chromium(reports, tmp_path):
     assert interpret["console_errors"] == []
     assert {c["id"] for c in interpret["charts"]} == {"status-chart", "rates-chart", "compile-chart"}
     assert interpret["notes"] == ["timing-charts"]
+
+
+def test_unfinished_run_says_so(tmp_path):
+    path = device_run(tmp_path / "open", finish=False)
+    page = write_report(path, tmp_path / "open.html").read_text()
+    assert "has not finished" in page and "run still open: secret not revealed yet" in page
