@@ -74,7 +74,7 @@ def kernel(x, scale):
 def test_nan_output_says_where_and_reports_no_error_figure(evaluator):
     result = evaluator.evaluate(LAST_ROWS_NAN, "12p_rmsnorm", trials=1, tpu_interpret=False)
     assert (result["status"], result["stage"]) == ("incorrect", "correct")
-    assert "32768 NaN of 524288 elements (6.2%), at [1, 224:256, :] (every element there)" \
+    assert "32768 NaN/Inf of 524288 elements (6.2%), at [1, 224:256, :] (every element there)" \
         in result["message"], result["message"]
     assert result["max_abs_err"] is None and result["rel_err"] is None
 
@@ -101,3 +101,50 @@ def test_tolerance_failures_say_where_and_by_how_much():
     assert verdict.max_abs_err == 0.5 and abs(verdict.tol_fraction - 50) < 1e-3
     ok = check_outputs([truth + 0.005], spec, [truth], 1e-2, 1e-2)
     assert ok.ok and abs(ok.tol_fraction - 0.5) < 1e-3
+
+
+TYPO = '''
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+TARGET = "tpu"
+
+
+def _body(x_ref, s_ref, o_ref):
+    x = x_ref[...].astype(jnp.float32)
+    y = x * jax.lax.rsqrtt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-5)
+    o_ref[...] = (y * s_ref[...].astype(jnp.float32)).astype(o_ref.dtype)
+
+
+def kernel(x, scale):
+    print("tracing with", x.shape, "\\x1b[2J\\x1b]0;title\\x07cleared?")
+    *lead, h = x.shape
+    x2 = x.reshape(-1, h)
+    return pl.pallas_call(
+        _body, out_shape=jax.ShapeDtypeStruct(x2.shape, x.dtype), grid=(x2.shape[0] // 32,),
+        in_specs=[pl.BlockSpec((32, h), lambda i: (i, 0)), pl.BlockSpec((1, h), lambda i: (0, 0))],
+        out_specs=pl.BlockSpec((32, h), lambda i: (i, 0)))(x2, scale.reshape(1, h)).reshape(x.shape)
+'''
+
+
+def test_kernel_errors_point_at_the_line_and_keep_the_kernels_output(evaluator, tmp_path):
+    path = tmp_path / "typo_kernel.py"
+    path.write_text(TYPO)
+    result = evaluator.evaluate(path, "12p_rmsnorm", trials=1, tpu_interpret=False)
+    assert (result["status"], result["stage"]) == ("compile_error", "trace")
+    assert result["message"] == ("AttributeError: module 'jax.lax' has no attribute 'rsqrtt' "
+                                 "(at typo_kernel.py:11 in _body)")
+    assert result["candidate_frames"][-1] == (
+        "typo_kernel.py:11 in _body: y = x * jax.lax.rsqrtt(jnp.mean(x * x, axis=-1, "
+        "keepdims=True) + 1e-5)")
+    assert any(f.startswith("typo_kernel.py:19 in kernel:") for f in result["candidate_frames"])
+    # the kernel's own print, with the terminal escapes removed
+    assert result["output"] == "tracing with (2, 256, 1024) cleared?"
+
+
+def test_untrusted_text_is_bounded_and_printable():
+    from jaxbench.evaluator import untrusted_text
+
+    assert untrusted_text("a\x1b[31mred\x1b[0m\x07\tb\n", 100) == "ared\ufffd\tb\n"
+    assert untrusted_text("x" * 5000, 2048) == "x" * 2048

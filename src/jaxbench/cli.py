@@ -140,10 +140,14 @@ _SIZE = click.Choice(["small", "full"])
 @click.option("--save-ir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for the jaxpr, StableHLO, kernel IR and XLA analyses.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one result object.")
+@click.option("--debug", is_flag=True,
+              help="Allow jax.debug.print and show the kernel's output; runs the kernel on the "
+                   "untrusted side in interpret mode, once. The verdict does not count (exit 1).")
 def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str, trials: int,
              timeout_s: float | None, no_tpu_interpret: bool, save_ir: Path | None,
-             as_json: bool) -> None:
-    """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors."""
+             as_json: bool, debug: bool) -> None:
+    """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors.
+    With --debug, always 1: a debug run's verdict does not count."""
     from jaxbench.evaluator import Evaluator
     from jaxbench.terminal import StopSignals
 
@@ -159,7 +163,8 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
         try:
             result = evaluator.evaluate(file, task_id, target=target, mode=mode, size=size,
                                         trials=trials, timeout_s=timeout_s,
-                                        tpu_interpret=not no_tpu_interpret, save_ir=save_ir)
+                                        tpu_interpret=not no_tpu_interpret, save_ir=save_ir,
+                                        debug=debug)
         except RuntimeError as exc:  # e.g. --mode device without the hardware
             if stop.is_set():
                 stop.exit()
@@ -175,7 +180,7 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
         click.echo(json.dumps(result, default=str))
     else:
         _print_result(result)
-    sys.exit(0 if result["status"] == "correct" else 1)
+    sys.exit(0 if result["status"] == "correct" and not result.get("debug") else 1)
 
 
 def _check_target(file: Path, target: str | None) -> None:
@@ -194,10 +199,22 @@ def _check_target(file: Path, target: str | None) -> None:
 def _print_result(r: dict[str, Any]) -> None:
     console = _console()
     color = "green" if r["status"] == "correct" else "red"
+    if r.get("debug"):
+        console.print("[bold yellow]DEBUG RUN: this verdict does not count[/] (jax.debug.print "
+                      "allowed; the kernel ran on the untrusted side, not in the trusted judge)")
     console.print(f"[bold]{r['task']}[/] ({r['target']}, {r['mode']}, {r['size']}): "
                   f"[{color}]{r['status']}[/] at stage {r['stage']}")
     if r["message"]:
         console.print(f"  {r['message']}", markup=False)
+    if r.get("candidate_frames"):
+        console.print("  in the kernel file (innermost last):")
+        for frame in r["candidate_frames"]:
+            console.print(f"    {frame}", markup=False, highlight=False)
+    if r.get("output"):
+        size = "8 KB" if r.get("debug") else "2 KB"
+        console.print(f"  kernel output (stdout/stderr on the untrusted side, last {size}):")
+        for line in r["output"].splitlines():
+            console.print(f"    | {line}", markup=False, highlight=False)
     if r["max_abs_err"] is not None:
         line = f"  max abs err {r['max_abs_err']:.3g}, rel err {r['rel_err']:.3g}"
         tol = r.get("tolerance")

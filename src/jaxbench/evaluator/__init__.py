@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -117,8 +118,13 @@ class Evaluator:
         max_outside_flops_fraction: float = 0.1,
         timing: dict[str, Any] | None = None,
         save_ir: str | os.PathLike[str] | None = None,
+        debug: bool = False,
     ) -> dict[str, Any]:
-        """Runs the staged protocol on one candidate; returns the evaluation-result dict."""
+        """Runs the staged protocol on one candidate; returns the evaluation-result dict.
+
+        ``debug`` (``jaxbench eval --debug``) allows ``jax.debug.print`` and runs the kernel
+        in interpret mode on the untrusted side, so that its printed output can be shown; such
+        a result is marked ``"debug": true`` and never counts (a run directory refuses it)."""
         source, filename = read_source(source_or_path)
         task = get_task(task_id)
         if trials < 1:
@@ -129,28 +135,35 @@ class Evaluator:
         if target not in ("tpu", "gpu"):
             raise ValueError(f"unknown target {target!r}; use tpu or gpu")
         task.dims(size)  # unknown size -> KeyError with the sizes listed
-        mode = resolve_mode(mode, target)
+        if debug and mode == "device":
+            raise ValueError("--debug runs the kernel in interpret mode on the CPU; drop "
+                             "--mode device")
+        mode = "interpret" if debug else resolve_mode(mode, target)
         result = new_result(task.id, target, mode, size, source)
         result.update(kernel_file=filename, judged_on=None, isolation=None, kernel_backend=None,
                       timing_method="wall_clock_interleaved" if mode == "device" else None,
                       lowering_fidelity=lowering_fidelity(target, mode))
         timeout_s = timeout_s or default_timeout(task.id, mode)
         result["timeout_s"] = timeout_s
+        if debug:
+            result["debug"] = True
         if assumed:
             result["warnings"] = [f'the kernel declares no TARGET: evaluated for {target} (add '
                                   f'TARGET = "tpu" or "gpu" to the file, or pass --target)']
         started = time.monotonic()
         try:
-            check_source(source, filename)
+            check_source(source, filename, debug=debug)
             result["stages"]["static"] = {"seconds": round(time.monotonic() - started, 4)}
             case = _Case(task, size, target, mode, trials, timeout_s, int(memory_gb * 2**30),
-                         tpu_interpret, max_outside_flops_fraction, timing or {}, save_ir)
+                         tpu_interpret, max_outside_flops_fraction, timing or {}, save_ir, debug)
             self._evaluate(result, case, source, filename)
         except StageFailure as failure:
             message = failure.message
             if failure.status == "compile_error" and failure.stage in ("trace", "lower"):
                 hint = wrong_target_hint(source, target)
                 message = f"{hint}; {message}" if hint else message
+            if result.get("candidate_frames"):  # where in the kernel file it went wrong
+                message += f" (at {result['candidate_frames'][-1].split(': ', 1)[0]})"
             result.update(status=failure.status, stage=failure.stage, message=message)
         result["wall_s"] = round(time.monotonic() - started, 3)
         assert result["status"] in STATUSES, result["status"]
@@ -169,7 +182,9 @@ class Evaluator:
             "size_specs": {name: [[list(s.shape), str(s.dtype)] for s in task.input_specs(name)]
                            for name in task.inputs},
             "interpret_export": case.mode == "interpret",
-            "fallback_keys": keys["untrusted"] if case.mode == "interpret" else [],
+            "fallback_keys": keys["untrusted"][:1] if case.debug else
+            keys["untrusted"] if case.mode == "interpret" else [],
+            "debug": case.debug,
             "tpu_interpreter_key": keys["probe"][0] if (
                 case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret) else None,
             "memory_bytes": case.memory_bytes, "file_bytes": 1 << 30,
@@ -191,6 +206,7 @@ class Evaluator:
             if isinstance(stages, dict):
                 result["stages"].update({k: v for k, v in stages.items()
                                          if k in ("trace", "lower", "probe") and isinstance(v, dict)})
+            _keep_untrusted_text(result, status, outcome, case)
             _untrusted_verdict(status, outcome, case)
             if isinstance(status.get("memory"), list) and "lower" in result["stages"]:
                 result["stages"]["lower"]["memory"] = status["memory"][:64]
@@ -202,6 +218,8 @@ class Evaluator:
                 result["_ir"] = json.loads(ir) if ir else {}
         finally:
             shutil.rmtree(outcome.dir, ignore_errors=True)
+        if case.debug:
+            return self._judge_debug(result, case, probe, keys)
         if exports["target.export"] is None:
             raise StageFailure("crashed", "lower", "the untrusted side produced no target export")
         interpret_error = result["stages"].get("lower", {}).get("interpret_export_error")
@@ -319,6 +337,23 @@ class Evaluator:
             result["review"] = (f"speedup {result['speedup']:.1f}x exceeds "
                                 f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
 
+    def _judge_debug(self, result: dict[str, Any], case: _Case, probe: dict[str, list[Any]],
+                     keys: dict[str, list[list[int]]]) -> None:
+        """A debug run's outputs (untrusted, like everything else from there) against the truth:
+        shown to help, marked, never a verdict that counts."""
+        result["judged_on"] = "untrusted_debug_run"
+        result.setdefault("warnings", []).append(
+            "debug run: jax.debug.print was allowed and the kernel ran on the untrusted side, "
+            "without the trusted judge; this verdict does not count (rerun without --debug)")
+        judged = [(f"untrusted{i}", k) for i, k in enumerate(keys["untrusted"][:1])]
+        missing = [label for label, _ in judged if label not in probe]
+        if missing:
+            raise StageFailure("crashed", "correct",
+                               f"the debug run returned no outputs for {missing}")
+        self._compare(result, case, probe, judged, False, {})
+        result["trials"] = len(judged)
+        result.update(status="correct", stage="correct", message="")
+
     def _compare(self, result: dict[str, Any], case: _Case, outputs: dict[str, list[Any]],
                  judged: list[tuple[str, list[int]]], raced: bool,
                  truths: dict[str, list[Any]]) -> None:
@@ -371,11 +406,11 @@ class _Case:
 
     def __init__(self, task: Any, size: str, target: str, mode: str, trials: int, timeout_s: float,
                  memory_bytes: int, tpu_interpret: bool, max_outside_fraction: float,
-                 timing: dict[str, Any], save_ir: Any) -> None:
+                 timing: dict[str, Any], save_ir: Any, debug: bool = False) -> None:
         self.task, self.size, self.target, self.mode = task, size, target, mode
         self.trials, self.timeout_s, self.memory_bytes = trials, timeout_s, memory_bytes
         self.tpu_interpret, self.max_outside_fraction = tpu_interpret, max_outside_fraction
-        self.timing, self.save_ir = timing, save_ir
+        self.timing, self.save_ir, self.debug = timing, save_ir, debug
 
 
 def lowering_fidelity(target: str, mode: str) -> str:
@@ -452,6 +487,36 @@ def _read_untrusted_status(directory: Path) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError):
         return {}
     return status if isinstance(status, dict) else {}
+
+
+# Terminal control sequences (colours, cursor moves, title changes) in untrusted text.
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+OUTPUT_BYTES = 2048
+
+
+def untrusted_text(raw: str, limit: int) -> str:
+    """Text from the untrusted side made safe to print and store: no terminal escapes or
+    control characters, at most ``limit`` characters (its end). Never parsed."""
+    text = _ESCAPES.sub("", raw)
+    text = "".join(c if c in "\n\t" or c.isprintable() else "\ufffd" for c in text)
+    return text[-limit:]
+
+
+def _keep_untrusted_text(result: dict[str, Any], status: dict[str, Any], outcome: WorkerOutcome,
+                         case: _Case) -> None:
+    """The candidate's frames of a failure and the end of the tracer's stdout/stderr (the
+    kernel's own print output): shown to the user, bounded, never believed or parsed."""
+    frames = status.get("frames")
+    if isinstance(frames, list):
+        kept = [untrusted_text(f, 300) for f in frames[:8] if isinstance(f, str)]
+        if kept:
+            result["candidate_frames"] = kept
+    output = outcome.stderr_tail
+    if output.startswith("ready\n"):  # the tracer's own start-up line
+        output = output[len("ready\n"):]
+    output = untrusted_text(output, 4 * OUTPUT_BYTES if case.debug else OUTPUT_BYTES).strip("\n")
+    if output.strip():
+        result["output"] = output
 
 
 def _untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: _Case) -> None:

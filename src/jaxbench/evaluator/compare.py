@@ -124,8 +124,7 @@ def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarr
         if not finite.all():
             bad = ~finite
             count = int(bad.sum())
-            kinds = "NaN" if np.isnan(got).sum() == count else "NaN/Inf"
-            return Verdict(False, f"{name} has {count} {kinds} of {got.size} elements "
+            return Verdict(False, f"{name} has {count} NaN/Inf of {got.size} elements "
                                   f"({count / got.size:.1%}), {where(bad)}: e.g. never written, "
                                   "or read out of bounds", nonfinite=count)
         err = np.abs(got - ref)

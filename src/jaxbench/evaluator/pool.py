@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The end of a worker's stdout/stderr that the parent keeps (untrusted text).
+LOG_TAIL_BYTES = 8192
+
 
 @dataclass
 class WorkerOutcome:
@@ -40,7 +43,10 @@ class WorkerOutcome:
 class _Worker:
     def __init__(self, env: dict[str, str], root: str | None = None) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="jaxbench-worker-", dir=root))
-        self._log = open(self.dir / "worker.log", "wb")  # noqa: SIM115
+        # The parent reads the log back through this handle, never by its path: the worker
+        # can replace what the path names (a link, a FIFO), not the file this handle holds.
+        self._log = open(self.dir / "worker.log", "w+b")  # noqa: SIM115
+        self.log_tail = b""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jaxbench.evaluator.sandbox.tracer", str(self.dir)],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
@@ -49,7 +55,11 @@ class _Worker:
 
     def kill(self) -> None:
         kill_group(self.proc)
-        self._log.close()
+        if not self._log.closed:
+            fd = self._log.fileno()
+            size = os.fstat(fd).st_size
+            self.log_tail = os.pread(fd, min(size, LOG_TAIL_BYTES), max(0, size - LOG_TAIL_BYTES))
+            self._log.close()
 
     def cleanup(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -181,8 +191,7 @@ class WorkerPool:
                 memory_exceeded = True
                 break
         worker.kill()  # always: nothing the candidate started may outlive the evaluation
-        log = worker.dir / "worker.log"
-        tail = log.read_bytes()[-4000:].decode(errors="replace") if log.exists() else ""
+        tail = worker.log_tail.decode(errors="replace")
         return WorkerOutcome(worker.proc.returncode, timed_out, memory_exceeded,
                              time.monotonic() - started, worker.dir, tail)
 

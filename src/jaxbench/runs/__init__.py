@@ -104,7 +104,10 @@ class RunDir:
         return run
 
     def append(self, event: dict[str, Any]) -> None:
-        """Appends one event as a line; durable once this returns."""
+        """Appends one event as a line; durable once this returns. A debug evaluation
+        (``jaxbench eval --debug``: untrusted, with ``jax.debug.print``) never enters a run."""
+        if event.get("debug"):
+            raise ValueError("a debug evaluation does not count and is never recorded in a run")
         event = {"time": time.time(), **event}
         line = json.dumps(event, default=str) + "\n"
         with self._lock, open(self._events_path, "a") as f:

@@ -176,6 +176,38 @@ def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> t
     return status, stage, message
 
 
+def candidate_frames(exc: BaseException, filename: str, source: str, limit: int = 6) -> list[str]:
+    """``file:line in function: code`` for the frames of the candidate's own file that an
+    exception (and the exceptions it was raised from) passed through, innermost last. Called
+    with no candidate code on the stack (the guards allow reading frames then)."""
+    import traceback
+
+    lines = source.splitlines()
+    name = os.path.basename(filename)
+    found: list[str] = []
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen and len(seen) < 8:
+        seen.add(id(error))
+        chain = []
+        for frame, lineno in traceback.walk_tb(error.__traceback__):
+            code = frame.f_code
+            if code.co_filename == filename:
+                text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+                chain.append(f"{name}:{lineno} in {code.co_name}: {text}"[:240])
+        found = chain + found  # causes come before the error they led to
+        error = error.__cause__ or error.__context__
+    unique = list(dict.fromkeys(found))
+    return unique[-limit:]
+
+
+def _fail(outbox: Outbox, job: dict[str, Any], exc: BaseException, status: str, stage: str,
+          prefix: str = "") -> None:
+    """Reports a failure caused by an exception, with the candidate's frames it passed through."""
+    outbox.status["frames"] = candidate_frames(exc, job.get("filename", "<kernel>"), job["source"])
+    outbox.fail(*_verdict(exc, status, stage, prefix))
+
+
 def _save_outputs(outbox: Outbox, runs: list[tuple[str, list[int], Any]]) -> None:
     """Outputs of untrusted runs (probe / fallback) for the parent, which validates them."""
     from jaxbench.evaluator.arrays import pack
@@ -218,6 +250,37 @@ def _memory_budgets(job: dict[str, Any], closed: Any, make_jaxpr: Any, kernel: A
         if problem:
             return problem, figures
     return "", figures
+
+
+def _debug_run(outbox: Outbox, job: dict[str, Any], closed: Any, jit: Any, jaxpr_as_fun: Any,
+               with_interpret: Any, block: Any) -> None:
+    """Debug mode: the traced kernel runs here, in interpret mode, so that its
+    ``jax.debug.print`` output reaches this process's stdout (the parent shows its end). No
+    export is made and the trusted judge is not involved: the parent marks the result as a
+    debug run that does not count."""
+    import jax
+    import numpy as np
+
+    from jaxbench.tasks import get_task
+
+    t0 = _perf_counter()
+    runs: list[tuple[str, list[int], Any]] = []
+    try:
+        task = get_task(job["task"])
+        fn = jit(jaxpr_as_fun(with_interpret(closed, True)))
+        for i, key in enumerate(job["fallback_keys"]):
+            print(f"--- debug run {i}: the kernel's output follows ---", flush=True)
+            inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)),
+                                      job["size"])
+            runs.append((f"untrusted{i}", key, block(fn(*inputs))))
+            sys.stdout.flush()
+    except Exception as exc:  # noqa: BLE001
+        return _fail(outbox, job, exc, "runtime_error", "correct", "debug run: ")
+    _save_outputs(outbox, runs)
+    outbox.stage("probe", _perf_counter() - t0)
+    outbox.status["status"] = "traced"
+    outbox.flush()
+    return None
 
 
 def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
@@ -273,12 +336,13 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         with chip():
             closed = make_jaxpr(module.kernel)(*specs)
     except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
-        return outbox.fail(*_verdict(exc, "compile_error", "trace"))
+        return _fail(outbox, job, exc, "compile_error", "trace")
     if patched("trace"):
         return None
     found = exporting.scan(closed)
     outbox.stage("trace", _perf_counter() - t0, kernels=found.kernels)
-    if found.callbacks:
+    debug = bool(job.get("debug"))  # `jaxbench eval --debug`: its verdict never counts
+    if found.callbacks and not (debug and set(found.callbacks) == {"debug_callback"}):
         return outbox.fail("rejected", "trace",
                            f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the "
                            "kernel: all work must run on the device")
@@ -294,6 +358,9 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         return outbox.fail("rejected", "trace",
                            "platform-dependent code (lax.platform_dependent) in the kernel: the "
                            "module checked on the CPU and the module run on the chip would differ")
+
+    if debug:
+        return _debug_run(outbox, job, closed, jit, jaxpr_as_fun, with_interpret, block)
 
     # -- lower: the exports ---------------------------------------------------------------------
     t0 = _perf_counter()
@@ -322,6 +389,8 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         if target == "gpu" and "Cannot lower pallas_call on platform" in str(exc):
             hint = ("GPU kernels must pass compiler_params=plgpu.CompilerParams(...) from "
                     "jax.experimental.pallas.triton (the Triton backend); ")
+        outbox.status["frames"] = candidate_frames(exc, job.get("filename", "<kernel>"),
+                                                   job["source"])
         status, stage, message = _verdict(exc, "compile_error", "lower")
         if status == "compile_error":
             message = f"lowering for {target}: {hint}{short_error(exc)}"
@@ -375,7 +444,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
                     raise
                 outbox.status["tpu_interpreter"] = f"unsupported: {short_error(exc, 200)}"
     except Exception as exc:  # noqa: BLE001
-        return outbox.fail(*_verdict(exc, "runtime_error", "correct", "untrusted interpreter: "))
+        return _fail(outbox, job, exc, "runtime_error", "correct", "untrusted interpreter: ")
     if patched("correct"):
         return None
     if runs:
@@ -391,8 +460,8 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
                 problem, found = _memory_budgets(job, closed, make_jaxpr, module.kernel, target,
                                                  only=size)
             except Exception as exc:  # noqa: BLE001 - tracing at another size failed
-                return outbox.fail(*_verdict(exc, "compile_error", "lower",
-                                             f"tracing at size {size!r}: "))
+                return _fail(outbox, job, exc, "compile_error", "lower",
+                             f"tracing at size {size!r}: ")
             budgets += found
             if problem:  # the parent applies it after the judge's structure rules
                 outbox.status["budget_problem"] = problem
