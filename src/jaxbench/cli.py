@@ -140,12 +140,14 @@ _SIZE = click.Choice(["small", "full"])
 @click.option("--save-ir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for the jaxpr, StableHLO, kernel IR and XLA analyses.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one result object.")
+@click.option("--force", is_flag=True,
+              help="Evaluate even when the interpret-mode cost estimate says it cannot finish.")
 @click.option("--debug", is_flag=True,
               help="Allow jax.debug.print and show the kernel's output; runs the kernel on the "
                    "untrusted side in interpret mode, once. The verdict does not count (exit 1).")
 def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str, trials: int,
              timeout_s: float | None, no_tpu_interpret: bool, save_ir: Path | None,
-             as_json: bool, debug: bool) -> None:
+             as_json: bool, force: bool, debug: bool) -> None:
     """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors.
     With --debug, always 1: a debug run's verdict does not count."""
     from jaxbench.evaluator import Evaluator
@@ -154,6 +156,11 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
     if not file.is_file():
         _usage_error(f"kernel file {str(file)!r} does not exist")
     _check_target(file, target)
+    if not force:
+        from jaxbench.evaluator.static import declared_target
+
+        chosen = target or declared_target(file.read_text(errors="replace")) or "tpu"
+        _check_cost([task_id], size, "interpret" if debug else mode, [chosen], trials, timeout_s)
     evaluator = Evaluator(spares=0)
     # Ctrl-C or SIGTERM (a CI kill, `timeout`): the tracer and runner die with their process
     # groups at once, and nothing of them outlives this process.
@@ -181,6 +188,31 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
     else:
         _print_result(result)
     sys.exit(0 if result["status"] == "correct" and not result.get("debug") else 1)
+
+
+def _check_cost(task_ids: list[str], size: str, mode: str, targets: list[str], trials: int,
+                timeout_s: float | None) -> None:
+    """Refuses (usage error) interpret-mode evaluations that cannot finish: over their time
+    limit or this host's memory by the estimate of jaxbench.evaluator.cost."""
+    from jaxbench.backends import resolve_mode
+    from jaxbench.evaluator.cost import interpret_cost_problem
+    from jaxbench.evaluator.timeouts import default_timeout
+    from jaxbench.tasks import get_task
+
+    try:
+        if all(resolve_mode(mode, t) != "interpret" for t in set(targets)):
+            return
+        problems = [p for p in (interpret_cost_problem(
+            get_task(t), size, trials, timeout_s or default_timeout(t, "interpret"))
+            for t in dict.fromkeys(task_ids)) if p]
+    except RuntimeError as exc:  # --mode device without the hardware
+        _usage_error(str(exc))
+    except USAGE_ERRORS as exc:
+        _usage_error(str(exc).strip("'\""))
+    if problems:
+        more = f" (and {len(problems) - 1} more tasks)" if len(problems) > 1 else ""
+        _usage_error(f"{problems[0]}{more}; use --size small, a device (--mode device), a longer "
+                     "--timeout, or --force to run it anyway")
 
 
 def _check_target(file: Path, target: str | None) -> None:
@@ -256,9 +288,11 @@ def _print_result(r: dict[str, Any]) -> None:
 @click.option("--save-ir", is_flag=True,
               help="Store each evaluation's IR and analyses under <run>/artifacts/.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON lines.")
+@click.option("--force", is_flag=True,
+              help="Run even when the interpret-mode cost estimate says evaluations cannot finish.")
 def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
             size: str, trials: int, workers: int | None, timeout_s: float | None,
-            out_dir: Path | None, save_ir: bool, as_json: bool) -> None:
+            out_dir: Path | None, save_ir: bool, as_json: bool, force: bool) -> None:
     """Evaluate shipped kernels (seed/expert) or a directory of kernels into a run directory."""
     from jaxbench.runner import default_workers, directory_jobs, select_tasks, shipped_jobs
     from jaxbench.runs import RunDir, RunError
@@ -283,6 +317,8 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
         _usage_error(f"no {kernels} kernels match (target {target}){why}")
     for note in skipped:
         click.echo(f"jaxbench: skipping {note}", err=True)
+    if not force:
+        _check_cost([j.task for j in jobs], size, mode, [j.target for j in jobs], trials, timeout_s)
     workers = workers or default_workers()
     out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
     config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,

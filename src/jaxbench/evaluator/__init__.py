@@ -83,6 +83,7 @@ class Evaluator:
     def close(self) -> None:
         self.pool.close()
         self.runners.close()
+        self.truth.cancel()  # truths not started yet are not needed any more
         if self._aborted:  # the caller leaves with os._exit; nothing must wait for XLA
             return
         for thread in self._prefetching:  # never leave XLA work running at interpreter exit
@@ -524,12 +525,16 @@ def _untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: _Ca
     death; anything but a clean 'traced' is a failure."""
     stages = status.get("stages") if isinstance(status.get("stages"), dict) else {}
     last = next(reversed(stages), "static") if stages else "static"
-    if outcome.timed_out:
-        raise StageFailure("timeout", _next_stage(last),
-                           f"no verdict within {case.timeout_s:g} s (wall clock); tracer killed")
-    if outcome.memory_exceeded:
-        raise StageFailure("crashed", _next_stage(last),
-                           f"tracer exceeded the {case.memory_bytes / 2**30:g} GiB memory limit; killed")
+    if outcome.timed_out or outcome.memory_exceeded:
+        stage, doing = _running_stage(stages, case)
+        done = ", ".join(f"{name} {info['seconds']:.1f} s" for name, info in stages.items()
+                         if isinstance(info, dict) and isinstance(info.get("seconds"), (int, float)))
+        done = f" (finished: {done})" if done else ""
+        if outcome.timed_out:
+            raise StageFailure("timeout", stage, f"no verdict within {case.timeout_s:g} s (wall "
+                                                 f"clock), while {doing}{done}; tracer killed")
+        raise StageFailure("crashed", stage, f"tracer exceeded the {case.memory_bytes / 2**30:g} "
+                                             f"GiB memory limit while {doing}{done}; killed")
     claimed = status.get("status")
     if claimed in STATUSES and claimed != "correct":
         stage = status.get("stage") if status.get("stage") in STAGES else _next_stage(last)
@@ -569,6 +574,27 @@ def _runner_verdict(outcome: RunnerOutcome, case: _Case) -> dict[str, Any]:
         raise StageFailure(status if status in STATUSES else "crashed",
                            response.get("stage", "correct"), response.get("message", ""))
     return response
+
+
+def _running_stage(stages: dict[str, Any], case: _Case) -> tuple[str, str]:
+    """(stage, what the tracer was doing) when it was stopped, from the stages it reported
+    finished and the order it works in: trace; lower (exports, then the memory budget at this
+    size); in interpret mode the untrusted runs (TPU interpreter / fallback), reported as
+    ``probe``; then the memory budgets at the task's other sizes."""
+    if "trace" not in stages:
+        return "trace", "starting the tracer, loading the kernel and tracing it"
+    if "lower" not in stages:
+        return "lower", "exporting the traced kernel"
+    lower = stages["lower"] if isinstance(stages["lower"], dict) else {}
+    untrusted_runs = case.mode == "interpret" and (
+        case.debug or (case.target == "tpu" and case.tpu_interpret)
+        or bool(lower.get("interpret_export_error")))
+    if untrusted_runs and "probe" not in stages:
+        what = "the debug run" if case.debug else (
+            "the TPU-interpreter check" if case.target == "tpu" and case.tpu_interpret
+            else "the untrusted interpreter run")
+        return "correct", f"running {what} at size {case.size} on the untrusted side"
+    return "lower", "tracing the kernel at the task's other sizes (memory budgets)"
 
 
 def _next_stage(stage: str) -> str:

@@ -56,6 +56,7 @@ class GroundTruth:
         self._fns: dict[str, Any] = {}
         self._cache: dict[tuple, list[np.ndarray]] = {}
         self._lock = threading.Lock()  # evaluations run in threads; compute each truth once
+        self._cancelled = threading.Event()
 
     def __call__(self, task: Task, size: str, key: Sequence[int]) -> list[np.ndarray]:
         cache_key = (task.id, size, tuple(key))
@@ -69,9 +70,16 @@ class GroundTruth:
                                           for x in jax.tree_util.tree_leaves(truth)]
             return self._cache[cache_key]
 
+    def cancel(self) -> None:
+        """No more prefetching (an evaluator closing: a full-size truth can take minutes)."""
+        self._cancelled.set()
+
     def prefetch(self, task: Task, size: str, keys: Sequence[Sequence[int]]) -> None:
-        """Computes the truths for ``keys`` ahead of need (errors surface on the real call)."""
+        """Computes the truths for ``keys`` ahead of need (errors surface on the real call);
+        stops before the next key once :meth:`cancel` was called."""
         for key in keys:
+            if self._cancelled.is_set():
+                return
             try:
                 self(task, size, key)
             except Exception:  # noqa: BLE001 - the judging call raises it again
