@@ -1,0 +1,464 @@
+"""Evaluations as Ray tasks: the same runs across a cluster of CPU, GPU and TPU hosts.
+
+Ray only moves *where* :meth:`jaxbench.evaluator.Evaluator.evaluate` runs. Each evaluation
+is one Ray task; the task runs on whichever node Ray places it, inside a Ray worker
+process that keeps one warm :class:`~jaxbench.evaluator.Evaluator` (keyed by the run's
+secret), so the node starts the same sandboxed tracer and trusted runner as a local run,
+with the evaluator's own wall-clock timeouts and memory watchdogs (Ray has neither per
+task). The verdict comes back to the driver, which alone writes the run's events.
+
+Resources (what Ray places a task by):
+
+- interpret mode: ``cpus_per_evaluation`` CPU slots (default 1);
+- device mode, GPU target: one whole GPU (Ray sets ``CUDA_VISIBLE_DEVICES`` for the task);
+- device mode, TPU target: every TPU chip of one host (``{"TPU": chips_per_host}``), since
+  one process owns a host's chips.
+
+Faults: a task whose worker process or node dies is retried by Ray on any node with free
+resources, up to ``max_retries`` times. A dead worker never returns, so it never yields a
+verdict: a kernel that crashes its own tracer is still judged ``crashed`` by the evaluator,
+but a node that vanishes costs a retry, and after the last retry :class:`EvaluationLost`
+(no verdict, nothing written as one; a resumed run evaluates the kernel again).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import logging
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from jaxbench.executors import EvaluationLost, ExecutorError
+
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_CPUS_PER_EVALUATION = 1.0
+CLUSTER_REFRESH_S = 5.0
+MAX_ARTIFACT_BYTES = 256 << 20  # IR files shipped back per evaluation (--save-ir, IR feedback)
+INSTALL_HINT = "pip install -e '.[ray]' (or pip install 'ray>=2.10')"
+
+
+class RayUnavailable(ExecutorError):
+    """Ray is not installed, or no cluster could be reached."""
+
+
+class RunSecret:
+    """The run's secret in transit to the workers; its repr never shows it (Ray may print
+    task arguments in errors)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bytes) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"RunSecret(sha256={hashlib.sha256(self.value).hexdigest()[:12]}...)"
+
+    __str__ = __repr__
+
+
+def ray_module() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable(f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}") from None
+    return ray
+
+
+def connect(address: str | None = None) -> Any:
+    """Connects this process to a Ray cluster once and returns the ``ray`` module.
+
+    ``address`` is passed to ``ray.init``: ``None`` uses ``RAY_ADDRESS``, else the cluster
+    last started with ``ray start`` on this machine, else starts a local one sized to this
+    host; ``"auto"`` requires an existing cluster; ``"local"`` always starts a new local one;
+    ``HOST:PORT`` is the head node's GCS address.
+    """
+    ray = ray_module()
+    if ray.is_initialized():
+        return ray
+    try:
+        ray.init(address=address or None, logging_level=logging.WARNING, log_to_driver=False,
+                 configure_logging=True)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = address or os.environ.get("RAY_ADDRESS") or "a local cluster"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RayUnavailable(f"cannot connect to Ray at {where}: {first[:300]} (start a cluster "
+                             "with `ray start --head` and pass --ray-address HOST:PORT, or pass "
+                             "--ray-address local for a new one on this host)") from None
+    return ray
+
+
+# -- the worker side: runs in Ray worker processes ------------------------------------------
+
+_node_lock = threading.Lock()
+_node_evaluator: tuple[str, Any] | None = None  # (secret's SHA-256, Evaluator)
+
+
+def _evaluator_for(secret: bytes) -> Any:
+    """This worker process's warm evaluator for the run (one per process, reused by every
+    task of the run that lands here; closed when the process exits)."""
+    global _node_evaluator
+    from jaxbench.evaluator import Evaluator
+
+    digest = hashlib.sha256(secret).hexdigest()
+    with _node_lock:
+        if _node_evaluator is not None and _node_evaluator[0] != digest:
+            _node_evaluator[1].close()
+            _node_evaluator = None
+        if _node_evaluator is None:
+            _use_own_scratch()
+            _node_evaluator = (digest, Evaluator(secret=secret, spares=1))
+        return _node_evaluator[1]
+
+
+_scratch: Path | None = None
+SCRATCH_PREFIX = "jaxbench-ray-worker-"
+
+
+def _use_own_scratch() -> None:
+    """Puts this worker process's temporary files (tracer directories, judge files, runner
+    logs) in one directory named after it. Ray ends its workers with SIGKILL (at the end of a
+    job, on cancel), so no exit handler of ours runs: instead each new worker first removes
+    the directories of workers on this host that are gone (Ray itself kills their children)."""
+    global _scratch
+    if _scratch is not None:
+        return
+    root = Path(tempfile.gettempdir())
+    for path in root.glob(SCRATCH_PREFIX + "*"):
+        _remove_if_orphaned(path)
+    _scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=root))
+    (_scratch / "owner").write_text(_process_start(os.getpid()))
+    tempfile.tempdir = str(_scratch)
+
+
+def _process_start(pid: int) -> str:
+    """A process's start time in clock ticks since boot ("" when there is no such process):
+    with the pid, it names one process even when pids are reused."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def _remove_if_orphaned(path: Path) -> None:
+    try:
+        pid = int(path.name[len(SCRATCH_PREFIX):].split("-", 1)[0])
+        owner = (path / "owner").read_text()
+    except (ValueError, OSError):
+        try:  # a directory without its owner file: another worker is creating it, or died then
+            if time.time() - path.stat().st_mtime < 600:
+                return
+        except OSError:
+            return
+        owner, pid = "", -1
+    if pid != os.getpid() and (not owner or _process_start(pid) != owner):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _close_node_evaluator() -> None:
+    global _node_evaluator
+    with _node_lock:
+        if _node_evaluator is not None:
+            _node_evaluator[1].close()
+            _node_evaluator = None
+
+
+atexit.register(_close_node_evaluator)
+
+
+def _local_copy(source: str, filename: str, scratch: Path) -> Path:
+    """The kernel file as the evaluator reads it: the driver's own path when this node sees
+    the same file (same host, shared filesystem), else a copy under the same name."""
+    path = Path(filename)
+    try:
+        if path.is_absolute() and path.is_file() and path.read_text() == source:
+            return path
+    except (OSError, UnicodeDecodeError):
+        pass
+    copy = scratch / (path.name if path.suffix == ".py" else "kernel.py")
+    copy.write_text(source)
+    return copy
+
+
+def _read_tree(directory: Path) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    total = 0
+    for path in sorted(directory.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            size = path.stat().st_size
+            if total + size > MAX_ARTIFACT_BYTES:
+                break
+            files[str(path.relative_to(directory))] = path.read_bytes()
+            total += size
+    return files
+
+
+def evaluate_on_node(secret: RunSecret, source: str, filename: str | None, task_id: str,
+                     options: dict[str, Any], want_ir: bool) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """One evaluation in a Ray worker: (the evaluator's result, IR files when asked for)."""
+    evaluator = _evaluator_for(secret.value)
+    scratch = Path(tempfile.mkdtemp(prefix="jaxbench-ray-"))
+    try:
+        kernel: Any = _local_copy(source, filename, scratch) if filename else source
+        ir_dir = scratch / "ir" if want_ir else None
+        result = evaluator.evaluate(kernel, task_id, save_ir=ir_dir, **options)
+        files = _read_tree(ir_dir) if ir_dir is not None and ir_dir.is_dir() else {}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    result["ray_node"] = _node_name()
+    return result, files
+
+
+def _node_name() -> str:
+    try:
+        import ray
+
+        node_id = ray.get_runtime_context().get_node_id()
+    except Exception:  # noqa: BLE001 - outside Ray (unit tests call the function directly)
+        node_id = ""
+    return f"{socket.gethostname()}/{node_id[:8]}" if node_id else socket.gethostname()
+
+
+def _validate_on_node(task_id: str, size: str, seeds: int) -> Any:
+    from jaxbench.tasks import get_task
+    from jaxbench.validate import error_report, validate_task
+
+    task = get_task(task_id)
+    try:
+        return validate_task(task, size=size, seeds=seeds)
+    except Exception as exc:  # noqa: BLE001 - reported as the local command reports it
+        return error_report(task, size, seeds, exc)
+
+
+# -- the driver side --------------------------------------------------------------------------
+
+def cluster_accelerators(ray: Any) -> dict[str, Any]:
+    """What the cluster's alive nodes offer: GPUs in all, TPU hosts and chips per host, CPUs."""
+    gpus = cpus = 0.0
+    tpu_hosts, tpu_chips = 0, 0.0
+    for node in ray.nodes():
+        if not node.get("Alive", node.get("alive", False)):
+            continue
+        resources = node.get("Resources", {})
+        gpus += resources.get("GPU", 0.0)
+        cpus += resources.get("CPU", 0.0)
+        if resources.get("TPU", 0.0) > 0:
+            tpu_hosts += 1
+            tpu_chips = max(tpu_chips, resources["TPU"])
+    return {"gpus": gpus, "cpus": cpus, "tpu_hosts": tpu_hosts, "tpu_chips_per_host": tpu_chips}
+
+
+def resources_for(mode: str, target: str, cluster: dict[str, Any],
+                  cpus_per_evaluation: float = DEFAULT_CPUS_PER_EVALUATION) -> dict[str, Any]:
+    """Ray resource options for one evaluation in ``mode`` for ``target``."""
+    if mode == "interpret":
+        return {"num_cpus": cpus_per_evaluation}
+    if target == "gpu":
+        return {"num_cpus": 1, "num_gpus": 1}
+    return {"num_cpus": 1, "resources": {"TPU": cluster["tpu_chips_per_host"] or 1}}
+
+
+def resolve_cluster_mode(mode: str, target: str, cluster: dict[str, Any]) -> str:
+    """``auto`` -> ``device`` when some node has the target's accelerator, else ``interpret``;
+    ``device`` without one is a one-line error (as locally, but for the cluster)."""
+    if mode not in ("auto", "interpret", "device"):
+        raise ValueError(f"unknown mode {mode!r}; use auto, interpret or device")
+    has = cluster["gpus"] > 0 if target == "gpu" else cluster["tpu_hosts"] > 0
+    if mode == "auto":
+        return "device" if has else "interpret"
+    if mode == "device" and not has:
+        raise RuntimeError(f"--mode device needs a {target.upper()}; no node of the Ray cluster "
+                           f"offers one (see `ray status`)")
+    return mode
+
+
+def evaluation_slots(mode: str, target: str, cluster: dict[str, Any],
+                     cpus_per_evaluation: float = DEFAULT_CPUS_PER_EVALUATION) -> int:
+    """How many evaluations the cluster runs at once in ``mode`` (at least 1)."""
+    if mode == "interpret":
+        return max(1, int(cluster["cpus"] // cpus_per_evaluation))
+    if target == "gpu":
+        return max(1, int(cluster["gpus"]))
+    return max(1, int(cluster["tpu_hosts"]))
+
+
+class RayEvaluator:
+    """An evaluator with :class:`~jaxbench.evaluator.Evaluator`'s interface whose evaluations
+    run as Ray tasks. The driver keeps it; every call blocks until its task's verdict is back
+    (callers run several at once from threads, as with the local evaluator).
+
+    Args:
+        secret: the run's secret (the correctness inputs derive from it); shipped to the
+            workers through Ray's object store, never logged.
+        address: the Ray cluster (see :func:`connect`).
+        max_retries: retries of an evaluation whose worker or node died.
+        cpus_per_evaluation: CPU slots an interpret-mode evaluation takes.
+    """
+
+    def __init__(self, secret: bytes, address: str | None = None, *,
+                 max_retries: int = DEFAULT_MAX_RETRIES,
+                 cpus_per_evaluation: float = DEFAULT_CPUS_PER_EVALUATION) -> None:
+        if max_retries < 0:
+            raise ValueError("max_retries must be at least 0")
+        self.ray = connect(address)
+        self.secret = secret
+        self.max_retries = max_retries
+        self.cpus_per_evaluation = cpus_per_evaluation
+        self._secret_ref = self.ray.put(RunSecret(secret))
+        self._remote = self.ray.remote(evaluate_on_node)
+        self._lock = threading.Lock()
+        self._in_flight: set[Any] = set()
+        self._aborted = False
+        self._cluster: tuple[float, dict[str, Any]] | None = None
+        _LIVE.add(self)
+
+    # -- what the cluster offers ---------------------------------------------------------------
+    def cluster(self) -> dict[str, Any]:
+        """The alive nodes' accelerators, looked up at most every few seconds (nodes may join
+        or leave while a run goes on)."""
+        now = time.monotonic()
+        with self._lock:
+            if self._cluster is None or now - self._cluster[0] > CLUSTER_REFRESH_S:
+                self._cluster = (now, cluster_accelerators(self.ray))
+            return self._cluster[1]
+
+    def resolve_mode(self, mode: str, target: str) -> str:
+        return resolve_cluster_mode(mode, target, self.cluster())
+
+    def slots(self, mode: str, target: str) -> int:
+        """Evaluations the cluster runs at once in (resolved) ``mode`` for ``target``."""
+        return evaluation_slots(mode, target, self.cluster(), self.cpus_per_evaluation)
+
+    # -- the Evaluator interface ---------------------------------------------------------------
+    def evaluate(self, source_or_path: str | os.PathLike[str], task_id: str, *,
+                 target: str | None = None, mode: str = "auto",
+                 save_ir: str | os.PathLike[str] | None = None, **options: Any) -> dict[str, Any]:
+        """:meth:`Evaluator.evaluate` on a cluster node; raises :class:`EvaluationLost` when the
+        node or worker died on every attempt."""
+        from jaxbench.evaluator import read_source
+        from jaxbench.evaluator.static import declared_target
+
+        source, filename = read_source(source_or_path)
+        target = target or declared_target(source) or "tpu"
+        if target not in ("tpu", "gpu"):
+            raise ValueError(f"unknown target {target!r}; use tpu or gpu")
+        if self._aborted:
+            raise EvaluationLost("the run was stopped before this evaluation started")
+        cluster = self.cluster()
+        mode = resolve_cluster_mode(mode, target, cluster)
+        task_options = dict(max_retries=self.max_retries, retry_exceptions=False,
+                            **resources_for(mode, target, cluster, self.cpus_per_evaluation))
+        where = None if filename == "<kernel>" else str(Path(filename).resolve())
+        ref = self._remote.options(**task_options).remote(
+            self._secret_ref, source, where, task_id, dict(options, target=target, mode=mode),
+            save_ir is not None)
+        with self._lock:
+            self._in_flight.add(ref)
+        try:
+            result, files = self.ray.get(ref)
+        except self.ray.exceptions.RayTaskError as exc:  # the evaluator's own error (bad options)
+            cause = getattr(exc, "cause", None)
+            raise (cause if isinstance(cause, Exception) else exc.as_instanceof_cause()) from None
+        except self.ray.exceptions.TaskCancelledError:
+            raise EvaluationLost(f"{task_id}: evaluation cancelled (the run was stopped)") from None
+        except self.ray.exceptions.RayError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise EvaluationLost(
+                f"{task_id}: no verdict: the evaluation's Ray worker or node died on each of "
+                f"{self.max_retries + 1} attempts ({type(exc).__name__}: {first[:200]})") from None
+        finally:
+            with self._lock:
+                self._in_flight.discard(ref)
+        result["kernel_file"] = filename  # as the local evaluator names it
+        if save_ir is not None:
+            _write_tree(Path(save_ir), files)
+            if isinstance(result.get("artifacts"), dict):
+                result["artifacts"]["dir"] = str(save_ir)
+        return result
+
+    def abort(self) -> None:
+        """Stops the evaluations in flight (Ctrl-C): their tasks are cancelled and their worker
+        processes killed (the tracers and runners die with them). Callers discard them."""
+        self._aborted = True
+        if not self.ray.is_initialized():  # left already (a Ray call now would start a cluster)
+            return
+        with self._lock:
+            refs = list(self._in_flight)
+        for ref in refs:
+            try:
+                self.ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - already finished, or the cluster is gone
+                pass
+
+    def close(self) -> None:
+        """Nothing to release on the driver: workers close their evaluators when they exit."""
+
+    def __enter__(self) -> RayEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_LIVE: weakref.WeakSet[RayEvaluator] = weakref.WeakSet()
+
+
+def abort_all() -> None:
+    """Ctrl-C: :meth:`RayEvaluator.abort` for every Ray evaluator of this process, then this
+    driver leaves the cluster (Ray ends the job's tasks; a cluster that ``ray.init`` started
+    here is shut down whole, its agents included)."""
+    for evaluator in list(_LIVE):
+        evaluator.abort()
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        try:
+            ray.shutdown()
+        except Exception:  # noqa: BLE001 - leaving anyway
+            pass
+
+
+def _write_tree(directory: Path, files: dict[str, bytes]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    root = directory.resolve()
+    for name, data in files.items():
+        path = (directory / name).resolve()
+        if root not in path.parents:
+            continue  # only files inside the directory (names come from the worker's listing)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def validate_on_cluster(task_ids: list[str], size: str, seeds: int, address: str | None = None,
+                        on_report: Any = None) -> list[Any]:
+    """``validate_task`` for each task as a Ray task (one CPU each; the reference runs on the
+    node's CPU, so a TPU host's chips stay free for device-mode evaluations). Reports come
+    back in the order of ``task_ids``; ``on_report`` sees each as it finishes."""
+    ray = connect(address)
+    remote = ray.remote(_validate_on_node).options(
+        num_cpus=1, max_retries=DEFAULT_MAX_RETRIES,
+        runtime_env={"env_vars": {"JAX_PLATFORMS": "cpu"}})
+    refs = {remote.remote(task_id, size, seeds): i for i, task_id in enumerate(task_ids)}
+    reports: list[Any] = [None] * len(task_ids)
+    waiting = list(refs)
+    while waiting:
+        ready, waiting = ray.wait(waiting, num_returns=1)
+        for ref in ready:
+            report = ray.get(ref)
+            reports[refs[ref]] = report
+            if on_report is not None:
+                on_report(report)
+    return reports
+
+
+__all__ = ["DEFAULT_MAX_RETRIES", "EvaluationLost", "RayEvaluator", "RayUnavailable", "RunSecret",
+           "abort_all", "cluster_accelerators", "connect", "evaluate_on_node", "evaluation_slots",
+           "resolve_cluster_mode", "resources_for", "validate_on_cluster"]
