@@ -124,8 +124,15 @@ def grid_and_blocks(jaxpr: str | None) -> tuple[list[list[int]] | None, list[lis
 
 
 def _triton_version(event: dict[str, Any]) -> str | None:
-    """Triton's version where the evaluation recorded it, or where it ran on this host and a
-    ``triton`` package is installed here; null otherwise (never guessed for another host)."""
+    """For GPU kernels: the Triton version that compiled it (``triton_compile``, on a CPU host
+    with the ``triton`` extra), the one the evaluation recorded, or the one installed here
+    where it ran on this host; null otherwise (never guessed for another host, never for a
+    TPU kernel)."""
+    if event.get("target") != "gpu":
+        return None
+    compiled = event.get("triton_compile")
+    if isinstance(compiled, dict) and compiled.get("triton_version"):
+        return str(compiled["triton_version"])
     versions = event.get("versions") or {}
     if versions.get("triton"):
         return str(versions["triton"])
