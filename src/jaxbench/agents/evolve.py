@@ -40,7 +40,7 @@ import statistics
 import tokenize
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 
 from jaxbench.agents.base import Candidate, CandidateError, Context, Method, Reply, register_method
 from jaxbench.agents.iterative import attempt_section
@@ -97,27 +97,41 @@ def code_tokens(code: str) -> list[str]:
     return out
 
 
-def similarity(a: str, b: str, n: int = 4) -> float:
-    """Cosine similarity of the two programs' token n-gram counts (1.0: same tokens)."""
-    ta, tb = code_tokens(a), code_tokens(b)
-    if ta == tb:
-        return 1.0
-    ga = Counter(tuple(ta[i:i + n]) for i in range(max(1, len(ta) - n + 1)))
-    gb = Counter(tuple(tb[i:i + n]) for i in range(max(1, len(tb) - n + 1)))
-    dot = sum(v * gb.get(k, 0) for k, v in ga.items())
-    norm = math.sqrt(sum(v * v for v in ga.values())) * math.sqrt(sum(v * v for v in gb.values()))
+def ngrams(tokens: list[str], n: int = 4) -> Counter:
+    return Counter(tuple(tokens[i:i + n]) for i in range(max(1, len(tokens) - n + 1)))
+
+
+def cosine(a: Counter, b: Counter) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    dot = sum(v * b.get(k, 0) for k, v in a.items())
+    norm = math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
     return dot / norm if norm else 0.0
+
+
+def similarity(a: str, b: str) -> float:
+    """Cosine similarity of the two programs' token 4-gram counts (1.0: same tokens)."""
+    ta, tb = code_tokens(a), code_tokens(b)
+    return 1.0 if ta == tb else cosine(ngrams(ta), ngrams(tb))
 
 
 # -- the population ---------------------------------------------------------------------------
 
-@dataclass
+@dataclass(eq=False)
 class Program:
     candidate: Candidate
     island: int
     generation: int
     children: int = 0
     seed: bool = False
+
+    @cached_property
+    def tokens(self) -> tuple[str, ...]:
+        return tuple(code_tokens(self.candidate.code))
+
+    @cached_property
+    def grams(self) -> Counter:
+        return ngrams(list(self.tokens))
 
     @property
     def score(self) -> float:
@@ -334,14 +348,15 @@ class Evolve(Method):
     def duplicate_of(self, code: str, parent: Program | None, snapshot: list[list[Program]],
                      everything: list[Program]) -> dict | None:
         """Why ``code`` is not novel (the kernel it copies and how closely), or None."""
-        tokens = code_tokens(code)
+        tokens = tuple(code_tokens(code))
         for program in everything:
-            if code_tokens(program.candidate.code) == tokens:
+            if program.tokens == tokens:
                 return {"similar_to": program.candidate.step, "similarity": 1.0}
         island = snapshot[parent.island] if parent is not None else []
         best, best_sim = None, 0.0
+        grams = ngrams(list(tokens))
         for program in island:
-            sim = similarity(code, program.candidate.code)
+            sim = cosine(grams, program.grams)
             if sim > best_sim:
                 best, best_sim = program, sim
         if best is not None and best_sim > self.novelty_threshold:
