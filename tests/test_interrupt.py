@@ -90,6 +90,14 @@ def test_ctrl_c_stops_a_run_keeps_finished_results_and_says_how_to_resume(tmp_pa
     assert lines[-1]["type"] != "run_end" and (out_dir / ".secret").exists()  # resumable
     _wait_for(lambda: not any(_alive(p) for p in children), 10, "the workers to die")
     assert not list((tmp_path / "tmp").glob("jaxbench-worker-*")), "temporary files left"
+    # Resumed without the endless kernel: the finished result is reused, and the run says so.
+    (kernels / "8p_gemm.py").unlink()
+    resumed = _start(["run", "--kernels", kernels, "--out", out_dir, "--workers", "2",
+                      "--trials", "1", "--timeout", "600"], tmp_path)
+    stdout, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    assert f"resuming {out_dir}: 1 of 1 evaluations are reused from it" in stderr
+    assert "1/1 correct" in stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])

@@ -72,9 +72,27 @@ def get_task(task_id: str) -> Task:
     try:
         return _registry()[task_id]
     except KeyError:
+        close = similar_task_ids(task_id)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise UnknownTaskError(
-            f"unknown task {task_id!r}; run `jaxbench tasks` to list the task IDs"
+            f"unknown task {task_id!r}{hint}; run `jaxbench tasks` to list the task IDs"
         ) from None
+
+
+def similar_task_ids(task_id: str, limit: int = 3) -> list[str]:
+    """Task IDs a mistyped one probably meant: same leading number (``8p`` -> ``8p_gemm``),
+    the name without its number (``rmsnorm``), or a close spelling."""
+    import difflib
+
+    ids = list(_registry())
+    wanted = task_id.strip().lower()
+    if not wanted:
+        return []
+    by_number = [i for i in ids if i.lower().split("_", 1)[0] == wanted.split("_", 1)[0]]
+    by_name = [i for i in ids if i.lower().split("_", 1)[-1] == wanted]
+    close = difflib.get_close_matches(wanted, ids, n=limit, cutoff=0.6)
+    found = list(dict.fromkeys(by_name + close + by_number))
+    return found[:limit]
 
 
 __all__ = ["Task", "UnknownTaskError", "get_task", "list_tasks", "suites"]
