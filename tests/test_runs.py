@@ -50,3 +50,44 @@ def test_secret_is_committed_then_revealed(tmp_path):
     assert len(manifest["secret_sha256"]) == 64
     with pytest.raises(RunError, match="has ended"):
         RunDir.open(tmp_path, {"a": 1})
+
+
+def test_evaluated_sources_are_kept_content_addressed(tmp_path):
+    run = RunDir.open(tmp_path, {"command": "test"})
+    path = SEEDS / "seed_gpu.py"
+    results = run_jobs([Job("8p_gemm", "seed", "gpu", path)], run, size="small", mode="interpret",
+                       workers=1, evaluate_options={"trials": 1})
+    kept = results[0]["source_file"]
+    assert kept == f"sources/{results[0]['source_sha256']}.py"
+    assert (tmp_path / kept).read_text() == path.read_text()
+    assert run.keep_source(path.read_text()) == kept  # stored once per content
+
+
+def _evaluation(task, step, status, speedup, source):
+    return {"type": "evaluation", "task": task, "method": "best_of_n", "step": step,
+            "status": status, "speedup": speedup, "source": source}
+
+
+def test_write_best_exports_each_tasks_best_correct_kernel(tmp_path):
+    from jaxbench.runs import best_evaluations, write_best
+
+    run = RunDir.open(tmp_path, {"command": "optimize"})
+    kept = run.keep_source("def kernel(x):\n    return x  # kept\n")
+    for event in [
+        _evaluation("8p_gemm", "s0", "correct", 1.2, "A = 1\n"),
+        _evaluation("8p_gemm", "s1", "incorrect", 9.0, "B = 1\n"),
+        _evaluation("8p_gemm", "s2", "correct", 2.5, "C = 1\n"),
+        _evaluation("8p_gemm", "s3", "correct", 2.5, "D = 1\n"),  # a tie: the earlier stays
+        _evaluation("12p_rmsnorm", "s0", "correct", None, None) | {"source_file": kept},
+        _evaluation("13p_cross_entropy", "s0", "compile_error", None, "E = 1\n"),
+    ]:
+        run.append(event)
+    assert {t: e["step"] for t, e in best_evaluations(tmp_path).items()} == {
+        "8p_gemm": "s2", "12p_rmsnorm": "s0"}
+    written = write_best(tmp_path)
+    assert sorted(written) == ["12p_rmsnorm", "8p_gemm"]
+    assert (tmp_path / "best/8p_gemm.py").read_text() == "C = 1\n"
+    assert "# kept" in (tmp_path / "best/12p_rmsnorm.py").read_text()
+    assert not (tmp_path / "best/13p_cross_entropy.py").exists()
+    index = json.loads((tmp_path / "best/best.json").read_text())
+    assert index["8p_gemm"]["step"] == "s2" and index["8p_gemm"]["speedup"] == 2.5

@@ -205,6 +205,9 @@ def run_jobs(
                     continue  # killed by the stop: not a verdict
                 job = futures[future]
                 result.update(job=job.key, kind=job.kind, kernel_file=str(job.path))
+                source = job.path.read_text()
+                if source_sha256(source) == result.get("source_sha256"):  # unchanged since
+                    result["source_file"] = run.keep_source(source)
                 if known_limitation(job, result):
                     result["known_limitation"] = known_limitation(job, result)
                 if job.target_assumed:

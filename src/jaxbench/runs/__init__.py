@@ -1,4 +1,5 @@
-"""Run directories: ``manifest.json`` plus an append-only ``events.jsonl``.
+"""Run directories: ``manifest.json`` plus an append-only ``events.jsonl``; every evaluated
+kernel source under ``sources/<sha256>.py``; for optimize runs, ``best/<task>.py``.
 
 Every candidate, LLM call and evaluation result is one JSON line, flushed and
 fsynced as it is written, so a killed run loses at most the line in flight and
@@ -21,11 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.result import versions
+from jaxbench.evaluator.result import source_sha256, versions
 
 MANIFEST = "manifest.json"
 EVENTS = "events.jsonl"
 SECRET = ".secret"
+SOURCES = "sources"
+BEST = "best"
 
 
 class RunError(RuntimeError):
@@ -118,10 +121,86 @@ class RunDir:
     def events(self) -> Iterator[dict[str, Any]]:
         yield from read_events(self.path)
 
+    def keep_source(self, source: str) -> str:
+        """Stores a kernel's source content-addressed, ``sources/<sha256>.py`` (once per
+        content); returns that path relative to the run directory, for the evaluation event."""
+        relative = f"{SOURCES}/{source_sha256(source)}.py"
+        _write_once(self.path / relative, source)
+        return relative
+
     def finish(self, **summary: Any) -> None:
         """Reveals the secret in a final event; the run can no longer be resumed."""
         self.append({"type": "run_end", "secret": self.secret.hex(), **summary})
         (self.path / SECRET).unlink(missing_ok=True)
+
+
+def _write_once(path: Path, text: str) -> None:
+    """Writes a file whose name is its content's hash: atomically, and not again once there."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def event_source(path: str | os.PathLike[str], event: dict[str, Any]) -> str | None:
+    """The kernel source of an evaluation event: inline (``source``) or kept under
+    ``sources/`` (``source_file``); None when neither is there."""
+    if isinstance(event.get("source"), str):
+        return event["source"]
+    relative = event.get("source_file")
+    if isinstance(relative, str) and relative.startswith(f"{SOURCES}/") and "/" not in \
+            relative[len(SOURCES) + 1:] and ".." not in relative:
+        try:
+            return (Path(path) / relative).read_text()
+        except OSError:
+            return None
+    return None
+
+
+def best_evaluations(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """Per task, its best evaluation: correct, then the highest speedup (none counts as 0),
+    then the earliest. Tasks without a correct evaluation are left out."""
+    best: dict[str, tuple[float, int, dict[str, Any]]] = {}
+    for order, event in enumerate(read_events(path)):
+        if event.get("type") != "evaluation" or event.get("status") != "correct":
+            continue
+        task = event.get("task")
+        if not isinstance(task, str):
+            continue
+        speedup = event.get("speedup") if isinstance(event.get("speedup"), (int, float)) else 0.0
+        if task not in best or speedup > best[task][0]:
+            best[task] = (float(speedup), order, event)
+    return {task: entry[2] for task, entry in best.items()}
+
+
+def write_best(path: str | os.PathLike[str]) -> dict[str, Path]:
+    """Writes ``best/<task>.py``, the best correct kernel of each task (see
+    :func:`best_evaluations`), and ``best/best.json`` saying where each came from; returns
+    the files written by task. Derived from the events only, so it can be rerun at any time
+    (``jaxbench optimize`` calls it when a run ends)."""
+    root = Path(path)
+    written: dict[str, Path] = {}
+    index: dict[str, dict[str, Any]] = {}
+    for task, event in sorted(best_evaluations(root).items()):
+        source = event_source(root, event)
+        if source is None or "/" in task or task.startswith("."):
+            continue
+        target = root / BEST / f"{task}.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_text(source)
+        tmp.replace(target)
+        written[task] = target
+        index[task] = {k: event.get(k) for k in ("step", "method", "kind", "target", "mode",
+                                                 "size", "speedup", "max_abs_err", "source_sha256")
+                       if event.get(k) is not None}
+    if written:
+        tmp = root / BEST / ".best.json.tmp"
+        tmp.write_text(json.dumps(index, indent=2))
+        tmp.replace(root / BEST / "best.json")
+    return written
 
 
 def _drop_torn_tail(events_path: Path) -> None:
@@ -160,4 +239,5 @@ def verify_secret(path: str | os.PathLike[str]) -> bool:
     return False
 
 
-__all__ = ["RunDir", "RunError", "read_events", "verify_secret"]
+__all__ = ["RunDir", "RunError", "best_evaluations", "event_source", "read_events",
+           "verify_secret", "write_best"]
