@@ -229,6 +229,30 @@ def test_ctrl_c_cancels_the_clusters_evaluations_and_keeps_the_run(cluster, tmp_
     assert (out / ".secret").exists()  # the run stays open for the resume
 
 
+def test_optimize_evaluates_on_the_cluster_and_calls_the_model_here(cluster, tmp_path):
+    from click.testing import CliRunner
+
+    from jaxbench.cli import main
+
+    script = tmp_path / "script"  # a scripted model: the seed, then a kernel that cannot parse
+    script.mkdir()
+    (script / "00.txt").write_text(f"```python\n{(GEMM / 'seed_gpu.py').read_text()}\n```\n")
+    (script / "01.txt").write_text("```python\nTARGET = 'gpu'\n\ndef kernel(a, b)\n    return a\n```\n")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(main, [
+        "optimize", "--method", "best_of_n", "--model", f"scripted:{script}", "--tasks", "8p_gemm",
+        "--budget", "2", "--mode", "interpret", "--trials", "1", "--target", "gpu", "--workers", "2",
+        "--no-cache", "--executor", "ray", "--ray-address", cluster.address, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    events = list(read_events(out))
+    evaluations = {e["step"]: e for e in events if e.get("type") == "evaluation"}
+    assert sorted(e["status"] for e in evaluations.values()) == ["compile_error", "correct"]
+    assert all(e.get("ray_node") for e in evaluations.values())  # judged on the cluster
+    correct = next(e for e in evaluations.values() if e["status"] == "correct")
+    assert correct["ir_facts"]["calls"]  # the IR feedback came back from the node
+    assert len([e for e in events if e.get("type") == "llm_call"]) == 2
+
+
 def test_validate_on_the_cluster_matches_local(cluster):
     from jaxbench.ray_executor import validate_on_cluster
     from jaxbench.tasks import get_task

@@ -29,6 +29,7 @@ import logging
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -228,6 +229,13 @@ def _node_name() -> str:
     return f"{socket.gethostname()}/{node_id[:8]}" if node_id else socket.gethostname()
 
 
+def _device_kind_on_node() -> str:
+    out = subprocess.run([sys.executable, "-c", "import jax; print(jax.devices()[0].device_kind)"],
+                         capture_output=True, text=True, timeout=300, check=False)
+    lines = out.stdout.strip().splitlines()
+    return lines[-1] if out.returncode == 0 and lines else "unknown"
+
+
 def _validate_on_node(task_id: str, size: str, seeds: int) -> Any:
     from jaxbench.tasks import get_task
     from jaxbench.validate import error_report, validate_task
@@ -333,6 +341,15 @@ class RayEvaluator:
 
     def resolve_mode(self, mode: str, target: str) -> str:
         return resolve_cluster_mode(mode, target, self.cluster())
+
+    def device_kind(self, target: str) -> str:
+        """The accelerator a device-mode evaluation for ``target`` lands on (e.g. for prompts),
+        asked of a node that has one. JAX runs in a child process there, so the Ray worker
+        never holds the chips an evaluation's runner needs."""
+        cluster = self.cluster()
+        ref = self.ray.remote(_device_kind_on_node).options(
+            max_retries=self.max_retries, **resources_for("device", target, cluster)).remote()
+        return self.ray.get(ref)
 
     def slots(self, mode: str, target: str) -> int:
         """Evaluations the cluster runs at once in (resolved) ``mode`` for ``target``."""

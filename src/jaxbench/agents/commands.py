@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from jaxbench.executors import executor_options
+
 DEFAULT_CACHE = Path(os.environ.get("JAXBENCH_CACHE", Path.home() / ".cache" / "jaxbench")) / "llm"
 
 
@@ -90,12 +92,14 @@ def _write_best(out_dir: Path) -> None:
 @click.option("--llm-timeout", type=float, default=600.0, show_default=True,
               help="Seconds per model call.")
 @click.option("--no-cache", is_flag=True, help=f"Do not use the response cache ({DEFAULT_CACHE}).")
+@executor_options
 def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids: str | None,
                  budget: int, docs: bool, target: str, size: str, mode: str, trials: int,
                  out_dir: Path, record: Path | None, options: tuple[str, ...], workers: int,
                  parallel_tasks: int, temperature: float | None, max_tokens: int,
                  reasoning_effort: str | None, thinking_budget: int | None, price_text: str | None,
-                 concurrency: int, llm_timeout: float, no_cache: bool) -> None:
+                 concurrency: int, llm_timeout: float, no_cache: bool, executor: str,
+                 ray_address: str | None) -> None:
     """Optimize kernels with an LLM: spend up to BUDGET samples per task with one method."""
     from jaxbench.agents.driver import get_method, optimize
     from jaxbench.backends import resolve_mode
@@ -120,9 +124,12 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
         raise click.UsageError(str(exc).strip("'\"")) from None
     if not tasks:
         raise click.UsageError("no tasks selected")
-    try:
-        resolve_mode(mode, target)
-    except RuntimeError as exc:  # --mode device without the hardware
+    from jaxbench.executors import EvaluationLost, ExecutorError, check_executor, make_evaluator
+
+    try:  # model calls stay here; with --executor ray the cluster evaluates (and sets the mode)
+        if check_executor(executor, ray_address, mode, [target]) is None:
+            resolve_mode(mode, target)
+    except (RuntimeError, ExecutorError) as exc:  # --mode device without the hardware
         raise click.UsageError(str(exc)) from None
     config = {"command": "optimize", "method": method.name, "options": method.options,
               "seeded": method.seeded, "model": model_spec, "tasks": tasks, "budget": budget,
@@ -151,12 +158,17 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
                                 last=f"{candidate.result['task']} {candidate.status}{speed}")
 
         try:
+            evaluator = make_evaluator("ray", run.secret, ray_address=ray_address) \
+                if executor == "ray" else None  # None: optimize makes a local one
             optimize(tasks, method, model, run, budget=budget, target=target, size=size, mode=mode,
                      trials=trials, docs=docs, workers=workers, parallel_tasks=parallel_tasks or None,
-                     on_candidate=on_candidate)
+                     on_candidate=on_candidate, evaluator=evaluator)
         except (LLMError, LLMConfigError) as exc:
             console.print(f"jaxbench: model call failed: {exc}; rerun the same command to resume",
                           markup=False)
+            sys.exit(1)
+        except EvaluationLost as exc:  # a Ray node died on every retry: no verdict to record
+            console.print(f"jaxbench: {exc}; rerun the same command to resume", markup=False)
             sys.exit(1)
     _write_best(out_dir)
     run.finish()

@@ -64,12 +64,15 @@ def optimize(
     if budget < 1:
         raise ValueError("the budget must be at least 1 sample per task")
     tasks = [get_task(t) for t in task_ids]
-    mode = resolve_mode(mode, target)
-    kind = device_kind() if mode == "device" else None
+    # A Ray evaluator (jaxbench.ray_executor) resolves the mode on its cluster, not this host.
+    cluster = evaluator if hasattr(evaluator, "slots") else None
+    mode = cluster.resolve_mode(mode, target) if cluster else resolve_mode(mode, target)
+    kind = (cluster.device_kind(target) if cluster else device_kind()) if mode == "device" else None
     journal = Journal(run.events())
     stop = threading.Event()
     # One accelerator times one kernel at a time; interpret checks may overlap.
-    eval_slots = threading.Semaphore(1 if mode == "device" else workers)
+    eval_slots = threading.Semaphore(cluster.slots(mode, target) if cluster else
+                                     1 if mode == "device" else workers)
     results: dict[str, list[Candidate]] = {}
     todo = []
     for task in tasks:
