@@ -1,6 +1,7 @@
 """Triton's rules checked on a CPU (evaluator/sandbox/triton_rules.py): one kernel per rule,
 judged through the real evaluator as `compile_error` at stage `lower`, naming the rule, the
-tensor and the kernel file's line; and the honest counterparts stay correct."""
+tensor and the kernel file's line; the exported Triton IR verified by jaxlib's dialect; and
+the honest counterparts stay correct."""
 
 from pathlib import Path
 
@@ -29,6 +30,14 @@ def test_each_triton_rule_is_a_compile_error_with_its_line(evaluator, name, task
     assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
     for w in words:
         assert w in result["message"], result["message"]
+
+
+def test_triton_ir_that_fails_verification_is_a_compile_error(evaluator):
+    """jaxlib's own Triton dialect verifies the exported IR (no `triton` package needed)."""
+    result = evaluator.evaluate(KERNELS / "invalid_ir.py", "l1_relu", trials=1)
+    assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
+    assert "Triton IR fails verification" in result["message"]
+    assert "'scf.for' op failed to verify" in result["message"]
 
 
 def test_masked_edge_blocks_are_correct(evaluator):

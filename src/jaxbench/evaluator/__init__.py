@@ -438,20 +438,24 @@ def triton_enabled() -> bool:
 
 
 def _triton_compile(result: dict[str, Any], data: bytes | None) -> None:
-    """Compiles the exported Triton kernels for sm_90 where Triton is installed (interpret mode
-    on a host without a GPU); a compiler error or a shared-memory need over the chip's limit
-    is a `compile_error`."""
+    """Verifies the exported Triton IR (always) and compiles it for sm_90 where Triton is
+    installed (interpret mode on a host without a GPU); invalid IR, a compiler error or a
+    shared-memory need over the chip's limit is a `compile_error`."""
     from jaxbench import compat
     from jaxbench.evaluator.judge import triton_compile
 
-    if not data or not triton_enabled():
+    if not data:
         return
-    try:
+    try:  # jaxlib's own Triton dialect verifies the IR, with or without the `triton` package
         kernels = triton_compile.kernels_ttir(compat.deserialize(data).mlir_module())
+    except triton_compile.InvalidTritonIR as exc:
+        raise StageFailure("compile_error", "lower",
+                           f"the kernel's Triton IR fails verification (XLA would reject it on "
+                           f"the GPU host): {exc}") from None
     except Exception as exc:  # noqa: BLE001 - e.g. a JAX version whose TTIR we cannot read
         result["triton_compile"] = f"skipped: reading the Triton IR failed: {exc}"[:300]
         return
-    if not kernels:
+    if not kernels or not triton_enabled():
         return
     try:
         report = triton_compile.compile_all(kernels)

@@ -32,6 +32,20 @@ SHARED_LIMIT = {80: 163 * 1024, 86: 99 * 1024, 89: 99 * 1024, 90: 227 * 1024, 10
 DEFAULT_CAPABILITY = 90
 
 
+class InvalidTritonIR(ValueError):
+    """The Triton IR Pallas emitted fails the Triton dialect's own verifier (jaxlib's copy of
+    it, the one XLA parses the IR with on the GPU host): the GPU compile would fail."""
+
+
+def _first_error(text: str) -> str:
+    """The verifier's first error line, its location names dropped."""
+    for line in text.splitlines():
+        if "error:" in line:
+            message = line.split("): ", 1)[-1] if "): " in line else line.split("error:", 1)[1]
+            return message.strip()[:300]
+    return text.strip().splitlines()[0][:300] if text.strip() else "invalid Triton IR"
+
+
 def available() -> bool:
     """Whether the ``triton`` package is installed in this interpreter."""
     return importlib.util.find_spec("triton") is not None
@@ -71,7 +85,13 @@ def kernels_ttir(module_text: str) -> list[dict[str, Any]]:
             found.append(item)
     with compat.triton_ir_context() as tt_ctx:
         for item in found:
-            tt_module = ir.Module.parse(item.pop("ir_bytes"), context=tt_ctx)
+            try:
+                tt_module = ir.Module.parse(item.pop("ir_bytes"), context=tt_ctx)
+            except ir.MLIRError as exc:
+                text = str(exc)
+                if "failed to verify" not in text and "op requires" not in text:
+                    raise
+                raise InvalidTritonIR(_first_error(text)) from None
             item["ttir"] = tt_module.operation.get_asm(enable_debug_info=False)
             item["name"] = next((str(ir.StringAttr(op.attributes["sym_name"]).value)
                                  for op in tt_module.body.operations

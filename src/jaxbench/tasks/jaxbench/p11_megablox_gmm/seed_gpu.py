@@ -33,7 +33,9 @@ def _gmm_kernel(offsets_ref, g0_ref, g1_ref, lhs_ref, rhs_ref, o_ref, *, bm, bn,
             b = rhs_ref[g, pl.ds(kk * bk, bk), pl.ds(j * bn, bn)]
             return part + jnp.dot(a, b, preferred_element_type=jnp.float32)
 
-        steps = jnp.where(end > start, num_k, 0)
+        # Arithmetic, not jnp.where: JAX 0.10's Triton lowering gives a scalar select an i1
+        # result, and an i1 loop bound fails Triton IR verification on the GPU host.
+        steps = num_k * (end > start).astype(jnp.int32)
         part = jax.lax.fori_loop(0, steps, k_body, jnp.zeros((bm, bn), jnp.float32))
         mine = jnp.logical_and(rows >= start, rows < end)
         return acc + jnp.where(mine, part, 0.0)
