@@ -255,9 +255,27 @@ def test_verdict_feedback_quotes_the_candidates_line():
     text = describe_verdict(result, code)
     assert "your line 4: y = x.reshape(5, 7)" in text
     assert "your line" not in describe_verdict({**result, "message": "SyntaxError at line 9"}, code)
+    frames = ["<kernel>:9 in kernel: return pl.pallas_call(_k, out_shape=o)(x)",
+              "<kernel>:7 in _k: o_ref[...] = y.reshape(5, 7)"]
+    located = describe_verdict({**result, "candidate_frames": frames}, code)
+    assert "Where, in your kernel (outermost call first):\n  <kernel>:9 in kernel" in located
+    assert located.rstrip().endswith("<kernel>:7 in _k: o_ref[...] = y.reshape(5, 7)")
     truncated = describe_verdict({"status": "compile_error", "stage": "static", "message": "x",
                                   "truncated": True})
     assert "cut off at the output-token limit" in truncated
+
+
+def test_cli_optimize_writes_the_best_kernel_of_each_task(tmp_path):
+    answer = f"```python\n{seed('12p_rmsnorm', 'tpu')}```"
+    spec = script(tmp_path / "script", BROKEN, answer)
+    result = CliRunner().invoke(main, ["optimize", "--method", "best_of_n", "--model", spec,
+                                       "--tasks", "12p_rmsnorm", "--budget", "2", "--mode", "interpret",
+                                       "--trials", "1", "--workers", "1", "--no-cache",
+                                       "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "run" / "best" / "12p_rmsnorm.py").read_text() == seed("12p_rmsnorm", "tpu")
+    evals = events_of(tmp_path / "run", "evaluation")
+    assert all(e["source_file"].startswith("sources/") and "source" not in e for e in evals)
 
 
 def test_ir_facts_from_a_jaxpr():
@@ -345,6 +363,15 @@ def test_task_statement_and_docs(tmp_path):
     assert "<!-- check" not in prompt and "jaxbench-docs" not in prompt
     assert "example_matmul" in prompt.docs and "triton_sizes" in prompt.docs
     assert prompt.rstrip().endswith("(no other code blocks).")
+
+
+def test_gelu_tasks_say_how_to_compute_the_exact_gelu_in_a_kernel():
+    task = get_task("47k_matmul_add_swish_tanh_gelu_hardtanh")
+    assert "`jax.lax.erf` lowers" in task_statement(task, "tpu")
+    assert "Triton lowers neither erf nor erfc" in task_statement(task, "gpu")
+    assert "erf" not in task_statement(get_task("12p_rmsnorm"), "tpu").split("## Kernel contract")[1]
+    tanh_gelu = get_task("35k_gemm_scaling_hardtanh_gelu")  # approximate=True: tanh, no erf
+    assert "exact GELU" not in task_statement(tanh_gelu, "gpu")
 
 
 def test_reference_source_of_every_kind_of_reference():

@@ -18,7 +18,7 @@ from jaxbench.agents.evolve import Evolve, Population, Program, similarity
 from jaxbench.agents.iterative import chain_count
 from jaxbench.evaluator.result import new_result
 from jaxbench.llm import get_model
-from jaxbench.runs import RunDir
+from jaxbench.runs import RunDir, event_source
 
 SPEED = re.compile(r"SPEED = ([\d.]+)")
 
@@ -153,7 +153,7 @@ def test_evolve_islands_start_differently_and_the_run_says_it_is_seeded(tmp_path
              target="tpu", mode="interpret", trials=1, workers=2, evaluator=FakeEvaluator())
     evals = {e["step"]: e for e in events_of(run, "evaluation")}
     seed_eval = evals["seed/seed_tpu"]  # the shipped PallasBench seed is the first population
-    assert seed_eval["source"] == seed("l1_relu", "tpu") and seed_eval["sample"] is None
+    assert event_source(run.path, seed_eval) == seed("l1_relu", "tpu") and seed_eval["sample"] is None
     first = {e["island"]: e for e in evals.values() if e.get("generation") == 1}
     assert first[0]["parent"] == "seed/seed_tpu" and first[0]["origin"] in ("diff", "full", "cross")
     assert first[1]["origin"] == first[2]["origin"] == "init" and first[1]["parent"] is None

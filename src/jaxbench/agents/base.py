@@ -273,7 +273,11 @@ class Context:
         if result is not past:
             result = {**result, "task": self.task.id, "method": self.method, "step": step,
                       "sample": sample, "candidate_sha256": sha, "parent": parent,
-                      "origin": origin, "source": code, **(extra or {})}
+                      "origin": origin, **(extra or {})}
+            result.pop("source", None)
+            result.pop("source_file", None)
+            if self.run is not None:  # the source, content-addressed in the run directory
+                result["source_file"] = self.run.keep_source(code)
             self._append(result)
         candidate = Candidate(step, sample, code, result, parent)
         with self._lock:

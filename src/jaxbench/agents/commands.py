@@ -36,17 +36,6 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
     return (cost_in, cost_out)
 
 
-def _write_best(out_dir: Path) -> None:
-    """``best/<task>.py`` per task, when jaxbench.runs provides the writer."""
-    try:
-        from jaxbench import runs
-    except ImportError:  # pragma: no cover
-        return
-    writer = getattr(runs, "write_best", None)
-    if writer is not None:
-        writer(out_dir)
-
-
 @click.command("optimize")
 @click.option("--method", "method_name", required=True,
               help="best_of_n, iterative, autocomp or evolve.")
@@ -105,7 +94,7 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
     from jaxbench.backends import resolve_mode
     from jaxbench.llm import LLMConfigError, LLMError, Sampling, get_model
     from jaxbench.runner import select_tasks
-    from jaxbench.runs import RunDir, RunError
+    from jaxbench.runs import RunDir, RunError, write_best
     from jaxbench.tasks import UnknownTaskError
 
     if bool(suite) == bool(task_ids):
@@ -170,7 +159,7 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
         except EvaluationLost as exc:  # a Ray node died on every retry: no verdict to record
             console.print(f"jaxbench: {exc}; rerun the same command to resume", markup=False)
             sys.exit(1)
-    _write_best(out_dir)
+    write_best(out_dir)  # best/<task>.py: each task's best correct kernel
     run.finish()
     from jaxbench.report.summary import print_summary, summarize
 

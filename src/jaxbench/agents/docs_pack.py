@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from jaxbench.agents.prompts import uses_erf
 from jaxbench.tasks import Task
 
 DOCS_DIR = Path(__file__).parent / "docs"
@@ -35,7 +36,8 @@ MAX_CHOSEN = 5  # sections chosen on top of the target's fixed ones
 class Section:
     """One docs file. ``file`` may hold ``{t}`` (the target). ``reference`` and ``feedback``
     are regular expressions matched against the task's reference source and against the
-    prompt's method sections (verdicts, kernels); ``shapes`` is a test on the task."""
+    prompt's method sections (verdicts, kernels); ``shapes`` is a test on the task (its
+    shapes, or what its reference computes)."""
 
     name: str
     file: str
@@ -76,7 +78,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("pallas_gpu", "pallas_gpu", ("gpu",), always=True),
     Section("triton_sizes", "triton_sizes", ("gpu",), always=True),
     Section("rules", "rules_{t}", always=True),
-    Section("erf_gelu", "erf_gelu_{t}", reference=r"gelu|\berf", feedback=r"\berfc?\b|gelu"),
+    Section("erf_gelu", "erf_gelu_{t}", shapes=uses_erf, feedback=r"\berfc?\b"),
     Section("edge_blocks_tpu", "edge_blocks_tpu", ("tpu",), shapes=_ragged_tpu_dims,
             feedback=r"divisible by|block shape|cdiv|out of bounds|edge"),
     Section("vmem_tpu", "vmem_tpu", ("tpu",), reference=r"matmul|einsum|attention|dot|conv",

@@ -14,13 +14,14 @@ import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from pathlib import Path
 from typing import Any
 
 from jaxbench.agents.base import METHODS, Budget, Candidate, Context, Journal, Method
 from jaxbench.backends import device_kind, resolve_mode
 from jaxbench.evaluator import Evaluator
 from jaxbench.llm import ModelClient, Sampling
-from jaxbench.runs import RunDir
+from jaxbench.runs import RunDir, event_source
 from jaxbench.tasks import Task, get_task
 
 DEFAULT_BUDGET = 144
@@ -77,7 +78,7 @@ def optimize(
     todo = []
     for task in tasks:
         if (task.id, method.name) in journal.done:
-            results[task.id] = _recorded(journal, task.id, method.name, on_candidate)
+            results[task.id] = _recorded(journal, run.path, task.id, method.name, on_candidate)
         else:
             todo.append(task)
     if not todo:
@@ -131,13 +132,13 @@ class _Stopped(Exception):
     """A task cut short because another one failed."""
 
 
-def _recorded(journal: Journal, task_id: str, method: str,
+def _recorded(journal: Journal, path: Path, task_id: str, method: str,
               on_candidate: Callable[[Candidate], None] | None) -> list[Candidate]:
     """A finished task's candidates, rebuilt from its evaluation events."""
     candidates = []
     for (task, name, step), event in journal.evaluations.items():
         if task == task_id and name == method:
-            candidate = Candidate(step, event.get("sample"), event.get("source", ""), event,
+            candidate = Candidate(step, event.get("sample"), event_source(path, event) or "", event,
                                   event.get("parent"))
             candidates.append(candidate)
             if on_candidate is not None:

@@ -12,6 +12,7 @@ import re
 import sys
 import textwrap
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from jaxbench.tasks import Task
@@ -125,6 +126,28 @@ def reference_source(task: Task) -> str:
     return "\n\n".join(p.rstrip() for p in parts)
 
 
+@cache
+def _reference_primitives(task_id: str) -> frozenset[str]:
+    import jax
+
+    from jaxbench.tasks import get_task
+
+    task = get_task(task_id)
+    specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs("small")]
+    text = str(jax.make_jaxpr(task.reference)(*specs))
+    # equations print as "c:f32[4] = name[params] a b" or "c:f32[4] = name a b"
+    return frozenset(re.findall(r"= ([a-z_][a-z0-9_]*)\b", text))
+
+
+def uses_erf(task: Task) -> bool:
+    """Whether the reference computes erf or erfc (the exact GELU does): no Pallas backend
+    lowers erfc, and Triton lowers neither."""
+    try:
+        return bool({"erf", "erfc"} & _reference_primitives(task.id))
+    except Exception:  # noqa: BLE001 - a reference that cannot be traced abstractly
+        return False
+
+
 # -- shapes and profile -----------------------------------------------------------------------
 
 def _describe_outputs(task: Task, size: str) -> str:
@@ -199,6 +222,14 @@ def task_statement(task: Task, target: str, size: str = "small", mode: str = "in
             "num_stages=...)`\n  (`plgpu` = jax.experimental.pallas.triton). Without it JAX sends the "
             "kernel to the Mosaic GPU\n  backend instead of Triton and the harness reports a "
             "compile_error.")
+    reference = reference_source(task)
+    if uses_erf(task):
+        gpu_params += ("\n- The exact GELU (`jax.nn.gelu(x, approximate=False)`, erf-based) does not lower "
+                       "inside a kernel: it\n  uses `erfc`. " + (
+                           "Write `0.5 * x * (1 + jax.lax.erf(x / math.sqrt(2)))`: `jax.lax.erf` lowers."
+                           if target == "tpu" else
+                           "Triton lowers neither erf nor erfc: build erf from `jnp.exp` (e.g. "
+                           "Abramowitz-Stegun 7.1.26,\n  |error| < 1.5e-7)."))
     profile_sizes = [size] + (["full"] if size != "full" and "full" in task.sizes else [])
     return f"""You are an expert in writing high-performance Pallas kernels (JAX's kernel language).
 Write a Pallas kernel for {HARDWARE[target]} that computes exactly what the reference below computes,
@@ -208,7 +239,7 @@ faster than XLA compiles the reference.
 
 Reference implementation (plain JAX; it is the XLA baseline you must beat):
 ```python
-{reference_source(task)}
+{reference}
 ```
 
 ## Shapes
@@ -301,8 +332,13 @@ def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
             lines.append("The answer was cut off at the output-token limit before it ended.")
         if message:
             lines.append(f"Message: {message}")
-        for number, text in error_lines(message, code or result.get("source") or ""):
-            lines.append(f"  your line {number}: {text.strip()}")
+        frames = [f for f in result.get("candidate_frames") or [] if isinstance(f, str)]
+        if frames:  # the evaluator's frames in the candidate file, outermost first
+            lines.append("Where, in your kernel (outermost call first):")
+            lines += [f"  {frame[:300]}" for frame in frames[-4:]]
+        else:
+            for number, text in error_lines(message, code or result.get("source") or ""):
+                lines.append(f"  your line {number}: {text.strip()}")
         if status == "incorrect" and result.get("max_abs_err") is not None:
             rel = result.get("rel_err") or 0.0
             lines.append(f"Max abs error {result['max_abs_err']:.3g}, relative error {rel:.3g}.")
