@@ -47,7 +47,8 @@ class SleepingModel(Provider):
             n = self.calls
         time.sleep(self.latency)
         text = ("```python\nimport jax\nfrom jax.experimental import pallas as pl\nTARGET = 'tpu'\n"
-                f"VARIANT = {n}\n\ndef kernel(*args):\n    return pl.pallas_call(lambda *r: None)(*args)\n```\n")
+                f"VARIANT = {n}\n\ndef kernel(*args):\n"
+                "    return pl.pallas_call(lambda *r: None)(*args)\n```\n")
         return Completion(text=text, model="sleeping", input_tokens=len(prompt) // 4,
                           output_tokens=len(text) // 4, finish_reason="stop")
 
