@@ -60,3 +60,25 @@ def test_executor_usage_errors(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
     with pytest.raises(ExecutorError, match=r"pip install -e '\.\[ray\]'"):
         check_executor("ray", None, "auto", ["tpu"])
+
+
+def test_scratch_of_dead_ray_workers_is_swept(tmp_path):
+    """Ray ends its workers with SIGKILL: the next worker on the host removes the temporary
+    directories of workers that are gone, and only those."""
+    import os
+    import subprocess
+
+    from jaxbench.ray_executor import SCRATCH_PREFIX, _process_start, _remove_if_orphaned
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tmp_path / f"{SCRATCH_PREFIX}{gone.pid}-x"
+    reused = tmp_path / f"{SCRATCH_PREFIX}{os.getppid()}-y"  # a live pid, but another process
+    alive = tmp_path / f"{SCRATCH_PREFIX}{os.getppid()}-z"
+    for directory, owner in ((dead, "123"), (reused, "1"), (alive, _process_start(os.getppid()))):
+        directory.mkdir()
+        (directory / "owner").write_text(owner)
+    for directory in (dead, reused, alive):
+        _remove_if_orphaned(directory)
+    assert not dead.exists() and not reused.exists() and alive.exists()
+

@@ -145,27 +145,35 @@ def test_killed_worker_costs_a_retry_not_a_verdict(cluster, tmp_path):
 
 
 def test_no_retries_left_means_no_verdict_and_resume_evaluates_it(cluster, tmp_path, monkeypatch):
-    import jaxbench.ray_executor as ray_executor
+    """Through the command: the lost evaluation is logged, the run stays open, exit 1 with a
+    resume hint; the same command then evaluates it."""
+    from click.testing import CliRunner
 
-    run = RunDir.open(tmp_path, {"command": "test"})
-    SECRETS.append(run.secret)
-    jobs = [Job("8p_gemm", "seed", "gpu", GEMM / "seed_gpu.py")]
+    import jaxbench.ray_executor as ray_executor
+    from jaxbench.cli import main
+
+    out = tmp_path / "run"
+    args = ["run", "--executor", "ray", "--ray-address", cluster.address, "--tasks", "8p_gemm",
+            "--kernels", "seed", "--target", "gpu", "--mode", "interpret", "--trials", "1",
+            "--out", str(out)]
     monkeypatch.setattr(ray_executor, "DEFAULT_MAX_RETRIES", 0)
     killer = Killer()
     killer.start()
-    results = run_jobs(jobs, run, size="small", mode="interpret", workers=1,
-                       evaluate_options=FAST, executor="ray")
+    first = CliRunner().invoke(main, args)
     killer.join()
-    assert killer.victim is not None and results == []
-    lost = [e for e in read_events(tmp_path) if e.get("type") == "evaluation_lost"]
-    assert [e["job"] for e in lost] == [jobs[0].key] and "died" in lost[0]["message"]
-    assert _evaluations(tmp_path) == []
+    assert killer.victim is not None
+    assert first.exit_code == 1, first.output
+    assert "1 of 1 evaluations got no verdict" in first.output
+    assert "rerun the same command to resume" in first.output
+    SECRETS.append(bytes.fromhex((out / ".secret").read_text()))  # the run stays open
+    lost = [e for e in read_events(out) if e.get("type") == "evaluation_lost"]
+    assert len(lost) == 1 and "died" in lost[0]["message"]
+    assert _evaluations(out) == []
     monkeypatch.setattr(ray_executor, "DEFAULT_MAX_RETRIES", 3)
-    resumed = RunDir.open(tmp_path, {"command": "test"})
-    results = run_jobs(jobs, resumed, size="small", mode="interpret", workers=1,
-                       evaluate_options=FAST, executor="ray")
-    assert [r["status"] for r in results] == ["correct"]
-    assert [e["job"] for e in _evaluations(tmp_path)] == [jobs[0].key]
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    assert [e["job"] for e in _evaluations(out)] == [lost[0]["job"]]
+    assert list(read_events(out))[-1]["type"] == "run_end"
 
 
 def test_lost_evaluation_raises_for_direct_callers(cluster):

@@ -91,9 +91,12 @@ def connect(address: str | None = None) -> Any:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = address or os.environ.get("RAY_ADDRESS") or "a local cluster"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        auth = ("; a cluster started with `ray start` checks a token from Ray 2.59 on: set "
+                "RAY_AUTH_MODE=token here, with the cluster's token in ~/.ray/auth_token or "
+                "RAY_AUTH_TOKEN" if os.environ.get("RAY_AUTH_MODE") != "token" else "")
         raise RayUnavailable(f"cannot connect to Ray at {where}: {first[:300]} (start a cluster "
                              "with `ray start --head` and pass --ray-address HOST:PORT, or pass "
-                             "--ray-address local for a new one on this host)") from None
+                             f"--ray-address local for a new one on this host{auth})") from None
     return ray
 
 
