@@ -41,7 +41,7 @@ class Runner:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jaxbench.evaluator.judge.runner"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            start_new_session=True, env=env)
+            start_new_session=True, env={**env, "JAXBENCH_RUNNER_OWNER": str(os.getpid())})
         self._buffer = b""
         self.ready = False
 

@@ -223,6 +223,9 @@ def main() -> None:
     from jaxbench.evaluator.pool import die_with_parent
 
     die_with_parent()  # a runner busy with a long module must not outlive its parent
+    owner = os.environ.get("JAXBENCH_RUNNER_OWNER")
+    if owner and os.getppid() != int(owner):  # the owner died before the signal was armed
+        os._exit(1)
     # Responses go through a private copy of stdout; library chatter goes to stderr.
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
