@@ -44,7 +44,7 @@ DEFAULT_MAX_RETRIES = 3
 DEFAULT_CPUS_PER_EVALUATION = 1.0
 CLUSTER_REFRESH_S = 5.0
 MAX_ARTIFACT_BYTES = 256 << 20  # IR files shipped back per evaluation (--save-ir, IR feedback)
-INSTALL_HINT = "pip install -e '.[ray]' (or pip install 'ray>=2.10')"
+INSTALL_HINT = "pip install -e '.[ray]' (or pip install 'ray>=2.40')"
 
 
 class RayUnavailable(ExecutorError):
@@ -108,7 +108,7 @@ _node_evaluator: tuple[str, Any] | None = None  # (secret's SHA-256, Evaluator)
 
 def _evaluator_for(secret: bytes) -> Any:
     """This worker process's warm evaluator for the run (one per process, reused by every
-    task of the run that lands here; closed when the process exits)."""
+    task of the run that lands here)."""
     global _node_evaluator
     from jaxbench.evaluator import Evaluator
 
