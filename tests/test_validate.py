@@ -329,3 +329,14 @@ def test_shipped_task_passes_the_validator(task_id):
     assert not report.flagged, f"{task_id}: {report.flags}"
     assert math.isfinite(report.tolerance.value) and report.tolerance.value <= 1
     print(f"{task_id}: {time.monotonic() - started:.1f} s")
+
+
+def test_validate_prints_progress_lines_when_not_a_terminal():
+    """In a log (stderr not a terminal) every validated task prints one plain line."""
+    proc = subprocess.run([sys.executable, "-m", "jaxbench.cli", "validate", "--task",
+                           "l1_relu,l1_tanh", "--seeds", "2"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "validating: 2 jobs" in proc.stderr
+    assert "[1/2] l1_relu ok (0 failed so far" in proc.stderr
+    assert "[2/2] l1_tanh ok" in proc.stderr and "ETA" in proc.stderr

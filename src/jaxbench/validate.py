@@ -393,9 +393,9 @@ def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
     """Check that each task's reference is finite, non-constant, depends on every input, and
     that its tolerance accepts the bf16 XLA reference. Exit 1 if any task is flagged."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from jaxbench.terminal import JobProgress
     from jaxbench.terminal import usage_error as _usage_error
 
     try:
@@ -416,18 +416,16 @@ def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
 
     width = None if sys.stdout.isatty() else 160
     console = Console(highlight=False, width=width)
-    progress = Progress(TextColumn("[bold]validating"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"),
-                        console=Console(stderr=True), disable=as_json, transient=True)
     reports: list[TaskReport] = []
     started = time.monotonic()
-    with progress:
-        bar = progress.add_task("validate", total=len(tasks), last="")
+    # A live bar on a terminal; plain lines (one per task, and while waiting) in logs.
+    with JobProgress(len(tasks), "validating", disable=as_json) as progress:
 
         def finished(report: TaskReport) -> None:
             if as_json:
                 click.echo(json.dumps(report.to_dict(), default=str))
-            progress.update(bar, advance=1, last=report.task)
+            progress.advance(f"{report.task} {'flagged' if report.flagged else 'ok'}",
+                             failed=report.flagged)
 
         if executor == "ray":  # one Ray task per task; reports listed in the tasks' order
             from jaxbench.ray_executor import validate_on_cluster
@@ -435,7 +433,6 @@ def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
             reports = validate_on_cluster([t.id for t in tasks], size, seeds, ray_address,
                                           on_report=finished)
         for t in tasks if executor == "local" else ():
-            progress.update(bar, last=t.id)
             try:
                 report = validate_task(t, size=size, seeds=seeds)
             except Exception as exc:  # one broken task must not hide the others' results
