@@ -3,7 +3,7 @@ the real sandboxed evaluator, and cross-lowers for its platform at full size."""
 
 import pytest
 
-from jaxbench.runner import library_missing
+from jaxbench.runner import KNOWN_INTERPRET_FAILURES, library_missing
 from jaxbench.tasks import list_tasks
 
 
@@ -14,22 +14,10 @@ def _kernel_files(task):
             if not library_missing(kind)]
 
 
-# Library kernels that JAX's interpreters cannot run on a CPU host (strict: when a JAX
-# release fixes them, these tests fail and the entry must go).
-INTERPRET_UNSUPPORTED = {
-    ("7p_ragged_paged_attention", "expert", "tpu"):
-        "JAX 0.10's generic interpreter fails on the library's TypedInt refs and the TPU "
-        "interpreter lacks ReshapeTransform support",
-    # Mosaic GPU seeds whose MMA is wgmma: JAX 0.10's generic interpreter has no rule for it
-    # (the discharged `wgmma` primitive has no CPU lowering) and its Mosaic GPU interpreter
-    # takes only whole-array blocks, so on a CPU they are checked by cross-lowering only.
-    ("8p_gemm", "seed_mosaic", "gpu"):
-        "JAX 0.10 cannot interpret Mosaic GPU's wgmma (no generic-interpreter rule; the Mosaic "
-        "GPU interpreter supports only trivial BlockSpecs)",
-    ("1p_flash_attention", "seed_mosaic", "gpu"):
-        "JAX 0.10 cannot interpret Mosaic GPU's wgmma (no generic-interpreter rule; the Mosaic "
-        "GPU interpreter supports only trivial BlockSpecs)",
-}
+# Shipped kernels JAX's interpreters cannot run on a CPU host: the runner's table of
+# documented limitations, held here as strict xfails (when a JAX release runs them, the test
+# fails and the entry must go).
+INTERPRET_UNSUPPORTED = KNOWN_INTERPRET_FAILURES
 
 KERNELS = [
     pytest.param(t.id, kind, target, path, marks=[pytest.mark.xfail(
