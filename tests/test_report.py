@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from jaxbench.cli import main
-from jaxbench.report.summary import summarize
+from jaxbench.report.summary import cost_text, summarize
 from jaxbench.runs import RunDir
 
 
@@ -38,6 +38,8 @@ def device_run(tmp_path):
          "output_tokens": 10, "cost": 0.5},
         {"type": "llm_call", "task": "8p_gemm", "method": "best_of_n", "input_tokens": 5,
          "output_tokens": 1, "cost": None},
+        {"type": "llm_call", "task": "8p_gemm", "method": "evolve", "cost": None},
+        {"type": "task_done", "task": "8p_gemm", "method": "evolve", "samples": 1, "seeded": True},
     ]
     for event in events:
         run.append(event)
@@ -90,6 +92,53 @@ def test_report_cli(device_run):
     assert json.loads(result.stdout)["methods"]["best_of_n"]["samples"] == 5
     table = runner.invoke(main, ["report", str(device_run)])
     assert table.exit_code == 0 and "fast_1@8" in table.stdout and "best_of_n" in table.stdout
+    assert "evolve (seeded)" in table.stdout and "best_of_n (seeded)" not in table.stdout
+    assert "evolve: seeded (starts from the shipped seed kernels)" in table.stdout
+    assert "$ 0.50 (+1 unpriced call)" in table.stdout  # best_of_n: one priced, one not
+    assert "$ 0.00" not in table.stdout  # evolve's only call is unpriced: never shown as $0
+
+
+def test_seeded_methods_are_flagged(device_run, tmp_path):
+    methods = summarize(device_run)["methods"]
+    assert methods["evolve"]["seeded"] is True  # from its task_done event
+    assert methods["best_of_n"]["seeded"] is False
+    # An interrupted run has no task_done yet: the config says it.
+    run = RunDir.open(tmp_path / "open", {"command": "optimize", "method": "evolve", "seeded": True})
+    run.append(_evaluation("8p_gemm", "evolve", 0, "correct", mode="interpret"))
+    run.append(_evaluation("8p_gemm", "best_of_n", 0, "correct", mode="interpret"))
+    methods = summarize(run.path)["methods"]
+    assert methods["evolve"]["seeded"] is True and methods["best_of_n"]["seeded"] is False
+    unseeded = RunDir.open(tmp_path / "plain", {"command": "optimize", "method": "evolve",
+                                                "seeded": False})
+    unseeded.append(_evaluation("8p_gemm", "evolve", 0, "correct", mode="interpret"))
+    assert summarize(unseeded.path)["methods"]["evolve"]["seeded"] is False
+    table = CliRunner().invoke(main, ["report", str(unseeded.path)]).stdout
+    assert "(seeded)" not in table and "shipped seed kernels" not in table
+
+
+@pytest.mark.parametrize("llm, text", [
+    (None, "-"),
+    ({"calls": 3, "cost": 0.0, "calls_without_cost": 3}, "unpriced"),
+    ({"calls": 3, "cost": 1.234, "calls_without_cost": 0}, "$ 1.23"),
+    ({"calls": 3, "cost": 0.0, "calls_without_cost": 0}, "$ 0.00"),  # priced at zero: free
+    ({"calls": 5, "cost": 1.0, "calls_without_cost": 4}, "$ 1.00 (+4 unpriced calls)"),
+    # Failed requests have no answer to price: the answered ones are all unpriced.
+    ({"calls": 4, "cost": 0.0, "calls_without_cost": 3, "failed_calls": 1}, "unpriced"),
+    ({"calls": 2, "cost": 0.0, "calls_without_cost": 0, "failed_calls": 2}, "$ 0.00"),
+])
+def test_cost_text(llm, text):
+    assert cost_text(llm) == text
+
+
+def test_failed_calls_are_not_counted_as_unpriced(tmp_path):
+    run = RunDir.open(tmp_path / "run", {"command": "optimize", "budget": 2})
+    run.append(_evaluation("8p_gemm", "iterative", 0, "correct", mode="interpret"))
+    run.append({"type": "llm_call", "method": "iterative", "cost": 0.25})
+    run.append({"type": "llm_call", "method": "iterative", "cost": None, "error": "HTTP 500",
+                "finish_reason": "error", "status_code": 500})
+    llm = summarize(run.path)["methods"]["iterative"]["llm"]
+    assert llm["calls"] == 2 and llm["failed_calls"] == 1 and llm["calls_without_cost"] == 0
+    assert cost_text(llm) == "$ 0.25"
 
 
 def test_report_on_a_non_run_directory_is_a_usage_error(tmp_path):

@@ -147,3 +147,36 @@ def test_unfinished_run_says_so(tmp_path):
     path = device_run(tmp_path / "open", finish=False)
     page = write_report(path, tmp_path / "open.html").read_text()
     assert "has not finished" in page and "run still open: secret not revealed yet" in page
+
+
+def test_seeded_method_and_unpriced_costs_are_shown(tmp_path):
+    """evolve starts from the shipped seeds (flagged wherever it is named); its only LLM call
+    is unpriced (scripted), so its cost reads "unpriced", never "$ 0.00"."""
+    from jaxbench.runs import RunDir
+
+    run = RunDir.open(tmp_path / "run", {"command": "optimize", "method": "evolve", "seeded": True,
+                                         "model": "scripted:answers", "budget": 2, "mode": "interpret"})
+    run.append(evaluation("8p_gemm", "correct", method="evolve", sample=0, mode="interpret"))
+    run.append(evaluation("8p_gemm", "incorrect", method="best_of_n", sample=0, mode="interpret"))
+    run.append({"type": "llm_call", "task": "8p_gemm", "method": "evolve", "cost": None})
+    run.append({"type": "llm_call", "task": "8p_gemm", "method": "best_of_n", "cost": 0.5})
+    run.append({"type": "llm_call", "task": "8p_gemm", "method": "best_of_n", "cost": None})
+    run.append({"type": "task_done", "task": "8p_gemm", "method": "evolve", "samples": 1,
+                "seeded": True})
+    run.finish()
+    page = write_report(run.path, tmp_path / "r.html").read_text()
+    metrics = page[page.index('id="metrics"'):page.index("</table>", page.index('id="metrics"'))]
+    rows = {re.search(r"<td>(\w+)", r).group(1): r for r in re.findall(r"<tr><td>.*?</tr>", metrics)}
+    flag = "seeded (starts from the shipped seed kernels)</span>"
+    assert flag in rows["evolve"] and "data-seeded" not in rows["best_of_n"]
+    assert "<th>cost</th>" in metrics and "$ 0.00" not in metrics
+    assert "<td>unpriced</td>" in rows["evolve"]
+    assert "<td>$ 0.50 (+1 unpriced call)</td>" in rows["best_of_n"]
+    tasks = page[page.index('id="tasks"'):]
+    assert tasks.count("data-seeded") == 1  # evolve's row; best_of_n's is not flagged
+    assert "method evolve, seeded: starts from the shipped seed kernels" in page  # the header
+
+
+def test_unseeded_run_without_llm_calls_has_no_flag_or_cost(reports):
+    text = reports["interpret"].read_text()
+    assert "data-seeded" not in text and "<th>cost</th>" not in text

@@ -4,7 +4,9 @@ The charts are Plotly figures (the ``results`` extra). plotly.js is written into
 once, so the file opens without a network. Every chart is drawn from the run's events;
 tasks are in the registry's catalogue order. Interpret-mode runs (no timings) get the
 statuses, errors, compile times and correctness rates; the timing charts say why they are
-absent instead of drawing empty axes.
+absent instead of drawing empty axes. A method that starts from the shipped seed kernels is
+flagged wherever it is named, and LLM costs say "unpriced" rather than $0 for calls without a
+price.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from jaxbench.report.data import (
     RunData,
     compiled,
     load_run,
+    method_of,
     task_figures,
     task_sort_value,
 )
@@ -55,6 +58,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.err { max-width: 420px; font-family: ui-monospace, monospace; font-size: 0.9em; color: #a00; }
 pre { max-height: 360px; overflow: auto; background: #fafafa; padding: 6px; font-size: 0.9em; }
 .warn { background: #fff4e5; border-left: 4px solid #ff9800; padding: 6px 10px; }
+.flag { display: inline-block; margin-left: 6px; padding: 0 6px; border-radius: 4px;
+        background: #fff4e5; border: 1px solid #ff9800; font-size: 0.85em; white-space: nowrap; }
 """
 
 SORT_JS = """
@@ -371,6 +376,18 @@ def _hardware_text(hardware: dict[str, Any]) -> str:
             f"{hardware.get('machine', '?')}")
 
 
+def seeded_flag() -> str:
+    from jaxbench.report.summary import SEEDED_FLAG
+
+    return (f"<span class=\"flag\" data-seeded title=\"its samples build on the task's shipped "
+            f"seed kernels: compare it with an unseeded method knowingly\">{esc(SEEDED_FLAG)}</span>")
+
+
+def method_label(name: str, seeded: bool) -> str:
+    """A method's name, escaped, with the seeded flag when it starts from the seed kernels."""
+    return esc(name) + (f" {seeded_flag()}" if seeded else "")
+
+
 def header(run: RunData, summary: dict[str, Any]) -> str:
     m = run.manifest
     versions = m.get("versions") or {}
@@ -390,7 +407,8 @@ def header(run: RunData, summary: dict[str, Any]) -> str:
         ("secret commitment", secret_text(run)),
     ]
     if config.get("model"):
-        facts.append(("model", f"{config.get('model')} (method {config.get('method')}, "
+        seeded = ", seeded: starts from the shipped seed kernels" if config.get("seeded") else ""
+        facts.append(("model", f"{config.get('model')} (method {config.get('method')}{seeded}, "
                                f"budget {config.get('budget')})"))
     counts = Counter(e.get("status") for e in run.evaluations)
     pills = " ".join(f"<span class=\"pill\" style=\"background:{STATUS_COLORS.get(s, '#999')}\">"
@@ -409,6 +427,8 @@ def header(run: RunData, summary: dict[str, Any]) -> str:
 
 
 def metrics_table(summary: dict[str, Any]) -> str:
+    from jaxbench.report.summary import cost_text
+
     methods = summary["methods"]
     if not methods:
         return "<p class=\"note\">No evaluations.</p>"
@@ -419,24 +439,31 @@ def metrics_table(summary: dict[str, Any]) -> str:
     if summary["timed"]:
         cols += [f"fast_0@{n}" for n in ns] + [f"fast_1@{n}" for n in ns]
         cols += ["geomean speedup", "geomean (correct only)"]
+    with_llm = any(m.get("llm") for m in methods.values())
+    if with_llm:
+        cols += ["LLM calls", "cost"]
     rows = []
     for name, m in methods.items():
-        cells = [esc(name), str(m["tasks"]), str(m["samples"]), fmt(m["compile_rate"], ".0%"),
-                 fmt(m["correct_rate"], ".0%")]
+        cells = [method_label(name, bool(m.get("seeded"))), str(m["tasks"]), str(m["samples"]),
+                 fmt(m["compile_rate"], ".0%"), fmt(m["correct_rate"], ".0%")]
         cells += [fmt(m["correct_at"].get(n), ".0%") for n in ns]
         if summary["timed"]:
             cells += [fmt(m["fast_0_at"].get(n), ".0%") for n in ns]
             cells += [fmt(m["fast_1_at"].get(n), ".0%") for n in ns]
             cells += [fmt(m.get("geomean_speedup"), ".3f", "x"),
                       fmt(m.get("geomean_speedup_unfloored"), ".3f", "x")]
+        if with_llm:
+            llm = m.get("llm") or {}
+            cells += [str(llm.get("calls", 0)), esc(cost_text(llm))]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
     return (f"<h2>Metrics per method</h2><table id=\"metrics\"><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def task_table(run: RunData, out_dir: Path) -> str:
-    """One row per task and series: its best evaluation, sortable by every column."""
+def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()) -> str:
+    """One row per task and series: its best evaluation, sortable by every column. The
+    series of a method in ``seeded`` carry the seeded flag."""
     cols = [("#", "num"), ("task", "num"), ("method", "str"), ("status", "str"), ("stage", "str"),
             ("correct / samples", "num"), ("speedup", "num"), ("t_kernel ms", "num"),
             ("t_ref ms", "num"), ("max abs err", "num"), ("err / tol", "num"), ("compile s", "num"),
@@ -456,10 +483,11 @@ def task_table(run: RunData, out_dir: Path) -> str:
         ir_links = " ".join(link(p, out_dir, name) for name, p in ir.items())
         message = best.get("message") or ""
         speed = best.get("speedup") if status == "correct" else None
+        flagged = bool(group) and method_of(group[0]) in seeded
         cells = [
             (str(i + 1), i, "num"),
             (esc(task), task_sort_value(task), ""),
-            (esc(series), None, ""),
+            (method_label(series, flagged), series, ""),
             (f"<span class=\"pill\" style=\"background:{STATUS_COLORS.get(status, '#999')}\">"
              f"{esc(status)}</span>", status, ""),
             (esc(best.get("stage")), None, ""),
@@ -519,7 +547,8 @@ def build(run: RunData, out_dir: Path) -> str:
                            note=None if compile_fig is not None else "no evaluation reached compilation"))
     body = [f"<h1>jaxbench report: {esc(run.name)}</h1>", header(run, summary),
             "<h2>Charts</h2>", f"<div class=\"charts\">{''.join(boxes)}</div>",
-            task_table(run, out_dir)]
+            task_table(run, out_dir, frozenset(n for n, m in summary["methods"].items()
+                                               if m.get("seeded")))]
     return page(f"jaxbench report: {run.name}", "\n".join(body), plotly_js=True)
 
 

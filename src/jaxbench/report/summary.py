@@ -6,6 +6,10 @@ correct rates over samples, fast_0@N and fast_1@N, and the JAXBench geomean
 order; shipped seed kernels evaluated by ``evolve`` are not samples. Without timing
 (interpret mode) speedups do not exist, so ``correct@N`` stands in for fast_p@N. Tasks are in
 the registry's catalogue order (1p, 2p, ..., 17p, 18k, ...), never sorted as strings.
+
+A method that starts from the task's shipped seed kernels (``seeded`` in the run's config and
+its ``task_done`` events) is flagged, so it is not compared with an unseeded one unawares.
+LLM calls without a price (scripted and replayed answers) are counted as unpriced, never as $0.
 """
 
 from __future__ import annotations
@@ -39,8 +43,10 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     evaluations: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     llm: dict[str, dict[str, Any]] = defaultdict(lambda: {"calls": 0, "input_tokens": 0,
                                                           "output_tokens": 0, "cost": 0.0,
-                                                          "calls_without_cost": 0})
+                                                          "calls_without_cost": 0,
+                                                          "failed_calls": 0})
     modes = set()
+    seeded = {config["method"]} if config.get("seeded") and config.get("method") else set()
     for index, event in enumerate(read_events(path)):
         if event.get("type") == "evaluation":
             if event.get("origin") == "seed":
@@ -54,12 +60,17 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
             totals["calls"] += 1
             totals["input_tokens"] += event.get("input_tokens") or 0
             totals["output_tokens"] += event.get("output_tokens") or 0
-            if event.get("cost") is None:
+            if event.get("error"):  # a failed request: no answer, nothing to price
+                totals["failed_calls"] += 1
+            elif event.get("cost") is None:
                 totals["calls_without_cost"] += 1
             else:
                 totals["cost"] += event["cost"]
+        elif event.get("type") == "task_done" and event.get("seeded") and event.get("method"):
+            seeded.add(event["method"])
     timed = "device" in modes
-    methods = {name: _method_summary(by_task, config.get("budget"), timed, llm.get(name))
+    methods = {name: {**_method_summary(by_task, config.get("budget"), timed, llm.get(name)),
+                      "seeded": name in seeded}
                for name, by_task in sorted(evaluations.items())}
     tasks: dict[str, dict[str, Any]] = defaultdict(dict)
     for name, by_task in evaluations.items():
@@ -114,15 +125,38 @@ def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None
     return summary
 
 
+SEEDED_FLAG = "seeded (starts from the shipped seed kernels)"
+
+
+def cost_text(llm: dict[str, Any] | None) -> str:
+    """A method's LLM cost: "$ 1.23", "unpriced" when no answered call has a price (scripted
+    or replayed answers), "$ 1.23 (+4 unpriced calls)" when some have none; "-" without calls."""
+    if not llm or not llm.get("calls"):
+        return "-"
+    unpriced = llm.get("calls_without_cost") or 0
+    answered = llm["calls"] - (llm.get("failed_calls") or 0)
+    if unpriced and unpriced >= answered:
+        return "unpriced"
+    text = f"$ {llm.get('cost', 0.0):.2f}"
+    if unpriced:
+        text += f" (+{unpriced} unpriced call{'s' if unpriced != 1 else ''})"
+    return text
+
+
 def print_summary(summary: dict[str, Any], console: Any) -> None:
     """Rich tables: one row per task, then one row per method."""
     from rich.table import Table
 
     methods = list(summary["methods"])
+    seeded = [name for name in methods if summary["methods"][name].get("seeded")]
+
+    def label(name: str) -> str:
+        return f"{name} [yellow](seeded)[/]" if name in seeded else name
+
     tasks = Table(title=f"best per task ({summary['run']})")
     tasks.add_column("task")
     for name in methods:
-        tasks.add_column(name)
+        tasks.add_column(label(name))
     for task_id, by_method in summary["tasks"].items():
         cells = []
         for name in methods:
@@ -144,11 +178,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     if summary["timed"]:
         columns += [f"fast_0@{n}" for n in n_values] + [f"fast_1@{n}" for n in n_values]
         columns += ["geomean", "geomean (correct)"]
-    columns += ["LLM calls", "cost $"]
     for col in columns:
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "method")
     for name, m in summary["methods"].items():
-        row = [name, str(m["tasks"]), str(m["samples"]), f"{m['compile_rate']:.0%}",
+        row = [label(name), str(m["tasks"]), str(m["samples"]), f"{m['compile_rate']:.0%}",
                f"{m['correct_rate']:.0%}"]
         row += [f"{m['correct_at'].get(n, 0):.0%}" for n in n_values]
         if summary["timed"]:
@@ -157,13 +190,18 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             unfloored = m["geomean_speedup_unfloored"]
             row += [f"{m['geomean_speedup']:.3f}x",
                     f"{unfloored:.3f}x" if unfloored is not None else "-"]
-        llm = m.get("llm") or {}
-        row.append(str(llm.get("calls", 0)))
-        cost = f"{llm['cost']:.2f}" if llm else "-"
-        if llm.get("calls_without_cost"):
-            cost += f" (+{llm['calls_without_cost']} unpriced)"
-        row.append(cost)
         table.add_row(*row)
     console.print(table)
+    with_llm = {name: m["llm"] for name, m in summary["methods"].items() if m.get("llm")}
+    if with_llm:
+        calls = Table(title="LLM calls per method")
+        for col in ("method", "calls", "failed", "input tokens", "output tokens", "cost"):
+            calls.add_column(col, no_wrap=True)
+        for name, llm in with_llm.items():
+            calls.add_row(label(name), str(llm["calls"]), str(llm.get("failed_calls", 0)),
+                          str(llm["input_tokens"]), str(llm["output_tokens"]), cost_text(llm))
+        console.print(calls)
+    for name in seeded:
+        console.print(f"{name}: {SEEDED_FLAG}; compare it with an unseeded method knowingly")
     if summary["note"]:
         console.print(f"note: {summary['note']}")
