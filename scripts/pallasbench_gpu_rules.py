@@ -11,27 +11,18 @@ is checked the same way. No GPU is needed: the rules read the traced jaxpr.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-
-from jaxbench import compat  # noqa: E402
+from jaxbench.evaluator.inprocess import trace_trusted  # noqa: E402
 from jaxbench.evaluator.sandbox import triton_rules  # noqa: E402
 from jaxbench.tasks import list_tasks  # noqa: E402
 
 
 def _findings(path, task, size="full"):
-    spec = importlib.util.spec_from_file_location(f"k_{task.id}_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    avals = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in task.input_specs(size)]
-    with compat.abstract_device("cuda", "NVIDIA H200"):
-        closed = jax.make_jaxpr(module.kernel)(*avals)
+    closed = trace_trusted(path, task.id, size, "gpu")
     locate = triton_rules.location(path.read_text(), str(path))
     return triton_rules.check_trace(closed, locate=locate, every_kernel=True)
 

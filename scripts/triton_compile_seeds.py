@@ -10,30 +10,15 @@ Needs the optional extra: pip install -e '.[triton]'.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-
-from jaxbench import compat  # noqa: E402
+from jaxbench.evaluator.inprocess import export_trusted  # noqa: E402
 from jaxbench.evaluator.judge import triton_compile  # noqa: E402
 from jaxbench.evaluator.sandbox import exporting, triton_rules  # noqa: E402
 from jaxbench.tasks import list_tasks  # noqa: E402
-
-
-def _trace(path, task, size):
-    spec = importlib.util.spec_from_file_location(f"k_{task.id}_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    avals = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in task.input_specs(size)]
-    with compat.abstract_device("cuda", "NVIDIA H200"):
-        closed = jax.make_jaxpr(module.kernel)(*avals)
-        exported = exporting.export(closed, avals, "cuda")
-    return closed, exported.mlir_module()
 
 
 def main() -> int:
@@ -54,7 +39,8 @@ def main() -> int:
             if target != "gpu" or "mosaic" in kind:
                 continue
             try:
-                closed, text = _trace(path, task, args.size)
+                closed, exported = export_trusted(path, task.id, args.size)
+                text = exported.mlir_module()
                 kernels = triton_compile.kernels_ttir(text)
                 report = triton_compile.compile_all(kernels)
             except Exception as exc:  # noqa: BLE001 - reported in the table

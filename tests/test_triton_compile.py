@@ -9,29 +9,15 @@ import pytest
 pytest.importorskip("triton", reason="the optional `triton` extra is not installed "
                                      "(pip install -e '.[triton]')")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-
 from jaxbench.evaluator.judge import triton_compile  # noqa: E402
 
 ROOT = Path(__file__).parent
 
 
 def _ttir(path: Path, task_id: str, size: str = "small") -> list[dict]:
-    import importlib.util
+    from jaxbench.evaluator.inprocess import export_trusted
 
-    from jaxbench import compat
-    from jaxbench.evaluator.sandbox import exporting
-    from jaxbench.tasks import get_task
-
-    task = get_task(task_id)
-    spec = importlib.util.spec_from_file_location(f"k_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    avals = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in task.input_specs(size)]
-    with compat.abstract_device("cuda", "NVIDIA H200"):
-        closed = jax.make_jaxpr(module.kernel)(*avals)
-        exported = exporting.export(closed, avals, "cuda")
+    _, exported = export_trusted(path, task_id, size, "gpu")
     return triton_compile.kernels_ttir(exported.mlir_module())
 
 
