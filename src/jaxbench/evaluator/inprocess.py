@@ -57,30 +57,30 @@ def load_trusted(source: str, filename: str = "<kernel>") -> ModuleType:
     return module
 
 
+def _chip(target: str) -> tuple[str, str]:
+    """The abstract chip a target's kernels are traced and cross-lowered for."""
+    return ("tpu", exporting.CROSS_LOWERING_TPU) if target == "tpu" else \
+        ("cuda", exporting.CROSS_LOWERING_GPU)
+
+
 def trace_trusted(path: Any, task_id: str, size: str = "full", target: str = "gpu") -> Any:
     """The closed jaxpr of a trusted kernel file traced at ``size`` under the target's abstract
-    chip (H200 for ``gpu``, the cross-lowering TPU for ``tpu``): for scripts and tests that
-    inspect shipped kernels (Triton's rules, Triton's compiler)."""
+    chip: for scripts and tests that inspect shipped kernels (Triton's rules and compiler)."""
     from pathlib import Path
 
-    task = get_task(task_id)
     path = Path(path)
     kernel = load_trusted(path.read_text(), str(path)).kernel
-    specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype)) for s in task.input_specs(size)]
-    chip = ("tpu", exporting.CROSS_LOWERING_TPU) if target == "tpu" else \
-        ("cuda", exporting.CROSS_LOWERING_GPU)
-    with compat.abstract_device(*chip):
+    specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype))
+             for s in get_task(task_id).input_specs(size)]
+    with compat.abstract_device(*_chip(target)):
         return jax.make_jaxpr(kernel)(*specs)
 
 
 def export_trusted(path: Any, task_id: str, size: str = "full", target: str = "gpu") -> tuple:
-    """(closed jaxpr, exported module) of a trusted kernel file for the target's platform."""
-    task = get_task(task_id)
+    """(closed jaxpr, its export for the target's platform) of a trusted kernel file."""
     closed = trace_trusted(path, task_id, size, target)
-    specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype)) for s in task.input_specs(size)]
-    chip = ("tpu", exporting.CROSS_LOWERING_TPU) if target == "tpu" else \
-        ("cuda", exporting.CROSS_LOWERING_GPU)
-    with compat.abstract_device(*chip):
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in closed.in_avals]
+    with compat.abstract_device(*_chip(target)):
         return closed, exporting.export(closed, specs, LOWERING_PLATFORM[target])
 
 
