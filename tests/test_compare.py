@@ -15,6 +15,13 @@ def _setup():
     return task, key, inputs, GroundTruth()(task, "small", key), task.output_shapes("small")
 
 
+def test_cached_truth_owns_its_memory():
+    # Views of XLA buffers would keep them alive with the cache and free them from
+    # whichever thread drops the cache last, at interpreter exit too (jaxlib aborts there).
+    *_, truth, _ = _setup()
+    assert all(t.flags.owndata and t.dtype == np.float32 for t in truth)
+
+
 def test_bf16_xla_reference_passes_against_f32_truth():
     task, _, inputs, truth, expected = _setup()
     out = np.asarray(jax.jit(task.reference)(*inputs))

@@ -143,3 +143,22 @@ def test_a_second_signal_exits_at_once(sig, code):
         proc.kill()
     assert proc.returncode == code
     assert "stopping" in stderr
+
+
+def test_no_signal_watcher_outlives_its_block():
+    """A watcher thread still alive at interpreter exit drops the last reference to what
+    ``on_stop`` holds (an evaluator with cached JAX arrays) while Python finalizes; jaxlib
+    then aborts the process ("FATAL: exception not rethrown", seen as exit -6 in CI)."""
+    import threading
+
+    from jaxbench.terminal import StopSignals
+
+    class Holder:
+        def abort(self) -> None:
+            pass
+
+    holder = Holder()
+    with StopSignals(on_stop=holder.abort) as stop:
+        assert any(t.name == "jaxbench-signals" for t in threading.enumerate())
+    assert not any(t.name == "jaxbench-signals" for t in threading.enumerate())
+    assert stop.on_stop is None  # the evaluator is not kept alive by the finished block

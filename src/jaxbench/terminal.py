@@ -56,6 +56,7 @@ class StopSignals:
         self._old: dict[int, Any] = {}
         self._old_fd = -1
         self._pipe: tuple[int, int] | None = None
+        self._watcher: threading.Thread | None = None
 
     def is_set(self) -> bool:
         return self.event.is_set()
@@ -71,7 +72,8 @@ class StopSignals:
         for signum in EXIT_CODES:
             self._old[signum] = signal.signal(signum, lambda *_: None)
         self._old_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-        threading.Thread(target=self._watch, name="jaxbench-signals", daemon=True).start()
+        self._watcher = threading.Thread(target=self._watch, name="jaxbench-signals", daemon=True)
+        self._watcher.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -80,6 +82,12 @@ class StopSignals:
             signal.signal(signum, handler)
         if self._pipe is not None:
             os.close(self._pipe[1])  # ends the watcher (a running stop keeps its timer)
+        if self._watcher is not None and not self.event.is_set():
+            # Wait for it: a daemon thread still winding down at interpreter exit drops the
+            # last reference to what ``on_stop`` holds (an evaluator and its cached JAX
+            # arrays) while Python finalizes, and jaxlib then aborts the process.
+            self._watcher.join(timeout=5)
+            self.on_stop = None
 
     def _watch(self) -> None:
         assert self._pipe is not None
@@ -177,6 +185,7 @@ class JobProgress:
         self._closed = threading.Event()
         self._live: Any = None
         self._bar: Any = None
+        self._beat: threading.Thread | None = None
 
     def eta_s(self) -> float | None:
         fresh = self.done - self.reused
@@ -212,11 +221,15 @@ class JobProgress:
         else:
             self._line(f"{self.description}: {self.total} jobs"
                        + (f", {self.done} reused from the run directory" if self.done else ""))
-            threading.Thread(target=self._heartbeat, name="jaxbench-progress", daemon=True).start()
+            self._beat = threading.Thread(target=self._heartbeat, name="jaxbench-progress",
+                                          daemon=True)
+            self._beat.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._closed.set()
+        if self._beat is not None:  # no thread of ours is left running at interpreter exit
+            self._beat.join(timeout=5)
         if self._live is not None:
             self._live.__exit__(*exc)
 

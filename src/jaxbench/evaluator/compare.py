@@ -66,7 +66,9 @@ class GroundTruth:
                 fn = self._fns.setdefault(task.id, jax.jit(lambda *xs, _t=task: _t.reference(*xs)))
                 inputs = upcast(task.make_inputs(key_from_data(key), size))
                 truth = fn(*inputs)
-                self._cache[cache_key] = [np.asarray(x, np.float32)
+                # Copies that own their memory: a view would keep XLA's buffers alive as long
+                # as the cache, and freeing those from a thread at interpreter exit aborts.
+                self._cache[cache_key] = [np.array(x, np.float32, copy=True)
                                           for x in jax.tree_util.tree_leaves(truth)]
             return self._cache[cache_key]
 
