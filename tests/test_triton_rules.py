@@ -106,3 +106,76 @@ def test_edge_rule_follows_refs_into_loops():
     found = triton_rules.check_trace(_trace(fn, (100, 128)))
     assert {v.rule for _, v in found} == {"edge_mask"}
     assert triton_rules.check_trace(_trace(fn, (96, 128))) == []
+
+
+@pytest.mark.parametrize("wrap", ["jit", "named_call", "checkpoint", "custom_jvp", "switch",
+                                  "when", "scan", "while", "cond_operands"])
+def test_edge_rule_follows_refs_through_every_binder_triton_lowers(wrap):
+    """Triton's lowering accepts jit, closed_call, custom_jvp_call, remat, scan, while and
+    cond around ref accesses (run_scoped it does not lower); an unmasked ragged access
+    hidden in any of them is still found."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plgpu
+
+    from jaxbench.evaluator.sandbox import triton_rules
+
+    def copy(o_ref, x_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    @jax.custom_jvp
+    def double(v):
+        return v * 2
+    double.defjvp(lambda p, t: (double(p[0]), t[0]))
+
+    def body(x_ref, o_ref):
+        first = pl.program_id(0) >= 0
+        {"jit": lambda: jax.jit(copy)(o_ref, x_ref),
+         "named_call": lambda: jax.named_call(copy, name="inner")(o_ref, x_ref),
+         "checkpoint": lambda: jax.checkpoint(copy)(o_ref, x_ref),
+         "custom_jvp": lambda: o_ref.__setitem__(Ellipsis, double(x_ref[...])),
+         "switch": lambda: jax.lax.switch(pl.program_id(0) % 2, [lambda: None,
+                                                                  lambda: copy(o_ref, x_ref)]),
+         "when": lambda: pl.when(first)(lambda: copy(o_ref, x_ref)),
+         "scan": lambda: jax.lax.scan(lambda c, _: (copy(o_ref, x_ref), (c, None))[1], 0,
+                                      None, length=1),
+         "while": lambda: jax.lax.while_loop(lambda i: i < 1,
+                                             lambda i: (copy(o_ref, x_ref), i + 1)[1], 0),
+         "cond_operands": lambda: jax.lax.cond(first, lambda a, b: copy(b, a),
+                                               lambda a, b: None, x_ref, o_ref),
+         }[wrap]()
+
+    def fn(v):
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(v.shape, v.dtype),
+                              grid=(pl.cdiv(v.shape[0], 32),),
+                              in_specs=[pl.BlockSpec((32, 128), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((32, 128), lambda i: (i, 0)),
+                              compiler_params=plgpu.CompilerParams(num_warps=4))(v)
+
+    assert {v.rule for _, v in triton_rules.check_trace(_trace(fn, (100, 128)))} == {"edge_mask"}
+    assert triton_rules.check_trace(_trace(fn, (96, 128))) == []
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_edge_rule_covers_atomics(masked):
+    """plgpu.atomic_add into a ragged output block writes past the array's end unless masked
+    (the load is masked in both cases)."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plgpu
+
+    from jaxbench.evaluator.sandbox import triton_rules
+
+    def body(x_ref, o_ref):
+        rows = pl.program_id(0) * 32 + jnp.arange(32)[:, None]
+        mask = jnp.broadcast_to(rows < 100, (32, 128))
+        x = plgpu.load(x_ref, mask=mask, other=0.0)
+        plgpu.atomic_add(o_ref, (slice(None), slice(None)), x, mask=mask if masked else None)
+
+    def fn(v):
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(v.shape, v.dtype),
+                              grid=(pl.cdiv(v.shape[0], 32),),
+                              in_specs=[pl.BlockSpec((32, 128), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((32, 128), lambda i: (i, 0)),
+                              compiler_params=plgpu.CompilerParams(num_warps=4))(v)
+
+    found = [v.subject for _, v in triton_rules.check_trace(_trace(fn, (100, 128)))]
+    assert found == ([] if masked else ["output 0's block (32, 128) (ragged, unmasked)"])

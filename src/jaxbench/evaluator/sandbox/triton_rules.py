@@ -15,8 +15,11 @@ the line of the kernel file that made it:
 ``edge_mask``
     A block that does not divide its array (a 1013-long axis in blocks of 64) makes the last
     program address memory past the array's end: every read and write of that block must be
-    masked (``plgpu.load(..., mask=...)`` / ``plgpu.store(..., mask=...)``); a plain
-    ``x_ref[...]`` access there is out of bounds on the chip (the interpreter pads and hides it).
+    masked (``plgpu.load(..., mask=...)`` / ``plgpu.store(..., mask=...)``, atomics with
+    ``mask=``); a plain ``x_ref[...]`` access there is out of bounds on the chip (the
+    interpreter pads and hides it). Refs are followed into every binder Triton's lowering
+    accepts (jit, closed_call, custom_jvp_call, remat, scan, while, cond; it does not lower
+    run_scoped).
 ``shared_memory``
     An estimate of the shared memory a program needs: Hopper's tensor-core instructions read
     both operands of a ``dot`` from shared memory, and inside a loop Triton's software
@@ -151,13 +154,16 @@ def _access(eqn: Any) -> tuple[Any, bool] | None:
     name = eqn.primitive.name
     if name in ("get", "swap", "addupdate"):
         return eqn.invars[0], False
-    if name in ("masked_load", "masked_swap", "load", "swap_masked"):
+    if name in ("masked_load", "masked_swap", "load", "swap_masked", "atomic_rmw"):
+        # args_tree: (ref, indexers, mask, other) for loads; (ref, indexers, value, mask)
+        # for stores and for plgpu.atomic_add & co. (an unmasked atomic past the end writes
+        # out of bounds as surely as a store)
         tree = eqn.params.get("args_tree")
         masked = True
         if tree is not None:
             try:
                 parts = tree.unflatten(list(eqn.invars))
-                mask = parts[2] if name != "masked_swap" else parts[3]
+                mask = parts[2] if name in ("masked_load", "load") else parts[3]
                 masked = mask is not None
             except Exception:  # noqa: BLE001 - an unfamiliar layout: assume masked
                 masked = True
