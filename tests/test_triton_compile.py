@@ -50,6 +50,14 @@ def test_compiler_errors_are_reported_not_raised():
 
 
 def test_the_evaluator_records_the_compile(evaluator, monkeypatch):
+    """The trusted runner reads the Triton IR from the module it runs; the parent only hands
+    it to the compiler and never deserializes the export itself."""
+    from jaxbench import compat
+
+    def refuse(*_a, **_k):
+        raise AssertionError("the parent deserialized an export")
+
+    monkeypatch.setattr(compat, "deserialize", refuse)
     monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "1")
     result = evaluator.evaluate(ROOT.parent / "src/jaxbench/tasks/pallasbench/n01_relu/seed_gpu.py",
                                 "l1_relu", trials=1)

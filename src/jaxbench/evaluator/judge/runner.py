@@ -48,6 +48,23 @@ def _structure(exported: Any, platform: str) -> Any:
                                                 f"{short_error(exc, 200)}") from None
 
 
+def _triton_kernels(exported: Any) -> list[dict[str, Any]] | str:
+    """The Triton kernels of the module this runner runs (name, TTIR text, warps, stages),
+    their IR verified by jaxlib's Triton dialect (invalid IR: ``compile_error``); the parent
+    hands them to Triton's compiler. A string says why the IR could not be read."""
+    from jaxbench.evaluator.judge import triton_compile
+    from jaxbench.evaluator.result import StageFailure, short_error
+
+    try:
+        return triton_compile.kernels_ttir(exported.mlir_module())
+    except triton_compile.InvalidTritonIR as exc:
+        raise StageFailure("compile_error", "lower",
+                           f"the kernel's Triton IR fails verification (XLA would reject it on "
+                           f"the GPU host): {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - e.g. a JAX version whose TTIR we cannot read
+        return f"reading the Triton IR failed: {short_error(exc, 250)}"
+
+
 def judge(request: dict[str, Any]) -> dict[str, Any]:
     """One evaluation's trusted work; raises StageFailure for a verdict other than 'ran'."""
     import jax
@@ -78,6 +95,8 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
     response["structure"] = rules.check_target(target_report, task.flops(size),
                                                request.get("max_outside_flops_fraction", 0.1))
     response["kernel_backend"] = kernel_backend_of_calls(response["structure"]["custom_calls"])
+    if platform == "cuda" and mode == "interpret":  # no GPU here: check the Triton IR ourselves
+        response["triton_kernels"] = _triton_kernels(target)
     interpret = None
     if mode == "interpret" and request.get("interpret_export", True):
         try:
