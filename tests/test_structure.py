@@ -4,9 +4,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax import export
-from jax._src import mesh as mesh_lib
 from jax.experimental import pallas as pl
 
+from jaxbench import compat
 from jaxbench.evaluator.judge import structure
 from jaxbench.evaluator.judge.structure import analyze, is_kernel_region_name, is_kernel_target
 
@@ -19,8 +19,7 @@ def _export(f, *args, platform="cpu", **kw):
 
 
 def _export_tpu(f, *args):
-    dev = mesh_lib.AbstractDevice(device_kind="TPU v6 lite", num_cores=1, platform="tpu")
-    with jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ("x",), abstract_device=dev)):
+    with compat.abstract_tpu("TPU v6 lite"):
         return _export(f, *args, platform="tpu")
 
 

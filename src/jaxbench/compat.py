@@ -83,8 +83,12 @@ def abstract_device(platform: str, device_kind: str) -> Iterator[None]:
     kind = "tpu" if platform == "tpu" else "gpu"
     device = mesh_lib.AbstractDevice(device_kind=device_kind, num_cores=1 if kind == "tpu" else None,
                                      platform=kind)
-    with jax.sharding.use_abstract_mesh(
-            jax.sharding.AbstractMesh((1,), ("cross_lowering",), abstract_device=device)):
+    # Auto axes, as JAX 0.10 defaults to: from 0.12 the default is Explicit, and an explicit
+    # mesh axis leaks into the traced values' shardings (the interpreter then refuses
+    # dynamic_update_slice between a sharded block and an unsharded buffer).
+    mesh = jax.sharding.AbstractMesh((1,), ("cross_lowering",), abstract_device=device,
+                                     axis_types=(jax.sharding.AxisType.Auto,))
+    with jax.sharding.use_abstract_mesh(mesh):
         yield
 
 

@@ -1,0 +1,37 @@
+"""The compatibility module (jaxbench/compat.py): one behaviour across JAX 0.10, 0.11 and 0.12."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxbench import compat
+
+
+def test_abstract_device_mesh_has_auto_axes():
+    """JAX 0.12 made AbstractMesh's axes Explicit by default; an explicit axis leaks into the
+    traced values' shardings and the Pallas interpreter then refuses the kernel
+    (dynamic_update_slice between a sharded block and an unsharded buffer)."""
+    with compat.abstract_device("cuda", "NVIDIA H200"):
+        mesh = jax.sharding.get_abstract_mesh()
+        assert mesh.axis_names == ("cross_lowering",)
+        assert all(t == jax.sharding.AxisType.Auto for t in mesh.axis_types)
+
+
+def test_a_kernel_traced_for_an_abstract_chip_runs_in_the_interpreter():
+    from jax.experimental import pallas as pl
+
+    def body(x_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2
+
+    def fn(x):
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              grid=(2,), in_specs=[pl.BlockSpec((8, 128), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((8, 128), lambda i: (i, 0)),
+                              interpret=True)(x)
+
+    spec = jax.ShapeDtypeStruct((16, 128), jnp.float32)
+    with compat.abstract_device("cuda", "NVIDIA H200"):
+        closed = jax.make_jaxpr(fn)(spec)
+    x = jnp.arange(16 * 128, dtype=jnp.float32).reshape(16, 128)
+    out = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, x)[0]
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(x) * 2)
