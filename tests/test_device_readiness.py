@@ -2,6 +2,8 @@
 the kernel's compiler params, and from the exported module the judge reads), the race rule
 for Mosaic GPU's sequential grid axes, and the shipped Mosaic GPU seeds' registration."""
 
+import sys
+
 import jax
 import pytest
 
@@ -96,7 +98,7 @@ def _script_env(**extra):
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TASKS", "CHEATS", "BUDGET"))}
-    env.update(JAX_PLATFORMS="cpu", **extra)
+    env.update(JAX_PLATFORMS="cpu", PYTHON=sys.executable, **extra)  # this test's Python
     return env
 
 

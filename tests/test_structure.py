@@ -190,8 +190,9 @@ def test_triton_kernel_for_cuda():
         return pl.pallas_call(_double_kernel, out_shape=S(x.shape, x.dtype), compiler_params=params)(x)
 
     checks = [export.DisabledSafetyCheck.custom_call("__gpu$xla.gpu.triton")]
-    text = _export(lambda x: jax.jit(jaxbench_kernel_1)(x), S((8, 128), f32), platform="cuda",
-                   disabled_checks=checks)
+    with compat.abstract_device("cuda", "NVIDIA H200"):  # JAX >= 0.11 asks for the GPU
+        text = _export(lambda x: jax.jit(jaxbench_kernel_1)(x), S((8, 128), f32),
+                       platform="cuda", disabled_checks=checks)
     r = analyze(text, "cuda")
     assert r.kernel_calls == 1 and r.custom_call_targets == {"__gpu$xla.gpu.triton": 1}
     assert [g.name for g in r.kernel_regions] == ["jaxbench_kernel_1"]
@@ -258,3 +259,41 @@ def test_bad_input():
         analyze("module {}", "rocm")
     with pytest.raises(ValueError, match="@main"):
         analyze("module {}", "cpu")
+
+
+_DIM_BOUND = """
+module @m {
+  func.func public @main(%arg0: tensor<6x4xf32>) -> tensor<4x4xf32> {
+    %c0 = stablehlo.constant dense<0> : tensor<i64>
+    %c1 = stablehlo.constant dense<1> : tensor<i64>
+    %d = stablehlo.get_dimension_size %arg0, dim = 0 : (tensor<6x4xf32>) -> tensor<i32>
+    %n = stablehlo.convert %d : (tensor<i32>) -> BOUND_TYPE
+    %nn = stablehlo.convert %n : (BOUND_TYPE) -> tensor<i64>
+    %init = stablehlo.constant dense<1.0> : tensor<4x4xf32>
+    %0:2 = stablehlo.while(%i = %c0, %x = %init) : tensor<i64>, tensor<4x4xf32>
+    cond {
+      %p = stablehlo.compare LT, %i, %nn, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    } do {
+      %y = stablehlo.multiply %x, %x : tensor<4x4xf32>
+      %j = stablehlo.add %i, %c1 : tensor<i64>
+      stablehlo.return %j, %y : tensor<i64>, tensor<4x4xf32>
+    }
+    return %0#1 : tensor<4x4xf32>
+  }
+}
+"""
+
+
+def test_loop_bound_from_a_static_dimension_size_is_a_trip_count():
+    """JAX 0.12 lowers cumsum to a loop that runs to get_dimension_size of its operand (a
+    static dimension: a compile-time constant); converts that keep the value keep it."""
+    r = analyze(_DIM_BOUND.replace("BOUND_TYPE", "tensor<i64>"), "cpu")
+    assert r.heavy == {} and r.outside_flops == 6 * 16
+
+
+def test_a_narrowing_convert_of_the_bound_is_not_trusted():
+    # 6 fits in i8, but a convert that cannot hold the value would change it: only exact
+    # values count. Here i1 cannot hold 6, so the loop's trips are unknown: heavy.
+    r = analyze(_DIM_BOUND.replace("BOUND_TYPE", "tensor<i1>"), "cpu")
+    assert r.heavy == {structure.WHILE_HEAVY: 1}

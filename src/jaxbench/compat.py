@@ -68,8 +68,16 @@ def join_effects(eqns: list[Any]) -> Any:
 
 
 def tpu_interpret_params(**params: Any) -> Any:
+    """The TPU interpreter's parameters. A detected race is recorded (read back with
+    :func:`tpu_races_found`), never raised: JAX 0.12 added ``on_race`` and raises by default,
+    which would turn the race verdict into a runtime error."""
+    import dataclasses
+
     from jax.experimental.pallas import tpu as pltpu
 
+    fields = {f.name for f in dataclasses.fields(pltpu.InterpretParams)}
+    if params.get("detect_races") and "on_race" in fields:
+        params.setdefault("on_race", "warn")
     return pltpu.InterpretParams(**params)
 
 

@@ -56,10 +56,9 @@ def interpret_mode(kind: str = "generic", **tpu_params: Any) -> Iterator[None]:
     if kind == "generic":
         flag: Any = True
     elif kind == "tpu":
-        from jax.experimental.pallas import tpu as pltpu
+        from jaxbench import compat
 
-        params = {"uninitialized_memory": "nan", **tpu_params}
-        flag = pltpu.InterpretParams(**params)
+        flag = compat.tpu_interpret_params(**{"uninitialized_memory": "nan", **tpu_params})
     else:
         raise ValueError(f"unknown interpret kind {kind!r}")
     setting = jax_config.pallas_tpu_interpret_mode_context_manager

@@ -443,19 +443,34 @@ class _Analyzer:
 
     # -- loops ------------------------------------------------------------------------------
 
-    def const_int(self, v: Any) -> int | None:
-        """The value of `v` if it is a scalar integer ``stablehlo.constant``."""
+    def const_int(self, v: Any, depth: int = 0) -> int | None:
+        """The value of `v` if it is a scalar integer known when the module is compiled: a
+        ``stablehlo.constant``, ``get_dimension_size`` of a static dimension (JAX 0.12's
+        ``cumsum`` loops run to it), or an integer ``convert`` of either that keeps the value."""
         owner = v.owner
-        if isinstance(owner, self.ir.Block):
+        if isinstance(owner, self.ir.Block) or depth > 8:
             return None
         owner = _op(owner)
-        if owner.name not in ("stablehlo.constant", "arith.constant"):
-            return None
         tt = _tensor_type(v.type)
-        if tt is None or tt.shape != () or not re.fullmatch(r"[su]?i\d+", tt.elem):
+        m = re.fullmatch(r"([su]?)i(\d+)", tt.elem) if tt is not None and tt.shape == () else None
+        if m is None:
             return None
-        m = re.match(r"dense<(-?\d+)>", str(_attr(owner, "value")))
-        return int(m.group(1)) if m else None
+        if owner.name in ("stablehlo.constant", "arith.constant"):
+            value = re.match(r"dense<(-?\d+)>", str(_attr(owner, "value")))
+            return int(value.group(1)) if value else None
+        if owner.name == "stablehlo.get_dimension_size" and len(owner.operands) == 1:
+            source = _tensor_type(owner.operands[0].type)
+            dim = re.match(r"\s*(\d+)", str(_attr(owner, "dimension")))  # "0 : i64"
+            if source is None or dim is None or int(dim.group(1)) >= len(source.shape):
+                return None
+            n = source.shape[int(dim.group(1))]
+            return n if isinstance(n, int) else None
+        if owner.name == "stablehlo.convert" and len(owner.operands) == 1:
+            n = self.const_int(owner.operands[0], depth + 1)
+            bits = int(m.group(2))
+            low, high = (0, 2**bits - 1) if m.group(1) == "u" else (-2**(bits - 1), 2**(bits - 1) - 1)
+            return n if n is not None and low <= n <= high else None
+        return None
 
     def block_arg_index(self, v: Any, block: Any) -> int | None:
         owner = v.owner
