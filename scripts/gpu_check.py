@@ -36,13 +36,13 @@ COLUMNS = ("task", "kernel", "backend", "t_ref_ms", "t_kernel_ms", "speedup", "s
 
 def jobs(task_ids: str | None) -> list[tuple[str, str, Path]]:
     """(task id, kernel kind, path) for every shipped GPU kernel, priority tasks first."""
-    from jaxbench.runner import library_missing
+    from jaxbench.runner import kernel_unavailable
     from jaxbench.tasks import get_task, list_tasks
 
     tasks = [get_task(t) for t in task_ids.split(",")] if task_ids else list_tasks()
     found = [(t.id, kind, path) for t in tasks
              for (kind, target), path in sorted(t.kernel_files().items())
-             if target == "gpu" and not library_missing(kind)]
+             if target == "gpu" and not kernel_unavailable(kind)]
     return sorted(found, key=lambda j: (j[0] not in FIRST, FIRST.index(j[0]) if j[0] in FIRST
                                         else 0))
 

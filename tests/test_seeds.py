@@ -3,7 +3,7 @@ the real sandboxed evaluator, and cross-lowers for its platform at full size."""
 
 import pytest
 
-from jaxbench.runner import KNOWN_INTERPRET_FAILURES, library_missing
+from jaxbench.runner import KNOWN_INTERPRET_FAILURES, kernel_unavailable
 from jaxbench.tasks import list_tasks
 
 
@@ -11,7 +11,7 @@ def _kernel_files(task):
     """Shipped kernels, less library experts whose optional extra is not installed
     (tests/test_tokamax.py checks those where it is)."""
     return [(kind, target, path) for (kind, target), path in sorted(task.kernel_files().items())
-            if not library_missing(kind)]
+            if not kernel_unavailable(kind)]
 
 
 # Shipped kernels JAX's interpreters cannot run on a CPU host: the runner's table of

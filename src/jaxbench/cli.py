@@ -311,6 +311,15 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     skipped: list[str] = []
     try:
         tasks = select_tasks(suite, task_ids)
+        if kernels == "seed_mosaic":
+            from jaxbench.runner import kernel_unavailable
+
+            if kernel_unavailable("seed_mosaic"):
+                import jax
+
+                _usage_error(f"the Mosaic GPU seeds are pl.pallas_call kernels, which JAX "
+                             f"{jax.__version__} no longer lowers with Mosaic GPU params (JAX "
+                             "0.10 does); use --kernels seed (Triton) here")
         if kernels in ("seed", "seed_mosaic", "expert"):
             jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
         else:

@@ -153,6 +153,21 @@ def user_frame(eqn: Any) -> tuple[str, int] | None:
 # A kernel's backend, from its compiler params: Pallas picks the lowering by their type (JAX
 # 0.10 to 0.12: ``jax._src.pallas.{triton,mosaic_gpu,mosaic}.core.CompilerParams``; older JAX
 # passed a dict keyed by backend name).
+def mosaic_gpu_pallas_call() -> bool:
+    """Whether ``pl.pallas_call`` lowers Mosaic GPU compiler params. JAX 0.10 does; from 0.11
+    only Triton's params lower through ``pallas_call`` on a GPU (Mosaic GPU kernels are
+    written with ``plgpu.kernel``), and a Mosaic GPU ``pallas_call`` fails with a bare
+    AssertionError in JAX's GPU lowering."""
+    from jax._src.pallas import core as pallas_core
+
+    try:
+        from jax._src.pallas.mosaic_gpu import core as mgpu_core
+        from jax._src.pallas.mosaic_gpu import pallas_call_registration  # noqa: F401
+        return pallas_core.get_lowering_rule(mgpu_core.CompilerParams, "gpu") is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
 KERNEL_BACKENDS = ("triton", "mosaic_gpu", "mosaic_tpu")
 
 

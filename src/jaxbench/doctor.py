@@ -121,6 +121,10 @@ def cross_lowering() -> dict[str, str]:
             ("tpu (Mosaic TPU)", "tpu", "mosaic_tpu", CROSS_LOWERING_TPU),
             ("cuda (Triton)", "cuda", "triton", CROSS_LOWERING_GPU),
             ("cuda (Mosaic GPU)", "cuda", "mosaic_gpu", CROSS_LOWERING_GPU)):
+        if backend == "mosaic_gpu" and not compat.mosaic_gpu_pallas_call():
+            found[label] = (f"unavailable: JAX {jax.__version__}'s pallas_call does not lower "
+                            "Mosaic GPU params (JAX 0.10 does); the Mosaic GPU seeds are skipped")
+            continue
         try:
             with compat.abstract_device(platform, chip):
                 exported = compat.export_fn(_copy_kernel(backend), spec, platform,

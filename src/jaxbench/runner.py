@@ -68,7 +68,14 @@ def known_limitation(job: Job, result: dict[str, Any]) -> str | None:
     return None
 
 
-def library_missing(kind: str) -> bool:
+def kernel_unavailable(kind: str) -> bool:
+    """Whether shipped kernels of this kind cannot run with what is installed: a library
+    expert without its extra, or a Mosaic GPU seed (written with ``pl.pallas_call``) on a JAX
+    whose pallas_call no longer lowers Mosaic GPU params (0.11 and later)."""
+    if kind == "seed_mosaic":
+        from jaxbench import compat
+
+        return not compat.mosaic_gpu_pallas_call()
     module = OPTIONAL_LIBRARY_EXPERTS.get(kind)
     return module is not None and importlib.util.find_spec(module) is None
 
@@ -81,7 +88,7 @@ def shipped_jobs(tasks: Iterable[Task], kind: str, targets: Iterable[str]) -> li
     for task in tasks:
         for (file_kind, target), path in sorted(task.kernel_files().items()):
             wanted = file_kind == kind or (kind == "expert" and file_kind.startswith("expert_"))
-            if target in targets and wanted and not library_missing(file_kind):
+            if target in targets and wanted and not kernel_unavailable(file_kind):
                 jobs.append(Job(task.id, file_kind, target, path))
     return jobs
 

@@ -357,6 +357,16 @@ def wrong_target_hint(source: str, target: str) -> str:
     """One line explaining a lowering failure of a kernel written for the other platform
     ("" when the imports do not say so)."""
     platforms = kernel_platforms(source)
+    if target == "gpu" and "jax.experimental.pallas.mosaic_gpu" in platforms:
+        from jaxbench import compat
+
+        if not compat.mosaic_gpu_pallas_call():
+            import jax
+
+            return (f"JAX {jax.__version__} lowers pl.pallas_call on a GPU only with Triton's "
+                    "compiler params (jax.experimental.pallas.triton); Mosaic GPU params "
+                    "lowered through pallas_call in JAX 0.10 only (from 0.11, Mosaic GPU "
+                    "kernels are written with plgpu.kernel)")
     if not platforms or target in platforms.values():
         return ""
     module = sorted(platforms)[0]
