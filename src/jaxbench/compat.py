@@ -199,7 +199,8 @@ def default_gpu_backend() -> str:
     from jax._src import config
 
     flag = getattr(config, "jax_pallas_use_mosaic_gpu", None)
-    return "mosaic_gpu" if flag is not None and flag.value else "triton"
+    use_mosaic = flag is not None and flag.value and mosaic_gpu_pallas_call()
+    return "mosaic_gpu" if use_mosaic else "triton"
 
 
 def kernel_backend(eqn: Any, target: str = "gpu") -> str:

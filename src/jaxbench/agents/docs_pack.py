@@ -131,6 +131,20 @@ def docs_files() -> list[Path]:
     return sorted(DOCS_DIR.glob("*.md"))
 
 
+DOCS_CHECKED = re.compile(r"snippets checked on JAX ([\d.]+(?:, [\d.]+)*)")
+
+
+def docs_checked_versions() -> dict[str, set[str]]:
+    """The JAX versions each docs file's snippets were run and cross-lowered on (file name ->
+    versions); tests/test_agents_docs.py runs them on the installed one."""
+    found = {}
+    for path in docs_files():
+        header = DOCS_HEADER.match(path.read_text())
+        checked = DOCS_CHECKED.search(header.group(0)) if header else None
+        found[path.name] = set(checked.group(1).split(", ")) if checked else set()
+    return found
+
+
 def docs_versions() -> dict[str, str]:
     """The JAX version each docs file says it describes (file name -> version)."""
     versions = {}
