@@ -109,7 +109,7 @@ def check_in_process(
     platform = LOWERING_PLATFORM[target]
     with compat.abstract_tpu(exporting.CROSS_LOWERING_TPU) if target == "tpu" else _nullcontext():
         closed = jax.make_jaxpr(kernel)(*specs)
-    target_export = exporting.export(closed, specs, platform)
+    target_export = exporting.export(closed, specs, platform, portable=run)
     report = analyze(target_export.mlir_module(), platform)
     figures = rules.check_target(report, task.flops(size), 1.0)
     out["pallas_calls"] = figures["kernel_calls"]

@@ -11,6 +11,7 @@ module, the TPU interpreter's parameters for the untrusted race check.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from typing import Any
 
@@ -76,14 +77,17 @@ def with_interpret(closed: Any, interpret: Any) -> Any:
 
 def export(closed: Any, specs: list[Any], platform: str, interpret: Any = False,
            tpu_device_kind: str = CROSS_LOWERING_TPU,
-           gpu_device_kind: str = CROSS_LOWERING_GPU) -> Any:
-    """The ``jax.export.Exported`` of the traced computation for ``platform``."""
+           gpu_device_kind: str = CROSS_LOWERING_GPU, portable: bool = False) -> Any:
+    """The ``jax.export.Exported`` of the traced computation for ``platform``. ``portable``:
+    the glue lowered as for the CPU where JAX's rules differ per platform (the target export
+    of an interpret-mode evaluation, which must match the interpret-mode export)."""
     disabled = UNSTABLE_KERNEL_TARGETS.get(platform, ())
     if platform in ("tpu", "cuda"):
         kind = tpu_device_kind if platform == "tpu" else gpu_device_kind
         # The kernel wrappers are built inside the chip's context too: each records the
         # abstract mesh it was traced under, and lowering asks that one for the chip.
-        with compat.abstract_device(platform, kind):
+        with compat.abstract_device(platform, kind), \
+                compat.portable_glue(platform) if portable else contextlib.nullcontext():
             fn = compat.jaxpr_as_fun(with_interpret(closed, interpret))
             return compat.export_fn(fn, specs, platform, disabled)
     return compat.export_fn(compat.jaxpr_as_fun(with_interpret(closed, interpret)), specs,

@@ -380,7 +380,8 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
 
         with capture_kernel_ir() as kernel_ir:
             exported = export(closed, specs, platform, tpu_device_kind=kind,
-                              gpu_device_kind=gpu_kind)
+                              gpu_device_kind=gpu_kind,
+                              portable=bool(job.get("interpret_export")))
         outbox.write(TARGET, exported.serialize())
         if job.get("save_ir"):
             ir = {"jaxpr": str(closed), "kernel_ir": "\n\n".join(kernel_ir)}
