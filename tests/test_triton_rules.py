@@ -67,6 +67,21 @@ def _copy(block, params):
     return fn
 
 
+def _rows_of_32(body):
+    """A Triton pallas_call of ``body`` over (32, 128) row blocks: ragged when the rows are
+    not a multiple of 32."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plgpu
+
+    def fn(x):
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                              grid=(pl.cdiv(x.shape[0], 32),),
+                              in_specs=[pl.BlockSpec((32, 128), lambda i: (i, 0))],
+                              out_specs=pl.BlockSpec((32, 128), lambda i: (i, 0)),
+                              compiler_params=plgpu.CompilerParams(num_warps=4))(x)
+    return fn
+
+
 def test_rules_apply_to_triton_kernels_only_unless_asked():
     """A TPU-style kernel is not a Triton program (no finding), but the GPU-rule table checks
     it as if ported unchanged (every_kernel=True)."""
@@ -86,7 +101,6 @@ def test_rules_apply_to_triton_kernels_only_unless_asked():
 def test_edge_rule_follows_refs_into_loops():
     """An unmasked read of a ragged block inside a fori_loop is still found."""
     from jax.experimental import pallas as pl
-    from jax.experimental.pallas import triton as plgpu
 
     from jaxbench.evaluator.sandbox import triton_rules
 
@@ -96,12 +110,7 @@ def test_edge_rule_follows_refs_into_loops():
             return carry
         jax.lax.fori_loop(0, 2, step, 0)
 
-    def fn(x):
-        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                              grid=(pl.cdiv(x.shape[0], 32),),
-                              in_specs=[pl.BlockSpec((32, 128), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((32, 128), lambda i: (i, 0)),
-                              compiler_params=plgpu.CompilerParams(num_warps=4))(x)
+    fn = _rows_of_32(body)
 
     found = triton_rules.check_trace(_trace(fn, (100, 128)))
     assert {v.rule for _, v in found} == {"edge_mask"}
@@ -115,7 +124,6 @@ def test_edge_rule_follows_refs_through_every_binder_triton_lowers(wrap):
     cond around ref accesses (run_scoped it does not lower); an unmasked ragged access
     hidden in any of them is still found."""
     from jax.experimental import pallas as pl
-    from jax.experimental.pallas import triton as plgpu
 
     from jaxbench.evaluator.sandbox import triton_rules
 
@@ -144,12 +152,7 @@ def test_edge_rule_follows_refs_through_every_binder_triton_lowers(wrap):
                                                lambda a, b: None, x_ref, o_ref),
          }[wrap]()
 
-    def fn(v):
-        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(v.shape, v.dtype),
-                              grid=(pl.cdiv(v.shape[0], 32),),
-                              in_specs=[pl.BlockSpec((32, 128), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((32, 128), lambda i: (i, 0)),
-                              compiler_params=plgpu.CompilerParams(num_warps=4))(v)
+    fn = _rows_of_32(body)
 
     assert {v.rule for _, v in triton_rules.check_trace(_trace(fn, (100, 128)))} == {"edge_mask"}
     assert triton_rules.check_trace(_trace(fn, (96, 128))) == []
@@ -170,12 +173,7 @@ def test_edge_rule_covers_atomics(masked):
         x = plgpu.load(x_ref, mask=mask, other=0.0)
         plgpu.atomic_add(o_ref, (slice(None), slice(None)), x, mask=mask if masked else None)
 
-    def fn(v):
-        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(v.shape, v.dtype),
-                              grid=(pl.cdiv(v.shape[0], 32),),
-                              in_specs=[pl.BlockSpec((32, 128), lambda i: (i, 0))],
-                              out_specs=pl.BlockSpec((32, 128), lambda i: (i, 0)),
-                              compiler_params=plgpu.CompilerParams(num_warps=4))(v)
+    fn = _rows_of_32(body)
 
     found = [v.subject for _, v in triton_rules.check_trace(_trace(fn, (100, 128)))]
     assert found == ([] if masked else ["output 0's block (32, 128) (ragged, unmasked)"])
