@@ -65,6 +65,43 @@ def _triton_kernels(exported: Any) -> list[dict[str, Any]] | str:
         return f"reading the Triton IR failed: {short_error(exc, 250)}"
 
 
+def _budgets(request: dict[str, Any], directory: Path, task: Any, platform: str,
+             target: Any) -> tuple[str, list[dict[str, Any]]]:
+    """(problem or '', figures): the on-chip memory budgets of the target exports at every size
+    in ``request["budget_exports"]``, each checked as the main export is (platform, effects,
+    the size's types). Anything unread or unchecked is a problem, never a pass."""
+    import jax
+
+    from jaxbench import compat
+    from jaxbench.evaluator.judge import budgets, rules
+    from jaxbench.evaluator.result import StageFailure, short_error
+
+    exported = {}
+    for size, name in dict(request["budget_exports"]).items():
+        try:
+            if name == "target.export" and size == request["size"]:
+                module = target
+            elif not isinstance(name, str) or Path(name).name != name or name.startswith("."):
+                return f"memory budget at size {size!r}: no export file {name!r}", []
+            else:
+                module = compat.deserialize((directory / name).read_bytes())
+            outs = jax.tree_util.tree_leaves(task.output_shapes(size))
+            rules.check_export(module, platform, _spec_types(task.input_specs(size)),
+                               _spec_types(outs), f"the size {size!r}")
+        except StageFailure as failure:
+            return f"memory budget at size {size!r}: {failure.message}", []
+        except Exception as exc:  # noqa: BLE001 - missing, malformed, an unknown size
+            return (f"memory budget at size {size!r}: the export cannot be checked: "
+                    f"{short_error(exc, 200)}"), []
+        exported[size] = module
+    chip = request.get("chip") or {}
+    try:
+        return budgets.check(exported, platform, chip.get("tpu") or budgets.DEFAULT_TPU,
+                             chip.get("gpu") or budgets.DEFAULT_GPU)
+    except Exception as exc:  # noqa: BLE001 - a judge bug still fails the budget
+        return f"memory budget: the judge could not compute it: {short_error(exc, 300)}", []
+
+
 def judge(request: dict[str, Any]) -> dict[str, Any]:
     """One evaluation's trusted work; raises StageFailure for a verdict other than 'ran'."""
     import jax
@@ -95,6 +132,9 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
     response["structure"] = rules.check_target(target_report, task.flops(size),
                                                request.get("max_outside_flops_fraction", 0.1))
     response["kernel_backend"] = kernel_backend_of_calls(response["structure"]["custom_calls"])
+    if request.get("budget_exports"):  # a budget never fails the request: the parent decides
+        response["budget_problem"], response["memory"] = _budgets(request, directory, task,
+                                                                  platform, target)
     if platform == "cuda" and mode == "interpret":  # no GPU here: check the Triton IR ourselves
         response["triton_kernels"] = _triton_kernels(target)
     interpret = None

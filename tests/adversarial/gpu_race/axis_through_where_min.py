@@ -1,0 +1,33 @@
+"""Cheat (8p_gemm, GPU): the split-K reduction race with the K axis folded through a
+``jnp.where`` and a ``jnp.minimum`` that never change the block: all K programs write one block."""
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plgpu
+
+TARGET = "gpu"
+BM, BN, BK = 64, 64, 64
+
+
+def _kernel(a_ref, b_ref, o_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def _():
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+    o_ref[...] += jnp.dot(a_ref[...], b_ref[...], preferred_element_type=jnp.float32)
+
+
+def _out_block(i, j, kk):
+    return jnp.where(kk >= 0, i, i + kk), jnp.minimum(j, j + kk)
+
+
+def kernel(a, b):
+    (m, k), n = a.shape, b.shape[1]
+    return pl.pallas_call(
+        _kernel, out_shape=jax.ShapeDtypeStruct((m, n), jnp.float32),
+        grid=(m // BM, n // BN, k // BK),
+        in_specs=[pl.BlockSpec((BM, BK), lambda i, j, kk: (i, kk)),
+                  pl.BlockSpec((BK, BN), lambda i, j, kk: (kk, j))],
+        out_specs=pl.BlockSpec((BM, BN), _out_block),
+        compiler_params=plgpu.CompilerParams(num_warps=4, num_stages=2),
+    )(a, b).astype(a.dtype)
