@@ -6,8 +6,9 @@ input and output types, no effects, at least one kernel custom call, every
 custom call a kernel or free, no op outside kernels that the structure
 analysis could not count, and counted work outside kernels within the budget.
 Interpret export (``cpu``): the same types, no custom calls but free ones, and
-the same kernel regions and the same ops outside them as the target export
-(both come from one trace; a swapped-in module shows here).
+the same kernel regions and, outside them, the same ops in the same order with the
+same operand and result types and attributes as the target export (both come
+from one trace; a swapped-in module shows here, and what is checked is what runs).
 """
 
 from __future__ import annotations
@@ -93,9 +94,20 @@ def check_interpret(report: ModuleReport, target: ModuleReport) -> None:
                            f"the interpret-mode export has {len(mine)} kernel regions, the target "
                            f"export {len(theirs)} (or their signatures differ): the two exports "
                            "must come from one trace")
-    if dict(report.outside_op_counts) != dict(target.outside_op_counts):
-        differ = sorted(set(report.outside_op_counts.items())
-                        ^ set(target.outside_op_counts.items()))[:4]
-        raise StageFailure("rejected", LOWER,
-                           "the interpret-mode export and the target export differ outside "
-                           f"kernels ({differ}): the two exports must come from one trace")
+    mine_ops, theirs_ops = report.outside_op_list, target.outside_op_list
+    if mine_ops != theirs_ops:
+        n = min(len(mine_ops), len(theirs_ops))
+        i = next((i for i in range(n) if mine_ops[i] != theirs_ops[i]), n)
+        raise StageFailure(
+            "rejected", LOWER,
+            "the interpret-mode export and the target export differ outside kernels at op "
+            f"{i + 1} of {len(mine_ops)} and {len(theirs_ops)}: interpret-mode "
+            f"{_op_text(mine_ops, i)}, target {_op_text(theirs_ops, i)}: the two exports must "
+            "come from one trace (the module checked is the module run)")
+
+
+def _op_text(ops: list[str], i: int) -> str:
+    if i >= len(ops):
+        return "(no more ops)"
+    text = ops[i]
+    return repr(text if len(text) <= 240 else text[:240] + "...")

@@ -12,8 +12,17 @@ What is counted:
 * the work done outside kernel regions and kernel calls, in FLOPs (matmuls and convolutions
   exactly, one per element for elementwise math of any dtype, loops multiplied by their trip
   count), data movement being free,
+* lookups as work: a gather, dynamic_slice, dynamic_update_slice or scatter whose indices depend
+  on data (a function argument or a kernel result, not only constants, iota and loop counters)
+  costs ``LOOKUP_FLOPS_PER_ELEMENT`` per element it moves, unless it only reads the task's own
+  inputs (then it is data movement); a non-splat constant costs one FLOP per element (a table
+  computed when the module was made stands for the work of computing it),
 * ``heavy``: what cannot be priced in FLOPs (library and callback custom calls, loops with a trip
-  count that cannot be read off the text, collectives, RNG, ops no rule covers).
+  count that cannot be read off the text whatever their body, collectives, RNG, ops no rule
+  covers),
+* ``outside_op_list``: every op outside kernel regions and kernel calls, in order, as a canonical
+  string (name, operand and result types, attributes; no SSA names, no locations), so that two
+  exports of one trace can be compared op for op.
 
 All counts are static: an op inside a loop body counts once in ``outside_op_counts``, ``heavy``,
 ``kernel_calls`` and ``custom_call_targets``; only FLOPs are multiplied by trip counts. A function
@@ -22,6 +31,7 @@ called from two call sites counts twice.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
@@ -32,6 +42,7 @@ __all__ = [
     "FREE_CUSTOM_CALL_TARGETS",
     "FREE_OPS",
     "KERNEL_TARGETS",
+    "LOOKUP_FLOPS_PER_ELEMENT",
     "ModuleReport",
     "RegionInfo",
     "analyze",
@@ -54,23 +65,49 @@ FREE_CUSTOM_CALL_TARGETS = frozenset({
     "shape_assertion", "AllocateBuffer",
 })
 
-# Data movement and bookkeeping: free outside kernels.
+# Data movement and bookkeeping: free outside kernels. (Constants and the indexed ops, gather,
+# dynamic_slice, dynamic_update_slice, have rules of their own: see `_Analyzer.lookup`.)
 FREE_OPS = frozenset({
-    "stablehlo.reshape", "stablehlo.transpose", "stablehlo.slice", "stablehlo.dynamic_slice",
-    "stablehlo.dynamic_update_slice", "stablehlo.pad", "stablehlo.convert", "stablehlo.bitcast_convert",
+    "stablehlo.reshape", "stablehlo.transpose", "stablehlo.slice",
+    "stablehlo.pad", "stablehlo.convert", "stablehlo.bitcast_convert",
     "stablehlo.broadcast_in_dim", "stablehlo.broadcast", "stablehlo.concatenate", "stablehlo.iota",
-    "stablehlo.constant", "stablehlo.return", "func.return", "stablehlo.get_tuple_element",
-    "stablehlo.tuple", "stablehlo.optimization_barrier", "stablehlo.gather", "stablehlo.reverse",
-    "stablehlo.real_dynamic_slice",
+    "stablehlo.return", "func.return", "stablehlo.get_tuple_element",
+    "stablehlo.tuple", "stablehlo.optimization_barrier", "stablehlo.reverse",
     # Beyond the list above: shape-polymorphic forms of the same glue, tokens, ids, constants.
     "stablehlo.dynamic_broadcast_in_dim", "stablehlo.dynamic_reshape", "stablehlo.dynamic_iota",
-    "stablehlo.dynamic_pad", "stablehlo.dynamic_gather", "stablehlo.get_dimension_size",
+    "stablehlo.dynamic_pad", "stablehlo.get_dimension_size",
     "stablehlo.set_dimension_size", "stablehlo.after_all", "stablehlo.create_token",
-    "stablehlo.partition_id", "stablehlo.replica_id", "chlo.constant", "chlo.constant_like",
+    "stablehlo.partition_id", "stablehlo.replica_id", "chlo.constant_like",
     # Shardy annotations (the ops with a body are walked through, see _TRANSPARENT_OPS).
     "sdy.sharding_constraint", "sdy.reshard", "sdy.return", "sdy.propagation_barrier",
     "sdy.sharding_group",
 })
+
+# A lookup: an indexed read or write whose position depends on data. A gather from a table is
+# any function of its index (a table of squares, of sums with carry...), so it is priced as the
+# work it can stand for: an index computation and a load, two FLOPs per element it moves (more
+# than the one FLOP of the elementwise op it most often replaces). Reads of the task's own
+# inputs (a function argument of @main through layout glue) stay free: they can only move data.
+LOOKUP_FLOPS_PER_ELEMENT = 2.0
+# Indexed reads: op name -> how many leading operands are the table (the rest are indices, or
+# for dynamic_gather the slice sizes, which are indices too as far as taint goes).
+_READ_LOOKUPS = {"stablehlo.gather": 1, "stablehlo.dynamic_gather": 1, "stablehlo.dynamic_slice": 1,
+                 "stablehlo.real_dynamic_slice": 1}
+# A non-splat constant costs this per element: a table computed when the module was made (a
+# precomputed answer for the fixed shapes, a table of squares) stands for at least one op per
+# entry. Splats and scalars are free.
+CONSTANT_FLOPS_PER_ELEMENT = 1.0
+# Ops through which a table stays the task's raw input (data movement only): op -> the operand
+# positions that carry the data (None: all of them).
+_LAYOUT_DATA_OPERANDS: dict[str, tuple[int, ...] | None] = {
+    "stablehlo.reshape": (0,), "stablehlo.transpose": (0,), "stablehlo.slice": (0,),
+    "stablehlo.broadcast_in_dim": (0,), "stablehlo.broadcast": (0,), "stablehlo.convert": (0,),
+    "stablehlo.bitcast_convert": (0,), "stablehlo.reverse": (0,), "stablehlo.concatenate": None,
+    "stablehlo.pad": (0, 1), "stablehlo.dynamic_pad": (0, 1), "stablehlo.dynamic_slice": (0,),
+    "stablehlo.real_dynamic_slice": (0,), "stablehlo.gather": (0,), "stablehlo.dynamic_gather": (0,),
+    "stablehlo.dynamic_reshape": (0,), "stablehlo.dynamic_broadcast_in_dim": (0,),
+}
+_LONG_ATTR = 200  # attribute texts longer than this are compared by digest in outside_op_list
 
 # Ops whose regions run once, in line: their body is counted as if it were not nested.
 _TRANSPARENT_OPS = frozenset({"sdy.manual_computation", "sdy.named_computation"})
@@ -154,6 +191,9 @@ class ModuleReport:
     outside_op_counts: dict[str, int]  # op names outside kernel regions, a multiset
     main_signature: tuple[list[str], list[str]]  # (@main input types, @main result types)
     kernel_calls_outside_regions: int = 0  # kernel custom calls not inside any kernel region
+    # Every op outside kernel regions, in walk order (nested blocks between "^bb(...)" and
+    # "^end"), as a canonical string: the interpret-mode export must equal the target's.
+    outside_op_list: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,6 +346,7 @@ class _Work:
     targets: Counter = field(default_factory=Counter)
     op_counts: Counter = field(default_factory=Counter)
     region_calls: Counter = field(default_factory=Counter)
+    op_list: list = field(default_factory=list)  # canonical op strings, in order
 
     def add_flops(self, name: str, flops: float) -> None:
         if flops:
@@ -320,6 +361,7 @@ class _Work:
         self.targets.update(other.targets)
         self.op_counts.update(other.op_counts)
         self.region_calls.update(other.region_calls)
+        self.op_list.extend(other.op_list)
 
     def add(self, other: _Work, scale: float = 1.0) -> None:
         self.add_static(other)
@@ -342,30 +384,53 @@ class _Analyzer:
                 name = _str_attr(op, "sym_name")
                 if name is not None:
                     self.funcs[name] = op
-        self.memo: dict[str, _Work | None] = {}  # None: being evaluated (a recursive call)
+        # (function, its arguments' (depends on data, is raw input)) -> its work
+        self.memo: dict[tuple[str, tuple[tuple[bool, bool], ...]], _Work] = {}
+        self.active: set[str] = set()  # functions being evaluated (a call to one is recursive)
+        self.arg_ctx: dict[Any, tuple[bool, bool]] = {}  # function argument -> its call's context
+        self.taint: dict[Any, bool] = {}  # value -> whether it depends on data (see `tainted`)
+        self.raw_memo: dict[Any, bool] = {}  # value -> whether it is the task's input, moved
 
     # -- functions ------------------------------------------------------------------------
 
     def is_region(self, name: str) -> bool:
         return is_kernel_region_name(name, self.kernel_prefix)
 
-    def func_work(self, name: str) -> _Work | None:
-        if name in self.memo:
-            return self.memo[name]
-        self.memo[name] = None
+    def func_work(self, name: str, ctx: tuple[tuple[bool, bool], ...] | None = None
+                  ) -> _Work | None:
+        """The work of function `name` called with arguments whose (depends on data, is the raw
+        input) are `ctx` (None: @main's, data and raw; any other function's, data and not raw);
+        None for a recursive call. Analysed once per distinct context: a helper JAX outlines
+        (``dynamic_index_in_dim`` in a scan) is priced for what its call site passes it."""
         fn = self.funcs[name]
-        w = _Work()
-        for region in fn.regions:
-            for block in region.blocks:
+        blocks = [b for region in fn.regions for b in region.blocks]
+        args = list(blocks[0].arguments) if blocks else []
+        if ctx is None:
+            ctx = tuple((True, name == "main") for _ in args)
+        key = (name, ctx)
+        if key in self.memo:
+            return self.memo[key]
+        if name in self.active:
+            return None
+        self.active.add(name)
+        for i, a in enumerate(args):
+            self.arg_ctx[a] = ctx[i] if i < len(ctx) else (True, False)
+        self.raw_memo.clear()  # it holds values of this function from another context
+        try:
+            w = _Work()
+            for block in blocks:
                 w.add(self.block_work(block))
-        self.memo[name] = w
+        finally:
+            self.active.discard(name)
+            self.raw_memo.clear()
+        self.memo[key] = w
         return w
 
-    def call(self, w: _Work, callee: str | None) -> None:
+    def call(self, w: _Work, callee: str | None, operands: Any = ()) -> None:
         if callee is None or callee not in self.funcs:
             w.heavy[UNRESOLVED_CALL_HEAVY] += 1
             return
-        cw = self.func_work(callee)
+        cw = self.func_work(callee, tuple((self.tainted(v), self.raw(v)) for v in operands))
         if cw is None:
             w.heavy[RECURSIVE_CALL_HEAVY] += 1
             return
@@ -388,8 +453,10 @@ class _Analyzer:
 
     def block_work(self, block: Any, skip: frozenset[int] = frozenset()) -> _Work:
         w = _Work()
+        w.op_list.append(f"^bb({', '.join(str(a.type) for a in block.arguments)})")
         for i, op in enumerate(block.operations):
             self.op_work(_op(op), w, count_flops=i not in skip)
+        w.op_list.append("^end")
         return w
 
     def regions_static(self, op: Any) -> _Work:
@@ -403,6 +470,28 @@ class _Analyzer:
     def op_work(self, op: Any, w: _Work, count_flops: bool = True) -> None:
         name = op.name
         w.op_counts[name] += 1
+        w.op_list.append(_canonical(op, self.inlined_symbol(op, name)))
+        self.priced_op(op, name, w, count_flops)
+        self.mark(op, name)
+
+    def inlined_symbol(self, op: Any, name: str) -> str | None:
+        """The attribute naming a callee whose body `call` lists right after the call op.
+
+        Normalised away in ``outside_op_list``, the one difference found between the two exports
+        of shipped kernels: private functions' names get numeric suffixes in module order
+        (``@_pad_1`` in the target export, ``@_pad_4`` in the interpret-mode one, whose kernel
+        regions hold interpreter functions of the same names). The name is harmless: the body
+        it resolves to is compared op for op. Kernel regions keep their names (their bodies are
+        not listed; both exports name them alike)."""
+        attr = {"func.call": "callee", "stablehlo.composite": "decomposition"}.get(name)
+        if attr is None:
+            return None
+        callee = _symbol_ref(op, attr)
+        if callee is None or callee not in self.funcs or self.is_region(callee):
+            return None
+        return attr
+
+    def priced_op(self, op: Any, name: str, w: _Work, count_flops: bool) -> None:
         if name in FREE_OPS:
             return
         if name in ELEMENTWISE_OPS:
@@ -422,6 +511,79 @@ class _Analyzer:
         for region in op.regions:
             for block in region.blocks:
                 w.add(self.block_work(block))
+
+    # -- data dependence ----------------------------------------------------------------------
+
+    def mark(self, op: Any, name: str) -> None:
+        """Record whether `op`'s results depend on data. Values are walked in order, so the
+        operands of an op (and what its regions capture) are marked before it."""
+        known = name in FREE_OPS or name in ELEMENTWISE_OPS or name in _HANDLERS \
+            or name in _TRANSPARENT_OPS
+        if name == "stablehlo.custom_call" or not known:
+            t = True  # kernels, library calls and unknown ops: anything
+        elif name == "func.call" and self.is_region(_symbol_ref(op, "callee") or ""):
+            t = True  # a kernel's results
+        else:
+            t = any(self.tainted(v) for v in op.operands) or self.captures_data(op)
+        for r in op.results:
+            self.taint[r] = t
+
+    def captures_data(self, op: Any) -> bool:
+        """Whether an op nested in `op`'s regions uses a value that depends on data."""
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = _op(inner)
+                    if any(self.tainted(v) for v in inner.operands) or self.captures_data(inner):
+                        return True
+        return False
+
+    def tainted(self, v: Any) -> bool:
+        """Whether value `v` may depend on the module's inputs or a kernel's results (rather than
+        only on constants, iota and the counters of loops with a known trip count)."""
+        t = self.taint.get(v)
+        if t is not None:
+            return t
+        owner = v.owner
+        if isinstance(owner, self.ir.Block):
+            parent = _op(owner.owner)
+            if parent.name == "func.func":
+                return self.arg_ctx.get(v, (True, False))[0]
+            if parent.name == "stablehlo.while":
+                return True  # a loop carry `while_op` did not clear
+            # reducer, comparator and in-line region arguments: elements of the op's operands
+            return any(self.tainted(x) for x in parent.operands)
+        return True  # not walked (yet): assume the worst
+
+    def raw(self, v: Any, depth: int = 0) -> bool:
+        """Whether `v` is the task's input data, only moved: an argument of @main, or a splat,
+        through layout ops (reshape, slice, convert, concatenate, gather...)."""
+        if v in self.raw_memo:
+            return self.raw_memo[v]
+        owner = v.owner
+        if isinstance(owner, self.ir.Block):
+            parent = _op(owner.owner)
+            if parent.name == "func.func":
+                out = self.arg_ctx.get(v, (True, False))[1]
+            else:  # a loop carry passed through unchanged is what the loop started with
+                j = self.passed_through(parent, owner, v)
+                out = j is not None and self.raw(parent.operands[j], depth + 1)
+        elif depth > 64:
+            return False
+        else:
+            op = _op(owner)
+            data = _LAYOUT_DATA_OPERANDS.get(op.name, ())
+            operands = list(op.operands)
+            if op.name == "stablehlo.constant":
+                out = _constant_cost(op) == 0
+            elif data == ():
+                out = False
+            else:
+                picked = operands if data is None else [operands[i] for i in data
+                                                         if i < len(operands)]
+                out = all(self.raw(x, depth + 1) for x in picked)
+        self.raw_memo[v] = out
+        return out
 
     def elementwise(self, op: Any, name: str, w: _Work, count_flops: bool) -> None:
         n = 0
@@ -488,8 +650,9 @@ class _Analyzer:
                 return i
         return None
 
-    def trip_count(self, op: Any) -> tuple[int, int, int] | None:
-        """(trips, index of the compare in cond, index of the increment in body), or None.
+    def trip_count(self, op: Any) -> tuple[int, int, int, int] | None:
+        """(trips, index of the compare in cond, index of the increment in body, index of the
+        counter in the loop's arguments), or None.
 
         The pattern JAX emits for ``fori_loop`` and ``scan``: the cond block returns
         ``compare LT, %iterArg_k, %N`` with %N a constant (captured from outside, or a loop
@@ -565,12 +728,43 @@ class _Analyzer:
         bi = self.index_in_block(inc, body)
         if ci is None or bi is None:
             return None
-        return max(0, -(-(n - start) // step)), ci, bi
+        return max(0, -(-(n - start) // step)), ci, bi, k
+
+    def passed_through(self, op: Any, block: Any, v: Any) -> int | None:
+        """j if `v` is argument j of a block of while `op` and the body returns it unchanged."""
+        if op.name != "stablehlo.while" or len(op.regions) != 2 or \
+                len(op.regions[1].blocks) != 1:
+            return None
+        j = self.block_arg_index(v, block)
+        body = op.regions[1].blocks[0]
+        ops = [_op(o) for o in body.operations]
+        if j is None or j >= len(op.operands) or not ops or ops[-1].name != "stablehlo.return" \
+                or j >= len(ops[-1].operands):
+            return None
+        return j if self.block_arg_index(ops[-1].operands[j], body) == j else None
+
+    def clear_carries(self, op: Any, counter: int | None) -> None:
+        """Mark the loop's block arguments: the counter of a known trip count, and a carry that
+        starts free of data and that the body passes through unchanged, depend on no data."""
+        regions = list(op.regions)
+        ret = None
+        if len(regions) == 2 and len(regions[1].blocks) == 1:
+            ops = [_op(o) for o in regions[1].blocks[0].operations]
+            ret = ops[-1] if ops and ops[-1].name == "stablehlo.return" else None
+        for region in regions:
+            for block in region.blocks:
+                for j, arg in enumerate(block.arguments):
+                    clean = j == counter or (
+                        j < len(op.operands) and not self.tainted(op.operands[j])
+                        and ret is not None and j < len(ret.operands)
+                        and self.block_arg_index(ret.operands[j], regions[1].blocks[0]) == j)
+                    self.taint[arg] = not clean
 
     def while_op(self, op: Any, w: _Work) -> None:
         tc = self.trip_count(op)
+        self.clear_carries(op, None if tc is None else tc[3])
         if tc is not None:
-            trips, ci, bi = tc
+            trips, ci, bi, _ = tc
             cond_w = self.block_work(op.regions[0].blocks[0], skip=frozenset({ci}))
             body_w = self.block_work(op.regions[1].blocks[0], skip=frozenset({bi}))
             w.add(cond_w, scale=trips + 1)
@@ -581,8 +775,9 @@ class _Analyzer:
             for block in region.blocks:
                 inner.add(self.block_work(block))
         w.add_static(inner)
-        if inner.flops > 0:
-            w.heavy[WHILE_HEAVY] += 1
+        # Heavy whatever its body: a loop of free ops (lookups, copies) with a trip count
+        # nobody can read would hold the runner until its timeout.
+        w.heavy[WHILE_HEAVY] += 1
 
     def branches(self, op: Any, w: _Work) -> None:
         best: _Work | None = None
@@ -609,10 +804,10 @@ class _Analyzer:
             w.heavy[f"custom_call:{target}"] += 1
 
     def func_call(self, op: Any, w: _Work) -> None:
-        self.call(w, _symbol_ref(op, "callee"))
+        self.call(w, _symbol_ref(op, "callee"), op.operands)
 
     def composite(self, op: Any, w: _Work) -> None:
-        self.call(w, _symbol_ref(op, "decomposition"))
+        self.call(w, _symbol_ref(op, "decomposition"), op.operands)
         w.add_static(self.regions_static(op))
 
     # -- priced ops -------------------------------------------------------------------------
@@ -678,7 +873,32 @@ class _Analyzer:
         sizes = [_size(v) for v in list(op.operands)[nin + 1:]]
         if any(s is None for s in sizes):
             return self.dynamic(w, op.name)
-        w.add_flops(op.name, float(sum(sizes)))  # type: ignore[arg-type]
+        per_element = 1.0  # the combiner
+        if self.tainted(op.operands[nin]):  # and a write to positions that depend on data
+            per_element += LOOKUP_FLOPS_PER_ELEMENT
+        w.add_flops(op.name, per_element * sum(sizes))  # type: ignore[arg-type]
+
+    def lookup(self, op: Any, w: _Work) -> None:
+        """gather, dynamic_slice & co. (reads) and dynamic_update_slice (a write): free when the
+        position depends on no data (static glue) or a read only moves the task's inputs; else
+        LOOKUP_FLOPS_PER_ELEMENT per element read or written."""
+        name, operands = op.name, list(op.operands)
+        if name == "stablehlo.dynamic_update_slice":
+            indices, moved, tables = operands[2:], operands[1:2], []
+        else:
+            n_tables = _READ_LOOKUPS[name]
+            indices, moved, tables = operands[n_tables:], list(op.results), operands[:n_tables]
+        if not any(self.tainted(v) for v in indices):
+            return
+        if tables and all(self.raw(t) for t in tables):
+            return
+        sizes = [_size(v) for v in moved]
+        if any(s is None for s in sizes):
+            return self.dynamic(w, name)
+        w.add_flops(name, LOOKUP_FLOPS_PER_ELEMENT * sum(sizes))  # type: ignore[arg-type]
+
+    def constant(self, op: Any, w: _Work) -> None:
+        w.add_flops(op.name, CONSTANT_FLOPS_PER_ELEMENT * _constant_cost(op))
 
     def sort(self, op: Any, w: _Work) -> None:
         w.add_static(self.regions_static(op))
@@ -735,11 +955,56 @@ _HANDLERS = {
     "stablehlo.reduce_window": _Analyzer.reduce_window,
     "stablehlo.select_and_scatter": _Analyzer.select_and_scatter,
     "stablehlo.scatter": _Analyzer.scatter,
+    "stablehlo.gather": _Analyzer.lookup,
+    "stablehlo.dynamic_gather": _Analyzer.lookup,
+    "stablehlo.dynamic_slice": _Analyzer.lookup,
+    "stablehlo.real_dynamic_slice": _Analyzer.lookup,
+    "stablehlo.dynamic_update_slice": _Analyzer.lookup,
+    "stablehlo.constant": _Analyzer.constant,
+    "chlo.constant": _Analyzer.constant,
     "stablehlo.sort": _Analyzer.sort,
     "stablehlo.fft": _Analyzer.fft,
     "stablehlo.triangular_solve": _Analyzer.triangular_solve,
     "stablehlo.cholesky": _Analyzer.cholesky,
 }
+
+
+def _constant_cost(op: Any) -> int:
+    """Elements of a constant that is not a splat (0 for splats and scalars). A constant whose
+    attribute is not a readable dense one (``dense_resource``...) counts in full."""
+    n = _size(op.results[0]) if op.results else 0
+    if not n or n <= 1:
+        return 0
+    try:
+        _, ir = _mlir()
+        if ir.DenseElementsAttr(_attr(op, "value")).is_splat:
+            return 0
+    except Exception:  # noqa: BLE001 - not a dense elements attribute: priced
+        pass
+    return n
+
+
+def _attr_text(a: Any) -> str:
+    s = str(a)
+    if len(s) > _LONG_ATTR:  # a large constant: its digest, not megabytes of hex in the report
+        s = f"{s[:60]}...<{len(s)} chars, sha256 {hashlib.sha256(s.encode()).hexdigest()[:32]}>"
+    return s
+
+
+def _canonical(op: Any, inlined: str | None = None) -> str:
+    """Op name, operand types, result types and attributes (sorted by name): what two exports of
+    one trace must agree on op for op. SSA names and locations are left out (they differ), and
+    so is the value of attribute `inlined`, a callee whose body the list holds after the call."""
+    try:
+        attrs = op.attributes
+        named = sorted((attrs[i].name, "<body follows>" if attrs[i].name == inlined
+                        else _attr_text(attrs[i].attr)) for i in range(len(attrs)))
+    except Exception:  # noqa: BLE001 - unreadable attributes: name the op only
+        named = [("?", "unreadable")]
+    ins = ", ".join(str(v.type) for v in op.operands)
+    outs = ", ".join(str(v.type) for v in op.results)
+    body = ", ".join(f"{k} = {v}" for k, v in named)
+    return f"{op.name}({ins}) -> ({outs}) {{{body}}}"
 
 
 def _signature(fn: Any, ir: Any) -> tuple[list[str], list[str]]:
@@ -805,6 +1070,7 @@ def analyze(module_text: str, platform: str, *, kernel_prefix: str = "jaxbench_k
         heavy=_clean(main.heavy),
         kernel_regions=regions,
         outside_op_counts=_clean(main.op_counts),
+        outside_op_list=list(main.op_list),
         main_signature=signature,
         kernel_calls_outside_regions=main.kernel_calls_outside_regions,
     )
