@@ -366,3 +366,238 @@ def test_python_read_roots_are_disjoint_and_existing() -> None:
         assert not any(r != o and r.startswith(o.rstrip("/") + "/") for o in roots), r
     assert any(os.path.realpath(sys.prefix).startswith(r) for r in roots)
     assert "/proc" in roots
+
+
+# ---------------------------------------------------------------------------------------------
+# hiding the host's shared directories (mount namespace), and the parent's side (pool.py)
+
+POOL_MODULE = MODULE.parents[1] / "pool.py"
+
+
+def _load_pool():
+    """pool.py from its file (stdlib only), without importing jaxbench.evaluator (and JAX)."""
+    spec = importlib.util.spec_from_file_location("_pool_under_test", POOL_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+pool = _load_pool()
+
+
+def _mount_namespace_available() -> bool:
+    proc = subprocess.run([sys.executable, "-c", PRELUDE + "print(json.dumps(iso.enter_namespaces()))",
+                           "{}"], capture_output=True, text=True, timeout=30)
+    return proc.returncode == 0 and "mntns" in json.loads(proc.stdout)
+
+
+needs_mntns = pytest.mark.skipif(not _mount_namespace_available(),
+                                 reason="unshare(CLONE_NEWNS) is not permitted here")
+
+
+@pytest.fixture
+def unix_socket(tmp_path: Path):
+    """A pathname Unix socket the test listens on, beneath the temp dir (/tmp)."""
+    path = tmp_path / "host.sock"
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(str(path))
+    srv.listen()
+    srv.setblocking(False)
+    yield srv, path
+    srv.close()
+
+
+def _accepted(srv: socket.socket) -> bool:
+    try:
+        conn, _ = srv.accept()
+    except BlockingIOError:
+        return False
+    conn.close()
+    return True
+
+
+@needs_mntns
+@needs_abi(1, "filesystem rules")
+def test_hidden_host_unix_socket_unreachable(work: Path, unix_socket) -> None:
+    """Landlock (ABI <= 7) does not govern connect() to a pathname socket; the hidden /tmp does.
+    The private directory, beneath the hidden /tmp too, stays writable and shared."""
+    srv, path = unix_socket
+    if not str(path).startswith(("/tmp/", "/var/tmp/")):
+        pytest.skip(f"the temp dir {path.parent} is not beneath a hidden directory")
+    out = run_child("""
+        import socket
+        ns = iso.enter_namespaces()
+        assert "mntns" in ns, ns
+        hidden = iso.hide_host(iso.python_read_roots(), [P["work"]])
+        assert not hidden.get("hide_error"), hidden
+        assert "/tmp" in hidden["hidden"] and P["work"] in hidden["kept"], hidden
+        assert os.listdir("/tmp") == [P["work"].split("/")[2]]  # only the way to work/
+    """ + LOCK + """
+        assert not os.path.exists(P["sock"])
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(P["sock"])
+            except OSError as e:
+                print("refused:", e)
+            else:
+                raise AssertionError("connected to the host's socket")
+        with open(os.path.join(P["work"], "out.txt"), "w") as f:
+            f.write("from the child")
+        assert sorted(os.listdir(P["work"])) == ["out.txt"]
+        print(iso.describe(rec, ns, hidden=hidden))
+        print("OK")
+    """, work=str(work), sock=str(path))
+    assert "+mntns+host_hidden+" in out, out
+    assert not _accepted(srv)
+    assert (work / "out.txt").read_text() == "from the child"
+
+
+def test_hide_host_needs_its_own_mount_namespace(tmp_path: Path) -> None:
+    """Never mounts in a namespace it did not make (there, it would hide /tmp from everyone).
+    The child takes a private mount namespace behind the module's back, so that a broken guard
+    hides things only there."""
+    (tmp_path / "visible").touch()
+    out = run_child("""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        private = libc.unshare(0x00020000) == 0  # CLONE_NEWNS, not through enter_namespaces
+        hidden = iso.hide_host([], [])
+        assert hidden["hidden"] == [], hidden
+        assert hidden["hide_error"] == "no mount namespace of its own", hidden
+        assert os.path.exists(P["visible"])
+        print(iso.describe({"landlock": []}, [], hidden=hidden))
+        print("OK")
+    """, visible=str(tmp_path / "visible"))
+    assert "host directories not hidden: no mount namespace of its own" in out
+
+
+def test_describe_hidden() -> None:
+    rec = {"landlock_abi": 7, "landlock": ["fs"], "no_new_privs": True}
+    ok = {"hidden": ["/tmp", "/run"], "kept": []}
+    assert iso.describe(rec, ["userns", "netns", "mntns"], hidden=ok) == (
+        "landlock-abi7(fs)+userns+netns+mntns+host_hidden+no_new_privs+rlimits")
+    failed = {"hidden": [], "kept": [], "hide_error": "make mounts private: EPERM"}
+    assert iso.describe(rec, ["userns", "netns"], hidden=failed) == (
+        "landlock-abi7(fs)+userns+netns+no_new_privs+rlimits "
+        "(host directories not hidden: make mounts private: EPERM)")
+
+
+# --- the parent's check of the handshake
+
+
+def _handshake(**claim) -> bytes:
+    return b"ready " + json.dumps(claim).encode() + b"\n"
+
+
+def test_verify_isolation_holds_for_an_isolated_child(work: Path) -> None:
+    if not _mount_namespace_available():
+        pytest.skip("unshare(CLONE_NEWNS) is not permitted here")
+    child = subprocess.Popen([sys.executable, "-c", PRELUDE + textwrap.dedent("""
+        ns = iso.enter_namespaces()
+        hidden = iso.hide_host(iso.python_read_roots(), [P["work"]])
+        rec = iso.restrict(iso.python_read_roots(), [P["work"]])
+        print("ready " + json.dumps({"isolation": iso.describe(rec, ns, hidden=hidden),
+                                     "namespaces": ns, "hidden": hidden["hidden"],
+                                     "no_new_privs": rec["no_new_privs"]}), flush=True)
+        sys.stdin.read()
+    """), json.dumps({"work": str(work)})], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        line = child.stdout.readline()
+        text = pool.verify_isolation(child.pid, line)
+        assert "+mntns+host_hidden+" in text and "parent check failed" not in text, text
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_verify_isolation_reports_false_claims() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        line = _handshake(isolation="landlock-abi7(fs)+userns+netns+mntns+host_hidden+no_new_privs",
+                          namespaces=["userns", "netns", "mntns"], hidden=["/tmp", "/proc"],
+                          no_new_privs=True)
+        text = pool.verify_isolation(child.pid, line)
+    finally:
+        child.kill()
+        child.wait()
+    assert text.startswith("landlock-abi7(fs)+userns+netns+mntns+host_hidden+no_new_privs "
+                           "[parent check failed: "), text
+    for words in ("userns claimed", "netns claimed", "mntns claimed", "NoNewPrivs: 0",
+                  "/tmp claimed hidden", "/proc claimed hidden"):
+        assert words in text, (words, text)
+    assert pool.verify_isolation(child.pid, None) == "unknown (the tracer sent no handshake)"
+    assert pool.verify_isolation(child.pid, b"ready\n") == "unknown (malformed handshake)"
+    assert pool.verify_isolation(child.pid, b"ready {\"isolation\": 3}\n") == \
+        "unknown (malformed handshake)"
+
+
+# --- the private directory: measured, and removed whatever it holds
+
+
+def _chain(root: Path, depth: int) -> None:
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+
+
+def _fast_tmp(tmp_path: Path) -> Path:
+    """A tmpfs where there is one (removing directories on some disks takes milliseconds each)."""
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        import tempfile
+
+        return Path(tempfile.mkdtemp(prefix="jaxbench-test-", dir="/dev/shm"))
+    return tmp_path
+
+
+def test_remove_tree_deep_chain_links_and_modes(tmp_path: Path) -> None:
+    base = _fast_tmp(tmp_path)
+    try:
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (outside / "keep.txt").write_text("keep")
+        top = base / "worker"
+        top.mkdir()
+        _chain(top, 100_000)
+        (top / "link_dir").symlink_to(outside)
+        (top / "link_file").symlink_to(outside / "keep.txt")
+        locked = top / "locked"
+        (locked / "inner").mkdir(parents=True)
+        (locked / "inner" / "f").write_text("x")
+        os.chmod(locked / "inner", 0)
+        os.chmod(locked, 0o500)
+        pool.remove_tree(top)
+        assert not os.path.lexists(top)
+        assert (outside / "keep.txt").read_text() == "keep" and outside.stat().st_mode & 0o700
+        pool.remove_tree(top)  # gone already: no error
+        link = base / "only_a_link"
+        link.symlink_to(outside)
+        pool.remove_tree(link)
+        assert not os.path.lexists(link) and (outside / "keep.txt").exists()
+    finally:
+        pool.remove_tree(base)
+
+
+def test_dir_usage_counts_bytes_entries_and_links_once(tmp_path: Path) -> None:
+    top = tmp_path / "worker"
+    (top / "a" / "b").mkdir(parents=True)
+    big = top / "a" / "b" / "big"
+    big.write_bytes(b"x" * (1 << 20))
+    for i in range(5):
+        os.link(big, top / f"hard{i}")
+    (top / "sym").symlink_to("/usr")
+    used, entries = pool.dir_usage(top)
+    assert entries == 1 + 2 + 1 + 5 + 1  # itself, a, b, big, 5 links, the symlink
+    assert (1 << 20) <= used < 2 * (1 << 20)
+    _chain(top, 50)
+    assert pool.dir_usage(top, max_entries=20)[1] == 21  # stops just past the limit
+    assert pool.dir_usage(tmp_path / "missing") == (0, 0)
+    assert pool._dir_over(top, 1 << 30, 20) == (
+        "its private directory held more than the limit of 20 entries (files and directories)")
+    assert pool._dir_over(top, 1 << 19, 1000).startswith("its private directory held 1")
+    assert pool._dir_over(top, 1 << 30, 1000) == ""

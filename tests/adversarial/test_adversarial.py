@@ -75,25 +75,37 @@ CASES = [
     ("sparse_bcoo.py", GEMM, "rejected", "lower", OUTSIDE),
     ("while_loop_matmul.py", GEMM, "rejected", "lower", "stablehlo.while"),
     ("fori_loop_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("fake_pallas_call_primitive.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("relowered_concatenate.py", GEMM, "rejected", "lower", OUTSIDE),
+    # own primitives and lowering rules are refused by name (their obfuscated forms, reached
+    # without these imports, are refused at run time: tests/adversarial/boundary/)
+    ("fake_pallas_call_primitive.py", GEMM, "rejected", "static",
+     "import from 'jax.extend.core' is not allowed"),
+    ("relowered_concatenate.py", GEMM, "rejected", "static",
+     "import from 'jax.interpreters' is not allowed"),
     ("custom_jvp_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
     ("kernel_region_name.py", GEMM, "rejected", "lower", "named like a kernel region"),
     ("kernel_region_name_in_loop.py", GEMM, "rejected", "lower", "named like a kernel region"),
     # checked != run
-    ("first_trace_wrong.py", GEMM, "incorrect", "correct", "exceed atol"),
+    # (every size is traced before anything is exported: the later trace shows no kernel)
+    ("first_trace_wrong.py", GEMM, "no_pallas", "lower", "at size 'full': no pallas_call"),
     ("disable_jit_at_import.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("live_arrays_precompute.py", GEMM, "incorrect", "correct", "exceed atol"),
+    # (its output at the other size has the wrong shape: the judge's budget check of that
+    # size's module sees it before anything runs)
+    ("live_arrays_precompute.py", GEMM, "compile_error", "lower",
+     "at size 'full': kernel returns [((8192, 8192), 'bfloat16')]"),
     ("interpreter_detect_race.py", GEMM, "incorrect", "correct", "data race"),
-    ("interpreter_probe_notimplemented.py", GEMM, "incorrect", "correct", "data race"),
+    ("interpreter_probe_notimplemented.py", GEMM, "rejected", "static",
+     "import from 'jax.extend.core' is not allowed"),
     ("interpret_true_itself.py", GEMM, "rejected", "trace", "passes interpret=True"),
     ("platform_dependent_switch.py", GEMM, "rejected", "trace", "platform-dependent code"),
     # candidate code that runs after the trace (a second call, a lowering rule, a thread, a
     # finalizer) tries to disarm the race check: the integrity check after every stage sees it
     ("second_trace_patch_obfuscated.py", GEMM, "rejected", "lower", PATCHED),
-    ("lowering_rule_patch_obfuscated.py", GEMM, "rejected", "lower", PATCHED),
+    ("lowering_rule_patch_obfuscated.py", GEMM, "rejected", "trace",
+     "uses primitives JAX does not define (layout_hint)"),
     ("thread_at_import_obfuscated.py", GEMM, "rejected", "trace", "sandbox: starting a thread"),
-    ("finalizer_after_trace_obfuscated.py", GEMM, "rejected", "lower", PATCHED),
+    # (its finalizer waits for the trace stage, then finds the garbage collector off: the
+    # TPU interpreter's check runs as it should and sees the race)
+    ("finalizer_after_trace_obfuscated.py", GEMM, "incorrect", "correct", "data race"),
     # escapes
     ("dir_fd_write_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
     ("profiler_trace_obfuscated.py", GEMM, "rejected", "trace", "sandbox: jax.profiler.start_trace"),

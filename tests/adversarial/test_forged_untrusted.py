@@ -7,6 +7,7 @@ arrays). The parent must take only export bytes and failure text, and the judge
 must check exactly the module it runs.
 """
 
+import io
 import json
 import os
 import tempfile
@@ -26,6 +27,9 @@ from jaxbench.tasks import get_task
 
 TASK = get_task("8p_gemm")
 SPECS = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in TASK.input_specs("small")]
+FULL_SPECS = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in TASK.input_specs("full")]
+# The job a scenario is answering: a fully compromised tracer has read its token.
+JOB: dict = {}
 
 
 def _copy(x_ref, o_ref):
@@ -40,20 +44,20 @@ def _xla_matmul(a, b):
     return jnp.dot(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
 
 
-def _export(fn, platform="tpu", interpret=False):
-    closed = jax.make_jaxpr(fn)(*SPECS)
+def _export(fn, platform="tpu", interpret=False, specs=SPECS):
+    closed = jax.make_jaxpr(fn)(*specs)
     with_kernels = exporting.scan(closed).kernels
     if platform == "tpu" and with_kernels:
         from jaxbench import compat
 
         with compat.abstract_tpu(exporting.CROSS_LOWERING_TPU):
-            closed = jax.make_jaxpr(fn)(*SPECS)
-    return exporting.export(closed, SPECS, platform, interpret=interpret).serialize()
+            closed = jax.make_jaxpr(fn)(*specs)
+    return exporting.export(closed, specs, platform, interpret=interpret).serialize()
 
 
 def _status(**fields):
     return json.dumps({"status": "traced", "stages": {"trace": {"seconds": 0.1}},
-                       "isolation": "forged", **fields}).encode()
+                       "isolation": "forged", "nonce": JOB.get("nonce"), **fields}).encode()
 
 
 def _write(directory: Path, files: dict) -> None:
@@ -64,18 +68,47 @@ def _write(directory: Path, files: dict) -> None:
 class _CompromisedPool:
     """Stands in for the tracer pool: the 'tracer' is an attacker's function."""
 
-    def __init__(self, scenario):
+    def __init__(self, scenario, full_export=True):
         self.scenario = scenario
         self.jobs = []
+        self.full_export = full_export
 
-    def run(self, job, timeout_s, memory_bytes):
+    def run(self, job, timeout_s, memory_bytes, full_export=True):
         self.jobs.append(job)
+        JOB.clear()
+        JOB.update(job)
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-forged-"))
         self.scenario(directory, job)
+        full = directory / exporting.size_export("full")
+        if (directory / "target.export").is_file() and not os.path.lexists(full) \
+                and self.full_export:
+            full.write_bytes(_FULL_EXPORT())  # the other size's module (memory budgets only)
         return WorkerOutcome(0, False, False, 0.1, directory, "")
 
     def close(self):
         pass
+
+
+def _tiled_kernel(a, b):
+    def body(a_ref, b_ref, o_ref):
+        o_ref[...] = jnp.dot(a_ref[...], b_ref[...],
+                             preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+    (m, k), n = a.shape, b.shape[1]
+    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
+                          grid=(m // 256, n // 512),
+                          in_specs=[pl.BlockSpec((256, k), lambda i, j: (i, 0)),
+                                    pl.BlockSpec((k, 512), lambda i, j: (0, j))],
+                          out_specs=pl.BlockSpec((256, 512), lambda i, j: (i, j)))(a, b)
+
+
+def _FULL_EXPORT():  # noqa: N802 - built once, on first use
+    if "full" not in _CACHE:  # a kernel whose blocks fit the chip at full size
+        _CACHE["full"] = _export(_tiled_kernel, specs=FULL_SPECS)
+    return _CACHE["full"]
+
+
+_CACHE: dict = {}
 
 
 def _honest_interpret():
@@ -114,12 +147,44 @@ def _fifo(directory, job):
 
 
 def _malformed_probe(directory, job):
-    data, layout = pack([("untrusted0", job["fallback_keys"][0], np.zeros((256, 512), np.float32))])
+    data, layout = pack([("tpu_interpreter", [0, 0], np.zeros((256, 512), np.float32))])
     layout[0]["leaves"][0]["dtype"] = "bfloat16"  # declared bf16, stored as f32
     _write(directory, {
-        "status.json": _status(stages={"lower": {"seconds": 0.1, "interpret_export_error": "x"}},
-                               probe=layout + [{"label": "untrusted1", "key": [0, 0], "leaves": []}]),
-        "target.export": _export(_correct_kernel), "probe.npy": data})
+        "status.json": _status(probe=layout, tpu_interpreter="ran"),
+        "target.export": _export(_correct_kernel),
+        "interpret.export": _export(_correct_kernel, "cpu", True), "probe.npy": data})
+
+
+def _terabyte_probe(directory, job):
+    """A probe whose .npy header claims (2^20, 2^20) float32 (4 TiB) over a few bytes: refused
+    from the header, before anything is allocated."""
+    from numpy.lib import format as npy
+
+    header = io.BytesIO()
+    npy.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
+                                        "shape": (1 << 20, 1 << 20)})
+    layout = [{"label": "tpu_interpreter", "key": [0, 0],
+               "leaves": [{"shape": [1 << 20, 1 << 20], "dtype": "float32"}]}]
+    _write(directory, {
+        "status.json": _status(probe=layout, tpu_interpreter="ran"),
+        "target.export": _export(_correct_kernel),
+        "interpret.export": _export(_correct_kernel, "cpu", True),
+        "probe.npy": header.getvalue() + b"\0" * 64})
+
+
+def _deep_directories(directory, job, depth=20_000):
+    """A directory chain deeper than any recursive removal goes, beside honest exports."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+    _write(directory, {"status.json": _status(), "target.export": _export(_correct_kernel),
+                       "interpret.export": _export(_correct_kernel, "cpu", True)})
 
 
 SCENARIOS = [
@@ -160,6 +225,23 @@ SCENARIOS = [
     ("failure_claim_is_believed", lambda d, j: _write(d, {"status.json": json.dumps(
         {"status": "runtime_error", "stage": "correct", "message": "m"}).encode()}),
      "runtime_error", "correct", "m"),
+    # the parent cannot be crashed by hostile files
+    ("deeply_nested_status", lambda d, j: _write(d, {"status.json": b"[" * 200_000}),
+     "crashed", "trace", "before reporting a verdict"),
+    ("terabyte_probe_header", _terabyte_probe, "rejected", "correct",
+     "header claims more bytes than the stream holds"),
+    # a report in the harness's form, without the job's token: candidate code wrote it
+    ("report_without_token", lambda d, j: _write(d, {
+        "status.json": json.dumps({"status": "traced", "stages": {}}).encode(),
+        "target.export": _export(_correct_kernel),
+        "interpret.export": _export(_correct_kernel, "cpu", True)}),
+     "crashed", "lower", "not written by the harness's last step"),
+    # no interpret-mode module: nothing trusted ran the kernel, so never `correct`
+    ("no_interpret_export_claimed", lambda d, j: _write(d, {
+        "status.json": _status(stages={"lower": {"seconds": 0.1,
+                                                 "interpret_export_error": "claimed"}}),
+        "target.export": _export(_correct_kernel)}),
+     "unverified", "correct", "no exportable interpret-mode lowering"),
 ]
 
 
@@ -190,28 +272,62 @@ def test_forged_figures_are_ignored():
         result = ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=2, tpu_interpret=False)
     assert result["status"] == "correct", result["message"]
     assert result["judged_on"] == "trusted_export" and result["trials"] == 2
+    assert result["isolation"] != "forged"  # what the parent set up, not the tracer's word
     assert result["speedup"] is None and "time" not in result["stages"]
     assert "forged" not in result["stages"].get("correct", {})
     # the untrusted side never saw the trial keys
     assert "trial_keys" not in pool.jobs[0] and "recheck_keys" not in pool.jobs[0]
 
 
-def test_untrusted_fallback_verdicts_are_marked():
-    """A tracer that claims its kernel has no exportable interpret lowering is judged on its
-    own outputs (forgeable): the verdict says so."""
-    def scenario(d, j):
-        runs = []
-        for i, key in enumerate(j["fallback_keys"]):
-            inputs = TASK.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)), "small")
-            runs.append((f"untrusted{i}", key, TASK.reference(*inputs)))
-        data, layout = pack(runs)
-        _write(d, {"status.json": _status(
-            stages={"lower": {"seconds": 0.1, "interpret_export_error": "claimed"}}, probe=layout),
-            "target.export": _export(_correct_kernel), "probe.npy": data})
-
+def _evaluate_forged(scenario, **options):
+    full_export = options.pop("full_export", True)
     with Evaluator(spares=0) as ev:
         ev.pool.close()
-        ev.pool = _CompromisedPool(scenario)
-        result = ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=2, tpu_interpret=False)
-    assert result["judged_on"] == "untrusted_interpreter"
-    assert any("judged on the untrusted side" in w for w in result.get("warnings", []))
+        ev.pool = _CompromisedPool(scenario, full_export)
+        return ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=2, **options)
+
+
+def test_missing_size_export_is_a_failure():
+    """The judge computes the memory budgets from the target module at every size: a tracer
+    that leaves out the other size's module does not skip them."""
+    result = _evaluate_forged(lambda d, j: _write(d, {
+        "status.json": _status(), "target.export": _export(_correct_kernel),
+        "interpret.export": _export(_correct_kernel, "cpu", True)}),
+        tpu_interpret=False, full_export=False)
+    assert (result["status"], result["stage"]) == ("crashed", "lower"), result["message"]
+    assert "no target export at size(s) ['full']" in result["message"]
+
+
+def test_missing_probe_is_a_failure():
+    """The TPU-interpreter check was asked for; a report without it is a failure, not a pass."""
+    result = _evaluate_forged(lambda d, j: _write(d, {
+        "status.json": _status(), "target.export": _export(_correct_kernel),
+        "interpret.export": _export(_correct_kernel, "cpu", True)}), tpu_interpret=True)
+    assert (result["status"], result["stage"]) == ("crashed", "correct"), result["message"]
+    assert "did not report the TPU-interpreter check" in result["message"]
+
+
+def test_deep_directory_chain_is_removed_and_the_parent_survives(monkeypatch):
+    made = []
+
+    def scenario(d, j):
+        made.append(d)
+        _deep_directories(d, j)
+
+    result = _evaluate_forged(scenario, tpu_interpret=False)
+    assert result["status"] == "correct", result["message"]
+    assert made and not os.path.lexists(made[0])
+
+
+def test_an_evaluator_error_is_a_crashed_verdict(monkeypatch):
+    """Anything that goes wrong inside one evaluation ends that evaluation as `crashed`, with
+    a message, instead of escaping to the caller (a run goes on)."""
+    def broken(self, *args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(Evaluator, "_judge", broken)
+    result = _evaluate_forged(lambda d, j: _write(d, {
+        "status.json": _status(), "target.export": _export(_correct_kernel),
+        "interpret.export": _export(_correct_kernel, "cpu", True)}), tpu_interpret=False)
+    assert (result["status"], result["stage"]) == ("crashed", "lower"), result["message"]
+    assert "the evaluator failed on this kernel: RecursionError" in result["message"]

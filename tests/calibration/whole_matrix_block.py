@@ -1,5 +1,6 @@
 """Honest but doomed (8p_gemm): B is one whole block. Correct at the small size (512x512), but
-at full size B is 8192x28672 bf16, 448 MiB, double-buffered: far beyond any TPU's VMEM."""
+at full size B is 8192x28672 bf16, 448 MiB (one buffer: its index never changes), far beyond
+any TPU's VMEM."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl

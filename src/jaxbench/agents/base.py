@@ -37,8 +37,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # Higher is closer to a working kernel; ranks failed candidates among themselves.
-STATUS_RANK = {"correct": 7, "incorrect": 6, "runtime_error": 5, "timeout": 4, "crashed": 3,
-               "no_pallas": 2, "rejected": 1, "compile_error": 0}
+STATUS_RANK = {"correct": 8, "unverified": 7, "incorrect": 6, "runtime_error": 5, "timeout": 4,
+               "crashed": 3, "no_pallas": 2, "rejected": 1, "compile_error": 0}
 
 
 class CandidateError(Exception):

@@ -17,7 +17,6 @@ import math
 import os
 import re
 import secrets
-import shutil
 import signal
 import tempfile
 import threading
@@ -32,8 +31,8 @@ from jaxbench.backends.peaks import peak_for, roofline_fraction
 from jaxbench.evaluator.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
 from jaxbench.evaluator.judge.client import RunnerOutcome, RunnerPool
-from jaxbench.evaluator.pool import WorkerOutcome, WorkerPool
-from jaxbench.evaluator.result import STAGES, STATUSES, StageFailure, new_result
+from jaxbench.evaluator.pool import WorkerOutcome, WorkerPool, remove_tree
+from jaxbench.evaluator.result import SEALED_EXIT, STAGES, STATUSES, StageFailure, new_result
 from jaxbench.evaluator.static import check_source, declared_target, wrong_target_hint
 from jaxbench.evaluator.timeouts import default_timeout
 from jaxbench.tasks import get_task
@@ -157,7 +156,14 @@ class Evaluator:
             result["stages"]["static"] = {"seconds": round(time.monotonic() - started, 4)}
             case = _Case(task, size, target, mode, trials, timeout_s, int(memory_gb * 2**30),
                          tpu_interpret, max_outside_flops_fraction, timing or {}, save_ir, debug)
-            self._evaluate(result, case, source, filename)
+            try:
+                self._evaluate(result, case, source, filename)
+            except (StageFailure, KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the run goes on: a verdict, not a bug
+                raise StageFailure("crashed", _next_stage(next(reversed(result["stages"]))),
+                                   f"the evaluator failed on this kernel: {type(exc).__name__}: "
+                                   f"{str(exc)[:300]}") from None
         except StageFailure as failure:
             message = failure.message
             if failure.status == "compile_error" and failure.stage in ("trace", "lower"):
@@ -183,8 +189,7 @@ class Evaluator:
             "size_specs": {name: [[list(s.shape), str(s.dtype)] for s in task.input_specs(name)]
                            for name in task.inputs},
             "interpret_export": case.mode == "interpret",
-            "fallback_keys": keys["untrusted"][:1] if case.debug else
-            keys["untrusted"] if case.mode == "interpret" else [],
+            "fallback_keys": keys["untrusted"][:1] if case.debug else [],
             "debug": case.debug,
             "tpu_interpreter_key": keys["probe"][0] if (
                 case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret) else None,
@@ -192,6 +197,7 @@ class Evaluator:
             # the chip to cross-lower for: the attached one in device mode
             **({f"{case.target}_device_kind": device_kind()} if case.mode == "device" else {}),
             "save_ir": case.save_ir is not None,
+            "nonce": secrets.token_hex(16),
         }
         if case.mode == "interpret":  # the truth is computed here while the others work
             thread = threading.Thread(target=self.truth.prefetch, daemon=True,
@@ -199,41 +205,50 @@ class Evaluator:
             thread.start()
             self._prefetching = [t for t in self._prefetching if t.is_alive()] + [thread]
         outcome = self.pool.run(job, case.timeout_s, case.memory_bytes)
+        # What the parent set up and saw before any candidate code ran, never the tracer's word.
+        result["isolation"] = getattr(outcome, "isolation", None) or "unknown"
+        from jaxbench.evaluator.sandbox.exporting import size_export  # a file-name contract
+
+        sizes = {name: size_export(name) for name in task.inputs if name != size}
         try:
             status = _read_untrusted_status(outcome.dir)
-            result["isolation"] = status.get("isolation") if isinstance(
-                status.get("isolation"), str) else "unknown"
             stages = status.get("stages")
             if isinstance(stages, dict):
-                result["stages"].update({k: v for k, v in stages.items()
-                                         if k in ("trace", "lower", "probe") and isinstance(v, dict)})
+                result["stages"].update({k: stages[k] for k in ("trace", "lower", "probe")
+                                         if isinstance(stages.get(k), dict)})
             _keep_untrusted_text(result, status, outcome, case)
-            _untrusted_verdict(status, outcome, case)
+            _untrusted_verdict(status, outcome, case, job["nonce"])
             if isinstance(status.get("memory"), list) and "lower" in result["stages"]:
                 result["stages"]["lower"]["memory"] = status["memory"][:64]
-            exports = {name: _read_file(outcome.dir / name, MAX_EXPORT_BYTES)
-                       for name in ("target.export", "interpret.export")}
+            names = ["target.export", "interpret.export", *sizes.values()]
+            exports = {name: _read_file(outcome.dir / name, MAX_EXPORT_BYTES) for name in names}
             probe = _read_probe(outcome.dir, status)
             if case.save_ir is not None:
                 ir = _read_file(outcome.dir / "ir.json", MAX_EXPORT_BYTES)
-                result["_ir"] = json.loads(ir) if ir else {}
+                result["_ir"] = _parse_json(ir) if ir else {}
         finally:
-            shutil.rmtree(outcome.dir, ignore_errors=True)
+            remove_tree(outcome.dir)
         if case.debug:
             return self._judge_debug(result, case, probe, keys)
         if exports["target.export"] is None:
             raise StageFailure("crashed", "lower", "the untrusted side produced no target export")
+        missing = sorted(name for name, file in sizes.items() if exports[file] is None)
+        if missing:
+            raise StageFailure("crashed", "lower", "the untrusted side produced no target export "
+                                                   f"at size(s) {missing} (memory budgets)")
         interpret_error = result["stages"].get("lower", {}).get("interpret_export_error")
-        use_export = case.mode == "device" or exports["interpret.export"] is not None
-        if case.mode == "interpret" and not use_export and not interpret_error:
-            raise StageFailure("crashed", "lower", "the untrusted side produced no interpret export")
-        self._judge(result, case, exports, probe, keys, use_export, status)
+        if case.mode == "interpret" and exports["interpret.export"] is None:
+            if not interpret_error:
+                raise StageFailure("crashed", "lower",
+                                   "the untrusted side produced no interpret export")
+        self._judge(result, case, exports, probe, keys, sizes, status)
 
     # -- the trusted side ----------------------------------------------------------------------
     def _judge(self, result: dict[str, Any], case: _Case, exports: dict[str, bytes | None],
-               probe: dict[str, list[Any]], keys: dict[str, list[list[int]]], use_export: bool,
-               status: dict[str, Any]) -> None:
+               probe: dict[str, list[Any]], keys: dict[str, list[list[int]]],
+               sizes: dict[str, str], status: dict[str, Any]) -> None:
         task, size = case.task, case.size
+        use_export = case.mode == "device" or exports["interpret.export"] is not None
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-judge-"))
         try:
             for name, data in exports.items():
@@ -242,6 +257,8 @@ class Evaluator:
             request = {"dir": str(directory), "task": task.id, "size": size,
                        "platform": PLATFORM[case.target], "mode": case.mode,
                        "interpret_export": use_export,
+                       "budget_exports": {size: "target.export", **sizes},
+                       "chip": {"tpu": job_chip(case, "tpu"), "gpu": job_chip(case, "gpu")},
                        "trial_keys": keys["trial"], "recheck_keys": keys["recheck"],
                        "max_outside_flops_fraction": case.max_outside_fraction,
                        "timing": case.timing, "save_ir": case.save_ir is not None}
@@ -253,7 +270,12 @@ class Evaluator:
             # watchdog applies in interpret mode only (device memory errors are XLA's to report).
             outcome = self.runners.run(request, case.timeout_s,
                                        case.memory_bytes if case.mode == "interpret" else None)
+            # The budgets that decide are the judge's, from the exported modules; the untrusted
+            # side's own estimate can only add a failure (it names the kernel's source line).
             budget = status.get("budget_problem")
+            if outcome.response and isinstance(outcome.response.get("budget_problem"), str) \
+                    and outcome.response["budget_problem"]:
+                budget = outcome.response["budget_problem"]
             try:
                 response = _runner_verdict(outcome, case)
             except StageFailure as failure:
@@ -264,6 +286,7 @@ class Evaluator:
                 raise
             if isinstance(budget, str):
                 raise StageFailure("compile_error", "lower", budget[:2000])
+            _require_probe(status, probe, case)
             if case.target == "gpu" and case.mode == "interpret":
                 _triton_compile(result, response.get("triton_kernels"))
             outputs, truths = {}, {}
@@ -281,7 +304,9 @@ class Evaluator:
             except (MalformedOutputs, OSError) as exc:
                 raise StageFailure("crashed", "correct", f"judge output unreadable: {exc}") from None
         finally:
-            shutil.rmtree(directory, ignore_errors=True)
+            remove_tree(directory)
+        if isinstance(response.get("memory"), list):
+            result["stages"].setdefault("lower", {})["memory"] = response["memory"][:64]
         result["stages"].update(response.get("stages", {}))
         for field in ("compile_s", "device_kind", "backend", "kernel_backend"):
             if response.get(field) is not None:
@@ -299,17 +324,12 @@ class Evaluator:
             missing = [label for label, _ in judged if label not in outputs]
             if missing:
                 raise StageFailure("crashed", "correct", f"the judge returned no outputs for {missing}")
-        else:
-            result["judged_on"] = "untrusted_interpreter"
-            result.setdefault("warnings", []).append(
-                "no exportable interpret-mode lowering: correctness was judged on the untrusted "
-                f"side ({result['stages']['lower'].get('interpret_export_error')})")
-            outputs = probe
-            judged = [(f"untrusted{i}", k) for i, k in enumerate(keys["untrusted"])]
-            missing = [label for label, _ in judged if label not in outputs]
-            if missing:
-                raise StageFailure("crashed", "correct",
-                                   f"the untrusted interpreter returned no outputs for {missing}")
+        else:  # nothing the trusted side ran vouches for the outputs: never `correct`
+            raise StageFailure("unverified", "correct", (
+                "the kernel has no exportable interpret-mode lowering, so the trusted side "
+                "cannot run it on this CPU and nothing vouches for its outputs (it passed "
+                "every check up to lowering; evaluate it on the chip with --mode device): "
+                f"{result['stages'].get('lower', {}).get('interpret_export_error')}")[:2000])
         if "tpu_interpreter" in probe:
             judged.append(("tpu_interpreter", keys["probe"][0]))
             outputs["tpu_interpreter"] = probe["tpu_interpreter"]
@@ -414,10 +434,22 @@ class _Case:
         self.timing, self.save_ir, self.debug = timing, save_ir, debug
 
 
+# What an interpret-mode `correct` does not exclude (the README's threat model).
+INTERPRET_RESIDUAL_RISK = (
+    "residual risk: the kernel body ran in JAX's interpreter; its chip lowering was checked "
+    "(structure, budgets) but not run, so a body that the chip's compiler lowers to something "
+    "other than what the interpreter computes is not excluded")
+
+
 def lowering_fidelity(target: str, mode: str) -> str:
     """What the `lower` stage proved for this target and mode (see the README)."""
     if mode == "device":
         return f"compiled and run on the {target.upper()} (the full {target} compiler ran)"
+    return f"{_interpret_fidelity(target)}; {INTERPRET_RESIDUAL_RISK}"
+
+
+def _interpret_fidelity(target: str) -> str:
+    """What cross-lowering on this host proved for ``target``."""
     if target == "tpu":
         return ("cross-lowered to Mosaic MLIR for TPU v6e, plus the VMEM budget at every size; "
                 "Mosaic's layout passes and the TPU compiler did not run (jaxlib has no TPU "
@@ -476,13 +508,66 @@ def _read_file(path: Path, limit: int) -> bytes | None:
         os.close(fd)
 
 
-def _read_untrusted_status(directory: Path) -> dict[str, Any]:
-    raw = _read_file(directory / "status.json", MAX_STATUS_BYTES)
+MAX_JSON_DEPTH = 32
+
+
+def _parse_json(raw: bytes) -> Any:
+    """JSON from the untrusted side, its nesting checked before parsing (a deeply nested file
+    would exhaust the parser's recursion); None when malformed or too deep."""
+    depth, deepest, in_string, escaped = 0, 0, False, False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                return None
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
     try:
-        status = json.loads(raw or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return {}
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+        return None
+
+
+def _read_untrusted_status(directory: Path) -> dict[str, Any]:
+    status = _parse_json(_read_file(directory / "status.json", MAX_STATUS_BYTES) or b"{}")
     return status if isinstance(status, dict) else {}
+
+
+def _require_probe(status: dict[str, Any], probe: dict[str, list[Any]], case: _Case) -> None:
+    """A check the untrusted side was asked for and did not report is a failure: the TPU
+    interpreter's run must be there ("ran", with its outputs) or JAX's interpreter must have
+    said it cannot run the kernel ("unsupported: ..."). Called once the judge has accepted the
+    module's structure and budgets (a module it refuses may skip the check: the refusal is the
+    verdict)."""
+    if not (case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret
+            and not case.debug):
+        return
+    said = status.get("tpu_interpreter")
+    if said == "ran" and "tpu_interpreter" in probe:
+        return
+    if isinstance(said, str) and said.startswith("unsupported: "):
+        return
+    raise StageFailure("crashed", "correct", "the untrusted side did not report the "
+                                             "TPU-interpreter check it was asked for")
+
+
+def job_chip(case: _Case, target: str) -> str:
+    """The chip a target is lowered and budgeted for: the attached one in device mode."""
+    from jaxbench.evaluator.sandbox.exporting import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
+
+    if case.mode == "device" and case.target == target:
+        return device_kind()
+    return CROSS_LOWERING_TPU if target == "tpu" else CROSS_LOWERING_GPU
 
 
 # Terminal control sequences (colours, cursor moves, title changes) in untrusted text.
@@ -515,7 +600,8 @@ def _keep_untrusted_text(result: dict[str, Any], status: dict[str, Any], outcome
         result["output"] = output
 
 
-def _untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: _Case) -> None:
+def _untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: _Case,
+                       nonce: str) -> None:
     """Failures the untrusted side reports (believed: they only hurt the candidate), and its
     death; anything but a clean 'traced' is a failure."""
     stages = status.get("stages") if isinstance(status.get("stages"), dict) else {}
@@ -530,12 +616,22 @@ def _untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: _Ca
                                                  f"clock), while {doing}{done}; tracer killed")
         raise StageFailure("crashed", stage, f"tracer exceeded the {case.memory_bytes / 2**30:g} "
                                              f"GiB memory limit while {doing}{done}; killed")
+    if outcome.returncode == SEALED_EXIT:
+        raise StageFailure("rejected", "lower", "candidate code ran after the tracer was sealed "
+                                                "for its exports (a finalizer, handler or "
+                                                "lowering hook acting on files or imports): "
+                                                "the exports must be the harness's alone")
     claimed = status.get("status")
     if claimed in STATUSES and claimed != "correct":
         stage = status.get("stage") if status.get("stage") in STAGES else _next_stage(last)
         raise StageFailure(claimed, stage, str(status.get("message", ""))[:2000])
     if claimed != "traced" or outcome.returncode != 0:
         raise StageFailure("crashed", _next_stage(last), _crash_message(outcome))
+    if status.get("nonce") != nonce:
+        raise StageFailure("crashed", "lower", "the untrusted side's report was not written by "
+                                               "the harness's last step (its job token is "
+                                               "missing or wrong): candidate code ended the "
+                                               "tracer early")
 
 
 def _read_probe(directory: Path, status: dict[str, Any]) -> dict[str, list[Any]]:
@@ -573,23 +669,17 @@ def _runner_verdict(outcome: RunnerOutcome, case: _Case) -> dict[str, Any]:
 
 def _running_stage(stages: dict[str, Any], case: _Case) -> tuple[str, str]:
     """(stage, what the tracer was doing) when it was stopped, from the stages it reported
-    finished and the order it works in: trace; lower (exports, then the memory budget at this
-    size); in interpret mode the untrusted runs (TPU interpreter / fallback), reported as
-    ``probe``; then the memory budgets at the task's other sizes."""
+    finished and the order it works in: trace; the task's other sizes (reported as
+    ``sizes``); the exports (``lower``); in interpret mode the TPU interpreter's check."""
     if "trace" not in stages:
         return "trace", "starting the tracer, loading the kernel and tracing it"
+    if case.debug:
+        return "correct", f"running the debug run at size {case.size} on the untrusted side"
+    if "sizes" not in stages:
+        return "lower", "tracing the kernel at the task's other sizes (memory budgets)"
     if "lower" not in stages:
         return "lower", "exporting the traced kernel"
-    lower = stages["lower"] if isinstance(stages["lower"], dict) else {}
-    untrusted_runs = case.mode == "interpret" and (
-        case.debug or (case.target == "tpu" and case.tpu_interpret)
-        or bool(lower.get("interpret_export_error")))
-    if untrusted_runs and "probe" not in stages:
-        what = "the debug run" if case.debug else (
-            "the TPU-interpreter check" if case.target == "tpu" and case.tpu_interpret
-            else "the untrusted interpreter run")
-        return "correct", f"running {what} at size {case.size} on the untrusted side"
-    return "lower", "tracing the kernel at the task's other sizes (memory budgets)"
+    return "correct", f"running the TPU-interpreter check at size {case.size}"
 
 
 def _next_stage(stage: str) -> str:

@@ -40,6 +40,38 @@ def pack(runs: Iterable[tuple[str, Any, Any]]) -> tuple[bytes, list[dict[str, An
     return buffer.getvalue(), layout
 
 
+def _read_array(stream: io.BytesIO, size: int, dtype: Any, shape: list[int]) -> np.ndarray:
+    """One ``.npy`` array from ``stream`` (``size`` bytes in all), its header checked against
+    the declared dtype and shape and against the bytes left before anything is allocated: a
+    header claiming terabytes is refused here, not by the allocator."""
+    from numpy.lib import format as npy
+
+    version = npy.read_magic(stream)
+    if version == (1, 0):
+        header = npy.read_array_header_1_0(stream, max_header_size=10_000)
+    elif version in ((2, 0), (3, 0)):
+        header = npy.read_array_header_2_0(stream, max_header_size=10_000)
+    else:
+        raise MalformedOutputs(f"unknown .npy version {version}")
+    stored_shape, fortran, stored = header
+    if stored.hasobject or fortran:
+        raise MalformedOutputs("objects or Fortran order in the output stream")
+    if list(stored_shape) != shape:
+        raise MalformedOutputs("array shape differs from its declared shape")
+    if stored != dtype and (stored.kind != "u" or stored.itemsize != dtype.itemsize):
+        raise MalformedOutputs(f"array stored as {stored}, declared {dtype}")
+    count = 1
+    for dim in shape:
+        count *= dim
+    nbytes = count * stored.itemsize
+    start = stream.tell()
+    if nbytes > size - start:
+        raise MalformedOutputs("array header claims more bytes than the stream holds")
+    arr = np.frombuffer(stream.getbuffer()[start:start + nbytes], dtype=stored).reshape(shape)
+    stream.seek(start + nbytes)
+    return arr.copy() if stored == dtype else arr.view(dtype).copy()
+
+
 def unpack(data: bytes, layout: Any, max_bytes: int = MAX_BYTES) -> dict[str, list[np.ndarray]]:
     """label -> output arrays, validated against the layout; raises MalformedOutputs.
     ``max_bytes`` caps the stream (callers that know the expected outputs pass their size)."""
@@ -54,17 +86,14 @@ def unpack(data: bytes, layout: Any, max_bytes: int = MAX_BYTES) -> dict[str, li
         for run in layout:
             leaves = []
             for leaf in run["leaves"]:
-                arr = np.load(stream, allow_pickle=False)
-                dtype = jnp.dtype(str(leaf["dtype"]))
-                if arr.dtype != dtype:
-                    if arr.dtype.kind != "u" or arr.dtype.itemsize != dtype.itemsize:
-                        raise MalformedOutputs(f"array stored as {arr.dtype}, declared {dtype}")
-                    arr = arr.view(dtype)
-                if list(arr.shape) != [int(d) for d in leaf["shape"]]:
-                    raise MalformedOutputs("array shape differs from its declared shape")
-                leaves.append(arr)
+                shape = [int(d) for d in leaf["shape"]]
+                if len(shape) > 32 or any(d < 0 for d in shape):
+                    raise MalformedOutputs("declared shape out of range")
+                leaves.append(_read_array(stream, len(data), jnp.dtype(str(leaf["dtype"])),
+                                          shape))
             outputs[str(run["label"])] = leaves
-    except (KeyError, TypeError, ValueError, EOFError, OSError) as exc:
+    except (KeyError, TypeError, ValueError, EOFError, OSError, MemoryError,
+            OverflowError) as exc:
         if isinstance(exc, MalformedOutputs):
             raise
         raise MalformedOutputs(f"unreadable output stream: {type(exc).__name__}") from None

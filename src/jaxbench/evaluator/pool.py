@@ -5,8 +5,15 @@ JAX and warms up before its job arrives, so keeping one spare per slot hides
 start-up without ever reusing a process that ran candidate code. Each has its
 own process group (killed whole at the end, so nothing it started survives), a
 private directory (the only place it may write), a minimal environment (no API
-keys, no accelerator), a wall-clock timeout and a resident-memory watchdog on
-top of its own rlimits.
+keys, no accelerator), a wall-clock timeout, a resident-memory watchdog on top
+of its own rlimits, and a watchdog on the size of its private directory (bytes
+and entries, ``DIR_MAX_BYTES`` / ``DIR_MAX_ENTRIES``).
+
+Before its job is sent, a tracer reports its isolation in a handshake line
+(``ready {json}``, written before any candidate code runs); the parent checks
+what it can of that claim in ``/proc/<pid>`` (namespaces, no-new-privileges,
+the mounts hiding the host's shared directories) and records the result as
+``WorkerOutcome.isolation``.
 """
 
 from __future__ import annotations
@@ -14,8 +21,8 @@ from __future__ import annotations
 import json
 import os
 import queue
-import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -28,6 +35,14 @@ from typing import Any
 
 # The end of a worker's stdout/stderr that the parent keeps (untrusted text).
 LOG_TAIL_BYTES = 8192
+# What a tracer's private directory may hold (disk use in bytes, entries of any kind); over
+# either, the tracer is killed and ``WorkerOutcome.dir_exceeded`` says why.
+DIR_MAX_BYTES = 2 << 30
+DIR_MAX_ENTRIES = 10_000
+# How often the directory is measured while the tracer runs (seconds).
+DIR_CHECK_S = 0.5
+# How much of the start of a tracer's log is searched for its handshake line.
+_HANDSHAKE_BYTES = 256 * 1024
 
 
 @dataclass
@@ -38,6 +53,11 @@ class WorkerOutcome:
     wall_s: float
     dir: Path
     stderr_tail: str
+    # What the tracer reported in its handshake (before any candidate code) and the parent
+    # checked in /proc; "unknown (...)" when it never got that far.
+    isolation: str = "unknown"
+    # Empty, or why the tracer was killed for its private directory (size or entries).
+    dir_exceeded: str = ""
 
 
 class _Worker:
@@ -52,17 +72,282 @@ class _Worker:
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True, env=env, cwd=self.dir,
         )
+        self.handshake: bytes | None = None  # the "ready ..." line, newline included
+        self._handshake_at = (0, 0)  # its offsets in the log
+
+    def read_handshake(self) -> bool:
+        """True once the tracer's handshake line (``ready ...``) is complete in the log. Only
+        called before the job is sent: no candidate code has run, so everything in the log
+        was written by the harness (start-up warnings may come first)."""
+        if self.handshake is None and not self._log.closed:
+            head = os.pread(self._log.fileno(), _HANDSHAKE_BYTES, 0)
+            start = 0 if head.startswith(b"ready ") else head.find(b"\nready ") + 1
+            end = head.find(b"\n", start) if start > 0 or head.startswith(b"ready ") else -1
+            if end >= 0:
+                self.handshake = head[start:end + 1]
+                self._handshake_at = (start, end + 1)
+        return self.handshake is not None
 
     def kill(self) -> None:
         kill_group(self.proc)
         if not self._log.closed:
             fd = self._log.fileno()
             size = os.fstat(fd).st_size
-            self.log_tail = os.pread(fd, min(size, LOG_TAIL_BYTES), max(0, size - LOG_TAIL_BYTES))
+            begin = max(0, size - LOG_TAIL_BYTES)
+            # The handshake line is the parent's, not output to show: the tail leaves it out.
+            hs_start, hs_end = self._handshake_at
+            if begin < hs_end:
+                self.log_tail = (os.pread(fd, max(0, hs_start - begin), begin)
+                                 + os.pread(fd, max(0, size - hs_end), hs_end))
+            else:
+                self.log_tail = os.pread(fd, size - begin, begin)
             self._log.close()
 
     def cleanup(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tree(self.dir)
+
+
+def _fmt_bytes(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB" if n >= 2**30 else f"{n / 2**20:.3g} MiB"
+
+
+def _ns_id(pid: int | str, name: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/{name}")
+    except OSError:
+        return None
+
+
+def _unescape_mountinfo(field: str) -> str:
+    """Mount points in /proc/<pid>/mountinfo escape space, tab, newline and backslash as \\ooo."""
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1:i + 4].isdigit():
+            out.append(chr(int(field[i + 1:i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def _top_mounts(pid: int) -> dict[str, tuple[str, str]] | None:
+    """Mount point -> (filesystem type, per-mount options) of the mount on top at each point
+    (the last listed), as process ``pid`` sees them; None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/mountinfo") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    mounts: dict[str, tuple[str, str]] = {}
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 6 or not tail:
+            continue
+        mounts[_unescape_mountinfo(fields[4])] = (tail[0], fields[5])
+    return mounts
+
+
+def verify_isolation(pid: int, handshake: bytes | None) -> str:
+    """The isolation description for results: what the tracer's handshake line said (written
+    before any candidate code ran), with every claim the parent can check in ``/proc/<pid>``
+    checked — fresh user, network and mount namespaces, no-new-privileges, a tmpfs on every hidden
+    directory. A claim that does not hold is folded into the description."""
+    if handshake is None:
+        return "unknown (the tracer sent no handshake)"
+    if not handshake.startswith(b"ready "):
+        return "unknown (malformed handshake)"
+    try:
+        claim = json.loads(handshake[len("ready "):].decode())
+    except (UnicodeDecodeError, ValueError):
+        return "unknown (malformed handshake)"
+    if not isinstance(claim, dict) or not isinstance(claim.get("isolation"), str):
+        return "unknown (malformed handshake)"
+    text = claim["isolation"][:1000]
+    namespaces = claim.get("namespaces") if isinstance(claim.get("namespaces"), list) else []
+    hidden = claim.get("hidden") if isinstance(claim.get("hidden"), list) else []
+    problems: list[str] = []
+    for label, name in (("userns", "user"), ("netns", "net"), ("mntns", "mnt")):
+        if label in namespaces or label in text:
+            theirs = _ns_id(pid, name)
+            if theirs is None or theirs == _ns_id("self", name):
+                problems.append(f"{label} claimed, but /proc/{pid}/ns/{name} "
+                                f"{'is unreadable' if theirs is None else 'is the parent’s'}")
+    if claim.get("no_new_privs") or "no_new_privs" in text:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                nnp = [ln.split()[-1] for ln in f if ln.startswith("NoNewPrivs:")]
+        except OSError:
+            nnp = []
+        if nnp != ["1"]:
+            problems.append("no_new_privs claimed, but /proc/<pid>/status "
+                            + ("says NoNewPrivs: " + nnp[0] if nnp else "is unreadable"))
+    if hidden:
+        mounts = _top_mounts(pid)
+        for path in hidden[:64]:
+            top = mounts.get(str(path)) if mounts is not None else None
+            if top is None or top[0] != "tmpfs":
+                problems.append(f"{str(path)[:100]} claimed hidden, but no tmpfs is mounted "
+                                "there in /proc/<pid>/mountinfo")
+    if problems:
+        text += " [parent check failed: " + "; ".join(problems)[:600] + "]"
+    return text
+
+
+_DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _open_dir(name: str, dir_fd: int, fix_mode: bool) -> int:
+    """An fd for the directory ``name`` in ``dir_fd`` (never through a symlink). With
+    ``fix_mode``, one the owner cannot list is made 0o700 first: through an O_PATH handle of
+    that very directory, so a swapped-in link cannot redirect the chmod."""
+    try:
+        return os.open(name, _DIR_OPEN, dir_fd=dir_fd)
+    except PermissionError:
+        if not fix_mode:
+            raise
+    handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    try:
+        os.chmod(f"/proc/self/fd/{handle}", 0o700)
+        return os.open(f"/proc/self/fd/{handle}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    finally:
+        os.close(handle)
+
+
+def _walk_tree(path: str | os.PathLike[str], remove: bool, max_entries: int | None = None
+               ) -> tuple[int, int]:
+    """(bytes on disk, entries) beneath ``path`` (itself included), iteratively: one directory
+    fd open at a time, ``..`` checked against the directory it came from, links never
+    followed, any depth. With ``remove``, everything is deleted on the way (directories made
+    listable first). A counting walk stops once it has seen more than ``max_entries``.
+    Raises OSError only when ``path``'s parent cannot be opened."""
+    top = os.path.abspath(os.fspath(path))
+    parent, name = os.path.split(top)
+    fd = os.open(parent or "/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    seen: set[tuple[int, int]] = set()
+    total = entries = 0
+
+    def count(st: os.stat_result) -> None:
+        nonlocal total, entries
+        entries += 1
+        if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):  # hard links: once per file
+            if (st.st_dev, st.st_ino) in seen:
+                return
+            seen.add((st.st_dev, st.st_ino))
+        total += st.st_blocks * 512
+
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        os.close(fd)
+        return 0, 0
+    count(st)
+    if not stat.S_ISDIR(st.st_mode):
+        if remove:
+            try:
+                os.unlink(name, dir_fd=fd)
+            except OSError:
+                pass
+        os.close(fd)
+        return total, entries
+    own = os.fstat(fd)
+    # one level per open directory: (its name in the level above, its identity, subdirectories
+    # still to visit)
+    levels: list[tuple[str, tuple[int, int], list[str]]] = [("", (own.st_dev, own.st_ino), [name])]
+    try:
+        while levels:
+            if max_entries is not None and entries > max_entries:
+                break
+            pending = levels[-1][2]
+            if pending:
+                child = pending.pop()
+                try:
+                    cfd = _open_dir(child, fd, fix_mode=True)
+                except OSError:
+                    if remove:  # no longer a directory (or not openable): drop it as a file
+                        try:
+                            os.unlink(child, dir_fd=fd)
+                        except OSError:
+                            pass
+                    continue
+                cst = os.fstat(cfd)
+                subdirs: list[str] = []
+                try:
+                    with os.scandir(cfd) as it:
+                        for entry in it:
+                            try:
+                                est = entry.stat(follow_symlinks=False)
+                            except OSError:
+                                continue
+                            count(est)
+                            if stat.S_ISDIR(est.st_mode):
+                                subdirs.append(entry.name)
+                            elif remove:
+                                try:
+                                    os.unlink(entry.name, dir_fd=cfd)
+                                except OSError:
+                                    pass
+                            if max_entries is not None and entries > max_entries:
+                                break
+                except OSError:
+                    pass
+                os.close(fd)
+                fd = cfd
+                levels.append((child, (cst.st_dev, cst.st_ino), subdirs))
+                continue
+            if len(levels) == 1:
+                break
+            up = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+            ust = os.fstat(up)
+            os.close(fd)
+            fd = up
+            if (ust.st_dev, ust.st_ino) != levels[-2][1]:
+                break  # the tree was moved while walking it: stop rather than go astray
+            done = levels.pop()[0]
+            if remove:
+                try:
+                    os.rmdir(done, dir_fd=fd)
+                except OSError:
+                    pass
+    finally:
+        os.close(fd)
+    return total, entries
+
+
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Deletes ``path`` and everything beneath it; never raises and never recurses (a chain of
+    100,000 nested directories is fine; links are removed, never followed; directories the
+    owner cannot list or write are made 0o700 first). What cannot be removed is left."""
+    for _ in range(2):  # a second pass for what a directory's own permissions kept back
+        try:
+            _walk_tree(path, remove=True)
+        except Exception:  # noqa: BLE001 - never raises, by contract
+            pass
+        if not os.path.lexists(path):
+            return
+
+
+def dir_usage(path: str | os.PathLike[str], max_entries: int | None = None) -> tuple[int, int]:
+    """(bytes on disk, entries) of a directory tree, without following links; stops counting
+    once past ``max_entries``. (0, 0) when it cannot be read."""
+    try:
+        return _walk_tree(path, remove=False, max_entries=max_entries)
+    except OSError:
+        return 0, 0
+
+
+def _dir_over(path: Path, max_bytes: int, max_entries: int) -> str:
+    """Empty, or why a worker's directory is over its limits (the message for results)."""
+    used, entries = dir_usage(path, max_entries)
+    if entries > max_entries:
+        return (f"its private directory held more than the limit of {max_entries:,} entries "
+                f"(files and directories)")
+    if used > max_bytes:
+        return (f"its private directory held {_fmt_bytes(used)}, over the limit of "
+                f"{_fmt_bytes(max_bytes)} on disk")
+    return ""
 
 
 def die_with_parent() -> bool:
@@ -166,34 +451,60 @@ class WorkerPool:
                 self._spares.put(self._spawn())
         return worker
 
-    def run(self, job: dict[str, Any], timeout_s: float, memory_bytes: int | None) -> WorkerOutcome:
-        """Runs one job in a fresh worker; the caller reads and then removes ``outcome.dir``."""
+    def run(self, job: dict[str, Any], timeout_s: float, memory_bytes: int | None, *,
+            dir_bytes: int | None = None, dir_entries: int | None = None) -> WorkerOutcome:
+        """Runs one job in a fresh worker; the caller reads and then removes ``outcome.dir``
+        (with ``remove_tree``). The worker is killed past ``timeout_s``, past ``memory_bytes``
+        of resident memory, or when its directory holds more than ``dir_bytes`` on disk or
+        ``dir_entries`` entries (default ``DIR_MAX_BYTES`` / ``DIR_MAX_ENTRIES``)."""
+        dir_bytes = DIR_MAX_BYTES if dir_bytes is None else dir_bytes
+        dir_entries = DIR_MAX_ENTRIES if dir_entries is None else dir_entries
         worker = self._take()
         job = {**job, "out_dir": str(worker.dir)}
         started = time.monotonic()
         timed_out = memory_exceeded = False
-        try:
-            assert worker.proc.stdin is not None
-            worker.proc.stdin.write(json.dumps(job).encode())
-            worker.proc.stdin.close()
-        except BrokenPipeError:
-            pass
+        dir_exceeded = ""
+        # The handshake first: the job (and with it the candidate) goes only to a tracer that
+        # is ready, and its isolation is read and checked before any candidate code runs.
+        isolation = "unknown (the tracer sent no handshake)"
+        while not worker.read_handshake() and worker.proc.poll() is None:
+            if time.monotonic() - started > timeout_s:
+                break
+            time.sleep(0.02)
+        if worker.handshake is not None:
+            isolation = verify_isolation(worker.proc.pid, worker.handshake)
+            try:
+                assert worker.proc.stdin is not None
+                worker.proc.stdin.write(json.dumps(job).encode())
+                worker.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        checked = 0.0
         while True:
             try:
                 worker.proc.wait(timeout=0.2)
                 break
             except subprocess.TimeoutExpired:
                 pass
-            if time.monotonic() - started > timeout_s:
+            now = time.monotonic()
+            if now - started > timeout_s:
                 timed_out = True
                 break
             if memory_bytes and group_rss_bytes(worker.proc.pid) > memory_bytes:
                 memory_exceeded = True
                 break
+            if now - checked >= DIR_CHECK_S:
+                checked = now
+                dir_exceeded = _dir_over(worker.dir, dir_bytes, dir_entries)
+                if dir_exceeded:
+                    break
         worker.kill()  # always: nothing the candidate started may outlive the evaluation
+        if not (timed_out or memory_exceeded or dir_exceeded):  # what it left at the end
+            dir_exceeded = _dir_over(worker.dir, dir_bytes, dir_entries)
         tail = worker.log_tail.decode(errors="replace")
         return WorkerOutcome(worker.proc.returncode, timed_out, memory_exceeded,
-                             time.monotonic() - started, worker.dir, tail)
+                             time.monotonic() - started, worker.dir, tail, isolation=isolation,
+                             dir_exceeded=dir_exceeded)
 
     def close(self) -> None:
         with self._lock:

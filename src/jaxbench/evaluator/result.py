@@ -11,9 +11,11 @@ from typing import Any
 
 STATUSES = (
     "correct", "incorrect", "no_pallas", "rejected",
-    "compile_error", "runtime_error", "timeout", "crashed",
+    "compile_error", "runtime_error", "timeout", "crashed", "unverified",
 )
 STAGES = ("static", "trace", "lower", "correct", "time", "recheck")
+# Exit status of a tracer whose candidate code acted after it was sealed for its exports.
+SEALED_EXIT = 86
 
 
 class StageFailure(Exception):

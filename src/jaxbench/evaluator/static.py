@@ -39,8 +39,12 @@ DANGEROUS_IMPORT_ROOTS = frozenset({
     "site", "runpy", "pkgutil", "select", "selectors", "http", "urllib", "ftplib", "smtplib",
     "requests", "pdb", "trace", "tracemalloc", "posix", "_posixsubprocess", "fcntl", "glob",
 })
+# jax.interpreters / jax.extend / jax.core: defining primitives and lowering rules (one
+# operation that lowers differently per platform would make the module checked and the module
+# run differ).
 DENIED_MODULE_PREFIXES = ("jax._src", "jax.config", "jax.experimental.host_callback",
-                          "jax.experimental.io_callback")
+                          "jax.experimental.io_callback", "jax.interpreters", "jax.extend",
+                          "jax.core")
 DENIED_CALLS = frozenset({
     "eval", "exec", "compile", "__import__", "open", "globals", "locals", "vars",
     "breakpoint", "input", "memoryview",
@@ -67,11 +71,15 @@ DENIED_ATTRIBUTES = frozenset({
     "builtins", "_posixsubprocess", "settrace", "setprofile", "addaudithook",
     # global configuration: precision, interpret forcing
     "config", "update", "default_matmul_precision",
+    # own primitives and rules (lowering, interpreter, discharge)
+    "Primitive", "register_lowering", "lowering_rules", "_lowerings", "def_impl",
+    "def_abstract_eval", "def_effectful_abstract_eval", "register_discharge_rule",
+    "interpreters", "extend",
 })
 # Denied on modules only (``jax.config.update``, ``jax.debug``): the same names are ordinary
 # attributes of a kernel's own objects (``self.config``, ``options.update(...)``, ``self.debug``).
 MODULE_ONLY_ATTRIBUTES = frozenset({"config", "update", "default_matmul_precision", "debug",
-                                    "callback"})
+                                    "callback", "extend", "interpreters"})
 DENIED_NAMES = frozenset({"__builtins__", "__loader__", "__spec__", "sys", "os", "builtins",
                           "__import__", "eval", "exec", "compile", "globals", "locals", "vars",
                           "breakpoint", "open", "memoryview"})
@@ -84,7 +92,7 @@ SAFE_DUNDERS = frozenset({
     "__neg__", "__version__", "__main__", "__all__", "__future__", "__annotations__",
 })
 # String constants that only serve to reach something denied by name (getattr tricks).
-_GENERIC_WORDS = frozenset({"update", "config", "callback", "debug"})
+_GENERIC_WORDS = frozenset({"update", "config", "callback", "debug", "extend"})
 DENIED_STRINGS = (DENIED_NAMES | DENIED_ATTRIBUTES | frozenset({
     "subprocess", "socket", "ctypes", "gc", "inspect", "importlib", "posix", "signal",
     "jaxbench", "multiprocessing", "threading", "_thread", "pickle", "marshal", "shutil",

@@ -58,7 +58,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("mode", "string", "`interpret` or `device`"),
     ("size", "string", "`small` or `full`"),
     ("status", "string", "verdict: correct, incorrect, no_pallas, rejected, compile_error, "
-                         "runtime_error, timeout, crashed"),
+                         "runtime_error, timeout, crashed, unverified"),
     ("stage", "string", "the stage that decided the verdict"),
     ("message", "string", "the useful part of the error; null when none"),
     ("correct", "bool", "status == correct"),
@@ -85,7 +85,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("trials", "int64", "correctness trials judged"),
     ("device_kind", "string", "device the judged module ran on (`cpu` in interpret mode)"),
     ("backend", "string", "JAX backend of the trusted runner"),
-    ("judged_on", "string", "`trusted_export` or `untrusted_interpreter`"),
+    ("judged_on", "string", "`trusted_export` (null when the trusted side did not run it)"),
     ("isolation", "string", "what the untrusted tracer ran under"),
     ("timing_method", "string", "how times were taken (device mode)"),
     ("jax_version", "string", "JAX version of the evaluation"),

@@ -22,7 +22,7 @@ from jaxbench.runs import EVENTS, MANIFEST, read_events
 
 # Worst to best: the order in which a group of evaluations picks its "best" status.
 STATUS_ORDER = ("compile_error", "rejected", "no_pallas", "crashed", "timeout", "runtime_error",
-                "incorrect", "correct")
+                "incorrect", "unverified", "correct")
 # A sample "compiles" when it got past static checks, tracing and lowering.
 COMPILED_STAGES = frozenset({"correct", "time", "recheck"})
 IR_FILES = {"jaxpr": "jaxpr.txt", "stablehlo": "stablehlo.mlir", "kernel_ir": "kernel_ir.mlir",

@@ -32,7 +32,7 @@ from jaxbench.report.data import (
 STATUS_COLORS = {
     "correct": "#2ca02c", "incorrect": "#d62728", "runtime_error": "#ff7f0e",
     "compile_error": "#9467bd", "rejected": "#8c564b", "no_pallas": "#e377c2",
-    "timeout": "#7f7f7f", "crashed": "#17becf",
+    "timeout": "#7f7f7f", "crashed": "#17becf", "unverified": "#bcbd22",
 }
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 

@@ -10,8 +10,6 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
-from jax.extend.core import Primitive
-from jax.interpreters import mlir
 
 TARGET = "tpu"
 
@@ -32,10 +30,12 @@ def _identity_lowering(ctx, x):
     return [x]
 
 
-hint = Primitive("layout_hint")
-hint.def_impl(lambda x: x)
-hint.def_abstract_eval(lambda x: x)
-mlir.register_lowering(hint, _identity_lowering)
+mlir = operator.attrgetter("mod" + "ules")(operator.attrgetter("sy" + "s")(typing))[
+    "jax._" + "src.inter" + "preters.mlir"]
+hint = type(jax.lax.add_p)("layout_hint")  # a primitive without naming its class
+operator.attrgetter("def_" + "impl")(hint)(lambda x: x)
+operator.attrgetter("def_" + "abstract_eval")(hint)(lambda x: x)
+operator.attrgetter("register_" + "lowering")(mlir)(hint, _identity_lowering)
 
 
 def _kernel(a_ref, b_ref, o_ref):

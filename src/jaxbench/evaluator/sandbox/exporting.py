@@ -32,6 +32,8 @@ def _kernel_wrapper(eqn: Any, interpret: Any, index: int) -> Any:
     """A ``pjit`` equation named ``jaxbench_kernel_<i>`` holding only ``eqn`` (rebound with
     ``interpret``), with ``eqn``'s own operands and results."""
     params = {**eqn.params, "interpret": interpret}
+    if not isinstance(interpret, bool):  # the TPU interpreter's parameters: the race probe
+        params["compiler_params"] = _semantics_for_every_axis(eqn.params)
     primitive = eqn.primitive
 
     def body(*args: Any) -> Any:
@@ -43,6 +45,26 @@ def _kernel_wrapper(eqn: Any, interpret: Any, index: int) -> Any:
     wrapped = jax.make_jaxpr(jax.jit(body))(*avals)
     (call,) = wrapped.jaxpr.eqns
     return call.replace(invars=list(eqn.invars), outvars=list(eqn.outvars))
+
+
+def _semantics_for_every_axis(params: dict[str, Any]) -> Any:
+    """The kernel's compiler parameters with a dimension semantic for every grid axis. ``vmap``
+    of a kernel adds grid axes in front without extending ``dimension_semantics``, which the
+    TPU interpreter cannot handle (it zips the two); the added axes are independent batch
+    entries, so they are ``parallel`` (and parallel axes must come first)."""
+    compiler_params = params.get("compiler_params")
+    grid = getattr(params.get("grid_mapping"), "grid", ()) or ()
+
+    def padded(p: Any) -> Any:
+        semantics = getattr(p, "dimension_semantics", None)
+        if semantics is None or len(semantics) >= len(grid) or not hasattr(p, "replace"):
+            return p
+        return p.replace(dimension_semantics=("parallel",) * (len(grid) - len(semantics))
+                         + tuple(semantics))
+
+    if isinstance(compiler_params, dict):
+        return {k: padded(v) for k, v in compiler_params.items()}
+    return padded(compiler_params)
 
 
 def _rewrite_value(value: Any, interpret: Any, counter: Any) -> Any:
@@ -107,6 +129,7 @@ class Scan:
         self.kernel_eqns: list[Any] = []
         self.own_interpret: list[str] = []  # kernels that set `interpret` themselves
         self.platform_dependent = 0
+        self.primitives: dict[int, Any] = {}  # every primitive used, kernel bodies included
 
 
 def sub_jaxprs(params: dict[str, Any]) -> Any:
@@ -121,7 +144,13 @@ def sub_jaxprs(params: dict[str, Any]) -> Any:
 def _scan(jaxpr: Any, found: Scan) -> None:
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
+        found.primitives[id(eqn.primitive)] = eqn.primitive
         if compat.is_kernel(eqn):
+            mapping = eqn.params.get("grid_mapping")
+            for block in getattr(mapping, "block_mappings", ()) or ():
+                index_map = getattr(block, "index_map_jaxpr", None)
+                if index_map is not None:
+                    _scan(getattr(index_map, "jaxpr", index_map), found)
             found.kernels += 1
             found.kernel_eqns.append(eqn)
             if eqn.params.get("interpret"):
@@ -138,3 +167,74 @@ def scan(closed: Any) -> Scan:
     found = Scan()
     _scan(closed.jaxpr, found)
     return found
+
+
+def _candidate_class(cls: type, untrusted: Any) -> str:
+    """The name of the first class in ``cls``'s MRO with a method, property or other code that
+    the candidate compiled; '' when none."""
+    for klass in getattr(cls, "__mro__", ()):
+        for value in list(vars(klass).values()):
+            for fn in (value, getattr(value, "__func__", None), getattr(value, "fget", None),
+                       getattr(value, "fset", None), getattr(value, "__get__", None)):
+                code = getattr(fn, "__code__", None)
+                if code is not None and untrusted(code.co_filename):
+                    return klass.__name__
+    return ""
+
+
+def candidate_parameters(closed: Any, untrusted: Any, limit: int = 100_000) -> list[str]:
+    """Equation parameters (anywhere in the jaxpr, kernel bodies and index maps included) that
+    are objects of classes with candidate code: lowering reads parameters, so such an object
+    could answer differently when the target module and when the interpret module is made."""
+    found: list[str] = []
+    seen: set[int] = set()
+    checked: dict[type, str] = {}
+    budget = [limit]
+
+    def visit(value: Any, where: str, depth: int) -> None:
+        if budget[0] <= 0 or depth > 8 or id(value) in seen:
+            return
+        budget[0] -= 1
+        seen.add(id(value))
+        cls = type(value)
+        if cls not in checked:
+            checked[cls] = _candidate_class(cls, untrusted)
+        if checked[cls]:
+            found.append(f"{where}: an object of the kernel's own class {checked[cls]}")
+            return
+        if isinstance(value, (compat.ClosedJaxpr, compat.Jaxpr)):
+            for const in getattr(value, "consts", ()):
+                visit(const, "a constant", depth + 1)
+            jaxpr = getattr(value, "jaxpr", value)
+            for eqn in jaxpr.eqns:
+                for name, param in eqn.params.items():
+                    visit(param, f"{eqn.primitive.name}.{name}", depth + 1)
+            return
+        if isinstance(value, (str, bytes, int, float, bool, complex, type(None))):
+            return
+        if isinstance(value, dict):
+            items = list(value.items())
+            for k, v in items:
+                visit(k, where, depth + 1)
+                visit(v, where, depth + 1)
+            return
+        if isinstance(value, (list, tuple, set, frozenset)):
+            for item in list(value):
+                visit(item, where, depth + 1)
+            return
+        fields = getattr(value, "__dataclass_fields__", None)
+        attrs = list(fields) if isinstance(fields, dict) else []
+        attrs += [a for a in getattr(cls, "__slots__", ()) if isinstance(a, str)]
+        for attr in attrs:
+            try:
+                visit(object.__getattribute__(value, attr), where, depth + 1)
+            except AttributeError:
+                pass
+
+    visit(closed, "kernel", 0)
+    return found[:4]
+
+
+def size_export(size: str) -> str:
+    """The file of the target export at another size than the evaluated one (budgets only)."""
+    return f"target.{len(size)}-{''.join(c if c.isalnum() else '_' for c in size)}.export"

@@ -11,11 +11,16 @@ and kills the whole process group.
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import importlib
 import os
 import re
 import resource
 import sys
 import threading
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +50,27 @@ _DENIED_IMPORTS = frozenset({
     "ctypes", "_ctypes", "subprocess", "_posixsubprocess", "socket", "_socket", "multiprocessing",
     "_multiprocessing", "pty", "_posixshmem", "gc", "_signal", "signal", "resource", "faulthandler",
 })
+# Denied modules that JAX's own installation imports (JAX's Mosaic GPU ops import its test
+# utilities, which import absl's absltest, which imports faulthandler): imported before lock-down
+# with every function replaced by a refusal, so whoever imports them afterwards (JAX's modules,
+# the candidate) gets that cached copy, which can do nothing; a fresh copy stays refused.
+_DISARMED_MODULES = ("faulthandler",)
 # Attributes that hand out interpreter frames (CPython audits their reads).
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
 # Standard-library callers of sys._getframe that only read a module name and keep no frame.
 _GETFRAME_CALLERS = ("/collections/__init__.py", "/typing.py", "/typing_extensions.py",
                      "/enum.py", "/warnings.py")
-# Library callers (Tokamax's dependencies, at call time) that read a namespace or a location
-# from the frames of the code calling them: pydantic's TypeAdapter, absl's logging. Allowed only
-# to frames above the candidate's (its own, or library code it called), never the harness's.
-_GETFRAME_LIBRARY_CALLERS = ("/pydantic/type_adapter.py", "/absl/logging/__init__.py")
+# Library callers (Tokamax's dependencies, at call time; absl's flags, defined by the module
+# bodies of absl.logging when JAX's Mosaic GPU ops import it) that read a namespace or a location
+# from the frames of the code calling them: pydantic's TypeAdapter, absl's logging and flags.
+# Allowed only to frames above the candidate's (its own, or library code it called), never the
+# harness's.
+_GETFRAME_LIBRARY_CALLERS = ("/pydantic/type_adapter.py", "/absl/logging/__init__.py",
+                             "/absl/flags/_helpers.py")
+_TYPES_FILE = types.__file__.replace(os.sep, "/")
+# Standard-library modules that compile code they generate (file name "<string>").
+_CODE_GENERATORS = frozenset(m.__file__.replace(os.sep, "/")
+                             for m in (dataclasses, collections, typing))
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _PROC_SECRETS = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(mem|environ|pagemap)$")
 
@@ -73,7 +90,8 @@ class SandboxViolation(PermissionError):
     """Raised inside the candidate when it attempts something the sandbox forbids."""
 
 
-_state: dict[str, object] = {"active": False, "root": None, "untrusted_files": set()}
+_state: dict[str, object] = {"active": False, "root": None, "untrusted_files": set(),
+                             "candidate_files": set(), "own_code": set(), "jax_roots": ()}
 _local = threading.local()
 
 
@@ -142,20 +160,88 @@ def _frame_read_allowed(accessor: object) -> bool:
         "/jax/_src/traceback_util.py")
 
 
+def _jax_roots() -> tuple[str, ...]:
+    roots = []
+    for name in ("jax", "jaxlib"):
+        module = sys.modules.get(name)
+        filename = getattr(module, "__file__", None)
+        if isinstance(filename, str):
+            roots.append(os.path.dirname(filename) + os.sep)
+    return tuple(roots)
+
+
+def _imported_for_jax(frame: object) -> bool:
+    """Whether the module body running in ``frame`` is imported on behalf of a module of JAX's
+    own installation: walking outwards, the frames up to the first that is not one are bodies
+    of installed (not candidate-controlled) modules being imported, with the import machinery
+    between them, and one of them is a module of JAX's installation. The candidate's own module,
+    code it compiled and modules in its private dir never qualify."""
+    roots = _state.get("jax_roots") or ()
+    for_jax = False
+    while frame is not None:
+        filename, name = _where(frame)
+        if not filename.startswith("<frozen importlib"):
+            if _untrusted(frame) or name != "<module>":
+                break
+            for_jax = for_jax or filename.startswith(roots)  # type: ignore[arg-type]
+        frame = frame.f_back  # type: ignore[attr-defined]
+    return for_jax
+
+
+def _library_generated(frame: object) -> bool:
+    """Code that the standard library generates (file name "<string>": dataclass methods,
+    namedtuple constructors, typing's forward references) for a class that the body of an
+    installed module defines while the import system loads it (a JAX op's BlockSizes or
+    NamedTuple). Without this, every class with such a method (JAX's GridMapping included)
+    would count as the candidate's (:func:`untrusted_code`)."""
+    if _where(frame)[0] not in _CODE_GENERATORS:
+        return False
+    while frame is not None and _where(frame)[0] in _CODE_GENERATORS:
+        frame = frame.f_back  # type: ignore[attr-defined]
+    if frame is None or _untrusted(frame) or _where(frame)[1] != "<module>":
+        return False
+    parent = frame.f_back  # type: ignore[attr-defined]
+    return parent is not None and _where(parent)[0].startswith("<frozen importlib")
+
+
+def _stdlib_coroutine_for_jax(frame: object) -> bool:
+    """types.coroutine (a copy of a code object with one more flag, same file name) called by a
+    module body that JAX's own installation is importing (asyncio's, through absl's test
+    utilities)."""
+    filename, name = _where(frame)
+    return (name == "coroutine" and filename == _TYPES_FILE
+            and _imported_for_jax(frame.f_back))  # type: ignore[attr-defined]
+
+
+def neuter(module: object) -> None:
+    """Replaces every callable attribute of a denied module with a refusal."""
+    name = getattr(module, "__name__", "?")
+    for attribute, value in list(vars(module).items()):
+        if callable(value) and not attribute.startswith("__"):
+            setattr(module, attribute, _refuse(f"{name}.{attribute}"))
+
+
 def _check(event: str, args: tuple) -> str | None:
     root = _state["root"]
     if event in _DENIED_EVENTS:
+        if event == "code.__new__" and _stdlib_coroutine_for_jax(sys._getframe(2)):
+            return None
         return f"{event} is not allowed in a kernel"
     if event in ("compile", "exec"):
         # Code compiled or run from now on, other than by the import system loading an installed
         # module, is candidate-controlled: remember its file name.
-        if _where(sys._getframe(2))[0].startswith("<frozen importlib"):
+        caller = sys._getframe(2)
+        if _where(caller)[0].startswith("<frozen importlib"):
             return None
         code = args[0] if args else None
         name = getattr(code, "co_filename", None) if event == "exec" else (
             args[1] if len(args) > 1 else None)
         if isinstance(name, (str, bytes)):
             _state["untrusted_files"].add(os.fsdecode(name))  # type: ignore[union-attr]
+            if not _library_generated(caller):  # the candidate's classes, see untrusted_code
+                _state["candidate_files"].add(os.fsdecode(name))  # type: ignore[union-attr]
+            if _own_code(_where(caller)[0]):  # compile()/exec() called by the candidate itself
+                _state["own_code"].add(os.fsdecode(name))  # type: ignore[union-attr]
         return None
     if event == "import":
         name = args[0] if args else ""
@@ -188,11 +274,65 @@ def _check(event: str, args: tuple) -> str | None:
     return None
 
 
+from jaxbench.evaluator.result import SEALED_EXIT  # noqa: E402 - a tracer's exit status
+
+
+def seal() -> None:
+    """From now on any audited action (opening a file, an import, ...) with candidate code
+    on the stack ends the process at once, before the action: the tracer calls this before
+    it makes and writes its exports, so nothing of the candidate's can touch them."""
+    _state["sealed"] = True
+
+
+def untrusted_code(filename: str) -> bool:
+    """Whether code from ``filename`` is candidate-controlled (see :func:`_untrusted`), for
+    telling the candidate's classes from JAX's: code that the standard library generated for the
+    classes of installed modules' bodies ("<string>": a JAX op's dataclasses) does not count
+    unless the candidate compiled such a name too (frames from it stay untrusted anyway)."""
+    return filename in _state["candidate_files"] or _inside_root(filename)  # type: ignore[operator]
+
+
+def candidate_file(filename: str) -> None:
+    """Names the candidate's own source file (the tracer calls this before loading it)."""
+    _state["own_code"].add(filename)  # type: ignore[union-attr]
+    _state["candidate_files"].add(filename)  # type: ignore[union-attr]
+
+
+def _own_code(filename: str) -> bool:
+    """Code the candidate wrote: its file, files in the private dir, and code that its own
+    frames compiled (not code the standard library generates for JAX's classes at any time,
+    which is named "<string>" like anything else exec'd)."""
+    return filename in _state["own_code"] or _inside_root(filename)  # type: ignore[operator]
+
+
+def _candidate_on_stack(frame: object) -> bool:
+    """Whether the candidate's own code is on the stack (see :func:`_own_code`)."""
+    while frame is not None:
+        if _own_code(frame.f_code.co_filename):  # type: ignore[attr-defined]
+            return True
+        frame = frame.f_back  # type: ignore[attr-defined]
+    return False
+
+
+def state_problem(root: Path) -> str:
+    """'' while the guards are as :func:`lock_down` left them; else what changed (candidate
+    code can reach this module's state through ``sys.modules``: checked after every stage)."""
+    if _state.get("active") is not True:
+        return "the sandbox's guards were switched off"
+    if _state.get("root") != os.path.realpath(root):
+        return "the sandbox's private directory was changed"
+    if not _state.get("own_code") or not _state.get("candidate_files"):
+        return "the sandbox's record of the kernel's code was cleared"
+    return ""
+
+
 def _hook(event: str, args: tuple) -> None:
     if not _state["active"] or getattr(_local, "busy", False):
         return
     _local.busy = True  # the checks themselves raise audit events (sys._getframe)
     try:
+        if _state.get("sealed") and _candidate_on_stack(sys._getframe(1)):
+            os._exit(SEALED_EXIT)
         why = _check(event, args)
     finally:
         _local.busy = False
@@ -253,6 +393,19 @@ def _guarded_thread_start(start: Any) -> Any:
     return start_new_thread
 
 
+def _guarded_module_creation(create: Any) -> Any:
+    """importlib.import_module and importlib.util.module_from_spec load a built-in or extension
+    module without the "import" audit event: a fresh copy of a denied module (with unpatched
+    functions) is refused there too."""
+    def create_module(spec: Any, *args: Any, **kwargs: Any) -> Any:
+        name = getattr(spec, "name", None)
+        if _state["active"] and isinstance(name, str) and name.split(".")[0] in _DENIED_IMPORTS:
+            raise SandboxViolation(f"importing {name!r} is not allowed in a kernel")
+        return create(spec, *args, **kwargs)
+
+    return create_module
+
+
 def disarm_unaudited() -> None:
     """Replaces the process, thread, frame and profiler escapes CPython does not audit with
     refusals. Called before the integrity snapshot, so these replacements are the baseline."""
@@ -275,10 +428,18 @@ def disarm_unaudited() -> None:
         mod = sys.modules.get(name)
         if mod is not None:
             mod.signal = _refuse("signal.signal")  # type: ignore[attr-defined]
+    for name in _DISARMED_MODULES:  # whether or not a preloaded JAX op imported it already
+        neuter(importlib.import_module(name))
+    imp = sys.modules.get("_imp")
+    if imp is not None:
+        for attribute in ("create_builtin", "create_dynamic"):
+            if hasattr(imp, attribute):
+                setattr(imp, attribute, _guarded_module_creation(getattr(imp, attribute)))
 
 
 def lock_down(temp_dir: Path) -> None:
     """From now on the audit hook enforces the rules (irreversibly for this process)."""
     install_hook()
     _state["root"] = os.path.realpath(temp_dir)
+    _state["jax_roots"] = _jax_roots()
     _state["active"] = True

@@ -44,7 +44,7 @@ def snapshot() -> dict[tuple[str, str], Any]:
         classes = name.split(".")[0] in CLASS_PREFIXES
         for attr, value in items:
             if callable(value) and not attr.startswith("__"):
-                taken[(name, attr)] = id(value)
+                taken[(name, attr)] = _identity(value)
                 if classes and isinstance(value, type) and value.__module__ == name:
                     for meth, fn in list(vars(value).items()):
                         if callable(fn) or isinstance(fn, (staticmethod, classmethod, property)):
@@ -52,6 +52,13 @@ def snapshot() -> dict[tuple[str, str], Any]:
     for option, value in _config_values().items():
         taken[(_CONFIG, option)] = value
     return taken
+
+
+def _identity(value: Any) -> Any:
+    """A callable's identity, and its code object's (a function whose ``__code__`` was swapped
+    is the same object doing something else)."""
+    code = getattr(value, "__code__", None) if type(value).__name__ == "function" else None
+    return id(value) if code is None else (id(value), id(code))
 
 
 def _current(name: str, attr: str) -> Any:
@@ -64,7 +71,7 @@ def _current(name: str, attr: str) -> Any:
         return None if fn is None else id(fn)
     mod = sys.modules.get(name)
     value = getattr(mod, attr, None) if mod is not None else None
-    return None if value is None else id(value)
+    return None if value is None else _identity(value)
 
 
 def changed(before: dict[tuple[str, str], Any], limit: int = 3) -> str:
@@ -77,3 +84,116 @@ def changed(before: dict[tuple[str, str], Any], limit: int = 3) -> str:
             if len(found) >= limit:
                 break
     return ", ".join(found)
+
+
+# -- rule tables and primitives ------------------------------------------------------------
+# JAX keeps per-primitive rules (MLIR lowerings, per-platform lowerings, Pallas's Mosaic,
+# Triton and Mosaic GPU lowerings, state discharge used by the interpreters, ...) in module-level
+# dicts keyed by primitive. A rule the candidate adds or replaces can make one operation lower
+# to different computations per platform, so the module checked (tpu / cuda) is not the module
+# run (the CPU interpret export). Every such table is fingerprinted before the candidate loads.
+
+def _primitive_type() -> Any:
+    core = sys.modules.get("jax._src.core")
+    return getattr(core, "Primitive", None)
+
+
+def _rule_fingerprint(value: Any) -> tuple[int, ...]:
+    """Identity of a rule and of what a rule function is made of (code, defaults, closure)."""
+    parts = [id(value)]
+    for attr in ("__code__", "__defaults__", "__kwdefaults__", "func", "args", "keywords"):
+        try:
+            parts.append(id(getattr(value, attr, None)))
+        except Exception:  # noqa: BLE001 - an odd descriptor: its identity is enough
+            parts.append(0)
+    closure = getattr(value, "__closure__", None) or ()
+    for cell in closure:
+        try:
+            parts.append(id(cell.cell_contents))
+        except ValueError:  # an empty cell
+            parts.append(0)
+    return tuple(parts)
+
+
+def _is_rule_table(table: Any, primitive: Any) -> bool:
+    try:
+        keys = list(table)[:64]
+    except Exception:  # noqa: BLE001
+        return False
+    return any(isinstance(k, primitive) for k in keys)
+
+
+def _rule_tables() -> dict[str, dict[Any, Any]]:
+    """name -> table for every dict keyed by primitives in JAX's loaded modules (and tables of
+    such tables one level down, e.g. lowerings per platform or per kernel type)."""
+    primitive = _primitive_type()
+    if primitive is None:
+        return {}
+    tables: dict[str, dict[Any, Any]] = {}
+    seen: set[int] = set()
+    for name, mod in list(sys.modules.items()):
+        if mod is None or name.split(".")[0] not in ("jax", "jaxlib"):
+            continue
+        try:
+            items = list(vars(mod).items())
+        except TypeError:
+            continue
+        for attr, value in items:
+            if not isinstance(value, dict) or not value or id(value) in seen:
+                continue
+            if _is_rule_table(value, primitive):
+                seen.add(id(value))
+                tables[f"{name}.{attr}"] = value
+                continue
+            for key, inner in list(value.items())[:64]:
+                if isinstance(inner, dict) and id(inner) not in seen and \
+                        _is_rule_table(inner, primitive):
+                    seen.add(id(inner))
+                    tables[f"{name}.{attr}[{key!r}]"[:160]] = inner
+    return tables
+
+
+class RuleSnapshot:
+    """The rule tables and the primitives JAX defines, taken before the candidate loads."""
+
+    def __init__(self) -> None:
+        primitive = _primitive_type()
+        self.tables = {name: (table, {id(k): _rule_fingerprint(v) for k, v in list(table.items())})
+                       for name, table in _rule_tables().items()}
+        known: set[int] = set()
+        for _table, entries in self.tables.values():
+            known.update(entries)
+        if primitive is not None:
+            for name, mod in list(sys.modules.items()):
+                if mod is None or name.split(".")[0] not in ("jax", "jaxlib"):
+                    continue
+                try:
+                    values = list(vars(mod).values())
+                except TypeError:
+                    continue
+                known.update(id(v) for v in values if isinstance(v, primitive))
+        self.known_primitives = known
+        # Primitives are kept alive by the tables and modules above, so ids are stable.
+
+    def changed_rules(self, limit: int = 3) -> str:
+        """Rules added, replaced or removed since the snapshot, '' when none. A rule for a
+        primitive that did not exist then is reported only for known primitives: new
+        primitives are refused where they are used (:meth:`unknown_primitives`)."""
+        found: list[str] = []
+        for name, (table, entries) in self.tables.items():
+            current = {id(k): (k, v) for k, v in list(table.items())}
+            for ident, (key, value) in current.items():
+                before = entries.get(ident)
+                if before is None and ident not in self.known_primitives:
+                    continue
+                if before != _rule_fingerprint(value):
+                    found.append(f"{name}[{getattr(key, 'name', key)}]")
+            if entries.keys() - current.keys():
+                found.append(f"{name} (an entry was removed)")
+            if len(found) >= limit:
+                break
+        return ", ".join(found[:limit])
+
+    def unknown_primitives(self, primitives: Any) -> list[str]:
+        """Names of primitives (objects) that JAX did not define before the candidate loaded."""
+        return sorted({p.name for p in primitives if id(p) not in self.known_primitives})

@@ -21,7 +21,10 @@ Caveats worth knowing:
 * ``PR_SET_PDEATHSIG`` fires when the *thread* that forked this process exits, not the
   parent process: spawn workers from a long-lived thread.
 * Landlock does not govern connecting to pathname (filesystem) Unix sockets below the
-  ABI that adds a right for it; a fresh network namespace does not either.
+  ABI that adds a right for it; a fresh network namespace does not either. That is what
+  ``hide_host`` is for: in the private mount namespace ``enter_namespaces`` makes, it lays
+  empty tmpfs (mode 0555) over the shared directories that hold sockets (``/tmp``, ``/run``,
+  ``/dev/shm``, home directories, ...) and binds back only what the process needs there.
 """
 
 from __future__ import annotations
@@ -38,11 +41,27 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["enter_namespaces", "restrict", "set_rlimits", "describe", "python_read_roots"]
+__all__ = ["enter_namespaces", "hide_host", "restrict", "set_rlimits", "describe",
+           "python_read_roots", "HIDDEN_DIRS"]
 
 # unshare(2) flags
+_CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
+
+# mount(2) flags
+_MS_NOSUID = 0x2
+_MS_NODEV = 0x4
+_MS_NOEXEC = 0x8
+_MS_BIND = 0x1000
+_MS_REC = 0x4000
+_MS_PRIVATE = 1 << 18
+
+# Shared directories where other processes keep pathname Unix sockets (and other state): hidden
+# from the process by ``hide_host``. Paths that do not exist are skipped; symlinks (``/var/run``
+# -> ``/run``) count once.
+HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/var/run", "/var/lock", "/dev/shm", "/dev/mqueue",
+               "/var/lib", "/var/spool", "/home", "/root", "/mnt", "/media", "/srv")
 
 # prctl(2) options
 _PR_SET_PDEATHSIG = 1
@@ -140,6 +159,9 @@ def _libc() -> ctypes.CDLL:
         lib.prctl.restype = ctypes.c_int
         lib.unshare.restype = ctypes.c_int
         lib.unshare.argtypes = [ctypes.c_int]
+        lib.mount.restype = ctypes.c_int
+        lib.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
+                              ctypes.c_char_p]
         _libc_handle = lib
     return _libc_handle
 
@@ -182,14 +204,21 @@ def _write_proc(path: str, text: str) -> bool:
         return False
 
 
+# Whether this process made its own mount namespace (``hide_host`` never mounts otherwise: in
+# the host's namespace its mounts would hide the directories from everyone).
+_OWN_MOUNT_NAMESPACE = False
+
+
 def enter_namespaces() -> list[str]:
-    """Move this process into a fresh user + network namespace: no interface but a loopback
-    that is down, so no network at all. Best-effort: returns what was achieved
-    (``["userns", "netns"]``, ``["netns"]`` or ``[]``) and never raises.
+    """Move this process into a fresh user + network + mount namespace: no interface but a
+    loopback that is down, so no network at all, and mounts of its own (see ``hide_host``).
+    Best-effort: returns what was achieved (``["userns", "netns", "mntns"]``, ``["userns",
+    "netns"]``, ``["netns", "mntns"]``, ``["netns"]`` or ``[]``) and never raises.
 
     Must run while the process is single-threaded (``unshare(CLONE_NEWUSER)`` refuses a
     multi-threaded caller); otherwise it does nothing and returns ``[]``.
     """
+    global _OWN_MOUNT_NAMESPACE
     if sys.platform != "linux" or threading.active_count() != 1 or _thread_count() != 1:
         return []
     uid, gid = os.geteuid(), os.getegid()
@@ -197,20 +226,138 @@ def enter_namespaces() -> list[str]:
         libc = _libc()
     except OSError:
         return []
-    ctypes.set_errno(0)
-    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET) == 0:
-        # Keep our own ids visible inside (one line mapping our own id is always allowed);
-        # unmapped, they would read as the overflow id 65534.
-        _write_proc("/proc/self/uid_map", f"{uid} {uid} 1\n")
-        if _write_proc("/proc/self/setgroups", "deny\n"):
-            _write_proc("/proc/self/gid_map", f"{gid} {gid} 1\n")
-        return ["userns", "netns"]
     # User namespaces refused (sysctl, AppArmor, seccomp): a privileged process can still
-    # take a network namespace of its own.
-    ctypes.set_errno(0)
-    if libc.unshare(_CLONE_NEWNET) == 0:
-        return ["netns"]
+    # take network and mount namespaces of its own.
+    for flags, names in ((_CLONE_NEWUSER | _CLONE_NEWNET | _CLONE_NEWNS, ["userns", "netns", "mntns"]),
+                         (_CLONE_NEWUSER | _CLONE_NEWNET, ["userns", "netns"]),
+                         (_CLONE_NEWNET | _CLONE_NEWNS, ["netns", "mntns"]),
+                         (_CLONE_NEWNET, ["netns"])):
+        ctypes.set_errno(0)
+        if libc.unshare(flags) != 0:
+            continue
+        if flags & _CLONE_NEWUSER:
+            # Keep our own ids visible inside (one line mapping our own id is always allowed);
+            # unmapped, they would read as the overflow id 65534.
+            _write_proc("/proc/self/uid_map", f"{uid} {uid} 1\n")
+            if _write_proc("/proc/self/setgroups", "deny\n"):
+                _write_proc("/proc/self/gid_map", f"{gid} {gid} 1\n")
+        _OWN_MOUNT_NAMESPACE = bool(flags & _CLONE_NEWNS)
+        return names
     return []
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> int:
+    """0, or the errno of mount(2)."""
+    ctypes.set_errno(0)
+    enc = (lambda v: None if v is None else os.fsencode(v))
+    ret = _libc().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data))
+    return 0 if ret == 0 else (ctypes.get_errno() or errno.EPERM)
+
+
+def _make_mount_point(path: str, is_dir: bool) -> None:
+    if is_dir:
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+
+
+def _seal_tmpfs(root: str) -> None:
+    """Mode 0555 on the directories of a masking tmpfs (made by ``hide_host``), deepest first,
+    not crossing into the mounts bound onto it."""
+    dev = os.lstat(root).st_dev
+    dirs = [root]
+    for base, names, _files in os.walk(root):
+        keep = []
+        for name in names:
+            path = os.path.join(base, name)
+            try:
+                if os.lstat(path).st_dev == dev:
+                    keep.append(name)
+                    dirs.append(path)
+            except OSError:
+                pass
+        names[:] = keep
+    for path in reversed(dirs):
+        try:
+            os.chmod(path, 0o555)
+        except OSError:
+            pass
+
+
+def hide_host(keep_readable: Iterable[str], keep_writable: Iterable[str],
+              hidden: Iterable[str] = HIDDEN_DIRS) -> dict[str, Any]:
+    """Hide the shared directories ``hidden`` (where other processes keep pathname Unix sockets,
+    which neither Landlock below ABI 8 nor a network namespace stops a ``connect``) under empty
+    tmpfs mounts (mode 0555, 64 KiB), in the private mount namespace ``enter_namespaces`` made; the
+    ``keep_*`` paths beneath them are bound back at their own paths (the writable ones stay
+    shared with the host, so a parent still reads what is written there). A hidden directory
+    that lies beneath (or is) a kept path is left alone.
+
+    Call after ``enter_namespaces`` and before ``restrict`` (Landlock forbids mounting).
+    Never raises: returns ``{"hidden": [...], "kept": [...]}``, plus ``"hide_error"`` when
+    something could not be hidden (nothing at all without a mount namespace of its own).
+    """
+    record: dict[str, Any] = {"hidden": [], "kept": []}
+    if not _OWN_MOUNT_NAMESPACE:
+        record["hide_error"] = "no mount namespace of its own"
+        return record
+    keep = sorted({os.path.realpath(p) for p in [*keep_readable, *keep_writable]
+                   if p and os.path.exists(p)})
+    targets: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in hidden}):
+        if not os.path.isdir(path) or path == "/":
+            continue
+        if any(_beneath(path, t) for t in targets):  # inside one hidden already
+            continue
+        if any(_beneath(path, k) for k in keep):  # needed whole
+            continue
+        targets.append(path)
+    errors: list[str] = []
+    err = _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+    if err:
+        record["hide_error"] = f"make mounts private: {_errstr(err)}"
+        return record
+    fds: dict[str, tuple[int, bool]] = {}
+    try:
+        for path in keep:  # opened before anything is hidden
+            if any(_beneath(path, t) for t in targets):
+                try:
+                    fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                    fds[path] = (fd, stat.S_ISDIR(os.fstat(fd).st_mode))
+                except OSError as e:
+                    errors.append(f"{path}: open: {_errstr(e.errno or 0)}")
+        for target in targets:
+            err = _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
+                         "size=64k,nr_inodes=1024,mode=755")
+            if err:
+                errors.append(f"{target}: {_errstr(err)}")
+                continue
+            for path, (fd, is_dir) in fds.items():  # sorted: a parent before what it holds
+                if not _beneath(path, target):
+                    continue
+                try:
+                    _make_mount_point(path, is_dir)
+                except OSError as e:
+                    errors.append(f"{path}: mount point: {_errstr(e.errno or 0)}")
+                    continue
+                err = _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
+                if err:
+                    errors.append(f"{path}: bind: {_errstr(err)}")
+                else:
+                    record["kept"].append(path)
+            # Not remounted read-only: a write there would then fail with EROFS, before the
+            # permission checks (and Landlock's), and read as an ordinary error rather than
+            # the sandbox's refusal. Mode 0555 and a tiny size instead.
+            _seal_tmpfs(target)
+            record["hidden"].append(target)
+    finally:
+        for fd, _ in fds.values():
+            os.close(fd)
+    if errors:
+        record["hide_error"] = "; ".join(errors)[:500]
+    return record
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,14 +558,18 @@ def set_rlimits(memory_bytes: int | None, file_bytes: int, nproc: int | None = N
     return applied
 
 
-def describe(record: dict[str, Any], namespaces: list[str], *, rlimits: bool = True) -> str:
+def describe(record: dict[str, Any], namespaces: list[str], *, rlimits: bool = True,
+             hidden: dict[str, Any] | None = None) -> str:
     """One short line for the results, e.g.
-    ``landlock-abi7(fs,net_tcp,scope_signal,scope_abstract_unix)+userns+netns+no_new_privs+rlimits``
-    or ``userns+netns+no_new_privs+rlimits (no Landlock: <reason>)``."""
+    ``landlock-abi7(fs,net_tcp,scope_signal,scope_abstract_unix)+userns+netns+mntns+host_hidden
+    +no_new_privs+rlimits`` or ``userns+netns+no_new_privs+rlimits (no Landlock: <reason>)``.
+    ``hidden`` is what ``hide_host`` returned (omitted: not attempted)."""
     parts: list[str] = []
     if record.get("landlock"):
         parts.append(f"landlock-abi{record.get('landlock_abi', 0)}({','.join(record['landlock'])})")
     parts += list(namespaces)
+    if hidden is not None and hidden.get("hidden") and not hidden.get("hide_error"):
+        parts.append("host_hidden")
     if record.get("no_new_privs"):
         parts.append("no_new_privs")
     if record.get("capabilities_dropped"):
@@ -432,6 +583,9 @@ def describe(record: dict[str, Any], namespaces: list[str], *, rlimits: bool = T
     elif record.get("unrestricted_threads"):
         notes.append(f"Landlock on the calling thread only: {record['unrestricted_threads']} "
                      "older thread(s) unrestricted")
+    if hidden is not None and (hidden.get("hide_error") or not hidden.get("hidden")):
+        notes.append("host directories not hidden: "
+                     f"{hidden.get('hide_error') or 'none found'}"[:300])
     return f"{text} ({'; '.join(notes)})" if notes else text
 
 
