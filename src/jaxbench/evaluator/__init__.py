@@ -606,7 +606,8 @@ def _untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: _Ca
     death; anything but a clean 'traced' is a failure."""
     stages = status.get("stages") if isinstance(status.get("stages"), dict) else {}
     last = next(reversed(stages), "static") if stages else "static"
-    if outcome.timed_out or outcome.memory_exceeded:
+    dir_exceeded = getattr(outcome, "dir_exceeded", "")
+    if outcome.timed_out or outcome.memory_exceeded or dir_exceeded:
         stage, doing = _running_stage(stages, case)
         done = ", ".join(f"{name} {info['seconds']:.1f} s" for name, info in stages.items()
                          if isinstance(info, dict) and isinstance(info.get("seconds"), (int, float)))
@@ -614,6 +615,9 @@ def _untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: _Ca
         if outcome.timed_out:
             raise StageFailure("timeout", stage, f"no verdict within {case.timeout_s:g} s (wall "
                                                  f"clock), while {doing}{done}; tracer killed")
+        if dir_exceeded:
+            raise StageFailure("crashed", stage, f"tracer killed: {dir_exceeded}, while "
+                                                 f"{doing}{done}")
         raise StageFailure("crashed", stage, f"tracer exceeded the {case.memory_bytes / 2**30:g} "
                                              f"GiB memory limit while {doing}{done}; killed")
     if outcome.returncode == SEALED_EXIT:

@@ -51,6 +51,7 @@ def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
     from jaxbench import compat  # noqa: F401
     from jaxbench.backends import interpret_mode  # noqa: F401
     from jaxbench.evaluator import arrays, artifacts, result  # noqa: F401
+    from jaxbench.evaluator.judge import structure  # noqa: F401 - the probe's heavy-glue check
     from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity, memory_rules, triton_rules  # noqa: F401
 
     with_triton = True
@@ -60,10 +61,14 @@ def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
         with_triton = False
     jaxbench.tasks.list_tasks()  # imports every task module
     source_root = str(Path(jaxbench.__file__).parent)
-    record = isolation.restrict(isolation.python_read_roots(exclude=[source_root]),
-                                [str(directory)])
+    readable = isolation.python_read_roots(exclude=[source_root])
+    # Shared directories holding other processes' Unix sockets are hidden (a mount namespace
+    # of its own) before Landlock, which forbids mounting.
+    hidden = isolation.hide_host(readable, [str(directory)])
+    record = isolation.restrict(readable, [str(directory)])
     record["triton"] = with_triton
-    return isolation.describe(record, namespaces), record
+    record.update(namespaces=namespaces, hidden=hidden["hidden"])
+    return isolation.describe(record, namespaces, hidden=hidden), record
 
 
 def _warm_up() -> None:
@@ -95,7 +100,12 @@ class Outbox:
         self.status: dict[str, Any] = {"status": "running", "stages": {}, "info": {}}
 
     def write(self, name: str, data: bytes) -> None:
-        fd = os.open(self._dir / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        path = self._dir / name
+        try:  # whatever candidate code left at this name (a link, a FIFO, a forged file) goes
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, data)
         finally:
@@ -125,9 +135,12 @@ def _load_candidate(source: str, filename: str) -> Any:
     return module
 
 
-# Installed kernel libraries whose import needs what the sandbox refuses once candidate code
-# is on the stack (Tokamax's autotuner imports multiprocessing): imported before lock-down.
-_PRELOADED_ROOTS = ("tokamax",)
+# Installed libraries a kernel names in its imports, imported before lock-down and before the
+# rule snapshot: Tokamax (its autotuner imports multiprocessing, which the sandbox refuses once
+# candidate code is on the stack) and JAX's own modules (JAX's Pallas ops, whose Mosaic GPU
+# helpers import faulthandler; jax.experimental.sparse & co., which define primitives: defined
+# before the snapshot, they are JAX's, not the candidate's).
+_PRELOADED_ROOTS = ("tokamax", "jax")
 
 
 def _preload_libraries(source: str) -> None:
@@ -217,39 +230,17 @@ def _save_outputs(outbox: Outbox, runs: list[tuple[str, list[int], Any]]) -> Non
     outbox.status["probe"] = layout
 
 
-def _memory_budgets(job: dict[str, Any], closed: Any, make_jaxpr: Any, kernel: Any,
-                    target: str, only: str | None = None) -> tuple[str, list[dict[str, Any]]]:
-    """On-chip memory of every kernel at every size the task defines (abstract traces of the
-    other sizes: cheap, and only ever a source of failures); ``only`` limits it to one size."""
-    import jax
-
-    from jaxbench import compat
+def _memory_budgets(job: dict[str, Any], trace: Any, target: str,
+                    size: str) -> tuple[str, list[dict[str, Any]]]:
+    """On-chip memory of every kernel of one trace (at task size ``size``): add-only here, the
+    judge computes the budgets that decide from the exported modules."""
     from jaxbench.evaluator.sandbox import memory_rules
+    from jaxbench.evaluator.sandbox.triton_rules import location
 
     kind = job.get("tpu_device_kind", "TPU v6 lite")
-    figures: list[dict[str, Any]] = []
-    for size, specs in job.get("size_specs", {}).items():
-        if only is not None and size != only:
-            continue
-        if size == job["size"]:
-            trace = closed
-        else:
-            avals = [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype))
-                     for shape, dtype in specs]
-            platform = "tpu" if target == "tpu" else "cuda"
-            device = kind if target == "tpu" else job.get("gpu_device_kind",
-                                                          "NVIDIA H200")
-            with compat.abstract_device(platform, device):
-                trace = make_jaxpr(kernel)(*avals)
-        from jaxbench.evaluator.sandbox.triton_rules import location
-
-        gpu_kind = job.get("gpu_device_kind", "NVIDIA H200")
-        locate = location(job.get("source"), job.get("filename", "<kernel>"))
-        problem, found = memory_rules.check(trace, target, size, kind, gpu_kind, locate)
-        figures += found
-        if problem:
-            return problem, figures
-    return "", figures
+    gpu_kind = job.get("gpu_device_kind", "NVIDIA H200")
+    locate = location(job.get("source"), job.get("filename", "<kernel>"))
+    return memory_rules.check(trace, target, size, kind, gpu_kind, locate)
 
 
 def _debug_run(outbox: Outbox, job: dict[str, Any], closed: Any, jit: Any, jaxpr_as_fun: Any,
@@ -283,7 +274,64 @@ def _debug_run(outbox: Outbox, job: dict[str, Any], closed: Any, jit: Any, jaxpr
     return None
 
 
+def _seal(bound: dict[str, Any]) -> None:
+    """Before the exports are made: no candidate code may act from here on. Signal handlers
+    are reset and timers cancelled (a handler runs whatever it was given), the cyclic garbage
+    collector is off (finalizers), and the audit hook ends the process if anything audited
+    happens with candidate code on the stack."""
+    signal, guards = bound["signal"], bound["guards"]
+    for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
+        bound["setitimer"](timer, 0, 0)
+    for number in range(1, signal.NSIG):
+        if number in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            handler = bound["getsignal"](number)
+        except (ValueError, OSError):
+            continue
+        if callable(handler):  # a Python-level handler: nothing of it may run any more
+            bound["set_handler"](number, int(signal.SIG_IGN))
+    bound["gc"].disable()
+    bound["gc"].callbacks.clear()
+    guards.seal()
+
+
+def _heavy_glue(exported: Any, platform: str) -> str:
+    """What the judge will refuse as heavy in the target module (e.g. a loop whose trip count
+    cannot be read), '' when nothing: the TPU interpreter's check is skipped for such a module
+    (it could run forever), and the parent accepts the skip only if the judge then refuses."""
+    from jaxbench.evaluator.judge.structure import analyze
+
+    try:
+        report = analyze(exported.mlir_module(), platform)
+    except Exception:  # noqa: BLE001 - the judge reports unreadable modules itself
+        return ""
+    return ", ".join(sorted(report.heavy)[:3]) and (
+        f"the module holds work the judge refuses as heavy ({', '.join(sorted(report.heavy)[:3])})")
+
+
+def _rule_problem(rules: Any, primitives: Any) -> str:
+    unknown = rules.unknown_primitives(primitives)
+    if unknown:
+        return (f"the kernel uses primitives JAX does not define ({', '.join(unknown[:4])}): "
+                "kernels may not define primitives or lowering rules (the module checked for "
+                "the chip and the module run could then compute different things)")
+    changed = rules.changed_rules()
+    if changed:
+        return (f"the kernel changed JAX's rules for primitives ({changed}): kernels may not "
+                "register lowering, interpreter or discharge rules (the module checked for the "
+                "chip and the module run could then compute different things)")
+    return ""
+
+
 def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
+    """One evaluation. The order is the promise: every piece of candidate code (the import,
+    the trace at every size, anything those leave behind) runs first; the untrusted checks
+    come next; then the process is sealed and the exports are made and written last, with
+    status.json the very last file, and the process exits."""
+    import gc
+    import signal
+
     import jax
     import numpy as np
 
@@ -293,6 +341,11 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity
     from jaxbench.evaluator.sandbox.isolation import set_rlimits
 
+    # The parent's token for this job, kept in this frame only (candidate code can read no
+    # frames, heap or process memory): a report that says "traced" without it was not written
+    # by this function's last step, so candidate code cannot end the process early with a
+    # report of its own.
+    nonce = job.pop("nonce", None)
     outbox = Outbox(directory)
     outbox.status["isolation"] = isolation_level
     scratch = directory / "scratch"
@@ -305,12 +358,17 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     set_rlimits(job.get("memory_bytes"), job.get("file_bytes", 1 << 30))
     specs = [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype))
              for shape, dtype in job["specs"]]
-    platform, target = job["platform"], job["target"]
+    platform, target, size = job["platform"], job["target"], job["size"]
+    filename = job.get("filename", "<kernel>")
     _preload_libraries(job["source"])
     # Everything called after candidate code has run is bound now, before it loads.
     make_jaxpr, jit, block = jax.make_jaxpr, jax.jit, jax.block_until_ready
     export, with_interpret, jaxpr_as_fun = exporting.export, exporting.with_interpret, \
         compat.jaxpr_as_fun
+    import _signal  # the C functions: the guards replace the Python-level ones
+
+    bound = {"signal": signal, "guards": guards, "gc": gc, "setitimer": _signal.setitimer,
+             "getsignal": _signal.getsignal, "set_handler": _signal.signal}
     kind = job.get("tpu_device_kind", exporting.CROSS_LOWERING_TPU)
     gpu_kind = job.get("gpu_device_kind", exporting.CROSS_LOWERING_GPU)
     chip = (lambda: compat.abstract_device("tpu", kind)) if target == "tpu" else \
@@ -318,124 +376,172 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     outbox.flush()
     guards.disarm_unaudited()
     snapshot = integrity.snapshot()
+    rules = integrity.RuleSnapshot()
     guards.lock_down(directory)
+    kept: list[Any] = []  # candidate objects stay alive until the process exits (no finalizers)
 
     def patched(stage: str) -> bool:
-        """Harness code replaced since the snapshot (re-checked after every stage, since code
-        the candidate left behind, e.g. a finalizer, can run at any point)."""
-        found = integrity.changed(snapshot)
+        """Harness code or JAX's rule tables replaced since the snapshot (re-checked after
+        every stage, since code the candidate left behind, e.g. a finalizer, can run at any
+        point)."""
+        found = integrity.changed(snapshot) or guards.state_problem(directory)
         if found:
             outbox.fail("rejected", stage, f"the kernel patched harness code: {found}")
-        return bool(found)
+            return True
+        problem = _rule_problem(rules, [])
+        if problem:
+            outbox.fail("rejected", stage, problem)
+        return bool(problem)
 
-    # -- trace: one trace; both exports come from it ----------------------------------------
+    def scanned(trace: Any, stage: str, where: str = "") -> bool:
+        """The trace-level rules; True when one failed (and was reported)."""
+        found = exporting.scan(trace)
+        problem = ""
+        if found.callbacks and not (debug and set(found.callbacks) == {"debug_callback"}):
+            problem = (f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the "
+                       "kernel: all work must run on the device")
+        elif found.own_interpret:
+            problem = (f"the kernel passes interpret={found.own_interpret[0]} to pallas_call "
+                       "itself: kernels never choose interpret mode, the harness does (on a "
+                       "device it would time interpreter code)")
+        elif found.platform_dependent:
+            problem = ("platform-dependent code (lax.platform_dependent) in the kernel: the "
+                       "module checked on the CPU and the module run on the chip would differ")
+        else:
+            problem = _rule_problem(rules, found.primitives.values())
+        if not problem:
+            objects = exporting.candidate_parameters(trace, guards.untrusted_code)
+            if objects:
+                problem = (f"the kernel passes objects of its own classes as parameters of JAX "
+                           f"operations ({'; '.join(objects)}): lowering reads them, so they "
+                           "could differ between the module checked and the module run; use "
+                           "JAX's own parameter classes")
+        if problem:
+            outbox.fail("rejected", stage, where + problem)
+            return True
+        if found.kernels == 0:
+            outbox.fail("no_pallas", stage,
+                        where + "no pallas_call in the traced kernel: the hot path must be Pallas")
+            return True
+        return False
+
+    debug = bool(job.get("debug"))  # `jaxbench eval --debug`: its verdict never counts
+
+    # -- trace: the one trace the evaluated modules come from ---------------------------------
     t0 = _perf_counter()
+    guards.candidate_file(filename)
     try:
-        module = _load_candidate(job["source"], job.get("filename", "<kernel>"))
+        module = _load_candidate(job["source"], filename)
+        kept.append(module)
         # Library kernels ask the current device for its TPU generation at trace time.
         with chip():
             closed = make_jaxpr(module.kernel)(*specs)
+        kept.append(closed)
     except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
         return _fail(outbox, job, exc, "compile_error", "trace")
-    if patched("trace"):
+    if patched("trace") or scanned(closed, "trace"):
         return None
-    found = exporting.scan(closed)
-    outbox.stage("trace", _perf_counter() - t0, kernels=found.kernels)
-    debug = bool(job.get("debug"))  # `jaxbench eval --debug`: its verdict never counts
-    if found.callbacks and not (debug and set(found.callbacks) == {"debug_callback"}):
-        return outbox.fail("rejected", "trace",
-                           f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the "
-                           "kernel: all work must run on the device")
-    if found.kernels == 0:
-        return outbox.fail("no_pallas", "trace",
-                           "no pallas_call in the traced kernel: the hot path must be Pallas")
-    if found.own_interpret:
-        return outbox.fail("rejected", "trace",
-                           f"the kernel passes interpret={found.own_interpret[0]} to pallas_call "
-                           "itself: kernels never choose interpret mode, the harness does "
-                           "(on a device it would time interpreter code)")
-    if found.platform_dependent:
-        return outbox.fail("rejected", "trace",
-                           "platform-dependent code (lax.platform_dependent) in the kernel: the "
-                           "module checked on the CPU and the module run on the chip would differ")
-
+    outbox.stage("trace", _perf_counter() - t0, kernels=exporting.scan(closed).kernels)
     if debug:
         return _debug_run(outbox, job, closed, jit, jaxpr_as_fun, with_interpret, block)
 
-    # -- lower: the exports ---------------------------------------------------------------------
+    # -- the other sizes: traced now, so that no candidate code runs after the exports -------
+    t0 = _perf_counter()
+    traces = {size: closed}
+    for other, other_specs in job.get("size_specs", {}).items():
+        if other == size:
+            continue
+        avals = [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype))
+                 for shape, dtype in other_specs]
+        try:
+            with chip():
+                traces[other] = make_jaxpr(module.kernel)(*avals)
+        except Exception as exc:  # noqa: BLE001 - tracing at another size failed
+            return _fail(outbox, job, exc, "compile_error", "lower", f"tracing at size {other!r}: ")
+        kept.append(traces[other])
+        if patched("lower") or scanned(traces[other], "lower", f"at size {other!r}: "):
+            return None
+    outbox.stage("sizes", _perf_counter() - t0)
+
+    # -- untrusted checks on the traces (add-only) -------------------------------------------
     t0 = _perf_counter()
     if target == "gpu" and job.get("gpu_race_rule", True):
         problem = gpu_rules.parallel_write_conflict(closed)
         if problem:
             return outbox.fail("incorrect", "lower", f"GPU race rule: {problem}")
-    # The budget at the evaluated size, from the one trace; reported by the parent after the
-    # judge's structure rules (and nothing is run on the untrusted side when it fails).
-    budget_problem, budgets = _memory_budgets(job, closed, make_jaxpr, module.kernel, target,
-                                              only=job["size"])
-    if budget_problem:
-        outbox.status.update(budget_problem=budget_problem, memory=budgets)
-    ir: dict[str, Any] = {}
-    try:
-        from jaxbench.evaluator.artifacts import capture_kernel_ir
+    budget_problem, budgets = "", []
+    for name in [size] + [s for s in traces if s != size]:
+        problem, found = _memory_budgets(job, traces[name], target, name)
+        budgets += found
+        if problem:
+            budget_problem = problem
+            break
+    outbox.status["memory"] = budgets
+    if budget_problem:  # reported by the parent after the judge's structure rules
+        outbox.status["budget_problem"] = budget_problem
+    if patched("lower"):
+        return None
 
-        with capture_kernel_ir() as kernel_ir:
-            exported = export(closed, specs, platform, tpu_device_kind=kind,
-                              gpu_device_kind=gpu_kind,
-                              portable=bool(job.get("interpret_export")))
-        outbox.write(TARGET, exported.serialize())
-        if job.get("save_ir"):
-            ir = {"jaxpr": str(closed), "kernel_ir": "\n\n".join(kernel_ir)}
-    except Exception as exc:  # noqa: BLE001
-        hint = ""
-        if target == "gpu" and "Cannot lower pallas_call on platform" in str(exc):
-            hint = ("GPU kernels must pass compiler_params=plgpu.CompilerParams(...) from "
-                    "jax.experimental.pallas.triton (the Triton backend); ")
-        outbox.status["frames"] = candidate_frames(exc, job.get("filename", "<kernel>"),
-                                                   job["source"])
-        status, stage, message = _verdict(exc, "compile_error", "lower")
-        if status == "compile_error":
-            message = f"lowering for {target}: {hint}{short_error(exc)}"
-            if budget_problem:  # the rule names the tensor and the line; the lowering may not
-                message = f"{budget_problem}; {message}"
-        return outbox.fail(status, stage, message)
+    # -- exports: sealed first; made in memory; written last, status.json the very last -------
+    t0 = _perf_counter()
+    _seal(bound)
+    files: dict[str, bytes] = {}
     info: dict[str, Any] = {"platform": platform}
+    ir: dict[str, Any] = {}
+    for name in [size] + [s for s in traces if s != size]:
+        try:
+            from jaxbench.evaluator.artifacts import capture_kernel_ir
+
+            with capture_kernel_ir() as kernel_ir:
+                exported = export(traces[name], specs if name == size else [
+                    jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype))
+                    for shape, dtype in job["size_specs"][name]], platform,
+                    tpu_device_kind=kind, gpu_device_kind=gpu_kind,
+                    portable=bool(job.get("interpret_export")))
+            files[TARGET if name == size else exporting.size_export(name)] = exported.serialize()
+            if name == size:
+                target_module = exported
+            if name == size and job.get("save_ir"):
+                ir = {"jaxpr": str(closed), "kernel_ir": "\n\n".join(kernel_ir)}
+        except Exception as exc:  # noqa: BLE001
+            hint = ""
+            if target == "gpu" and "Cannot lower pallas_call on platform" in str(exc):
+                hint = ("GPU kernels must pass compiler_params=plgpu.CompilerParams(...) from "
+                        "jax.experimental.pallas.triton (the Triton backend); ")
+            outbox.status["frames"] = candidate_frames(exc, filename, job["source"])
+            status, stage, message = _verdict(exc, "compile_error", "lower")
+            if status == "compile_error":
+                at = "" if name == size else f" at size {name!r}"
+                message = f"lowering for {target}{at}: {hint}{short_error(exc)}"
+                if budget_problem:  # the rule names the tensor and the line; lowering may not
+                    message = f"{budget_problem}; {message}"
+            return outbox.fail(status, stage, message)
     if job.get("interpret_export"):
         try:
-            outbox.write(INTERPRET, export(closed, specs, "cpu", interpret=True).serialize())
-        except Exception as exc:  # noqa: BLE001 - judged here instead (marked untrusted)
+            files[INTERPRET] = export(closed, specs, "cpu", interpret=True).serialize()
+        except Exception as exc:  # noqa: BLE001 - the parent makes this `unverified`
             info["interpret_export_error"] = short_error(exc, 300)
-    if ir:
-        outbox.write(IR, json.dumps(ir).encode())
     if patched("lower"):
         return None
     outbox.stage("lower", _perf_counter() - t0, **info)
 
-    # -- untrusted runs: add-only checks, or the fallback when no interpret export exists ----
-    runs: list[tuple[str, list[int], Any]] = []
-    task = None
+    # -- the TPU interpreter's check (add-only), sealed too: JAX's interpreter on the jaxpr ---
     t0 = _perf_counter()
-    try:
-        if budget_problem:
-            pass
-        elif "interpret_export_error" in info and job.get("fallback_keys"):
+    heavy = _heavy_glue(target_module, platform) if job.get("tpu_interpreter_key") else ""
+    runs: list[tuple[str, list[int], Any]] = []
+    probe = None if budget_problem else job.get("tpu_interpreter_key")
+    if probe is not None and heavy:  # the judge refuses it; running it could take forever
+        outbox.status["tpu_interpreter"] = f"skipped: {heavy}"
+    elif probe is not None:
+        try:
             from jaxbench.tasks import get_task
 
             task = get_task(job["task"])
-            fn = jit(jaxpr_as_fun(with_interpret(closed, True)))
-            for i, key in enumerate(job["fallback_keys"]):
-                inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)),
-                                          job["size"])
-                runs.append((f"untrusted{i}", key, block(fn(*inputs))))
-        probe = None if budget_problem else job.get("tpu_interpreter_key")
-        if probe is not None:
-            from jaxbench.tasks import get_task
-
-            task = task or get_task(job["task"])
             params = compat.tpu_interpret_params(uninitialized_memory="nan",
                                                  **tpu_check_params(probe[0]))
             fn = jit(jaxpr_as_fun(with_interpret(closed, params)))
             inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(probe, np.uint32)),
-                                      job["size"])
+                                      size)
             try:
                 runs.append(("tpu_interpreter", probe, block(fn(*inputs))))
                 outbox.status["tpu_interpreter_race"] = compat.tpu_races_found()
@@ -444,44 +550,36 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
                 if guards.raised_by_untrusted_code(exc):  # not JAX's interpreter saying so
                     raise
                 outbox.status["tpu_interpreter"] = f"unsupported: {short_error(exc, 200)}"
-    except Exception as exc:  # noqa: BLE001
-        return _fail(outbox, job, exc, "runtime_error", "correct", "untrusted interpreter: ")
+        except Exception as exc:  # noqa: BLE001
+            return _fail(outbox, job, exc, "runtime_error", "correct", "untrusted interpreter: ")
+        outbox.stage("probe", _perf_counter() - t0)
     if patched("correct"):
         return None
+    if ir:
+        files[IR] = json.dumps(ir).encode()
     if runs:
         _save_outputs(outbox, runs)
-        outbox.stage("probe", _perf_counter() - t0)
-
-    # -- memory budgets at the other sizes (after the exports: further traces run candidate
-    # code, and a kernel could make them differ from the exported trace: they predict) --------
-    if not budget_problem:
-        others = [s for s in job.get("size_specs", {}) if s != job["size"]]
-        for size in others:
-            try:
-                problem, found = _memory_budgets(job, closed, make_jaxpr, module.kernel, target,
-                                                 only=size)
-            except Exception as exc:  # noqa: BLE001 - tracing at another size failed
-                return _fail(outbox, job, exc, "compile_error", "lower",
-                             f"tracing at size {size!r}: ")
-            budgets += found
-            if problem:  # the parent applies it after the judge's structure rules
-                outbox.status["budget_problem"] = problem
-                break
-        outbox.status["memory"] = budgets
-    if patched("lower"):
-        return None
-    outbox.status["status"] = "traced"
+    for name, data in files.items():
+        outbox.write(name, data)
+    outbox.status.update(status="traced", nonce=nonce)
     outbox.flush()
+    return None
 
 
 def main() -> None:
     directory = Path(sys.argv[1]).resolve()
-    isolation_level, _ = _isolate(directory)
+    isolation_level, record = _isolate(directory)
     from jaxbench.evaluator.sandbox import guards
 
     guards.install_hook()
     _warm_up()
-    sys.stdout.write("ready\n")
+    # The handshake, one line written before any job (so before any candidate code): the
+    # parent takes the isolation level from here (and checks what it can in /proc), never
+    # from files the candidate could rewrite.
+    handshake = {"isolation": isolation_level, "namespaces": record.get("namespaces", []),
+                 "hidden": record.get("hidden", []),
+                 "no_new_privs": bool(record.get("no_new_privs"))}
+    sys.stdout.write("ready " + json.dumps(handshake) + "\n")
     sys.stdout.flush()
     raw = sys.stdin.read()
     if not raw.strip():
