@@ -108,7 +108,13 @@ def test_no_worker_outlives_a_killed_eval(tmp_path, sig):
                    "--no-tpu-interpret"], tmp_path)
     try:
         _wait_for(lambda: _busy_runner(proc.pid) is not None, 240, "the runner")
-        time.sleep(3)  # the runner is spinning in the kernel's loop now
+        # No fixed sleep: wait until the runner is spinning in the kernel's loop (its CPU time
+        # grows by seconds after the tracer is gone), however slow the machine.
+        _wait_for(lambda: not any("sandbox.tracer" in cmd for _, cmd in _children(proc.pid)),
+                  240, "the tracer to finish")
+        runner = _busy_runner(proc.pid)
+        busy_from = _cpu_seconds(runner)
+        _wait_for(lambda: _cpu_seconds(runner) > busy_from + 2, 240, "the runner to spin")
         children = [p for p, _ in _children(proc.pid)]
         proc.send_signal(sig)
         proc.communicate(timeout=30)
@@ -162,3 +168,12 @@ def test_no_signal_watcher_outlives_its_block():
         assert any(t.name == "jaxbench-signals" for t in threading.enumerate())
     assert not any(t.name == "jaxbench-signals" for t in threading.enumerate())
     assert stop.on_stop is None  # the evaluator is not kept alive by the finished block
+
+
+def _cpu_seconds(pid):
+    """User + system CPU time of a process (0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

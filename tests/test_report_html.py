@@ -50,7 +50,7 @@ def test_report_is_self_contained(reports):
         text = path.read_text()
         assert not re.search(r'<script[^>]+src=', text), "no external script"
         assert not re.search(r'<link[^>]+href="?https?:', text), "no external stylesheet"
-        assert "plotly.js v" in text or "plotly.js" in text  # the library itself is inlined
+        assert re.search(r"\* plotly\.js v\d+\.\d+\.\d+\n", text)  # the library itself, inlined
 
 
 def test_interpret_report_keeps_statuses_errors_and_compile_times(reports):

@@ -29,6 +29,9 @@ def test_resume_skips_finished_evaluations(tmp_path):
                        evaluate_options={"trials": 1, "tpu_interpret": False},
                        on_result=lambda job, r: seen.append(job.target))
     assert sorted(r["target"] for r in results) == ["gpu", "tpu"]
+    assert seen == ["gpu", "tpu"]  # the reused result is reported first, then the new one
+    reused = next(r for r in results if r["target"] == "gpu")
+    assert (reused["job"], reused["wall_s"]) == (first[0]["job"], first[0]["wall_s"])
     evaluations = [e for e in read_events(tmp_path) if e.get("type") == "evaluation"]
     assert sorted(e["target"] for e in evaluations) == ["gpu", "tpu"]  # gpu evaluated once
 

@@ -1,6 +1,9 @@
 """Every shipped kernel (seed and expert) is `correct` at small size in interpret mode through
 the real sandboxed evaluator, and cross-lowers for its platform at full size."""
 
+import os
+from typing import Any
+
 import pytest
 
 from jaxbench.runner import KNOWN_INTERPRET_FAILURES, kernel_unavailable
@@ -15,42 +18,104 @@ def _kernel_files(task):
 
 
 # Shipped kernels JAX's interpreters cannot run on a CPU host: the runner's table of
-# documented limitations, held here as strict xfails (when a JAX release runs them, the test
-# fails and the entry must go).
+# documented limitations. Each must fail exactly as documented (status, stage, and the words of
+# JAX's error): when a JAX release runs one, or it fails for another reason, the test fails and
+# the entry must change.
 INTERPRET_UNSUPPORTED = KNOWN_INTERPRET_FAILURES
+_WGMMA_ERROR = ("runtime_error", "correct", ("untrusted interpreter: ", "wgmma",
+                                              "does not have a corresponding jaxpr input"))
+EXPECTED_FAILURES = {
+    # JAX's interpreter trips over the library's TypedInt refs or its ReshapeTransform
+    # (which one first depends on the path taken): an AttributeError inside the interpreter.
+    ("7p_ragged_paged_attention", "expert", "tpu"):
+        ("runtime_error", "correct", ("untrusted interpreter: ", "AttributeError: '",
+                                      "' object has no attribute '")),
+    ("8p_gemm", "seed_mosaic", "gpu"): _WGMMA_ERROR,
+    ("1p_flash_attention", "seed_mosaic", "gpu"):
+        ("runtime_error", "correct", ("untrusted interpreter: ",
+                                      "NotImplementedError: Unsupported transform: UnswizzleRef")),
+}
+# TPU kernels whose TPU-interpreter check (race detection, NaN-filled memory) JAX cannot run,
+# with the exact report; every other TPU kernel must report "ran" (under JAX 0.10 all 102 do).
+TPU_INTERPRETER_UNSUPPORTED: dict[tuple[str, str], str] = {}
 
-KERNELS = [
-    pytest.param(t.id, kind, target, path, marks=[pytest.mark.xfail(
-        reason=INTERPRET_UNSUPPORTED[(t.id, kind, target)], strict=True)]
-        if (t.id, kind, target) in INTERPRET_UNSUPPORTED else [])
-    for t in list_tasks() for kind, target, path in _kernel_files(t)
-]
 ALL_KERNELS = [(t.id, kind, target, path) for t in list_tasks()
                for kind, target, path in _kernel_files(t)]
 IDS = [f"{task}-{kind}_{target}" for task, kind, target, _ in ALL_KERNELS]
+INTERPRET_TEST = "test_shipped_kernel_is_correct_in_interpret_mode"
+# Evaluations at once: two (as before) on a small host, up to four where the cores allow.
+WORKERS = max(2, min(4, (os.cpu_count() or 2) // 2))
+
+
+class ShippedResults:
+    """Interpret-mode results of shipped kernels, keyed by (task, kind, target), each evaluated
+    on first use. The first use also queues the other kernels this session selected, WORKERS
+    at a time (as `jaxbench run --workers N` would), so a one-kernel selection evaluates one
+    kernel and the whole file keeps its parallelism."""
+
+    def __init__(self, selected: list[tuple[str, str, str]]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from jaxbench.evaluator import Evaluator
+
+        self._paths = {(task, kind, target): path for task, kind, target, path in ALL_KERNELS}
+        self._selected = selected
+        self._futures: dict[tuple[str, str, str], Any] = {}
+        self._evaluator = Evaluator(spares=WORKERS)
+        self._threads = ThreadPoolExecutor(max_workers=WORKERS)
+
+    def _evaluate(self, key: tuple[str, str, str]) -> dict[str, Any]:
+        task, kind, target = key
+        # One trial per kernel (fresh inputs from the evaluator's secret; TPU kernels also in
+        # the TPU interpreter): 190+ kernels, so CI stays well under its time budget.
+        return self._evaluator.evaluate(self._paths[key], task, target=target,
+                                        mode="interpret", size="small", trials=1)
+
+    def __getitem__(self, key: tuple[str, str, str]) -> dict[str, Any]:
+        if key not in self._futures:
+            for k in [key] + self._selected:
+                if k not in self._futures:
+                    self._futures[k] = self._threads.submit(self._evaluate, k)
+        return self._futures[key].result()
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=True, cancel_futures=True)
+        self._evaluator.close()
 
 
 @pytest.fixture(scope="session")
-def shipped_results(tmp_path_factory):
-    """Evaluates all shipped kernels once, in parallel, the way `jaxbench run` does."""
-    from jaxbench.runner import Job, run_jobs
-    from jaxbench.runs import RunDir
-
-    run = RunDir.open(tmp_path_factory.mktemp("run"), {"command": "test"})
-    jobs = [Job(task, kind, target, path) for task, kind, target, path in ALL_KERNELS]
-    # One trial per kernel (fresh inputs from the run's secret; TPU kernels also in the TPU
-    # interpreter): 190+ kernels, so CI stays well under its time budget.
-    results = run_jobs(jobs, run, size="small", mode="interpret", workers=2,
-                       evaluate_options={"trials": 1})
-    return {(r["task"], r["kind"], r["target"]): r for r in results}
+def shipped_results(request):
+    selected = [(i.callspec.params["task"], i.callspec.params["kind"], i.callspec.params["target"])
+                for i in request.session.items
+                if getattr(i, "originalname", None) == INTERPRET_TEST]
+    results = ShippedResults(selected)
+    yield results
+    results.close()
 
 
-@pytest.mark.parametrize("task,kind,target,path", KERNELS, ids=IDS)
+@pytest.mark.parametrize("task,kind,target,path", ALL_KERNELS, ids=IDS)
 def test_shipped_kernel_is_correct_in_interpret_mode(shipped_results, task, kind, target, path):
+    from jaxbench.runner import Job, known_limitation
+
     result = shipped_results[(task, kind, target)]
+    expected = EXPECTED_FAILURES.get((task, kind, target))
+    if expected is not None:  # a documented limitation: exactly that failure, reported as such
+        status, stage, words = expected
+        assert (result["status"], result["stage"]) == (status, stage), result["message"]
+        assert [w for w in words if w not in result["message"]] == [], result["message"]
+        job = Job(task, kind, target, path)
+        assert known_limitation(job, result) == INTERPRET_UNSUPPORTED[(task, kind, target)]
+        return
     assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
     if target == "tpu":
-        assert result["stages"]["correct"].get("tpu_interpreter", "ran") != "skipped"
+        report = result["stages"].get("correct", {}).get("tpu_interpreter")  # None: not reported
+        assert report == TPU_INTERPRETER_UNSUPPORTED.get((task, kind), "ran"), report
+    else:
+        assert "tpu_interpreter" not in result["stages"].get("correct", {})
+
+
+def test_documented_limitations_are_the_runners():
+    assert set(EXPECTED_FAILURES) == set(INTERPRET_UNSUPPORTED)
 
 
 @pytest.mark.parametrize("task,kind,target,path", ALL_KERNELS, ids=IDS)

@@ -38,11 +38,23 @@ def test_bad_kernel_gets_its_status(evaluator, name, status, stage, words):
 def test_seed_is_correct_with_every_contract_field(evaluator):
     result = evaluator.evaluate(SEED, "8p_gemm")
     assert result["status"] == "correct", result["message"]
-    for field in ("task", "target", "mode", "size", "status", "stage", "message", "max_abs_err",
-                  "rel_err", "t_ref_ms", "t_kernel_ms", "speedup", "compile_s", "source_sha256",
-                  "versions"):
-        assert field in result
-    assert result["mode"] == "interpret" and result["speedup"] is None
+    import hashlib
+    import sys
+
+    import jax
+
+    expected = {"task": "8p_gemm", "target": "tpu", "mode": "interpret", "size": "small",
+                "status": "correct", "stage": "correct", "message": "",
+                "judged_on": "trusted_export", "trials": 3,
+                # interpret mode times nothing: no figure is made up
+                "t_ref_ms": None, "t_kernel_ms": None, "speedup": None,
+                "source_sha256": hashlib.sha256(SEED.read_bytes()).hexdigest()}
+    assert {k: result.get(k) for k in expected} == expected
+    assert result["rel_err"] >= 0 and 0 < result["tol_fraction"] <= 1
+    assert isinstance(result["compile_s"], float) and result["compile_s"] > 0
+    assert result["versions"]["jax"] == jax.__version__
+    assert result["versions"]["python"] == sys.version.split()[0]
+    assert result["tolerance"] == {"atol": 1e-2, "rtol": 1e-2}
     assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
     assert 0 < result["max_abs_err"] < 0.1
 
@@ -55,12 +67,58 @@ def test_evaluate_accepts_source_text():
     assert result["kernel_file"] == "<kernel>"
 
 
+def _tracers(root: Path) -> dict[int, int]:
+    """{pid: process group} of this process's live tracer children with their directory under
+    ``root`` (zombies excluded; the session's shared evaluator has tracers of its own)."""
+    import os
+
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if (int(fields[1]) == os.getpid() and fields[0] != "Z"
+                and b"jaxbench.evaluator.sandbox.tracer" in cmdline
+                and str(root).encode() in cmdline):
+            found[int(entry)] = int(fields[2])
+    return found
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live processes in a process group (a tracer leads its own)."""
+    import os
+
+    members = []
+    for entry in os.listdir("/proc"):
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, NotADirectoryError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry))
+    return members
+
+
 def test_worker_leaves_no_process_or_directory(tmp_path):
+    """A timed-out tracer is killed with its whole process group before the verdict comes back;
+    afterwards only the warm spare lives (process and directory), and nothing after close."""
     from jaxbench.evaluator import Evaluator
 
     with Evaluator(spares=1, work_dir=tmp_path) as ev:
-        ev.evaluate(KERNELS / "endless_loop.py", "8p_gemm", timeout_s=8, trials=1)
+        busy = ev.pool._spares.queue[0].proc.pid  # the tracer the next evaluation takes
+        assert _tracers(tmp_path) == {busy: busy}
+        result = ev.evaluate(KERNELS / "endless_loop.py", "8p_gemm", timeout_s=8, trials=1)
+        assert result["status"] == "timeout" and result["message"].endswith("tracer killed")
+        assert _group_members(busy) == [], "the timed-out tracer outlived its verdict"
+        spares = {w.proc.pid for w in list(ev.pool._spares.queue)}
+        assert set(_tracers(tmp_path)) == spares and busy not in spares
         ev.evaluate(KERNELS / "wrong_shape.py", "8p_gemm", trials=1, tpu_interpret=False)
         spare_dirs = {w.dir for w in list(ev.pool._spares.queue)}
         assert set(tmp_path.iterdir()) == spare_dirs  # only the warm spare waits
+        assert set(_tracers(tmp_path)) == {w.proc.pid for w in list(ev.pool._spares.queue)}
     assert list(tmp_path.iterdir()) == []
+    assert _tracers(tmp_path) == {}

@@ -1,0 +1,174 @@
+"""Mutation checks: each entry breaks one promise in a copy of the package and names the tests
+that must then fail. The harness copies ``src/jaxbench`` to a temporary directory, applies the
+one edit there, and runs the named tests in a fresh pytest process whose ``PYTHONPATH`` puts
+the mutated copy first (tracers and runners inherit it). The check passes only when those
+tests fail; a mutant they survive is a promise no test holds. Run with ``-m mutation``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mutation
+
+REPO = Path(__file__).parents[2]
+
+
+def _package() -> Path:
+    """The package under test: the one this interpreter imports (the checkout's src/jaxbench)."""
+    import jaxbench
+
+    return Path(jaxbench.__file__).parent
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str  # relative to src/jaxbench
+    original: str  # must occur exactly once
+    mutated: str
+    tests: tuple[str, ...]  # node ids, relative to the repository root, that must fail
+
+
+MUTATIONS = [
+    Mutation(
+        "pool_does_not_kill_a_timed_out_tracer", "evaluator/pool.py",
+        "        worker.kill()  # always: nothing the candidate started may outlive the evaluation\n",
+        "        pass  # mutant: the tracer is left running\n",
+        ("tests/test_statuses.py::test_worker_leaves_no_process_or_directory",)),
+    Mutation(
+        "tpu_interpreter_reports_unsupported", "evaluator/sandbox/tracer.py",
+        'outbox.status["tpu_interpreter"] = "ran"',
+        'outbox.status["tpu_interpreter"] = "unsupported: mutant"',
+        ("tests/test_seeds.py::test_shipped_kernel_is_correct_in_interpret_mode"
+         "[12p_rmsnorm-seed_tpu]",)),
+    Mutation(
+        "library_exemption_removed", "evaluator/sandbox/tracer.py",
+        '_PRELOADED_ROOTS = ("tokamax"', '_PRELOADED_ROOTS = ("not-tokamax"',
+        ("tests/test_preloaded_libraries.py::test_exempt_library_is_imported_before_lock_down",)),
+    Mutation(
+        "library_exemption_for_every_root", "evaluator/sandbox/tracer.py",
+        'if name.split(".")[0] in _PRELOADED_ROOTS:', "if True:",
+        ("tests/test_preloaded_libraries.py::test_same_library_under_another_root_is_refused",)),
+    Mutation(
+        "judge_imports_the_tracer_dynamically", "evaluator/judge/rules.py",
+        "from __future__ import annotations\n",
+        "from __future__ import annotations\n\nimport importlib\n\n"
+        "_LOADER = (importlib, 'jaxbench.evaluator.sandbox' + '.tracer')\n",
+        ("tests/test_boundary.py::test_trusted_modules_never_import_candidate_loaders_or_exec",)),
+    Mutation(
+        "judge_reaches_exec_through_builtins", "evaluator/judge/structure.py",
+        "from __future__ import annotations\n",
+        "from __future__ import annotations\n\nimport builtins as _b\n\n_RUN = _b.exec\n",
+        ("tests/test_boundary.py::test_trusted_modules_never_import_candidate_loaders_or_exec",)),
+    Mutation(
+        "outside_work_budget_doubled", "evaluator/judge/rules.py",
+        "if task_flops > 0 and outside > max_fraction * task_flops:",
+        "if task_flops > 0 and outside > 2 * max_fraction * task_flops:",
+        ("tests/test_rules_budget.py::test_outside_work_over_the_budget_is_rejected",)),
+    Mutation(
+        "fast_p_counts_ties", "metrics.py",
+        "return bool(correct) and s is not None and s > p",
+        "return bool(correct) and s is not None and s >= p",
+        ("tests/test_metrics.py::test_fast_p",)),
+    Mutation(
+        "fast_p_at_n_looks_past_n", "metrics.py",
+        "for s in seq[:n]",
+        "for s in seq[:n + 1]",
+        ("tests/test_metrics.py::test_fast_p_at_n",)),
+    Mutation(
+        "review_flag_threshold_raised", "evaluator/__init__.py",
+        'if (result["speedup"] or 0) > SPEEDUP_REVIEW_THRESHOLD:',
+        'if (result["speedup"] or 0) > 2 * SPEEDUP_REVIEW_THRESHOLD:',
+        ("tests/test_device_assembly.py::"
+         "test_device_figures_come_from_the_samples_and_a_big_speedup_is_flagged",)),
+    Mutation(
+        "speedup_from_wall_clock_despite_a_device_trace", "evaluator/timing.py",
+        'headline, method = figures(device["ref_s"], device["kernel_s"]), DEVICE',
+        'headline, method = wall, DEVICE',
+        ("tests/test_device_assembly.py::"
+         "test_device_figures_come_from_the_samples_and_a_big_speedup_is_flagged",)),
+]
+
+
+def mutate(mutation: Mutation, root: Path) -> Path:
+    """A copy of the package under ``root/src`` with the mutation applied; returns ``root/src``."""
+    src = root / "src"
+    shutil.copytree(_package(), src / "jaxbench", ignore=shutil.ignore_patterns("__pycache__"))
+    path = src / "jaxbench" / mutation.file
+    text = path.read_text()
+    count = text.count(mutation.original)
+    assert count == 1, (f"{mutation.name}: the original snippet occurs {count} times in "
+                        f"{mutation.file}; update the mutation to the current source")
+    path.write_text(text.replace(mutation.original, mutation.mutated))
+    return src
+
+
+def run_against(src: Path, tests: tuple[str, ...], timeout_s: float = 600) -> tuple[int, str]:
+    """Runs ``tests`` with the package at ``src`` first on the path; (exit code, output)."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join([str(src)] + (
+               [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
+    where = subprocess.run([sys.executable, "-c", "import jaxbench; print(jaxbench.__file__)"],
+                           capture_output=True, text=True, env=env, cwd=REPO, check=True)
+    assert where.stdout.strip().startswith(str(src)), f"the mutant is not imported: {where.stdout}"
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                          "-o", "addopts=", *tests], capture_output=True, text=True, env=env,
+                         cwd=REPO, timeout=timeout_s)
+    return out.returncode, out.stdout + out.stderr
+
+
+@pytest.fixture(scope="session")
+def baseline(request, tmp_path_factory):
+    """The selected mutations' tests pass on an unmutated copy (one pytest run for all): a
+    failure under a mutant then means the mutant was caught, not that the test was broken."""
+    wanted = {item.callspec.params["mutation"].name for item in request.session.items
+              if getattr(item, "originalname", None) == "test_mutant_is_killed"}
+    tests = tuple(dict.fromkeys(t for m in MUTATIONS if m.name in wanted for t in m.tests))
+    if os.environ.get("JAXBENCH_MUTATION_BASELINE") == "0":  # the caller just ran them (CI)
+        return tests
+    src = tmp_path_factory.mktemp("unmutated") / "src"
+    shutil.copytree(_package(), src / "jaxbench", ignore=shutil.ignore_patterns("__pycache__"))
+    code, output = run_against(src, tests)
+    assert code == 0, f"the mutations' tests fail without a mutant:\n{output[-3000:]}"
+    return tests
+
+
+# Mutants tried at once: one on a small host, up to four where the cores allow.
+WORKERS = max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
+@pytest.fixture(scope="session")
+def outcomes(request, tmp_path_factory, baseline):
+    """Every selected mutant, started WORKERS at a time once the baseline passed; each test
+    waits for its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def attempt(mutation: Mutation) -> tuple[int, str]:
+        root = tmp_path_factory.mktemp(mutation.name)
+        return run_against(mutate(mutation, root), mutation.tests)
+
+    wanted = [item.callspec.params["mutation"] for item in request.session.items
+              if getattr(item, "originalname", None) == "test_mutant_is_killed"]
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = {m.name: pool.submit(attempt, m) for m in wanted}
+        yield futures
+        for future in futures.values():
+            future.cancel()
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.name for m in MUTATIONS])
+def test_mutant_is_killed(mutation, outcomes, baseline):
+    assert set(mutation.tests) <= set(baseline)
+    code, output = outcomes[mutation.name].result()
+    tail = output[-3000:]
+    # 1: tests ran and failed. Not 0 (the mutant survived), not 2-5 (interrupted, usage error,
+    # nothing collected): those would hide a survivor.
+    assert code == 1, f"{mutation.name} survived (pytest exit {code}):\n{tail}"
+    assert " failed" in output and " error" not in output.splitlines()[-1], tail

@@ -1,0 +1,124 @@
+"""Device-mode result assembly, on a CPU: the real parent and the real untrusted tracer, with the
+trusted runner replaced by a stand-in that answers as a device runner does (outputs, float32
+truths and raw timing samples). Every figure in the result must be the parent's own, computed
+from those samples; a speedup above 10x must carry the review flag."""
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from jaxbench.evaluator import SPEEDUP_REVIEW_THRESHOLD
+from jaxbench.evaluator.judge.client import RunnerOutcome
+from jaxbench.tasks import get_task
+
+TASK = "12p_rmsnorm"
+SEED = get_task(TASK).kernel_files()[("seed", "tpu")]
+DEVICE_KIND = "TPU v6e"
+
+
+class FakeDeviceRunners:
+    """Answers a judge request like a device runner: the reference's outputs (so the kernel is
+    `correct`), the float32 truths, and the given timing samples."""
+
+    def __init__(self, timing):
+        self.timing = timing
+        self.requests = []
+
+    def run(self, request, timeout_s, memory_bytes):
+        import jax
+        import numpy as np
+
+        from jaxbench.evaluator.arrays import pack
+        from jaxbench.evaluator.judge.runner import _truths
+
+        self.requests.append(request)
+        task, size = get_task(request["task"]), request["size"]
+        labelled = [(f"trial{i}", k) for i, k in enumerate(request["trial_keys"])]
+        labelled += [(f"recheck{i}", k) for i, k in enumerate(request["recheck_keys"])]
+        truths = _truths(task, size, labelled)
+        dtypes = [s.dtype for s in jax.tree_util.tree_leaves(task.output_shapes(size))]
+        outputs = [(label, key, [np.asarray(x).astype(d) for x, d in zip(truth, dtypes, strict=True)])
+                   for label, key, truth in truths]
+        data, layout = pack(outputs)
+        request_dir = Path(request["dir"])
+        (request_dir / "outputs.npy").write_bytes(data)
+        truth_data, truth_layout = pack(truths)
+        (request_dir / "truth.npy").write_bytes(truth_data)
+        return RunnerOutcome({"status": "ran", "trials": layout, "truth": truth_layout,
+                              "device_kind": DEVICE_KIND, "backend": "tpu", "compile_s": 0.5,
+                              "structure": {"kernel_calls": 1}, "timing": self.timing,
+                              "stages": {"correct": {"seconds": 0.1}, "time": {"seconds": 1.0}}})
+
+
+def _samples(ref_ms, kernel_ms):
+    """Raw per-call samples in seconds, with some spread."""
+    jitter = [0.9, 1.0, 1.1, 1.0, 0.95, 1.05, 1.0, 1.2]
+    return ([ref_ms * j / 1e3 for j in jitter], [kernel_ms * j / 1e3 for j in reversed(jitter)])
+
+
+def _iqr(xs):
+    quartiles = statistics.quantiles(xs, n=4)
+    return quartiles[2] - quartiles[0]
+
+
+@pytest.fixture(scope="module")
+def device_evaluator():
+    from jaxbench.evaluator import Evaluator
+
+    with Evaluator(spares=0) as ev:
+        yield ev
+
+
+def _evaluate(ev, monkeypatch, timing):
+    import jaxbench.evaluator as evaluator_module
+
+    monkeypatch.setattr(evaluator_module, "resolve_mode", lambda mode, target: "device")
+    monkeypatch.setattr(evaluator_module, "device_kind", lambda: DEVICE_KIND)
+    fake = FakeDeviceRunners(timing)
+    monkeypatch.setattr(ev, "runners", fake)
+    result = ev.evaluate(SEED, TASK, mode="device", trials=2)
+    assert len(fake.requests) == 1 and fake.requests[0]["mode"] == "device"
+    assert len(fake.requests[0]["timing_keys"]) >= 2  # the parent asked for rotated input sets
+    return result
+
+
+def test_device_figures_come_from_the_samples_and_a_big_speedup_is_flagged(device_evaluator,
+                                                                             monkeypatch):
+    wall_ref, wall_kernel = _samples(3.0, 1.0)
+    dev_ref, dev_kernel = _samples(2.4, 0.15)  # 16x on the device trace
+    timing = {"ref_s": wall_ref, "kernel_s": wall_kernel, "input_sets": 3, "warmup_rounds": 4,
+              "device": {"ref_s": dev_ref, "kernel_s": dev_kernel, "source": "XLA Ops",
+                         "events": 16}}
+    result = _evaluate(device_evaluator, monkeypatch, timing)
+    assert result["status"] == "correct", result["message"]
+    assert result["judged_on"] == "trusted_export" and result["mode"] == "device"
+    assert result["timing_method"] == "device_trace"
+    speedup = statistics.median(dev_ref) / statistics.median(dev_kernel)
+    assert result["speedup"] == pytest.approx(speedup) and speedup > SPEEDUP_REVIEW_THRESHOLD
+    assert result["t_ref_ms"] == pytest.approx(statistics.median(dev_ref) * 1e3)
+    assert result["t_kernel_ms"] == pytest.approx(statistics.median(dev_kernel) * 1e3)
+    assert result["review"] == (f"speedup {speedup:.1f}x exceeds 10x: check the kernel by hand")
+    time = result["stages"]["time"]
+    assert time["wall"]["speedup"] == pytest.approx(3.0)
+    assert time["device"]["source"] == "XLA Ops" and time["device"]["events"] == 16
+    assert time["reps"] == 8 and time["input_sets"] == 3 and time["warmup_rounds"] == 4
+    assert time["t_kernel_iqr_ms"] == pytest.approx(_iqr(dev_kernel) * 1e3)
+    assert time["spread"] == pytest.approx(max(_iqr(xs) / statistics.median(xs)
+                                               for xs in (dev_ref, dev_kernel)))
+    assert 0 < time["spread"] < 0.5
+    assert result["peak_flops"] and result["roofline_fraction"] > 0
+    assert result["device_kind"] == DEVICE_KIND
+
+
+def test_a_modest_speedup_has_no_review_flag_and_wall_clock_stands_in(device_evaluator,
+                                                                       monkeypatch):
+    wall_ref, wall_kernel = _samples(2.0, 0.5)  # 4x, and no device trace
+    timing = {"ref_s": wall_ref, "kernel_s": wall_kernel, "input_sets": 3, "warmup_rounds": 3,
+              "device": {"error": "no device events in the trace"}}
+    result = _evaluate(device_evaluator, monkeypatch, timing)
+    assert result["status"] == "correct", result["message"]
+    assert result["timing_method"] == "wall_clock_interleaved"
+    assert result["speedup"] == pytest.approx(4.0)
+    assert "review" not in result
+    assert result["stages"]["time"]["device_error"] == "no device events in the trace"
