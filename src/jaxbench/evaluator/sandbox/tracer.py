@@ -2,19 +2,23 @@
 
 Started as ``python -m jaxbench.evaluator.sandbox.tracer DIR`` by the parent,
 with a minimal environment, no accelerator (``JAX_PLATFORMS=cpu``) and ``DIR``
-its private directory. While still single-threaded it enters fresh user and
-network namespaces, imports what it needs, and OS-isolates itself (Landlock:
-reads limited to the Python installation, writes to ``DIR`` only, no TCP, no
-signals or ptrace outside; no-new-privileges; parent-death signal). Then it
-warms JAX up and waits for one job on stdin.
+its private directory. While still single-threaded it enters fresh user, network
+and mount namespaces, imports what it needs, hides the host's shared directories
+and OS-isolates itself (Landlock: reads limited to the Python installation,
+writes to ``DIR`` only, no TCP, no signals or ptrace outside; no-new-privileges;
+parent-death signal). Then it warms JAX up, reports its isolation in its
+start-up line and waits for one job on stdin.
 
-The job holds abstract input shapes only, never real inputs. The candidate is
-loaded and ``kernel`` traced once; from that one jaxpr the process exports the
-target-platform module and (interpret mode) the CPU interpret-mode module, and
-writes their serialized bytes to ``DIR``. That is all the parent takes from
-here, besides failure text. Optional checks that need the jaxpr (the TPU
-interpreter's race check, the GPU grid race rule) run here too: they may only
-add failures, since nothing here is believed when it claims success.
+The job holds abstract input shapes only, never real inputs. The order of
+:func:`run_job` is the promise: the candidate is loaded and ``kernel`` traced at
+the evaluated size (the one jaxpr the evaluated modules come from) and at every
+other size; the trace rules and the untrusted checks run (the GPU grid race
+rule, the memory budgets; they may only add failures); then the process is
+sealed and the exports are made — the target module at every size and
+(interpret mode) the CPU interpret-mode module — the TPU interpreter's check
+runs, and the files are written, ``status.json`` last with the job's token.
+That is all the parent takes from here, besides failure text; nothing here is
+believed when it claims success.
 """
 
 from __future__ import annotations
