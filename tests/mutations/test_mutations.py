@@ -94,6 +94,28 @@ MUTATIONS = [
         'headline, method = wall, DEVICE',
         ("tests/test_device_assembly.py::"
          "test_device_figures_come_from_the_samples_and_a_big_speedup_is_flagged",)),
+    # the trust boundary (issue: every verdict decided on the trusted side)
+    Mutation(
+        "tracer_never_sealed", "evaluator/sandbox/tracer.py",
+        "    _seal(bound)\n", "    pass  # mutant: exports made unsealed\n",
+        ("tests/test_tracer_order.py::test_candidate_code_runs_only_before_the_seal_and_status"
+         "_is_written_last",)),
+    Mutation(
+        "missing_probe_accepted", "evaluator/__init__.py",
+        '    if said == "ran" and "tpu_interpreter" in probe:',
+        '    if True:  # mutant: a missing TPU-interpreter report passes',
+        ("tests/adversarial/test_forged_untrusted.py::test_missing_probe_is_a_failure",)),
+    Mutation(
+        "lookups_are_free_again", "evaluator/judge/structure.py",
+        "LOOKUP_FLOPS_PER_ELEMENT = 2.0", "LOOKUP_FLOPS_PER_ELEMENT = 0.0",
+        ("tests/test_structure.py::test_gather_from_a_computed_table_by_data_is_priced_per"
+         "_element",)),
+    Mutation(
+        "interpret_export_compared_by_name_only", "evaluator/judge/rules.py",
+        "    if mine_ops != theirs_ops:",
+        "    if [o.split('(')[0] for o in mine_ops] != [o.split('(')[0] for o in theirs_ops]:",
+        ("tests/test_structure.py::test_interpret_export_differing_in_a_type_or_attribute_is"
+         "_rejected",)),
 ]
 
 

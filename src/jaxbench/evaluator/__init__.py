@@ -32,7 +32,16 @@ from jaxbench.evaluator.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
 from jaxbench.evaluator.judge.client import RunnerOutcome, RunnerPool
 from jaxbench.evaluator.pool import WorkerOutcome, WorkerPool, remove_tree
-from jaxbench.evaluator.result import SEALED_EXIT, STAGES, STATUSES, StageFailure, new_result
+from jaxbench.evaluator.result import (
+    CROSS_LOWERING_GPU,
+    CROSS_LOWERING_TPU,
+    SEALED_EXIT,
+    STAGES,
+    STATUSES,
+    StageFailure,
+    new_result,
+    size_export,
+)
 from jaxbench.evaluator.static import check_source, declared_target, wrong_target_hint
 from jaxbench.evaluator.timeouts import default_timeout
 from jaxbench.tasks import get_task
@@ -207,8 +216,6 @@ class Evaluator:
         outcome = self.pool.run(job, case.timeout_s, case.memory_bytes)
         # What the parent set up and saw before any candidate code ran, never the tracer's word.
         result["isolation"] = getattr(outcome, "isolation", None) or "unknown"
-        from jaxbench.evaluator.sandbox.exporting import size_export  # a file-name contract
-
         sizes = {name: size_export(name) for name in task.inputs if name != size}
         try:
             status = _read_untrusted_status(outcome.dir)
@@ -232,10 +239,6 @@ class Evaluator:
             return self._judge_debug(result, case, probe, keys)
         if exports["target.export"] is None:
             raise StageFailure("crashed", "lower", "the untrusted side produced no target export")
-        missing = sorted(name for name, file in sizes.items() if exports[file] is None)
-        if missing:
-            raise StageFailure("crashed", "lower", "the untrusted side produced no target export "
-                                                   f"at size(s) {missing} (memory budgets)")
         interpret_error = result["stages"].get("lower", {}).get("interpret_export_error")
         if case.mode == "interpret" and exports["interpret.export"] is None:
             if not interpret_error:
@@ -249,6 +252,7 @@ class Evaluator:
                sizes: dict[str, str], status: dict[str, Any]) -> None:
         task, size = case.task, case.size
         use_export = case.mode == "device" or exports["interpret.export"] is not None
+        missing = sorted(name for name, file in sizes.items() if exports[file] is None)
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-judge-"))
         try:
             for name, data in exports.items():
@@ -257,7 +261,8 @@ class Evaluator:
             request = {"dir": str(directory), "task": task.id, "size": size,
                        "platform": PLATFORM[case.target], "mode": case.mode,
                        "interpret_export": use_export,
-                       "budget_exports": {size: "target.export", **sizes},
+                       "budget_exports": {size: "target.export", **{
+                           name: file for name, file in sizes.items() if name not in missing}},
                        "chip": {"tpu": job_chip(case, "tpu"), "gpu": job_chip(case, "gpu")},
                        "trial_keys": keys["trial"], "recheck_keys": keys["recheck"],
                        "max_outside_flops_fraction": case.max_outside_fraction,
@@ -271,9 +276,11 @@ class Evaluator:
             outcome = self.runners.run(request, case.timeout_s,
                                        case.memory_bytes if case.mode == "interpret" else None)
             # The budgets that decide are the judge's, from the exported modules; the untrusted
-            # side's own estimate can only add a failure (it names the kernel's source line).
+            # side's own estimate can only add a failure, and when it has one its message is
+            # shown (it names the kernel's source line).
             budget = status.get("budget_problem")
-            if outcome.response and isinstance(outcome.response.get("budget_problem"), str) \
+            if not (isinstance(budget, str) and budget) and outcome.response and isinstance(
+                    outcome.response.get("budget_problem"), str) \
                     and outcome.response["budget_problem"]:
                 budget = outcome.response["budget_problem"]
             try:
@@ -284,6 +291,10 @@ class Evaluator:
                 if failure.stage != "lower" and isinstance(budget, str):
                     raise StageFailure("compile_error", "lower", budget[:2000]) from None
                 raise
+            if missing:  # after the structure rules: a module they refuse is refused first
+                raise StageFailure("crashed", "lower", "the untrusted side produced no target "
+                                                       f"export at size(s) {missing} (memory "
+                                                       "budgets)")
             if isinstance(budget, str):
                 raise StageFailure("compile_error", "lower", budget[:2000])
             _require_probe(status, probe, case)
@@ -563,8 +574,6 @@ def _require_probe(status: dict[str, Any], probe: dict[str, list[Any]], case: _C
 
 def job_chip(case: _Case, target: str) -> str:
     """The chip a target is lowered and budgeted for: the attached one in device mode."""
-    from jaxbench.evaluator.sandbox.exporting import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
-
     if case.mode == "device" and case.target == target:
         return device_kind()
     return CROSS_LOWERING_TPU if target == "tpu" else CROSS_LOWERING_GPU

@@ -16,6 +16,15 @@ STATUSES = (
 STAGES = ("static", "trace", "lower", "correct", "time", "recheck")
 # Exit status of a tracer whose candidate code acted after it was sealed for its exports.
 SEALED_EXIT = 86
+# The chips kernels are lowered for when none is attached: JAXBench's TPU v6e, and an H200
+# (the parent names the real device in device mode).
+CROSS_LOWERING_TPU = "TPU v6 lite"
+CROSS_LOWERING_GPU = "NVIDIA H200"
+
+
+def size_export(size: str) -> str:
+    """The file of the target export at another size than the evaluated one (budgets only)."""
+    return f"target.{len(size)}-{''.join(c if c.isalnum() else '_' for c in size)}.export"
 
 
 class StageFailure(Exception):

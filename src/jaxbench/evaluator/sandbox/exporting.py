@@ -20,10 +20,14 @@ import jax
 from jaxbench import compat
 
 KERNEL_PREFIX = "jaxbench_kernel"
-# The chips kernels are lowered for when none is attached: JAXBench's TPU v6e, and an H200
-# (the parent names the real device in device mode).
-CROSS_LOWERING_TPU = "TPU v6 lite"
-CROSS_LOWERING_GPU = "NVIDIA H200"
+# The chips kernels are lowered for when none is attached, and the file names of the target
+# module at other sizes: contracts with the parent, kept in evaluator/result.py.
+from jaxbench.evaluator.result import (  # noqa: E402, F401 - re-exported
+    CROSS_LOWERING_GPU,
+    CROSS_LOWERING_TPU,
+    size_export,
+)
+
 # Triton's custom call has no export compatibility guarantee; the judge allow-lists it itself.
 UNSTABLE_KERNEL_TARGETS = {"cuda": ("__gpu$xla.gpu.triton",)}
 
@@ -233,8 +237,3 @@ def candidate_parameters(closed: Any, untrusted: Any, limit: int = 100_000) -> l
 
     visit(closed, "kernel", 0)
     return found[:4]
-
-
-def size_export(size: str) -> str:
-    """The file of the target export at another size than the evaluated one (budgets only)."""
-    return f"target.{len(size)}-{''.join(c if c.isalnum() else '_' for c in size)}.export"

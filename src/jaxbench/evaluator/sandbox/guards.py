@@ -298,6 +298,11 @@ def candidate_file(filename: str) -> None:
     _state["candidate_files"].add(filename)  # type: ignore[union-attr]
 
 
+def own_code(filename: str) -> bool:
+    """Whether code from ``filename`` is the candidate's own (see :func:`_own_code`)."""
+    return _own_code(filename)
+
+
 def _own_code(filename: str) -> bool:
     """Code the candidate wrote: its file, files in the private dir, and code that its own
     frames compiled (not code the standard library generates for JAX's classes at any time,

@@ -179,6 +179,9 @@ def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> t
         return "rejected", stage, f"sandbox: {exc}"
     if isinstance(exc, PermissionError) or "PERMISSION_DENIED" in str(exc):
         return "rejected", stage, f"sandbox (OS isolation): {short_error(exc, 300)}"
+    if isinstance(exc, OSError) and _hidden(getattr(exc, "filename", None)):
+        return "rejected", stage, ("sandbox (OS isolation): the host's shared directories are "
+                                   f"hidden from kernels: {short_error(exc, 300)}")
     if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
         return "crashed", stage, f"{prefix}out of memory (limit reached): {short_error(exc, 300)}"
     message = prefix + short_error(exc)
@@ -191,6 +194,16 @@ def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> t
         return "rejected", stage, ("host callback in the kernel: it cannot be exported, and all "
                                    f"work must run on the device ({short_error(exc, 200)})")
     return status, stage, message
+
+
+def _hidden(path: Any) -> bool:
+    """Whether ``path`` lies beneath a host directory the tracer hides (a kernel reaching there
+    finds an empty directory: that is the sandbox, not the kernel's own error)."""
+    from jaxbench.evaluator.sandbox.isolation import HIDDEN_DIRS
+
+    if not isinstance(path, str) or not path.startswith("/"):
+        return False
+    return any(path == d or path.startswith(d + "/") for d in HIDDEN_DIRS)
 
 
 def candidate_frames(exc: BaseException, filename: str, source: str, limit: int = 6) -> list[str]:
@@ -248,7 +261,7 @@ def _memory_budgets(job: dict[str, Any], trace: Any, target: str,
 
 
 def _debug_run(outbox: Outbox, job: dict[str, Any], closed: Any, jit: Any, jaxpr_as_fun: Any,
-               with_interpret: Any, block: Any) -> None:
+               with_interpret: Any, block: Any, nonce: Any) -> None:
     """Debug mode: the traced kernel runs here, in interpret mode, so that its
     ``jax.debug.print`` output reaches this process's stdout (the parent shows its end). No
     export is made and the trusted judge is not involved: the parent marks the result as a
@@ -273,7 +286,7 @@ def _debug_run(outbox: Outbox, job: dict[str, Any], closed: Any, jit: Any, jaxpr
         return _fail(outbox, job, exc, "runtime_error", "correct", "debug run: ")
     _save_outputs(outbox, runs)
     outbox.stage("probe", _perf_counter() - t0)
-    outbox.status["status"] = "traced"
+    outbox.status.update(status="traced", nonce=nonce)
     outbox.flush()
     return None
 
@@ -414,7 +427,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         else:
             problem = _rule_problem(rules, found.primitives.values())
         if not problem:
-            objects = exporting.candidate_parameters(trace, guards.untrusted_code)
+            objects = exporting.candidate_parameters(trace, guards.own_code)
             if objects:
                 problem = (f"the kernel passes objects of its own classes as parameters of JAX "
                            f"operations ({'; '.join(objects)}): lowering reads them, so they "
@@ -447,7 +460,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         return None
     outbox.stage("trace", _perf_counter() - t0, kernels=exporting.scan(closed).kernels)
     if debug:
-        return _debug_run(outbox, job, closed, jit, jaxpr_as_fun, with_interpret, block)
+        return _debug_run(outbox, job, closed, jit, jaxpr_as_fun, with_interpret, block, nonce)
 
     # -- the other sizes: traced now, so that no candidate code runs after the exports -------
     t0 = _perf_counter()
