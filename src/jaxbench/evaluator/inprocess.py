@@ -1,7 +1,8 @@
 """The same checks as the evaluator, in the calling process, for *trusted* kernels only.
 
 One trace, the target and interpret-mode exports of it, the judge's structure
-rules, the interpret export run on trial inputs (plus the TPU interpreter for
+rules, the memory budgets at every size (the kernel traced and exported at the
+task's other sizes) and the GPU grid race rule, the interpret export run on trial inputs (plus the TPU interpreter for
 TPU kernels) and the comparison with the float32 truth: what a tracer and a
 runner do, without processes, sandbox or isolation.
 
@@ -84,6 +85,34 @@ def export_trusted(path: Any, task_id: str, size: str = "full", target: str = "g
     return closed, exporting.export(closed, specs, LOWERING_PLATFORM[target])
 
 
+def _budgets_and_races(kernel: Any, closed: Any, target_export: Any, task: Any, size: str,
+                       target: str, platform: str) -> None:
+    """What the evaluator checks besides the structure: the GPU grid race rule, and the memory
+    budgets that the judge computes from the target module at every size the task defines
+    (traced and exported here for the other sizes). Raises ValueError on a problem."""
+    from jaxbench.evaluator.judge import budgets
+    from jaxbench.evaluator.sandbox import gpu_rules
+
+    if target == "gpu":
+        problem = gpu_rules.parallel_write_conflict(closed)
+        if problem:
+            raise ValueError(f"GPU race rule: {problem}")
+    exported = {size: target_export}
+    for other in task.inputs:
+        if other == size:
+            continue
+        specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype))
+                 for s in task.input_specs(other)]
+        with compat.abstract_tpu(exporting.CROSS_LOWERING_TPU) if target == "tpu" else \
+                _nullcontext():
+            traced = jax.make_jaxpr(kernel)(*specs)
+        exported[other] = exporting.export(traced, specs, platform, portable=True)
+    problem, _ = budgets.check(exported, platform, exporting.CROSS_LOWERING_TPU,
+                               exporting.CROSS_LOWERING_GPU)
+    if problem:
+        raise ValueError(problem)
+
+
 def check_in_process(
     source: str,
     task_id: str,
@@ -115,7 +144,8 @@ def check_in_process(
     out["pallas_calls"] = figures["kernel_calls"]
     out["outside_flops_fraction"] = figures["outside_flops"] / max(task.flops(size), 1.0)
     out["lowered"] = True
-    if run:
+    if run:  # the evaluator's other checks at lower: the budgets at every size, GPU races
+        _budgets_and_races(kernel, closed, target_export, task, size, target, platform)
         interpret = exporting.export(closed, specs, "cpu", interpret=True)
         rules.check_interpret(analyze(interpret.mlir_module(), "cpu"), report)
         truth = truth or GroundTruth()
