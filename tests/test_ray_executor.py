@@ -262,11 +262,11 @@ def test_optimize_evaluates_on_the_cluster_and_calls_the_model_here(cluster, tmp
 
 
 def test_validate_on_the_cluster_matches_local(cluster):
-    from jaxbench.ray_executor import validate_on_cluster
+    from jaxbench.ray_executor import map_on_cluster
     from jaxbench.tasks import get_task
-    from jaxbench.validate import validate_task
+    from jaxbench.validate import validate_one, validate_task
 
-    [remote] = validate_on_cluster(["12p_rmsnorm"], "small", 2)
+    [remote] = map_on_cluster(validate_one, [("12p_rmsnorm", "small", 2)])
     local = validate_task(get_task("12p_rmsnorm"), size="small", seeds=2)
     assert remote.task == "12p_rmsnorm" and remote.flags == local.flags
     assert remote.tolerance.value == pytest.approx(local.tolerance.value)

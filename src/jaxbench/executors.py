@@ -13,18 +13,10 @@ from typing import Any, TypeVar
 
 import click
 
+from jaxbench.executor_errors import EvaluationLost, ExecutorError
+
 EXECUTORS = ("local", "ray")
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class ExecutorError(RuntimeError):
-    """An executor that cannot run (Ray missing or unreachable, no node with the hardware)."""
-
-
-class EvaluationLost(RuntimeError):
-    """An evaluation that ended without a verdict for reasons outside the kernel (its Ray
-    worker or node died on every attempt, or the run was stopped). Nothing is recorded as
-    its verdict; a resumed run evaluates the kernel again."""
 
 
 def executor_options(command: F) -> F:

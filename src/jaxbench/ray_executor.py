@@ -38,7 +38,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from jaxbench.executors import EvaluationLost, ExecutorError
+from jaxbench.executor_errors import EvaluationLost, ExecutorError
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_CPUS_PER_EVALUATION = 1.0
@@ -237,17 +237,6 @@ def _device_kind_on_node() -> str:
                          capture_output=True, text=True, timeout=300, check=False)
     lines = out.stdout.strip().splitlines()
     return lines[-1] if out.returncode == 0 and lines else "unknown"
-
-
-def _validate_on_node(task_id: str, size: str, seeds: int) -> Any:
-    from jaxbench.tasks import get_task
-    from jaxbench.validate import error_report, validate_task
-
-    task = get_task(task_id)
-    try:
-        return validate_task(task, size=size, seeds=seeds)
-    except Exception as exc:  # noqa: BLE001 - reported as the local command reports it
-        return error_report(task, size, seeds, exc)
 
 
 # -- the driver side --------------------------------------------------------------------------
@@ -457,28 +446,29 @@ def _write_tree(directory: Path, files: dict[str, bytes]) -> None:
         path.write_bytes(data)
 
 
-def validate_on_cluster(task_ids: list[str], size: str, seeds: int, address: str | None = None,
-                        on_report: Any = None) -> list[Any]:
-    """``validate_task`` for each task as a Ray task (one CPU each; the reference runs on the
-    node's CPU, so a TPU host's chips stay free for device-mode evaluations). Reports come
-    back in the order of ``task_ids``; ``on_report`` sees each as it finishes."""
+def map_on_cluster(job: Any, args: list[tuple[Any, ...]], address: str | None = None,
+                   on_result: Any = None) -> list[Any]:
+    """``job(*a)`` for each ``a`` in ``args`` as a Ray task on a node's CPU (one CPU each, JAX on
+    the CPU, so a TPU host's chips stay free for device-mode evaluations). ``job`` must be a
+    module-level function the nodes can import. Results come back in the order of ``args``;
+    ``on_result`` sees each as it finishes."""
     ray = connect(address)
-    remote = ray.remote(_validate_on_node).options(
+    remote = ray.remote(job).options(
         num_cpus=1, max_retries=DEFAULT_MAX_RETRIES,
         runtime_env={"env_vars": {"JAX_PLATFORMS": "cpu"}})
-    refs = {remote.remote(task_id, size, seeds): i for i, task_id in enumerate(task_ids)}
-    reports: list[Any] = [None] * len(task_ids)
+    refs = {remote.remote(*a): i for i, a in enumerate(args)}
+    reports: list[Any] = [None] * len(args)
     waiting = list(refs)
     while waiting:
         ready, waiting = ray.wait(waiting, num_returns=1)
         for ref in ready:
             report = ray.get(ref)
             reports[refs[ref]] = report
-            if on_report is not None:
-                on_report(report)
+            if on_result is not None:
+                on_result(report)
     return reports
 
 
 __all__ = ["DEFAULT_MAX_RETRIES", "EvaluationLost", "RayEvaluator", "RayUnavailable", "RunSecret",
            "abort_all", "cluster_accelerators", "connect", "evaluate_on_node", "evaluation_slots",
-           "resolve_cluster_mode", "resources_for", "validate_on_cluster"]
+           "map_on_cluster", "resolve_cluster_mode", "resources_for"]

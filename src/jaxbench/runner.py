@@ -41,19 +41,19 @@ class Job:
 OPTIONAL_LIBRARY_EXPERTS = {"expert_tokamax": "tokamax"}
 
 
-# Shipped kernels that JAX's interpreters cannot run on a CPU host (README, "Experts"): in
+# Shipped kernels that JAX's interpreters cannot run on a CPU host (docs/suites.md, "Experts"): in
 # interpret mode their failure is expected, reported as a known limitation and not counted as
 # a failure of the run. (When a JAX release fixes one, it is simply correct.)
 _WGMMA = ("JAX 0.10 cannot interpret Mosaic GPU's wgmma on a CPU host (no generic-interpreter "
           "rule; the Mosaic GPU interpreter takes only whole-array blocks); it is verified up to "
-          "lowering (README, On a GPU host)")
+          "lowering (docs/gpu-and-ray.md)")
 # Shipped kernels that JAX's interpreters cannot run on a CPU host: reported as documented
 # limitations, not failures (tests/test_seeds.py asserts each one's exact failure, so the day a
 # JAX release runs them, the entry must go).
 KNOWN_INTERPRET_FAILURES = {
     ("7p_ragged_paged_attention", "expert", "tpu"):
         "JAX 0.10's interpreters cannot run this library kernel on a CPU host (its TypedInt "
-        "refs, ReshapeTransform); it is verified up to lowering (README, Experts)",
+        "refs, ReshapeTransform); it is verified up to lowering (docs/suites.md, Experts)",
     ("8p_gemm", "seed_mosaic", "gpu"): _WGMMA,
     ("1p_flash_attention", "seed_mosaic", "gpu"): _WGMMA,
 }

@@ -214,6 +214,15 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}"
 
 
+def validate_one(task_id: str, size: str, seeds: int) -> TaskReport:
+    """One task's report, or its error report (a job for an executor on another node)."""
+    task = get_task(task_id)
+    try:
+        return validate_task(task, size=size, seeds=seeds)
+    except Exception as exc:  # noqa: BLE001 - reported as the local command reports it
+        return error_report(task, size, seeds, exc)
+
+
 def validate_task(task: Task, size: str = "small", seeds: int = 5,
                   perturb_seeds: int = 2) -> TaskReport:
     """Runs the four checks (see the module docstring) on ``task`` at ``size``."""
@@ -430,10 +439,10 @@ def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
                              failed=report.flagged)
 
         if executor == "ray":  # one Ray task per task; reports listed in the tasks' order
-            from jaxbench.ray_executor import validate_on_cluster
+            from jaxbench.ray_executor import map_on_cluster
 
-            reports = validate_on_cluster([t.id for t in tasks], size, seeds, ray_address,
-                                          on_report=finished)
+            reports = map_on_cluster(validate_one, [(t.id, size, seeds) for t in tasks],
+                                     ray_address, on_result=finished)
         for t in tasks if executor == "local" else ():
             try:
                 report = validate_task(t, size=size, seeds=seeds)

@@ -445,7 +445,7 @@ class _Case:
         self.timing, self.save_ir, self.debug = timing, save_ir, debug
 
 
-# What an interpret-mode `correct` does not exclude (the README's threat model).
+# What an interpret-mode `correct` does not exclude (docs/evaluator.md, threat model).
 INTERPRET_RESIDUAL_RISK = (
     "residual risk: the kernel body ran in JAX's interpreter; its chip lowering was checked "
     "(structure, budgets) but not run, so a body that the chip's compiler lowers to something "
@@ -453,7 +453,7 @@ INTERPRET_RESIDUAL_RISK = (
 
 
 def lowering_fidelity(target: str, mode: str) -> str:
-    """What the `lower` stage proved for this target and mode (see the README)."""
+    """What the `lower` stage proved for this target and mode (docs/evaluator.md)."""
     if mode == "device":
         return f"compiled and run on the {target.upper()} (the full {target} compiler ran)"
     return f"{_interpret_fidelity(target)}; {INTERPRET_RESIDUAL_RISK}"

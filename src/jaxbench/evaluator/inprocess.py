@@ -2,9 +2,10 @@
 
 One trace, the target and interpret-mode exports of it, the judge's structure
 rules, the memory budgets at every size (the kernel traced and exported at the
-task's other sizes) and the GPU grid race rule, the interpret export run on trial inputs (plus the TPU interpreter for
-TPU kernels) and the comparison with the float32 truth: what a tracer and a
-runner do, without processes, sandbox or isolation.
+task's other sizes) and the GPU grid race rule, the interpret export run on
+trial inputs (plus the TPU interpreter for TPU kernels) and the comparison with
+the float32 truth: what a tracer and a runner do, without processes, sandbox or
+isolation.
 
 Used for full-size cross-lowering checks of shipped kernels, by the task
 validator, and as the "bare cost" baseline of the harness-overhead benchmark.

@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxbench.evaluator.sandbox.blocks import block_dims
+
 # Grid points whose writes are evaluated; a larger grid is a failure ("too large to check").
 MAX_STEPS = 1 << 26
 # Grid points per vectorised evaluation (divided by the trip counts of loops around stores).
@@ -41,17 +43,6 @@ MAX_CELLS = 1 << 25
 BATCH_CELLS = 1 << 22
 # Kept for callers of the old rule: the by-value check now covers any grid up to MAX_STEPS.
 MAX_PROGRAMS = MAX_STEPS
-
-
-def _block_dims(block_mapping: Any) -> tuple[int, ...]:
-    dims = []
-    for dim in block_mapping.block_shape:
-        if isinstance(dim, (int, np.integer)):
-            dims.append(int(dim))
-        else:  # squeezed / element / blocked wrappers
-            size = getattr(dim, "block_size", None)
-            dims.append(int(size) if isinstance(size, (int, np.integer)) else 1)
-    return tuple(dims)
 
 
 class _Undecidable(Exception):
@@ -431,7 +422,7 @@ def _conflict(eqn: Any, call_index: int) -> str:
         return ""
     first = mapping.num_inputs
     outputs = mapping.block_mappings[first: first + mapping.num_outputs]
-    whole = {i for i, b in enumerate(outputs) if _block_dims(b) == tuple(b.array_aval.shape)}
+    whole = {i for i, b in enumerate(outputs) if block_dims(b) == tuple(b.array_aval.shape)}
     body = eqn.params["jaxpr"]
     first_ref = mapping.num_index_operands + mapping.num_inputs
     refs = body.invars[first_ref: first_ref + mapping.num_outputs]

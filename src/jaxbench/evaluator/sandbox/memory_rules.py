@@ -32,19 +32,7 @@ import numpy as np
 # The chip table lives on the trusted side, which computes the budgets that decide
 # (judge/budgets.py); the untrusted rule reads the same figures.
 from jaxbench.evaluator.judge.budgets import TPU_VMEM, MiB
-
-
-def _dims(block_mapping: Any) -> list[int]:
-    dims = []
-    for dim in block_mapping.block_shape:
-        if isinstance(dim, (int, np.integer)):
-            dims.append(int(dim))
-        elif dim is None or type(dim).__name__ == "Squeezed":
-            dims.append(1)
-        else:
-            size = getattr(dim, "block_size", None)
-            dims.append(int(size) if isinstance(size, (int, np.integer)) else 1)
-    return dims
+from jaxbench.evaluator.sandbox.blocks import block_dims
 
 
 def _space(aval: Any) -> str:
@@ -68,7 +56,7 @@ def _whole_and_fixed(block: Any) -> bool:
     """A block that is the whole array at a fixed (all-zero) index: Mosaic's lowering marks such
     a window single-buffered (``pipeline_mode<synchronous>`` in the kernel's IR), as nothing
     changes between grid steps; the judge reads that mode from the exported module."""
-    if tuple(_dims(block)) != tuple(block.array_aval.shape):
+    if tuple(block_dims(block)) != tuple(block.array_aval.shape):
         return False
     jaxpr = getattr(block.index_map_jaxpr, "jaxpr", None)
     outs = getattr(jaxpr, "outvars", None)
@@ -88,10 +76,10 @@ def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
         mode = block.pipeline_mode
         buffers = int(getattr(mode, "buffer_count", 0) or 0) or (
             1 if steps <= 1 or _whole_and_fixed(block) else 2)
-        nbytes = math.prod(_dims(block)) * np.dtype(block.array_aval.dtype).itemsize
+        nbytes = math.prod(block_dims(block)) * np.dtype(block.array_aval.dtype).itemsize
         kind = "input" if i < mapping.num_inputs else "output"
         rows.append((f"{kind} {i if i < mapping.num_inputs else i - mapping.num_inputs}",
-                     tuple(_dims(block)), buffers, nbytes * buffers))
+                     tuple(block_dims(block)), buffers, nbytes * buffers))
     for j, aval in enumerate(mapping.scratch_avals):
         if "vmem" not in _space(aval) or not hasattr(aval, "shape"):
             continue
@@ -119,7 +107,7 @@ def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
     from jaxbench.evaluator.sandbox import triton_rules
 
     mapping = eqn.params["grid_mapping"]
-    nbytes = sum(math.prod(_dims(b)) * np.dtype(b.array_aval.dtype).itemsize
+    nbytes = sum(math.prod(block_dims(b)) * np.dtype(b.array_aval.dtype).itemsize
                  for b in mapping.block_mappings)
     figures: dict[str, Any] = {"block_bytes": nbytes}
     if not triton_rules.is_triton(eqn):

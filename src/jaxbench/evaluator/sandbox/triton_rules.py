@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxbench.evaluator.sandbox.blocks import block_dims
+
 MAX_NUMEL = 1 << 20
 # Shared memory one thread block may use on Hopper (H100/H200: 227 KiB of the SM's 228 KiB).
 SHARED_BYTES = {"NVIDIA H200": 227 * 1024, "NVIDIA H100": 227 * 1024,
@@ -143,10 +145,7 @@ def _hashable(x: Any) -> bool:
     return True
 
 
-def _block_dims(block: Any) -> tuple[int, ...]:
-    from jaxbench.evaluator.sandbox.memory_rules import _dims
 
-    return tuple(_dims(block))
 
 
 def _access(eqn: Any) -> tuple[Any, bool] | None:
@@ -194,7 +193,7 @@ def check(eqn: Any, device_kind: str = "NVIDIA H200",
     # edge blocks that need masks
     ragged: dict[int, str] = {}
     for i, block in enumerate(blocks):
-        dims, shape = _block_dims(block), tuple(int(d) for d in block.array_aval.shape)
+        dims, shape = block_dims(block), tuple(int(d) for d in block.array_aval.shape)
         for axis, (b, n) in enumerate(zip(dims, shape, strict=False)):
             if b > 0 and n % b:
                 kind = "input" if i < mapping.num_inputs else "output"
