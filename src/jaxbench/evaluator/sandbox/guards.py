@@ -319,14 +319,15 @@ def _candidate_on_stack(frame: object) -> bool:
     return False
 
 
-def state_problem(root: Path) -> str:
+def state_problem(root: Path, filename: str) -> str:
     """'' while the guards are as :func:`lock_down` left them; else what changed (candidate
     code can reach this module's state through ``sys.modules``: checked after every stage)."""
     if _state.get("active") is not True:
         return "the sandbox's guards were switched off"
     if _state.get("root") != os.path.realpath(root):
         return "the sandbox's private directory was changed"
-    if not _state.get("own_code") or not _state.get("candidate_files"):
+    if filename not in (_state.get("own_code") or ()) or \
+            filename not in (_state.get("candidate_files") or ()):
         return "the sandbox's record of the kernel's code was cleared"
     return ""
 

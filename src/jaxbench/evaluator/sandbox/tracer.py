@@ -296,7 +296,7 @@ def _seal(bound: dict[str, Any]) -> None:
     are reset and timers cancelled (a handler runs whatever it was given), the cyclic garbage
     collector is off (finalizers), and the audit hook ends the process if anything audited
     happens with candidate code on the stack."""
-    signal, guards = bound["signal"], bound["guards"]
+    signal = bound["signal"]
     for timer in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF):
         bound["setitimer"](timer, 0, 0)
     for number in range(1, signal.NSIG):
@@ -310,7 +310,7 @@ def _seal(bound: dict[str, Any]) -> None:
             bound["set_handler"](number, int(signal.SIG_IGN))
     bound["gc"].disable()
     bound["gc"].callbacks.clear()
-    guards.seal()
+    bound["seal"]()
 
 
 def _heavy_glue(exported: Any, platform: str) -> str:
@@ -384,7 +384,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         compat.jaxpr_as_fun
     import _signal  # the C functions: the guards replace the Python-level ones
 
-    bound = {"signal": signal, "guards": guards, "gc": gc, "setitimer": _signal.setitimer,
+    bound = {"signal": signal, "seal": guards.seal, "gc": gc, "setitimer": _signal.setitimer,
              "getsignal": _signal.getsignal, "set_handler": _signal.signal}
     kind = job.get("tpu_device_kind", exporting.CROSS_LOWERING_TPU)
     gpu_kind = job.get("gpu_device_kind", exporting.CROSS_LOWERING_GPU)
@@ -401,7 +401,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         """Harness code or JAX's rule tables replaced since the snapshot (re-checked after
         every stage, since code the candidate left behind, e.g. a finalizer, can run at any
         point)."""
-        found = integrity.changed(snapshot) or guards.state_problem(directory)
+        found = integrity.changed(snapshot) or guards.state_problem(directory, filename)
         if found:
             outbox.fail("rejected", stage, f"the kernel patched harness code: {found}")
             return True
@@ -410,9 +410,12 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
             outbox.fail("rejected", stage, problem)
         return bool(problem)
 
+    kernel_counts: dict[int, int] = {}
+
     def scanned(trace: Any, stage: str, where: str = "") -> bool:
         """The trace-level rules; True when one failed (and was reported)."""
         found = exporting.scan(trace)
+        kernel_counts[id(trace)] = found.kernels
         problem = ""
         if found.callbacks and not (debug and set(found.callbacks) == {"debug_callback"}):
             problem = (f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the "
@@ -458,7 +461,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         return _fail(outbox, job, exc, "compile_error", "trace")
     if patched("trace") or scanned(closed, "trace"):
         return None
-    outbox.stage("trace", _perf_counter() - t0, kernels=exporting.scan(closed).kernels)
+    outbox.stage("trace", _perf_counter() - t0, kernels=kernel_counts[id(closed)])
     if debug:
         return _debug_run(outbox, job, closed, jit, jaxpr_as_fun, with_interpret, block, nonce)
 
