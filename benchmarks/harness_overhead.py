@@ -2,7 +2,9 @@
 
 Both sides run as fresh commands (Python + JAX start-up included) on the same
 kernels and do the same checks: static policy, trace, cross-lowering for the
-kernel's platform, the interpret-mode correctness trials (plus the TPU
+kernel's platform, the structure rules, the memory budgets at every size, the
+GPU race rule, Triton's compiler on GPU kernels (where ``triton`` is installed,
+as the evaluator does), the interpret-mode correctness trials (plus the TPU
 interpreter for TPU kernels) and the comparison with the float32 ground
 truth. The difference is what the harness adds: a fresh sandboxed worker per
 evaluation, JSON/array hand-off, the run directory. Run from the repo root::
@@ -34,7 +36,8 @@ for task_id in sys.argv[2:]:
     for (kind, target), path in sorted(get_task(task_id).kernel_files().items()):
         if kind != "seed":
             continue
-        out = check_in_process(path.read_text(), task_id, target=target, trials=trials, truth=truth)
+        out = check_in_process(path.read_text(), task_id, target=target, trials=trials, truth=truth,
+                               triton=True)
         assert out["ok"], out
 """
 

@@ -116,6 +116,19 @@ MUTATIONS = [
         "    if [o.split('(')[0] for o in mine_ops] != [o.split('(')[0] for o in theirs_ops]:",
         ("tests/test_structure.py::test_interpret_export_differing_in_a_type_or_attribute_is"
          "_rejected",)),
+    Mutation(
+        "integrity_ignores_swapped_code", "evaluator/sandbox/integrity.py",
+        "if now is not value or (code is not None and now.__code__ is not code):",
+        "if now is not value:",
+        ("tests/test_integrity.py::test_swapped_code_object_is_reported",
+         "tests/adversarial/boundary/test_boundary_cheats.py::test_boundary_cheat_gets_its"
+         "_verdict[harness_code_swap_obfuscated.py]")),
+    Mutation(
+        "audit_fast_path_skips_frame_reads", "evaluator/sandbox/guards.py",
+        "len(args) < 2 or args[1] not in _FRAME_ATTRIBUTES)):",
+        "True)):",
+        ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
+         "[frame_obfuscated.py]",)),
 ]
 
 

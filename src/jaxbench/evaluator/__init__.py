@@ -477,7 +477,7 @@ def triton_enabled() -> bool:
     installed and JAXBENCH_TRITON_COMPILE is not 0."""
     from jaxbench.evaluator.judge import triton_compile
 
-    return os.environ.get("JAXBENCH_TRITON_COMPILE", "1") != "0" and triton_compile.available()
+    return triton_compile.enabled()
 
 
 def _triton_compile(result: dict[str, Any], kernels: list[dict[str, Any]] | str | None) -> None:

@@ -2,7 +2,8 @@
 
 One trace, the target and interpret-mode exports of it, the judge's structure
 rules, the memory budgets at every size (the kernel traced and exported at the
-task's other sizes) and the GPU grid race rule, the interpret export run on
+task's other sizes), the GPU grid race rule, optionally Triton's compiler (GPU
+kernels, where ``triton`` is installed), the interpret export run on
 trial inputs (plus the TPU interpreter for TPU kernels) and the comparison with
 the float32 truth: what a tracer and a runner do, without processes, sandbox or
 isolation.
@@ -114,6 +115,20 @@ def _budgets_and_races(kernel: Any, closed: Any, target_export: Any, task: Any, 
         raise ValueError(problem)
 
 
+def _triton_compile(target_export: Any) -> None:
+    """Triton's compiler on the module's Triton kernels, as the evaluator runs it (interpret
+    mode, where the ``triton`` package is installed). Raises ValueError on a problem."""
+    from jaxbench.evaluator.judge import triton_compile
+
+    if not triton_compile.enabled():
+        return
+    kernels = triton_compile.kernels_ttir(target_export.mlir_module())
+    if kernels:
+        problem = triton_compile.compile_all(kernels)["problem"]
+        if problem:
+            raise ValueError(problem)
+
+
 def check_in_process(
     source: str,
     task_id: str,
@@ -126,8 +141,11 @@ def check_in_process(
     secret: bytes = b"in-process",
     truth: GroundTruth | None = None,
     filename: str = "<kernel>",
+    triton: bool = False,
 ) -> dict[str, Any]:
-    """static, trace, lower and (with ``run``) interpret-mode correctness, in this process."""
+    """static, trace, lower and (with ``run``) interpret-mode correctness, in this process;
+    ``triton`` adds Triton's compiler on GPU kernels (a process per kernel, as the evaluator
+    does it)."""
     task = get_task(task_id)
     target = target or declared_target(source) or "tpu"
     out: dict[str, Any] = {"task": task_id, "target": target, "size": size}
@@ -145,8 +163,11 @@ def check_in_process(
     out["pallas_calls"] = figures["kernel_calls"]
     out["outside_flops_fraction"] = figures["outside_flops"] / max(task.flops(size), 1.0)
     out["lowered"] = True
-    if run:  # the evaluator's other checks at lower: the budgets at every size, GPU races
+    if run:  # the evaluator's other checks at lower: the budgets at every size, GPU races,
+        # Triton's compiler on the GPU kernels (where it is installed)
         _budgets_and_races(kernel, closed, target_export, task, size, target, platform)
+        if target == "gpu" and triton:
+            _triton_compile(target_export)
         interpret = exporting.export(closed, specs, "cpu", interpret=True)
         rules.check_interpret(analyze(interpret.mlir_module(), "cpu"), report)
         truth = truth or GroundTruth()

@@ -51,6 +51,12 @@ def available() -> bool:
     return importlib.util.find_spec("triton") is not None
 
 
+def enabled() -> bool:
+    """Whether GPU kernels are compiled by Triton on this CPU host: the ``triton`` package is
+    installed and JAXBENCH_TRITON_COMPILE is not 0."""
+    return os.environ.get("JAXBENCH_TRITON_COMPILE", "1") != "0" and available()
+
+
 def _walk(op: Any, out: list[Any]) -> None:
     for region in op.regions:
         for block in region.blocks:

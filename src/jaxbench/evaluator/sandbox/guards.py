@@ -278,9 +278,10 @@ from jaxbench.evaluator.result import SEALED_EXIT  # noqa: E402 - a tracer's exi
 
 
 def seal() -> None:
-    """From now on any audited action (opening a file, an import, ...) with candidate code
-    on the stack ends the process at once, before the action: the tracer calls this before
-    it makes and writes its exports, so nothing of the candidate's can touch them."""
+    """From now on any audited action (opening a file, an import, setting a function's code,
+    reading a frame, ...; not ``id()`` or other attribute reads) with candidate code on the
+    stack ends the process at once, before the action: the tracer calls this before it makes
+    and writes its exports, so nothing of the candidate's can touch them."""
     _state["sealed"] = True
 
 
@@ -333,6 +334,12 @@ def state_problem(root: Path, filename: str) -> str:
 
 
 def _hook(event: str, args: tuple) -> None:
+    # id() and attribute reads other than frame inspection act on nothing, and no rule looks at
+    # them: they return at once, also when sealed (JAX's own tracing and lowering make hundreds
+    # of thousands of them; walking the stack for each was most of a tracer's time).
+    if event == "builtins.id" or (event == "object.__getattr__" and (
+            len(args) < 2 or args[1] not in _FRAME_ATTRIBUTES)):
+        return
     if not _state["active"] or getattr(_local, "busy", False):
         return
     _local.busy = True  # the checks themselves raise audit events (sys._getframe)

@@ -11,6 +11,7 @@ attributes are fine: only what existed before is compared.
 from __future__ import annotations
 
 import sys
+from types import FunctionType
 from typing import Any
 
 WATCHED_PREFIXES = ("jax", "jaxlib", "numpy", "ml_dtypes", "jaxbench", "time", "json", "builtins",
@@ -25,65 +26,102 @@ def _watched() -> list[tuple[str, Any]]:
             if mod is not None and name.split(".")[0] in WATCHED_PREFIXES]
 
 
-def _config_values() -> dict[str, str]:
+def _config_values() -> dict[str, Any]:
     jax = sys.modules.get("jax")
     values = getattr(getattr(jax, "config", None), "values", None)
-    if not isinstance(values, dict):
-        return {}
-    return {k: repr(v) for k, v in values.items()}
+    return dict(values) if isinstance(values, dict) else {}
 
 
-def snapshot() -> dict[tuple[str, str], Any]:
-    """(module, attribute) -> id() of every watched callable, plus JAX's config values."""
-    taken: dict[tuple[str, str], Any] = {}
-    for name, mod in _watched():
-        try:
-            items = list(vars(mod).items())
-        except TypeError:
-            continue
-        classes = name.split(".")[0] in CLASS_PREFIXES
-        for attr, value in items:
-            if callable(value) and not attr.startswith("__"):
-                taken[(name, attr)] = _identity(value)
-                if classes and isinstance(value, type) and value.__module__ == name:
-                    for meth, fn in list(vars(value).items()):
-                        if callable(fn) or isinstance(fn, (staticmethod, classmethod, property)):
-                            taken[(f"{name}.{attr}", f"#{meth}")] = id(fn)
-    for option, value in _config_values().items():
-        taken[(_CONFIG, option)] = value
-    return taken
+# Values compared by equality when both are of one of these exact types (no code of the
+# candidate's runs in their ``==``); anything else is compared by identity.
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
 
 
-def _identity(value: Any) -> Any:
-    """A callable's identity, and its code object's (a function whose ``__code__`` was swapped
-    is the same object doing something else)."""
-    code = getattr(value, "__code__", None) if type(value).__name__ == "function" else None
-    return id(value) if code is None else (id(value), id(code))
+def _same(before: Any, now: Any) -> bool:
+    return before is now or (type(before) is type(now) and type(before) in _PLAIN
+                             and before == now)
 
 
-def _current(name: str, attr: str) -> Any:
-    if name == _CONFIG:
-        return _config_values().get(attr)
-    if attr.startswith("#"):  # a class member: module.Class, #member
-        mod_name, _, cls_name = name.rpartition(".")
-        cls = getattr(sys.modules.get(mod_name), cls_name, None)
-        fn = vars(cls).get(attr[1:]) if isinstance(cls, type) else None
-        return None if fn is None else id(fn)
-    mod = sys.modules.get(name)
-    value = getattr(mod, attr, None) if mod is not None else None
-    return None if value is None else _identity(value)
+def _code(value: Any) -> Any:
+    """A plain function's code object (a function whose ``__code__`` was swapped is the same
+    object doing something else), else None."""
+    return value.__code__ if type(value) is FunctionType else None
 
 
-def changed(before: dict[tuple[str, str], Any], limit: int = 3) -> str:
-    """A short description of replaced/deleted callables or changed config, '' when none."""
-    found = []
-    for (name, attr), ident in before.items():
-        if _current(name, attr) != ident:
-            found.append(f"jax.config.{attr}" if name == _CONFIG
-                         else f"{name}.{attr.lstrip('#')}")
+class Snapshot:
+    """Every watched callable (module attributes, and the members of the classes JAX, NumPy
+    and jaxbench define), its code object when it is a plain function, and JAX's config values.
+
+    Compared by identity through the module and class dictionaries recorded here: checking
+    calls no code (no ``getattr`` hooks, no ``__eq__`` of anything but plain values) and
+    takes a few milliseconds."""
+
+    def __init__(self) -> None:
+        self.modules: list[tuple[str, Any, dict[str, Any], list[tuple[str, Any, Any]]]] = []
+        self.classes: list[tuple[str, Any, list[tuple[str, Any]]]] = []
+        for name, mod in _watched():
+            try:
+                namespace = vars(mod)
+            except TypeError:
+                continue
+            items = list(namespace.items())
+            classes = name.split(".")[0] in CLASS_PREFIXES
+            entries = []
+            for attr, value in items:
+                if callable(value) and not attr.startswith("__"):
+                    entries.append((attr, value, _code(value)))
+                    if classes and isinstance(value, type) and value.__module__ == name:
+                        members = vars(value)
+                        self.classes.append((f"{name}.{attr}", members, [
+                            (meth, fn) for meth, fn in list(members.items())
+                            if callable(fn) or isinstance(fn, (staticmethod, classmethod,
+                                                               property))]))
+            self.modules.append((name, mod, namespace, entries))
+        self.config = _config_values()
+
+    def __len__(self) -> int:
+        return (sum(len(e) for *_, e in self.modules) + sum(len(e) for *_, e in self.classes)
+                + len(self.config))
+
+    def changed(self, limit: int = 3) -> str:
+        """A short description of replaced or deleted callables, swapped code objects or
+        changed config values; '' when none."""
+        found: list[str] = []
+        modules = sys.modules
+        for name, mod, namespace, entries in self.modules:
+            if modules.get(name) is not mod:
+                found.append(f"sys.modules[{name!r}]")
+            for attr, value, code in entries:
+                now = namespace.get(attr)
+                if now is not value or (code is not None and now.__code__ is not code):
+                    found.append(f"{name}.{attr}")
+                    break
             if len(found) >= limit:
-                break
-    return ", ".join(found)
+                return ", ".join(found[:limit])
+        for label, members, entries in self.classes:
+            for meth, fn in entries:
+                if members.get(meth) is not fn:
+                    found.append(f"{label}.{meth}")
+                    break
+            if len(found) >= limit:
+                return ", ".join(found[:limit])
+        config = _config_values()
+        for option, value in self.config.items():
+            if option not in config or not _same(value, config[option]):
+                found.append(f"jax.config.{option}")
+                if len(found) >= limit:
+                    break
+        return ", ".join(found[:limit])
+
+
+def snapshot() -> Snapshot:
+    """The watched callables and JAX's config values, taken before the candidate loads."""
+    return Snapshot()
+
+
+def changed(before: Snapshot, limit: int = 3) -> str:
+    """What was replaced or deleted since ``before`` (see :meth:`Snapshot.changed`)."""
+    return before.changed(limit)
 
 
 # -- rule tables and primitives ------------------------------------------------------------
