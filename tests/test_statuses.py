@@ -67,11 +67,13 @@ def test_evaluate_accepts_source_text():
     assert result["kernel_file"] == "<kernel>"
 
 
-def _tracers(root: Path) -> dict[int, int]:
-    """{pid: process group} of this process's live tracer children with their directory under
-    ``root`` (zombies excluded; the session's shared evaluator has tracers of its own)."""
+def _tracers(root: Path, parents: set[int] | None = None) -> dict[int, int]:
+    """{pid: process group} of the live tracers with their directory under ``root`` whose
+    parent is this process or one of ``parents`` (a pool's fork server); zombies excluded
+    (the session's shared evaluator has tracers of its own)."""
     import os
 
+    parents = {os.getpid()} | (parents or set())
     found = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -79,11 +81,14 @@ def _tracers(root: Path) -> dict[int, int]:
         try:
             fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            cwd = os.readlink(f"/proc/{entry}/cwd")
         except OSError:
             continue
-        if (int(fields[1]) == os.getpid() and fields[0] != "Z"
-                and b"jaxbench.evaluator.sandbox.tracer" in cmdline
-                and str(root).encode() in cmdline):
+        if int(fields[1]) not in parents or fields[0] == "Z":
+            continue
+        command = b"jaxbench.evaluator.sandbox.tracer" in cmdline and str(root).encode() in cmdline
+        forked = b"jaxbench.evaluator.sandbox.zygote" in cmdline and cwd.startswith(str(root))
+        if command or forked:
             found[int(entry)] = int(fields[2])
     return found
 
@@ -109,16 +114,21 @@ def test_worker_leaves_no_process_or_directory(tmp_path):
     from jaxbench.evaluator import Evaluator
 
     with Evaluator(spares=1, work_dir=tmp_path) as ev:
+        zygote = ev.pool._zygote
+        servers = {zygote.proc.pid} if zygote is not None else set()
         busy = ev.pool._spares.queue[0].proc.pid  # the tracer the next evaluation takes
-        assert _tracers(tmp_path) == {busy: busy}
+        assert _tracers(tmp_path, servers) == {busy: busy}
         result = ev.evaluate(KERNELS / "endless_loop.py", "8p_gemm", timeout_s=8, trials=1)
         assert result["status"] == "timeout" and result["message"].endswith("tracer killed")
         assert _group_members(busy) == [], "the timed-out tracer outlived its verdict"
         spares = {w.proc.pid for w in list(ev.pool._spares.queue)}
-        assert set(_tracers(tmp_path)) == spares and busy not in spares
+        assert set(_tracers(tmp_path, servers)) == spares and busy not in spares
         ev.evaluate(KERNELS / "wrong_shape.py", "8p_gemm", trials=1, tpu_interpret=False)
         spare_dirs = {w.dir for w in list(ev.pool._spares.queue)}
         assert set(tmp_path.iterdir()) == spare_dirs  # only the warm spare waits
-        assert set(_tracers(tmp_path)) == {w.proc.pid for w in list(ev.pool._spares.queue)}
+        assert set(_tracers(tmp_path, servers)) == {
+            w.proc.pid for w in list(ev.pool._spares.queue)}
     assert list(tmp_path.iterdir()) == []
-    assert _tracers(tmp_path) == {}
+    assert _tracers(tmp_path, servers) == {}
+    if zygote is not None:  # the fork server went with the pool
+        assert zygote.proc.poll() is not None

@@ -18,10 +18,12 @@ the mounts hiding the host's shared directories) and records the result as
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import queue
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -60,18 +62,123 @@ class WorkerOutcome:
     dir_exceeded: str = ""
 
 
+class Zygote:
+    """The pool's end of the fork server (:mod:`jaxbench.evaluator.sandbox.zygote`): a process
+    with the tracers' environment that has imported the harness once and forks each tracer.
+    Started from the pool's spawner thread (its parent-death signal follows that thread)."""
+
+    def __init__(self, env: dict[str, str], timeout_s: float = 120.0) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "jaxbench.evaluator.sandbox.zygote",
+                 str(theirs.fileno()), str(os.getpid())],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, env=env)
+        finally:
+            theirs.close()
+        self._sock = ours
+        self._timeout_s = timeout_s
+        self._replies: queue.Queue[tuple[str, str]] = queue.Queue()
+        self._exits: dict[int, int] = {}
+        self._alive = True
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True, name="jaxbench-zygote").start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message = self._sock.recv(512)
+            except OSError:
+                message = b""
+            if not message:
+                break
+            word, _, rest = message.decode(errors="replace").partition(" ")
+            if word == "exit":
+                pid, code = (int(x) for x in rest.split())
+                with self._changed:
+                    self._exits[pid] = code
+                    self._changed.notify_all()
+            elif word != "ready":
+                self._replies.put((word, rest))
+        with self._changed:
+            self._alive = False
+            self._changed.notify_all()
+        self._replies.put(("error", "the fork server exited"))
+
+    def spawn(self, directory: Path, stdin_fd: int, log_fd: int) -> int | None:
+        """A new tracer's pid, or None when the server cannot make one."""
+        if not self._alive:
+            return None
+        try:
+            self._sock.sendmsg([os.fsencode(directory)], [(
+                socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [stdin_fd, log_fd]))])
+            word, rest = self._replies.get(timeout=self._timeout_s)
+        except (OSError, queue.Empty):
+            return None
+        return int(rest) if word == "pid" else None
+
+    def exit_code(self, pid: int, timeout: float | None) -> int | None:
+        """A forked tracer's exit status once the server reaped it (None: still running after
+        ``timeout``). When the server is gone, so are its tracers (their parent-death signal)."""
+        with self._changed:
+            self._changed.wait_for(lambda: pid in self._exits or not self._alive, timeout)
+            if pid in self._exits:
+                return self._exits.pop(pid)
+            return None if self._alive else -signal.SIGKILL
+
+    def close(self) -> None:
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        kill_group(self.proc)
+
+
+class _Forked:
+    """A tracer forked by the :class:`Zygote`: the part of ``subprocess.Popen`` the pool uses."""
+
+    def __init__(self, zygote: Zygote, pid: int, stdin: Any) -> None:
+        self._zygote, self.pid, self.stdin = zygote, pid, stdin
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.wait(0) if self.returncode is None else self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._zygote.exit_code(self.pid, timeout)
+            if self.returncode is None and timeout:
+                raise subprocess.TimeoutExpired(f"tracer {self.pid}", timeout)
+        return self.returncode
+
+
 class _Worker:
-    def __init__(self, env: dict[str, str], root: str | None = None) -> None:
+    def __init__(self, env: dict[str, str], root: str | None = None,
+                 zygote: Zygote | None = None) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="jaxbench-worker-", dir=root))
         # The parent reads the log back through this handle, never by its path: the worker
         # can replace what the path names (a link, a FIFO), not the file this handle holds.
         self._log = open(self.dir / "worker.log", "w+b")  # noqa: SIM115
         self.log_tail = b""
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jaxbench.evaluator.sandbox.tracer", str(self.dir)],
-            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True, env=env, cwd=self.dir,
-        )
+        self.proc: subprocess.Popen | _Forked | None = None
+        if zygote is not None:  # forked from the server that imported the harness already
+            read_end, write_end = os.pipe()
+            try:
+                pid = zygote.spawn(self.dir, read_end, self._log.fileno())
+            finally:
+                os.close(read_end)
+            if pid is None:
+                os.close(write_end)
+            else:
+                self.proc = _Forked(zygote, pid, open(write_end, "wb"))  # noqa: SIM115
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "jaxbench.evaluator.sandbox.tracer", str(self.dir)],
+                stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
+                start_new_session=True, env=env, cwd=self.dir,
+            )
         self.handshake: bytes | None = None  # the "ready ..." line, newline included
         self._handshake_at = (0, 0)  # its offsets in the log
 
@@ -363,7 +470,7 @@ def die_with_parent() -> bool:
         return False
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: Any) -> None:
     """SIGKILL to a process's whole group (it was started in a session of its own), reaped."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -431,11 +538,17 @@ class WorkerPool:
         # Tracers die with the *thread* that started them (their parent-death signal), so all
         # of them are started from one thread that lives as long as the pool.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxbench-spawner")
+        self._zygote: Zygote | None = None
+        if os.environ.get("JAXBENCH_FORK_SERVER", "1") != "0":
+            try:
+                self._zygote = self._spawner.submit(Zygote, self._env).result()
+            except OSError:  # no Unix sockets here: each tracer starts as a command
+                self._zygote = None
         for _ in range(spares):
             self._spares.put(self._spawn())
 
     def _spawn(self) -> _Worker:
-        return self._spawner.submit(_Worker, self._env, self._root).result()
+        return self._spawner.submit(_Worker, self._env, self._root, self._zygote).result()
 
     def _take(self) -> _Worker:
         try:
@@ -516,6 +629,8 @@ class WorkerPool:
                 break
             worker.kill()
             worker.cleanup()
+        if self._zygote is not None:
+            self._zygote.close()
         self._spawner.shutdown(wait=False)
 
     def __enter__(self) -> WorkerPool:

@@ -119,8 +119,16 @@ _FS_DEVICE_RW = FS_READ_FILE | FS_READ_DIR | FS_WRITE_FILE | FS_TRUNCATE | FS_IO
 _CAP_VERSION_3 = 0x20080522
 
 # (pid, parent pid) when the worker imported this module, to notice a parent that died
-# before PR_SET_PDEATHSIG was in place (only meaningful in the process that imported it).
+# before PR_SET_PDEATHSIG was in place (only meaningful in that process; a process forked
+# after the import names its own with :func:`expect_parent`).
 _IMPORTED_BY = (os.getpid(), os.getppid())
+
+
+def expect_parent(parent: int) -> None:
+    """In a process forked after this module was imported: ``parent`` is the one whose death
+    :func:`restrict`'s parent-death signal stands for (checked once the signal is armed)."""
+    global _IMPORTED_BY
+    _IMPORTED_BY = (os.getpid(), parent)
 
 
 class _RulesetAttr(ctypes.Structure):

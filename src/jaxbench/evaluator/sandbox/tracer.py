@@ -38,13 +38,11 @@ STATUS, TARGET, INTERPRET, PROBE, IR = ("status.json", "target.export", "interpr
                                         "probe.npy", "ir.json")
 
 
-def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
-    """Namespaces first (single-threaded), imports, then Landlock before any JAX thread."""
-    from jaxbench.evaluator.sandbox import isolation
-
-    namespaces = isolation.enter_namespaces()
-    # Everything the harness needs later is imported now: afterwards this process can read
-    # the Python installation only, not jaxbench's own source tree (expert kernels live there).
+def import_harness() -> bool:
+    """Imports everything the harness needs later (afterwards a tracer can read the Python
+    installation only, not jaxbench's own source tree, where expert kernels live); starts no
+    thread, so a fork server can call it before forking. True when Pallas' Triton backend
+    imports."""
     import jax  # noqa: F401
     import jax.numpy  # noqa: F401
     import numpy  # noqa: F401
@@ -64,6 +62,17 @@ def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
     except ImportError:  # pragma: no cover - a jaxlib without the GPU pieces
         with_triton = False
     jaxbench.tasks.list_tasks()  # imports every task module
+    return with_triton
+
+
+def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
+    """Namespaces first (single-threaded), imports (none left to do in a forked tracer), then
+    Landlock before any JAX thread."""
+    import jaxbench
+    from jaxbench.evaluator.sandbox import isolation
+
+    namespaces = isolation.enter_namespaces()
+    with_triton = import_harness()
     source_root = str(Path(jaxbench.__file__).parent)
     readable = isolation.python_read_roots(exclude=[source_root])
     # Shared directories holding other processes' Unix sockets are hidden (a mount namespace
@@ -600,8 +609,10 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     return None
 
 
-def main() -> None:
-    directory = Path(sys.argv[1]).resolve()
+def main(directory: Path | None = None) -> None:
+    """A tracer's life: isolation, warm-up, the handshake, one job, exit. ``directory`` is its
+    private directory (``sys.argv[1]`` when started as a command; the fork server passes it)."""
+    directory = Path(directory or sys.argv[1]).resolve()
     isolation_level, record = _isolate(directory)
     from jaxbench.evaluator.sandbox import guards
 

@@ -1,0 +1,63 @@
+"""The tracers' fork server (sandbox/zygote.py, pool.Zygote): tracers forked from it are isolated
+exactly as tracers started as commands, die with it, and the pool goes on without it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from jaxbench.evaluator import Evaluator
+from jaxbench.evaluator.pool import WorkerPool, _Forked
+from jaxbench.tasks import get_task
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _evaluate_seed(monkeypatch, fork_server: str) -> tuple[dict, type]:
+    monkeypatch.setenv("JAXBENCH_FORK_SERVER", fork_server)
+    path = get_task("12p_rmsnorm").kernel_files()[("seed", "tpu")]
+    with Evaluator() as ev:
+        kind = type(ev.pool._spares.queue[0].proc)
+        return ev.evaluate(path, "12p_rmsnorm", target="tpu", trials=1), kind
+
+
+def test_forked_tracers_are_isolated_like_started_ones(monkeypatch):
+    forked, forked_kind = _evaluate_seed(monkeypatch, "1")
+    started, started_kind = _evaluate_seed(monkeypatch, "0")
+    assert forked_kind is _Forked and started_kind is subprocess.Popen
+    assert forked["status"] == started["status"] == "correct"
+    assert forked["isolation"] == started["isolation"]
+    for part in ("landlock", "userns", "netns", "mntns", "no_new_privs"):
+        assert part in forked["isolation"]
+
+
+def test_tracers_die_with_the_fork_server_and_the_pool_goes_on():
+    pool = WorkerPool(spares=1)
+    try:
+        if pool._zygote is None:
+            pytest.skip("no fork server on this host")
+        spare = pool._spares.queue[0]
+        assert isinstance(spare.proc, _Forked) and _alive(spare.proc.pid)
+        os.kill(pool._zygote.proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _alive(spare.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(spare.proc.pid), "a forked tracer outlived its fork server"
+        worker = pool._take()  # the dead spare is replaced by a tracer started as a command
+        try:
+            assert isinstance(worker.proc, subprocess.Popen)
+        finally:
+            worker.kill()
+            worker.cleanup()
+    finally:
+        pool.close()
