@@ -1,8 +1,10 @@
 """Untrusted tracer processes: one fresh process per evaluation, with a warm spare waiting.
 
-A tracer (:mod:`jaxbench.evaluator.sandbox.tracer`) isolates itself, imports
-JAX and warms up before its job arrives, so keeping one spare per slot hides
-start-up without ever reusing a process that ran candidate code. Each has its
+A tracer (:mod:`jaxbench.evaluator.sandbox.tracer`) is forked by the fork server
+(:class:`Zygote`, which imported JAX and the harness once; a tracer started as a
+command when there is none), isolates itself and warms up before its job
+arrives, so keeping one spare per slot hides start-up without ever reusing a
+process that ran candidate code. Each has its
 own process group (killed whole at the end, so nothing it started survives), a
 private directory (the only place it may write), a minimal environment (no API
 keys, no accelerator), a wall-clock timeout, a resident-memory watchdog on top

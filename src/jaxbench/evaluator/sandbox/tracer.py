@@ -1,8 +1,10 @@
 """The untrusted side: the only process that ever runs a candidate's Python.
 
-Started as ``python -m jaxbench.evaluator.sandbox.tracer DIR`` by the parent,
-with a minimal environment, no accelerator (``JAX_PLATFORMS=cpu``) and ``DIR``
-its private directory. While still single-threaded it enters fresh user, network
+Forked by the fork server (:mod:`jaxbench.evaluator.sandbox.zygote`, which has
+imported the harness already) or started as ``python -m
+jaxbench.evaluator.sandbox.tracer DIR`` by the parent, with a minimal
+environment, no accelerator (``JAX_PLATFORMS=cpu``) and ``DIR`` its private
+directory. While still single-threaded it enters fresh user, network
 and mount namespaces, imports what it needs, hides the host's shared directories
 and OS-isolates itself (Landlock: reads limited to the Python installation,
 writes to ``DIR`` only, no TCP, no signals or ptrace outside; no-new-privileges;
