@@ -140,7 +140,7 @@ SIGNALLERS = {"kill_parent_obfuscated.py", "pidfd_signal_parent_obfuscated.py"}
 
 
 def _timeout(name: str) -> float:
-    return {"endless_trace.py": 12, "fork_bomb.py": 60, "endless_kernel_loop.py": 15}.get(name, 180)
+    return {"endless_trace.py": 6, "fork_bomb.py": 60, "endless_kernel_loop.py": 8}.get(name, 180)
 
 
 def _listening(port: int) -> bool:
