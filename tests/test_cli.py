@@ -30,6 +30,19 @@ def test_tasks_json_lists_known_tasks():
     assert {"seed_tpu", "seed_gpu"} <= set(gemm["kernels"])
 
 
+def test_tasks_table_shows_the_size_asked_for():
+    from click.testing import CliRunner
+
+    from jaxbench.cli import main
+
+    small = CliRunner().invoke(main, ["tasks", "--suite", "jaxbench", "--size", "small"],
+                               env={"COLUMNS": "400"})
+    assert small.exit_code == 0, small.output
+    assert "inputs (small)" in small.output and "bfloat16[8192, 8192]" not in small.output
+    full = CliRunner().invoke(main, ["tasks", "--suite", "jaxbench"], env={"COLUMNS": "400"})
+    assert "inputs (full)" in full.output and "bfloat16[8192, 8192]" in full.output
+
+
 def test_eval_json_is_one_object_and_exit_0_when_correct():
     out = jaxbench("eval", SEED, "--task", "8p_gemm", "--json", "--trials", "2")
     assert out.returncode == 0, out.stderr

@@ -148,3 +148,63 @@ def test_untrusted_text_is_bounded_and_printable():
 
     assert untrusted_text("a\x1b[31mred\x1b[0m\x07\tb\n", 100) == "ared\ufffd\tb\n"
     assert untrusted_text("x" * 5000, 2048) == "x" * 2048
+
+
+def test_a_syntax_error_is_not_also_told_to_declare_a_target(evaluator, tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def kernel(x:\n    return x\n")
+    result = evaluator.evaluate(broken, "12p_rmsnorm", trials=1)
+    assert (result["status"], result["stage"]) == ("compile_error", "static")
+    assert not result.get("warnings"), result.get("warnings")
+    from jaxbench.runner import directory_jobs
+    from jaxbench.tasks import get_task
+
+    (tmp_path / "12p_rmsnorm.py").write_text("def kernel(x:\n")
+    (job,) = directory_jobs(tmp_path, [get_task("12p_rmsnorm")], ["tpu"])
+    assert not job.target_assumed
+
+
+def test_run_table_keeps_where_a_wrong_answer_is_worst():
+    from jaxbench.cli import short_message
+
+    message = ("output[0]: 1234 of 4096 elements (30.1%) exceed atol 0.01 + rtol 0.01·|truth|, "
+               "rows 0-7 and 12 more runs; worst at (3, 5): got 1.25, truth 3.5")
+    short = short_message(message, 100)
+    assert len(short) <= 100 and short.endswith("; worst at (3, 5): got 1.25, truth 3.5")
+    assert short.startswith("output[0]: 1234 of 4096")
+    assert short_message("short", 100) == "short"
+    assert short_message("x" * 150, 100) == "x" * 99 + "…"
+
+
+def test_suite_and_tasks_that_disagree_are_refused():
+    import pytest
+
+    from jaxbench.runner import select_tasks
+    from jaxbench.tasks import UnknownTaskError
+
+    assert [t.id for t in select_tasks("jaxbench", "12p_rmsnorm")] == ["12p_rmsnorm"]
+    with pytest.raises(UnknownTaskError, match=r"not in the pallasbench suite: 12p_rmsnorm \(jaxbench\)"):
+        select_tasks("pallasbench", "12p_rmsnorm")
+    with pytest.raises(UnknownTaskError, match="unknown suite"):
+        select_tasks("nosuchsuite", "12p_rmsnorm")
+
+
+def test_a_missing_run_directory_is_called_missing(tmp_path):
+    import pytest
+
+    from jaxbench.report.data import load_run
+    from jaxbench.report.summary import summarize
+
+    for read in (load_run, summarize):
+        with pytest.raises(FileNotFoundError, match="does not exist"):
+            read(tmp_path / "nope")
+        with pytest.raises(FileNotFoundError, match="is not a run directory"):
+            read(tmp_path)
+
+
+def test_counts_read_as_english():
+    from jaxbench.report.compare import count_text
+
+    assert count_text({"regression": 2, "missing": 1, "status": 1, "improvement": 1, "new": 0,
+                       "same": 3}) == "2 regressions, 1 missing, 1 status change, 1 improvement, 3 unchanged"
+    assert count_text({"regression": 1, "status": 2}) == "1 regression, 2 status changes"

@@ -129,7 +129,7 @@ def test_export_cli(runs, tmp_path):
     assert tasks == ["2p_gqa_attention", "8p_gemm", "10p_sparse_moe", "12p_rmsnorm",
                      "19k_matmul_subtract_multiply_relu"]
     missing = runner.invoke(main, ["export", str(tmp_path / "nope"), "--format", "csv"])
-    assert missing.exit_code == 2 and "not a run directory" in missing.stderr
+    assert missing.exit_code == 2 and "nope does not exist" in missing.stderr
     into_dir = runner.invoke(main, ["export", str(runs["interpret"]), "--format", "csv", "--out",
                                     str(tmp_path)])
     assert into_dir.exit_code == 2 and "is a directory" in into_dir.stderr

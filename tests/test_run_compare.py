@@ -93,13 +93,13 @@ def test_compare_cli_table_json_html_and_exit_code(pair, tmp_path):
     assert table.exit_code == 0, table.output
     first = table.stdout.index("8p_gemm")
     assert first < table.stdout.index("12p_rmsnorm") < table.stdout.index("13p_cross_entropy")
-    assert "2 regression" in table.stdout
+    assert "2 regressions" in table.stdout
     as_json = runner.invoke(main, ["compare", *map(str, pair), "--json"])
     assert json.loads(as_json.stdout)["rows"][0]["task"] == "8p_gemm"
     failing = runner.invoke(main, ["compare", *map(str, pair), "--fail-on-regression"])
     assert failing.exit_code == 1
     same = runner.invoke(main, ["compare", str(pair[0]), str(pair[0]), "--fail-on-regression"])
-    assert same.exit_code == 0 and "6 same" in same.stdout
+    assert same.exit_code == 0 and "6 unchanged" in same.stdout
     pytest.importorskip("plotly")
     out = tmp_path / "cmp.html"
     page = runner.invoke(main, ["compare", *map(str, pair), "--html", str(out)])
@@ -116,4 +116,4 @@ def test_compare_interpret_runs_and_bad_input(tmp_path):
     assert changes["12p_rmsnorm"] == "regression" and changes["8p_gemm"] == "improvement"
     assert changes["2p_gqa_attention"] == "missing" and result["geomean_ratio"] is None
     bad = CliRunner().invoke(main, ["compare", str(a), str(tmp_path / "nope")])
-    assert bad.exit_code == 2 and "not a run directory" in bad.stderr
+    assert bad.exit_code == 2 and "nope does not exist" in bad.stderr

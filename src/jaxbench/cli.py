@@ -85,8 +85,10 @@ def main() -> None:
 @main.command("tasks")
 @click.option("--suite", default=None, help="Only this suite (e.g. jaxbench).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per task on stdout.")
-def tasks_cmd(suite: str | None, as_json: bool) -> None:
-    """List the tasks, their full-size inputs and the kernels shipped with them."""
+@click.option("--size", type=click.Choice(["small", "full"]), default="full", show_default=True,
+              help="Which inputs and GFLOP the table shows (small: what interpret mode runs).")
+def tasks_cmd(suite: str | None, as_json: bool, size: str) -> None:
+    """List the tasks, their inputs at one size and the kernels shipped with them."""
     from jaxbench.tasks import UnknownTaskError, list_tasks
 
     try:
@@ -106,7 +108,7 @@ def tasks_cmd(suite: str | None, as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title=f"{len(tasks)} tasks", show_lines=False)
-    for col in ("id", "family", "inputs (full)", "GFLOP", "kernels"):
+    for col in ("id", "family", f"inputs ({size})", "GFLOP", "kernels"):
         table.add_column(col, overflow="fold")
     group = None
     for t in tasks:  # catalogue order; a section per suite and level
@@ -115,10 +117,10 @@ def tasks_cmd(suite: str | None, as_json: bool) -> None:
         if group is not None and key != group:
             table.add_section()
         group = key
-        specs = ", ".join(s.describe() for s in t.input_specs("full"))
+        specs = ", ".join(s.describe() for s in t.input_specs(size))
         kernels = " ".join(sorted(f"{k}_{tg}" for k, tg in t.kernel_files()))
         name = f"{t.id} (L{level})" if isinstance(level, int) else t.id
-        gflop = t.flops("full") / 1e9
+        gflop = t.flops(size) / 1e9
         table.add_row(name, str(t.meta.get("family", "")), specs,
                       f"{gflop:,.0f}" if gflop >= 1 else f"{gflop:.3f}", kernels)
     _console().print(table)
@@ -430,6 +432,18 @@ def _print_interrupted(results: list[dict[str, Any]], total: int, out_dir: Path,
                f"and kept in {out_dir}; resume with:\n  jaxbench {shlex.join(args)}", err=True)
 
 
+def short_message(message: str, width: int = 100) -> str:
+    """A verdict's message cut to ``width`` characters for the run table, keeping the end of a
+    wrong answer's message ("worst at (i, j): got x, truth y") and cutting its middle."""
+    if len(message) <= width:
+        return message
+    head, sep, worst = message.rpartition("; worst at ")
+    if sep and len(worst) + 16 < width:
+        tail = "; worst at " + worst
+        return head[:width - len(tail) - 1] + "…" + tail
+    return message[:width - 1] + "…"
+
+
 def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) -> None:
     from rich.table import Table
 
@@ -445,7 +459,7 @@ def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) ->
             err += f" ({r['tol_fraction']:.2g}× tol)"
         spd = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
         table.add_row(r["task"], r.get("kind", ""), r["target"], r["mode"],
-                      f"[{color}]{r['status']}[/]", err, spd, (r["message"] or "")[:80])
+                      f"[{color}]{r['status']}[/]", err, spd, short_message(r["message"] or ""))
     console = _console()
     console.print(table)
     ok = sum(r["status"] == "correct" for r in results)
@@ -480,7 +494,7 @@ def export_tasks_cmd(out_dir: Path, suite: str | None, task_ids: str | None, tar
         _usage_error(str(exc).strip("'\""))
     if not written:
         _usage_error(f"no task of the selection ships a {target} seed; see `jaxbench tasks`")
-    click.echo(f"wrote {len(written)} {fmt} task folders to {out_dir} "
+    click.echo(f"wrote {len(written)} {fmt} task folder{'s' * (len(written) != 1)} to {out_dir} "
                f"(run: python {out_dir}/<task>/evaluate.py --program_path P --results_dir D)")
 
 

@@ -98,7 +98,7 @@ def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Itera
     """``<task_id>.py`` files of a directory. Files that cannot be run (no such task, a TARGET
     that names no platform) and files for other targets are left out; when ``skipped`` is
     given, one line per file left out is appended to it."""
-    from jaxbench.evaluator.static import target_declaration
+    from jaxbench.evaluator.static import parses, target_declaration
     from jaxbench.tasks import UnknownTaskError
 
     wanted = {t.id for t in tasks} if tasks is not None else None
@@ -114,21 +114,34 @@ def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Itera
             continue
         if wanted is not None and task.id not in wanted:
             continue
-        declared, problem = target_declaration(path.read_text(errors="replace"))
+        source = path.read_text(errors="replace")
+        declared, problem = target_declaration(source)
         if problem:
             notes.append(f"{path.name} ({problem})")
             continue
         target = declared or "tpu"
         if target in targets:
-            jobs.append(Job(task.id, "file", target, path, target_assumed=declared is None))
+            jobs.append(Job(task.id, "file", target, path,
+                            target_assumed=declared is None and parses(source)))
         else:
             notes.append(f"{path.name} (TARGET {target}, not selected by --target)")
     return jobs
 
 
 def select_tasks(suite: str | None, task_ids: str | None) -> list[Task] | None:
+    """The tasks ``--tasks`` names (each within ``--suite`` when both are given), else the
+    suite's, else None (all)."""
     if task_ids:
-        return [get_task(t.strip()) for t in task_ids.split(",") if t.strip()]
+        tasks = [get_task(t.strip()) for t in task_ids.split(",") if t.strip()]
+        if suite:
+            list_tasks(suite)  # an unknown suite says so, with the suites there are
+            outside = [f"{t.id} ({t.suite})" for t in tasks if t.suite != suite]
+            if outside:
+                from jaxbench.tasks import UnknownTaskError
+
+                raise UnknownTaskError(f"not in the {suite} suite: {', '.join(outside)}; drop "
+                                       "--suite or name its tasks (see `jaxbench tasks`)")
+        return tasks
     if suite:
         return list_tasks(suite)
     return None

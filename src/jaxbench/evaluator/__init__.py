@@ -42,7 +42,7 @@ from jaxbench.evaluator.result import (
     new_result,
     size_export,
 )
-from jaxbench.evaluator.static import check_source, declared_target, wrong_target_hint
+from jaxbench.evaluator.static import check_source, declared_target, parses, wrong_target_hint
 from jaxbench.evaluator.timeouts import default_timeout
 from jaxbench.tasks import get_task
 
@@ -156,7 +156,7 @@ class Evaluator:
         result["timeout_s"] = timeout_s
         if debug:
             result["debug"] = True
-        if assumed:
+        if assumed and parses(source):
             result["warnings"] = [f'the kernel declares no TARGET: evaluated for {target} (add '
                                   f'TARGET = "tpu" or "gpu" to the file, or pass --target)']
         started = time.monotonic()

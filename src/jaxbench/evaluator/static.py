@@ -327,6 +327,16 @@ def target_declaration(source: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+def parses(source: str) -> bool:
+    """Whether the source is valid Python (a file that is not gets no TARGET warning: its
+    syntax error is the message)."""
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 def declared_target(source: str) -> str | None:
     """The module-level ``TARGET = "tpu"|"gpu"`` of a candidate, if any."""
     return target_declaration(source)[0]

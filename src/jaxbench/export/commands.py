@@ -38,13 +38,15 @@ def export_cmd(run_dir: Path, fmt: str, out: Path | None) -> None:
     try:
         if fmt == "sakana":
             count = sakana.write_json(run_dir, out)
-            what = f"{count} Sakana-archive records"
+            what = f"{count} Sakana-archive record{'s' * (count != 1)}"
         elif fmt == "sakana-parquet":
             files = sakana.write_parquet(run_dir, out)
-            what = f"{sum(files.values())} Sakana-archive records in {', '.join(sorted(files)) or 'no file'}"
+            total = sum(files.values())
+            what = (f"{total} Sakana-archive record{'s' * (total != 1)} in "
+                    f"{', '.join(sorted(files)) or 'no file'}")
         else:
             count = export.write(run_dir, fmt, out)
-            what = f"{count} rows (jaxbench results schema v{export.SCHEMA_VERSION})"
+            what = f"{count} row{'s' * (count != 1)} (jaxbench results schema v{export.SCHEMA_VERSION})"
     except (FileNotFoundError, ValueError, RuntimeError) as exc:
         usage_error(str(exc))
     click.echo(f"wrote {what} to {out}")

@@ -106,6 +106,18 @@ def _facts(run: RunData) -> dict[str, Any]:
                                     if e.get("mode") == "device" and e.get("device_kind")})}
 
 
+# How counts read: "1 regression", "2 regressions", "1 status change", "3 unchanged".
+_PLURALS = {"regression": "regressions", "missing": "missing", "status": "status changes",
+            "improvement": "improvements", "new": "new", "same": "unchanged"}
+_SINGULARS = {"status": "status change", "same": "unchanged"}
+
+
+def count_text(counts: dict[str, int]) -> str:
+    """``{"regression": 2, "same": 1}`` -> "2 regressions, 1 unchanged" (zero counts left out)."""
+    return ", ".join(f"{n} {_SINGULARS.get(c, c) if n == 1 else _PLURALS[c]}"
+                     for c, n in counts.items() if n)
+
+
 _COLORS = {"regression": "red", "missing": "red", "status": "yellow", "improvement": "green",
            "new": "cyan", "same": "dim"}
 
@@ -128,7 +140,7 @@ def print_comparison(result: dict[str, Any], console: Any) -> None:
                       f"{r['status_a'] or '-'} -> {r['status_b'] or '-'}", _x(r["speedup_a"]),
                       _x(r["speedup_b"]), ratio, (r["message_b"] or "")[:60])
     console.print(table)
-    counts = ", ".join(f"{n} {c}" for c, n in result["counts"].items() if n)
+    counts = count_text(result["counts"])
     geo = result["geomean_ratio"]
     console.print(f"{counts or 'nothing to compare'}"
                   + (f"; geomean speedup B/A over timed pairs {geo:.3f}" if geo else "")
@@ -152,7 +164,7 @@ def comparison_html(result: dict[str, Any], out_dir: Path) -> str:
                      f"{esc(', '.join(f['methods']))}; {esc(', '.join(f['modes']))}; "
                      f"{esc(', '.join(f['device_kinds']) or 'no device')}; git {esc(f['git_sha'])}; "
                      f"{esc(statuses)})</dd>")
-    counts = ", ".join(f"{n} {c}" for c, n in result["counts"].items() if n)
+    counts = count_text(result["counts"])
     facts.append(f"<dt>changes</dt><dd>{esc(counts)} (threshold {result['threshold']:.0%})</dd>")
     timed = [r for r in result["rows"] if r["ratio"]]
     if timed:

@@ -237,11 +237,20 @@ def _slot(e: dict[str, Any]) -> tuple[int, int]:
     return (sample, e["_index"]) if isinstance(sample, int) else (10**9, e["_index"])
 
 
-def load_run(run_dir: str | os.PathLike[str]) -> RunData:
-    """Reads a run directory (FileNotFoundError with a one-line message when it is none)."""
+def require_run_dir(run_dir: str | os.PathLike[str]) -> Path:
+    """The path of a run directory; FileNotFoundError with a one-line message otherwise
+    (saying whether the path is missing or holds no manifest)."""
     path = Path(run_dir)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist (give a run directory, e.g. runs/<name>)")
     if not (path / MANIFEST).is_file():
         raise FileNotFoundError(f"{path} is not a run directory (no {MANIFEST})")
+    return path
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> RunData:
+    """Reads a run directory (FileNotFoundError with a one-line message when it is none)."""
+    path = require_run_dir(run_dir)
     try:
         manifest = json.loads((path / MANIFEST).read_text())
     except json.JSONDecodeError as exc:

@@ -17,11 +17,10 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from jaxbench import metrics
-from jaxbench.report.data import STATUS_ORDER, compiled, in_catalogue_order, method_of
+from jaxbench.report.data import STATUS_ORDER, compiled, in_catalogue_order, method_of, require_run_dir
 from jaxbench.runs import MANIFEST, read_events
 
 N_VALUES = (1, 8, 32, 144)
@@ -36,9 +35,7 @@ def correct_at_n(samples: dict[str, list[metrics.Sample]], n: int) -> float:
 
 def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The report of a run directory as one JSON-ready dict."""
-    path = Path(run_dir)
-    if not (path / MANIFEST).exists():
-        raise FileNotFoundError(f"{path} is not a run directory (no {MANIFEST})")
+    path = require_run_dir(run_dir)
     config = json.loads((path / MANIFEST).read_text()).get("config", {})
     evaluations: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     llm: dict[str, dict[str, Any]] = defaultdict(lambda: {"calls": 0, "input_tokens": 0,

@@ -87,37 +87,25 @@ def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
 
 
 def _warm_up() -> None:
-    """Traces, exports and runs in the TPU interpreter a tiny kernel with a grid: loads
-    Pallas' lowering and interpreter code (and compiles what they share between kernels)
-    before any job, while the spare waits."""
+    """Traces and exports a tiny kernel before any job, while the spare waits: Pallas loads
+    lowering code and registers some of its lowering rules on first use, which must happen
+    before the rule snapshot (after it, they would read as rules the candidate changed)."""
     import jax
     import jax.numpy as jnp
     from jax.experimental import pallas as pl
 
-    from jaxbench import compat
-    from jaxbench.backends import reset_tpu_interpreter, tpu_check_params
     from jaxbench.evaluator.sandbox import exporting
 
-    def double(x_ref, o_ref):
-        o_ref[...] = x_ref[...] * 2.0
+    def copy(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
 
-    spec = jax.ShapeDtypeStruct((16, 128), jnp.float32)
-    block = pl.BlockSpec((8, 128), lambda i: (i, 0))
-    closed = jax.make_jaxpr(lambda a: pl.pallas_call(
-        double, out_shape=a, grid=(2,), in_specs=[block], out_specs=block)(a))(spec)
+    spec = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    closed = jax.make_jaxpr(lambda a: pl.pallas_call(copy, out_shape=a)(a))(spec)
     for platform, interpret in (("tpu", False), ("cpu", True)):
         try:  # a JAX without one of the lowerings still serves the other targets
             exporting.export(closed, [spec], platform, interpret=interpret).serialize()
         except Exception:  # noqa: BLE001
             pass
-    try:
-        params = compat.tpu_interpret_params(uninitialized_memory="nan", **tpu_check_params(1))
-        fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, params)))
-        jax.block_until_ready(fn(jnp.ones(spec.shape, spec.dtype)))
-    except Exception:  # noqa: BLE001 - a JAX without the TPU interpreter
-        pass
-    finally:
-        reset_tpu_interpreter()  # the job's check starts from a clean interpreter state
 
 
 class Outbox:
