@@ -18,10 +18,30 @@ def evaluator():
         yield ev
 
 
+# The quick tier (`pytest -m quick`, about a minute on 2 cores): the static policy, the
+# judge's rules and budgets, the integrity check, the metrics and the comparison, the CLI's
+# output contracts and exit codes, one seed per target through the whole evaluator, and the
+# messages a newcomer reads. Node-id prefixes; the full suite is what CI runs.
+QUICK = (
+    "tests/test_static.py::", "tests/test_structure.py::", "tests/test_rules_budget.py::",
+    "tests/test_budgets.py::", "tests/test_integrity.py::", "tests/test_metrics.py::",
+    "tests/test_compare.py::", "tests/test_messages.py::",
+    "tests/test_cli.py::test_tasks_json_lists_known_tasks",
+    "tests/test_cli.py::test_tasks_table_shows_the_size_asked_for",
+    "tests/test_cli.py::test_eval_json_is_one_object_and_exit_0_when_correct",
+    "tests/test_cli.py::test_eval_exit_1_for_a_wrong_kernel",
+    "tests/test_seeds.py::test_shipped_kernel_is_correct_in_interpret_mode[12p_rmsnorm-seed_",
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    """The mutation checks (tests/mutations/, marker `mutation`) each start a pytest process on
-    a mutated copy of the package: minutes in all. They run when asked for with ``-m`` (CI runs
-    ``-m mutation`` as a second step, .ci/run) and are left out of a plain run."""
+    """Marks the quick tier (``QUICK``). The mutation checks (tests/mutations/, marker
+    `mutation`) each start a pytest process on a mutated copy of the package: minutes in all.
+    They run when asked for with ``-m`` (CI runs ``-m mutation`` as a second step, .ci/run)
+    and are left out of a plain run."""
+    for item in items:
+        if item.nodeid.startswith(QUICK):
+            item.add_marker(pytest.mark.quick)
     if "mutation" in (config.getoption("markexpr") or ""):
         return
     kept = [item for item in items if item.get_closest_marker("mutation") is None]
