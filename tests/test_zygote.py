@@ -61,3 +61,21 @@ def test_tracers_die_with_the_fork_server_and_the_pool_goes_on():
             worker.cleanup()
     finally:
         pool.close()
+
+
+def test_a_server_that_does_not_answer_in_time_is_closed(tmp_path):
+    """A late reply would pair the next request with the wrong tracer: after a timeout the
+    server is killed, and spawning says so (the pool then starts tracers as commands)."""
+    from jaxbench.evaluator.pool import Zygote, tracer_env
+
+    zygote = Zygote(tracer_env(), timeout_s=0.001)  # it is still importing JAX
+    read_end, write_end = os.pipe()
+    try:
+        with open(tmp_path / "log", "wb") as log:
+            assert zygote.spawn(tmp_path, read_end, log.fileno()) is None
+        assert zygote.proc.poll() is not None
+        assert zygote.spawn(tmp_path, read_end, write_end) is None
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+        zygote.close()

@@ -118,6 +118,9 @@ class Zygote:
                 socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [stdin_fd, log_fd]))])
             word, rest = self._replies.get(timeout=self._timeout_s)
         except (OSError, queue.Empty):
+            # A late reply would pair the next request with this one's tracer: the server
+            # goes (and its tracers with it); tracers are started as commands from now on.
+            self.close()
             return None
         return int(rest) if word == "pid" else None
 
