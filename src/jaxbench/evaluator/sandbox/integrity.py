@@ -79,10 +79,6 @@ class Snapshot:
             self.modules.append((name, mod, namespace, entries))
         self.config = _config_values()
 
-    def __len__(self) -> int:
-        return (sum(len(e) for *_, e in self.modules) + sum(len(e) for *_, e in self.classes)
-                + len(self.config))
-
     def changed(self, limit: int = 3) -> str:
         """A short description of replaced or deleted callables, swapped code objects or
         changed config values; '' when none."""

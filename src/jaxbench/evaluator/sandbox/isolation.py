@@ -192,11 +192,17 @@ def _prctl(option: int, arg2: int = 0) -> tuple[int, int]:
     return ret, (ctypes.get_errno() if ret < 0 else 0)
 
 
-def _thread_count() -> int:
+def thread_count() -> int:
+    """Threads of this process (the kernel's count; a fresh user namespace needs one)."""
     try:
         return len(os.listdir("/proc/self/task"))
     except OSError:
         return threading.active_count()
+
+
+def set_parent_death_signal() -> bool:
+    """SIGKILL to this process when its parent (the thread that started it) dies."""
+    return _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))[0] == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,7 +233,7 @@ def enter_namespaces() -> list[str]:
     multi-threaded caller); otherwise it does nothing and returns ``[]``.
     """
     global _OWN_MOUNT_NAMESPACE
-    if sys.platform != "linux" or threading.active_count() != 1 or _thread_count() != 1:
+    if sys.platform != "linux" or threading.active_count() != 1 or thread_count() != 1:
         return []
     uid, gid = os.geteuid(), os.getegid()
     try:
@@ -462,7 +468,7 @@ def restrict(readable: Iterable[str], writable: Iterable[str], *,
     if sys.platform != "linux":
         record.update(landlock_error=f"not Linux ({sys.platform})", no_new_privs=False, pdeathsig=False)
         return record
-    threads = _thread_count()
+    threads = thread_count()
     record["threads"] = threads
 
     ret, err = _prctl(_PR_SET_NO_NEW_PRIVS, 1)
@@ -479,9 +485,8 @@ def restrict(readable: Iterable[str], writable: Iterable[str], *,
         record["capabilities_dropped"] = _drop_capabilities()
 
     # Last: PR_SET_PDEATHSIG is cleared by some credential changes.
-    ret, _ = _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
-    record["pdeathsig"] = ret == 0
-    if ret == 0 and os.getpid() == _IMPORTED_BY[0] and os.getppid() != _IMPORTED_BY[1]:
+    record["pdeathsig"] = set_parent_death_signal()
+    if record["pdeathsig"] and os.getpid() == _IMPORTED_BY[0] and os.getppid() != _IMPORTED_BY[1]:
         os.kill(os.getpid(), signal.SIGKILL)  # the parent died before the signal was armed
     return record
 

@@ -29,24 +29,9 @@ import signal
 import socket
 import sys
 
+from jaxbench.evaluator.sandbox import isolation
+
 _MAX_FDS = 2
-
-
-def _prctl_pdeathsig() -> bool:
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return False
-
-
-def _threads() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return 1
 
 
 def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
@@ -74,11 +59,11 @@ def _child(sock: socket.socket, wake: tuple[int, int], fds: list[int], directory
         os.dup2(log_fd, 2)
         for fd in fds:
             os.close(fd)
-        if not _prctl_pdeathsig() or os.getppid() != server:
+        if not isolation.set_parent_death_signal() or os.getppid() != server:
             os._exit(70)  # the server died already, or no parent-death signal: no tracer
         os.chdir(directory)
         sys.argv = [sys.argv[0], directory]  # as a tracer started as a command sees it
-        from jaxbench.evaluator.sandbox import isolation, tracer
+        from jaxbench.evaluator.sandbox import tracer
 
         isolation.expect_parent(server)  # re-armed after the namespaces: checked again then
 
@@ -129,7 +114,7 @@ def serve(sock: socket.socket) -> None:
         message, fds = _receive(sock)
         if not message:  # the pool closed its end
             return
-        if len(fds) != _MAX_FDS or _threads() != 1:
+        if len(fds) != _MAX_FDS or isolation.thread_count() != 1:
             for fd in fds:
                 os.close(fd)
             sock.send(b"error " + (b"expected two descriptors" if len(fds) != _MAX_FDS
@@ -147,7 +132,7 @@ def serve(sock: socket.socket) -> None:
 def main() -> None:
     """``python -m jaxbench.evaluator.sandbox.zygote SOCKET_FD PARENT_PID``"""
     sock = socket.socket(fileno=int(sys.argv[1]))
-    if not _prctl_pdeathsig() or os.getppid() != int(sys.argv[2]):
+    if not isolation.set_parent_death_signal() or os.getppid() != int(sys.argv[2]):
         sys.exit(1)  # no parent-death signal, or the pool is gone already
     try:
         serve(sock)
