@@ -423,12 +423,13 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
             outbox.fail("rejected", stage, problem)
         return bool(problem)
 
-    kernel_counts: dict[int, int] = {}
+    scanned_kernels = 0  # pallas_calls in the trace scanned last
 
     def scanned(trace: Any, stage: str, where: str = "") -> bool:
         """The trace-level rules; True when one failed (and was reported)."""
+        nonlocal scanned_kernels
         found = exporting.scan(trace)
-        kernel_counts[id(trace)] = found.kernels
+        scanned_kernels = found.kernels
         problem = ""
         if found.callbacks and not (debug and set(found.callbacks) == {"debug_callback"}):
             problem = (f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the "
@@ -474,7 +475,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         return _fail(outbox, job, exc, "compile_error", "trace")
     if patched("trace") or scanned(closed, "trace"):
         return None
-    outbox.stage("trace", _perf_counter() - t0, kernels=kernel_counts[id(closed)])
+    outbox.stage("trace", _perf_counter() - t0, kernels=scanned_kernels)
     if debug:
         return _debug_run(outbox, job, closed, jit, jaxpr_as_fun, with_interpret, block, nonce)
 
