@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from contextlib import nullcontext as _nullcontext
 from types import ModuleType
 from typing import Any
 
@@ -105,8 +104,7 @@ def _budgets_and_races(kernel: Any, closed: Any, target_export: Any, task: Any, 
             continue
         specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype))
                  for s in task.input_specs(other)]
-        with compat.abstract_tpu(exporting.CROSS_LOWERING_TPU) if target == "tpu" else \
-                _nullcontext():
+        with compat.abstract_device(*_chip(target)):
             traced = jax.make_jaxpr(kernel)(*specs)
         exported[other] = exporting.export(traced, specs, platform, portable=True)
     problem, _ = budgets.check(exported, platform, exporting.CROSS_LOWERING_TPU,
@@ -155,7 +153,7 @@ def check_in_process(
     _absl_flags_parsed()
     specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype)) for s in task.input_specs(size)]
     platform = LOWERING_PLATFORM[target]
-    with compat.abstract_tpu(exporting.CROSS_LOWERING_TPU) if target == "tpu" else _nullcontext():
+    with compat.abstract_device(*_chip(target)):  # the chip the tracer traces under
         closed = jax.make_jaxpr(kernel)(*specs)
     target_export = exporting.export(closed, specs, platform, portable=run)
     report = analyze(target_export.mlir_module(), platform)
