@@ -102,7 +102,7 @@ class Zygote:
                 with self._changed:
                     self._exits[pid] = code
                     self._changed.notify_all()
-            elif word != "ready":
+            else:
                 self._replies.put((word, rest))
         with self._changed:
             self._alive = False

@@ -66,7 +66,6 @@ def _child(sock: socket.socket, wake: tuple[int, int], fds: list[int], directory
         from jaxbench.evaluator.sandbox import tracer
 
         isolation.expect_parent(server)  # re-armed after the namespaces: checked again then
-
         tracer.main(directory)
     except BaseException:  # noqa: BLE001 - nothing may return into the server's loop
         import traceback
@@ -97,7 +96,6 @@ def serve(sock: socket.socket) -> None:
         os.set_blocking(fd, False)
     signal.set_wakeup_fd(wake[1])
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select through the pipe
-    sock.send(b"ready")
     server = os.getpid()
     while True:
         ready, _, _ = select.select([sock, wake[0]], [], [])
