@@ -8,7 +8,7 @@ from jax import export
 from jax.experimental import pallas as pl
 
 from jaxbench import compat
-from jaxbench.evaluator.judge import structure
+from jaxbench.evaluator.judge import loops, pricing
 from jaxbench.evaluator.judge.structure import analyze, is_kernel_region_name, is_kernel_target
 
 S = jax.ShapeDtypeStruct
@@ -112,7 +112,7 @@ def test_scan_multiplies_by_length():
 def test_data_dependent_while_is_heavy():
     f = lambda x: jax.lax.while_loop(lambda a: a.sum() < 100.0, lambda a: a @ x, x)
     r = analyze(_export(f, S((16, 16), f32)), "cpu")
-    assert r.heavy == {structure.WHILE_HEAVY: 1}
+    assert r.heavy == {loops.WHILE_HEAVY: 1}
     assert r.outside_flops == 0
 
 
@@ -298,12 +298,12 @@ def test_a_narrowing_convert_of_the_bound_is_not_trusted():
     # 6 fits in i8, but a convert that cannot hold the value would change it: only exact
     # values count. Here i1 cannot hold 6, so the loop's trips are unknown: heavy.
     r = analyze(_DIM_BOUND.replace("BOUND_TYPE", "tensor<i1>"), "cpu")
-    assert r.heavy == {structure.WHILE_HEAVY: 1}
+    assert r.heavy == {loops.WHILE_HEAVY: 1}
 
 
 # --- lookups: indexed reads and writes whose positions depend on data -----------------------
 
-LOOKUP = structure.LOOKUP_FLOPS_PER_ELEMENT
+LOOKUP = pricing.LOOKUP_FLOPS_PER_ELEMENT
 
 
 def test_gather_from_a_computed_table_by_data_is_priced_per_element():
@@ -376,7 +376,7 @@ def test_a_loop_of_free_ops_with_an_unreadable_trip_count_is_heavy():
 
     r = analyze(_export(f, S((8,), jnp.bool_)), "cpu")
     assert r.outside_flops == 0
-    assert r.heavy == {structure.WHILE_HEAVY: 1}
+    assert r.heavy == {loops.WHILE_HEAVY: 1}
 
 
 # --- op-for-op binding of the interpret-mode export to the target export --------------------

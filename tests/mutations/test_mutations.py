@@ -106,7 +106,7 @@ MUTATIONS = [
         '    if True:  # mutant: a missing TPU-interpreter report passes',
         ("tests/adversarial/test_forged_untrusted.py::test_missing_probe_is_a_failure",)),
     Mutation(
-        "lookups_are_free_again", "evaluator/judge/structure.py",
+        "lookups_are_free_again", "evaluator/judge/pricing.py",
         "LOOKUP_FLOPS_PER_ELEMENT = 2.0", "LOOKUP_FLOPS_PER_ELEMENT = 0.0",
         ("tests/test_structure.py::test_gather_from_a_computed_table_by_data_is_priced_per"
          "_element",)),

@@ -61,9 +61,9 @@ class Unreadable(ValueError):
 
 
 def _ir() -> tuple[Any, Any]:
-    from jaxbench.evaluator.judge.structure import _mlir
+    from jaxbench.evaluator.judge.mlir import mlir_bindings
 
-    return _mlir()
+    return mlir_bindings()
 
 
 def _plain_context(jmlir: Any) -> Any:

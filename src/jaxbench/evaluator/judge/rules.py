@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jaxbench.evaluator.judge.structure import FREE_CUSTOM_CALL_TARGETS, ModuleReport
+from jaxbench.evaluator.judge.pricing import FREE_CUSTOM_CALL_TARGETS
+from jaxbench.evaluator.judge.structure import ModuleReport
 from jaxbench.evaluator.result import StageFailure
 
 LOWER = "lower"

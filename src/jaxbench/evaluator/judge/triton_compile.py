@@ -69,9 +69,9 @@ def _walk(op: Any, out: list[Any]) -> None:
 def kernels_ttir(module_text: str) -> list[dict[str, Any]]:
     """The Triton kernels of an exported StableHLO module: name, TTIR text, warps, stages."""
     from jaxbench import compat
-    from jaxbench.evaluator.judge.structure import _parse
+    from jaxbench.evaluator.judge.mlir import parse_module
 
-    ctx, module, ir = _parse(module_text)
+    ctx, module, ir = parse_module(module_text)
     found = []
     with ctx:
         calls: list[Any] = []
