@@ -1,8 +1,8 @@
 """The trust boundary is visible in the layout and holds at run time.
 
-The judge (``evaluator/judge/``) and the parent (``evaluator/__init__.py``) never import
-the untrusted side's modules that load candidates, never exec/compile source, and the
-runner process never has a candidate module loaded.
+The judge (``evaluator/judge/``) and the parent (``evaluator/parent.py``, ``untrusted.py``)
+never import the untrusted side's modules that load candidates, never exec/compile source, and
+the runner process never has a candidate module loaded.
 """
 
 import ast
@@ -17,7 +17,8 @@ import jaxbench.evaluator as evaluator_pkg
 
 EVALUATOR = Path(evaluator_pkg.__file__).parent
 TRUSTED = sorted((EVALUATOR / "judge").glob("*.py")) + [
-    EVALUATOR / "__init__.py", EVALUATOR / "compare.py", EVALUATOR / "arrays.py",
+    EVALUATOR / "__init__.py", EVALUATOR / "parent.py", EVALUATOR / "untrusted.py",
+    EVALUATOR / "case.py", EVALUATOR / "compare.py", EVALUATOR / "arrays.py",
     EVALUATOR / "pool.py", EVALUATOR / "timing.py", EVALUATOR / "result.py"]
 UNTRUSTED_LOADERS = ("jaxbench.evaluator.sandbox.tracer", "jaxbench.evaluator.inprocess")
 

@@ -71,10 +71,10 @@ def device_evaluator():
 
 
 def _evaluate(ev, monkeypatch, timing):
-    import jaxbench.evaluator as evaluator_module
+    import jaxbench.evaluator.parent as parent_module
 
-    monkeypatch.setattr(evaluator_module, "resolve_mode", lambda mode, target: "device")
-    monkeypatch.setattr(evaluator_module, "device_kind", lambda: DEVICE_KIND)
+    monkeypatch.setattr(parent_module, "resolve_mode", lambda mode, target: "device")
+    monkeypatch.setattr(parent_module, "device_kind", lambda: DEVICE_KIND)
     fake = FakeDeviceRunners(timing)
     monkeypatch.setattr(ev, "runners", fake)
     result = ev.evaluate(SEED, TASK, mode="device", trials=2)

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from jaxbench.executors import ExecutorError, check_executor, cluster_slots, make_evaluator
-from jaxbench.ray_executor import RunSecret, evaluation_slots, resolve_cluster_mode, resources_for
+from jaxbench.executors.ray import RunSecret, evaluation_slots, resolve_cluster_mode, resources_for
 
 CPU_ONLY = {"gpus": 0.0, "cpus": 8.0, "tpu_hosts": 0, "tpu_chips_per_host": 0.0}
 MIXED = {"gpus": 4.0, "cpus": 64.0, "tpu_hosts": 2, "tpu_chips_per_host": 4.0}
@@ -55,7 +55,7 @@ def test_secret_repr_hides_it():
 def test_executor_usage_errors(monkeypatch):
     with pytest.raises(ExecutorError, match="--ray-address needs --executor ray"):
         check_executor("local", "127.0.0.1:6379", "auto", ["tpu"])
-    with pytest.raises(ValueError, match="unknown executor"):
+    with pytest.raises(ExecutorError, match="unknown executor"):
         make_evaluator("dask", b"x" * 32)
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
     with pytest.raises(ExecutorError, match=r"pip install -e '\.\[ray\]'"):
@@ -68,7 +68,7 @@ def test_scratch_of_dead_ray_workers_is_swept(tmp_path):
     import os
     import subprocess
 
-    from jaxbench.ray_executor import SCRATCH_PREFIX, _process_start, _remove_if_orphaned
+    from jaxbench.executors.ray import SCRATCH_PREFIX, _process_start, _remove_if_orphaned
 
     gone = subprocess.Popen(["true"])
     gone.wait()

@@ -126,7 +126,7 @@ def test_no_worker_outlives_a_killed_eval(tmp_path, sig):
 
 STOP_SCRIPT = """
 import sys, time
-from jaxbench.terminal import StopSignals
+from jaxbench.cli.terminal import StopSignals
 with StopSignals(on_stop=lambda: time.sleep(1000), grace_s=1000, message="stopping") as stop:
     print("ready", flush=True)
     while True:  # a command that never finishes its stop by itself
@@ -157,7 +157,7 @@ def test_no_signal_watcher_outlives_its_block():
     then aborts the process ("FATAL: exception not rethrown", seen as exit -6 in CI)."""
     import threading
 
-    from jaxbench.terminal import StopSignals
+    from jaxbench.cli.terminal import StopSignals
 
     class Holder:
         def abort(self) -> None:

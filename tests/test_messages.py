@@ -156,7 +156,7 @@ def test_a_syntax_error_is_not_also_told_to_declare_a_target(evaluator, tmp_path
     result = evaluator.evaluate(broken, "12p_rmsnorm", trials=1)
     assert (result["status"], result["stage"]) == ("compile_error", "static")
     assert not result.get("warnings"), result.get("warnings")
-    from jaxbench.runner import directory_jobs
+    from jaxbench.runs.runner import directory_jobs
     from jaxbench.tasks import get_task
 
     (tmp_path / "12p_rmsnorm.py").write_text("def kernel(x:\n")
@@ -165,7 +165,7 @@ def test_a_syntax_error_is_not_also_told_to_declare_a_target(evaluator, tmp_path
 
 
 def test_run_table_keeps_where_a_wrong_answer_is_worst():
-    from jaxbench.cli import short_message
+    from jaxbench.cli.run import short_message
 
     message = ("output[0]: 1234 of 4096 elements (30.1%) exceed atol 0.01 + rtol 0.01·|truth|, "
                "rows 0-7 and 12 more runs; worst at (3, 5): got 1.25, truth 3.5")
@@ -179,7 +179,7 @@ def test_run_table_keeps_where_a_wrong_answer_is_worst():
 def test_suite_and_tasks_that_disagree_are_refused():
     import pytest
 
-    from jaxbench.runner import select_tasks
+    from jaxbench.runs.runner import select_tasks
     from jaxbench.tasks import UnknownTaskError
 
     assert [t.id for t in select_tasks("jaxbench", "12p_rmsnorm")] == ["12p_rmsnorm"]

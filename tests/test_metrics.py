@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from jaxbench import metrics
+from jaxbench.report import metrics
 from jaxbench.report.summary import compiled, correct_at_n
 
 # Per task, samples in draw order: (correct, speedup).

@@ -17,9 +17,9 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from jaxbench.executors import EvaluationLost  # noqa: E402
-from jaxbench.ray_executor import RayEvaluator  # noqa: E402
-from jaxbench.runner import Job, run_jobs  # noqa: E402
+from jaxbench.executors.ray import RayEvaluator  # noqa: E402
 from jaxbench.runs import RunDir, read_events  # noqa: E402
+from jaxbench.runs.runner import Job, run_jobs  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
 GEMM = ROOT / "src/jaxbench/tasks/jaxbench/p08_gemm"
@@ -149,7 +149,7 @@ def test_no_retries_left_means_no_verdict_and_resume_evaluates_it(cluster, tmp_p
     resume hint; the same command then evaluates it."""
     from click.testing import CliRunner
 
-    import jaxbench.ray_executor as ray_executor
+    import jaxbench.executors.ray as ray_executor
     from jaxbench.cli import main
 
     out = tmp_path / "run"
@@ -262,9 +262,9 @@ def test_optimize_evaluates_on_the_cluster_and_calls_the_model_here(cluster, tmp
 
 
 def test_validate_on_the_cluster_matches_local(cluster):
-    from jaxbench.ray_executor import map_on_cluster
+    from jaxbench.executors.ray import map_jobs as map_on_cluster
     from jaxbench.tasks import get_task
-    from jaxbench.validate import validate_one, validate_task
+    from jaxbench.validation import validate_one, validate_task
 
     [remote] = map_on_cluster(validate_one, [("12p_rmsnorm", "small", 2)])
     local = validate_task(get_task("12p_rmsnorm"), size="small", seeds=2)

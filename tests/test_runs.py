@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxbench.runner import Job, run_jobs
 from jaxbench.runs import RunDir, RunError, read_events, verify_secret
+from jaxbench.runs.runner import Job, run_jobs
 
 SEEDS = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from jaxbench.runner import KNOWN_INTERPRET_FAILURES, kernel_unavailable
+from jaxbench.runs.runner import KNOWN_INTERPRET_FAILURES, kernel_unavailable
 from jaxbench.tasks import list_tasks
 
 
@@ -97,7 +97,7 @@ def shipped_results(request):
 
 @pytest.mark.parametrize("task,kind,target,path", ALL_KERNELS, ids=IDS)
 def test_shipped_kernel_is_correct_in_interpret_mode(shipped_results, task, kind, target, path):
-    from jaxbench.runner import Job, known_limitation
+    from jaxbench.runs.runner import Job, known_limitation
 
     result = shipped_results[(task, kind, target)]
     expected = EXPECTED_FAILURES.get((task, kind, target))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxbench.shinka_export import END, START, ExportError, initial_program
+from jaxbench.export.shinka import END, START, ExportError, initial_program
 
 TASK = "l1_relu"
 

@@ -12,10 +12,11 @@ import jax.numpy as jnp
 import pytest
 from click.testing import CliRunner
 
-from jaxbench import validate as validate_mod
+from jaxbench.cli import validate as validate_cli
 from jaxbench.tasks import get_task, list_tasks
 from jaxbench.tasks.spec import Task, custom, normal, randint, uniform, weight
-from jaxbench.validate import validate_task
+from jaxbench.validation import checks as validate_mod
+from jaxbench.validation import validate_task
 
 
 def tiny(reference, inputs, *, sizes=None, **kw):
@@ -294,7 +295,7 @@ def test_cli_exit_1_and_table_when_a_task_is_flagged(monkeypatch):
     from jaxbench.cli import main
 
     degenerate = unrepaired_42k()
-    monkeypatch.setattr(validate_mod, "_select", lambda suite, ids: [degenerate])
+    monkeypatch.setattr(validate_cli, "_select", lambda suite, ids: [degenerate])
     result = CliRunner().invoke(main, ["validate", "--task", "whatever", "--seeds", "2"])
     assert result.exit_code == 1, result.output
     assert degenerate.id in result.output and "FLAG" in result.output
@@ -307,7 +308,7 @@ def test_cli_reports_a_task_whose_reference_raises(monkeypatch):
     def broken(x):
         raise RuntimeError("reference exploded")
 
-    monkeypatch.setattr(validate_mod, "_select", lambda suite, ids: [tiny(broken, x_spec)])
+    monkeypatch.setattr(validate_cli, "_select", lambda suite, ids: [tiny(broken, x_spec)])
     result = CliRunner().invoke(main, ["validate", "--seeds", "2", "--json"])
     assert result.exit_code == 1, result.output
     row = json.loads(result.output.splitlines()[0])

@@ -14,8 +14,7 @@ import os
 # Workers and the parent may share one accelerator: never let either grab it all.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-__version__ = "0.1.0"
-
+from jaxbench._version import __version__
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562: importing jaxbench does not import JAX

@@ -73,17 +73,17 @@ MUTATIONS = [
         "if task_flops > 0 and outside > 2 * max_fraction * task_flops:",
         ("tests/test_rules_budget.py::test_outside_work_over_the_budget_is_rejected",)),
     Mutation(
-        "fast_p_counts_ties", "metrics.py",
+        "fast_p_counts_ties", "report/metrics.py",
         "return bool(correct) and s is not None and s > p",
         "return bool(correct) and s is not None and s >= p",
         ("tests/test_metrics.py::test_fast_p",)),
     Mutation(
-        "fast_p_at_n_looks_past_n", "metrics.py",
+        "fast_p_at_n_looks_past_n", "report/metrics.py",
         "for s in seq[:n]",
         "for s in seq[:n + 1]",
         ("tests/test_metrics.py::test_fast_p_at_n",)),
     Mutation(
-        "review_flag_threshold_raised", "evaluator/__init__.py",
+        "review_flag_threshold_raised", "evaluator/parent.py",
         'if (result["speedup"] or 0) > SPEEDUP_REVIEW_THRESHOLD:',
         'if (result["speedup"] or 0) > 2 * SPEEDUP_REVIEW_THRESHOLD:',
         ("tests/test_device_assembly.py::"
@@ -101,7 +101,7 @@ MUTATIONS = [
         ("tests/test_tracer_order.py::test_candidate_code_runs_only_before_the_seal_and_status"
          "_is_written_last",)),
     Mutation(
-        "missing_probe_accepted", "evaluator/__init__.py",
+        "missing_probe_accepted", "evaluator/untrusted.py",
         '    if said == "ran" and "tpu_interpreter" in probe:',
         '    if True:  # mutant: a missing TPU-interpreter report passes',
         ("tests/adversarial/test_forged_untrusted.py::test_missing_probe_is_a_failure",)),

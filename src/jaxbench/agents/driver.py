@@ -65,7 +65,7 @@ def optimize(
     if budget < 1:
         raise ValueError("the budget must be at least 1 sample per task")
     tasks = [get_task(t) for t in task_ids]
-    # A Ray evaluator (jaxbench.ray_executor) resolves the mode on its cluster, not this host.
+    # A Ray evaluator (jaxbench.executors.ray) resolves the mode on its cluster, not this host.
     cluster = evaluator if hasattr(evaluator, "slots") else None
     mode = cluster.resolve_mode(mode, target) if cluster else resolve_mode(mode, target)
     kind = (cluster.device_kind(target) if cluster else device_kind()) if mode == "device" else None

@@ -73,7 +73,7 @@ def versions() -> dict[str, Any]:
         info["jaxlib"] = jaxlib.__version__
     except ImportError:  # pragma: no cover - jax is a dependency
         pass
-    from jaxbench import __version__
+    from jaxbench._version import __version__
 
     info["jaxbench"] = __version__
     return info

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from jaxbench.export import kernel_name, ordered_evaluations, require_pyarrow, task_number
+from jaxbench.export.tables import kernel_name, ordered_evaluations, require_pyarrow, task_number
 from jaxbench.report.data import RunData, load_run, task_or_none
 
 DEFAULT_JSON = "sakanaai_pallasbench.json"

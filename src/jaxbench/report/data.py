@@ -237,6 +237,18 @@ def _slot(e: dict[str, Any]) -> tuple[int, int]:
     return (sample, e["_index"]) if isinstance(sample, int) else (10**9, e["_index"])
 
 
+def secret_verified(run: RunData) -> bool | None:
+    """Whether the run_end event revealed a secret matching the manifest's commitment (None
+    while the run is open)."""
+    if run.end is None or not run.end.get("secret"):
+        return None
+    try:
+        revealed = bytes.fromhex(run.end["secret"])
+    except ValueError:
+        return False
+    return hashlib.sha256(revealed).hexdigest() == run.manifest.get("secret_sha256")
+
+
 def require_run_dir(run_dir: str | os.PathLike[str]) -> Path:
     """The path of a run directory; FileNotFoundError with a one-line message otherwise
     (saying whether the path is missing or holds no manifest)."""

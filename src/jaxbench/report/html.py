@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from jaxbench import metrics
+from jaxbench.report import metrics
 from jaxbench.report.data import (
     STATUS_ORDER,
     RunData,
@@ -359,7 +359,7 @@ def compile_time_figure(run: RunData) -> Any:
 # ---------------------------------------------------------------- header and table
 
 def secret_text(run: RunData) -> str:
-    from jaxbench.export import secret_verified
+    from jaxbench.report.data import secret_verified
 
     commitment = run.manifest.get("secret_sha256") or "?"
     verified = secret_verified(run)

@@ -2,7 +2,7 @@
 
 Per task: the best verdict and speedup of each method. Per method: compile and
 correct rates over samples, fast_0@N and fast_1@N, and the JAXBench geomean
-(``jaxbench.metrics``). Samples are a method's evaluated candidates in budget-slot
+(``jaxbench.report.metrics``). Samples are a method's evaluated candidates in budget-slot
 order; shipped seed kernels evaluated by ``evolve`` are not samples. Without timing
 (interpret mode) speedups do not exist, so ``correct@N`` stands in for fast_p@N. Tasks are in
 the registry's catalogue order (1p, 2p, ..., 17p, 18k, ...), never sorted as strings.
@@ -19,7 +19,7 @@ import os
 from collections import defaultdict
 from typing import Any
 
-from jaxbench import metrics
+from jaxbench.report import metrics
 from jaxbench.report.data import STATUS_ORDER, compiled, in_catalogue_order, method_of, require_run_dir
 from jaxbench.runs import MANIFEST, read_events
 

@@ -70,12 +70,11 @@ def import_harness() -> bool:
 def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
     """Namespaces first (single-threaded), imports (none left to do in a forked tracer), then
     Landlock before any JAX thread."""
-    import jaxbench
     from jaxbench.evaluator.sandbox import isolation
 
     namespaces = isolation.enter_namespaces()
     with_triton = import_harness()
-    source_root = str(Path(jaxbench.__file__).parent)
+    source_root = str(Path(__file__).resolve().parents[2])  # the jaxbench package
     readable = isolation.python_read_roots(exclude=[source_root])
     # Shared directories holding other processes' Unix sockets are hidden (a mount namespace
     # of its own) before Landlock, which forbids mounting.

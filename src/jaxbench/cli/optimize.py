@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from jaxbench.executors import executor_options
+from jaxbench.cli.common import MODE, SIZE, TARGET, executor_options
 
 DEFAULT_CACHE = Path(os.environ.get("JAXBENCH_CACHE", Path.home() / ".cache" / "jaxbench")) / "llm"
 
@@ -48,10 +48,9 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
 @click.option("--budget", type=click.IntRange(1), default=144, show_default=True,
               help="Candidate kernels evaluated per task (never exceeded).")
 @click.option("--docs", is_flag=True, help="Add the documentation block to every prompt.")
-@click.option("--target", type=click.Choice(["tpu", "gpu"]), default="tpu", show_default=True)
-@click.option("--size", type=click.Choice(["small", "full"]), default="small", show_default=True)
-@click.option("--mode", type=click.Choice(["auto", "interpret", "device"]), default="auto",
-              show_default=True)
+@click.option("--target", type=TARGET, default="tpu", show_default=True)
+@click.option("--size", type=SIZE, default="small", show_default=True)
+@click.option("--mode", type=MODE, default="auto", show_default=True)
 @click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Run directory; an unfinished one with the same settings is resumed.")
@@ -89,12 +88,16 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
                  reasoning_effort: str | None, thinking_budget: int | None, price_text: str | None,
                  concurrency: int, llm_timeout: float, no_cache: bool, executor: str,
                  ray_address: str | None) -> None:
-    """Optimize kernels with an LLM: spend up to BUDGET samples per task with one method."""
-    from jaxbench.agents.driver import get_method, optimize
+    """Optimize kernels with an LLM under a sample budget per task.
+
+    One method spends up to --budget candidate kernels per task; every candidate is judged
+    and kept in the run directory."""
+    from jaxbench.agents import get_method, optimize
     from jaxbench.backends import resolve_mode
+    from jaxbench.executors import EvaluationLost, ExecutorError, check_executor, make_evaluator
     from jaxbench.llm import LLMConfigError, LLMError, Sampling, get_model
-    from jaxbench.runner import select_tasks
-    from jaxbench.runs import RunDir, RunError, write_best
+    from jaxbench.report import print_summary, summarize
+    from jaxbench.runs import RunDir, RunError, select_tasks, write_best
     from jaxbench.tasks import UnknownTaskError
 
     if bool(suite) == bool(task_ids):
@@ -113,8 +116,6 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
         raise click.UsageError(str(exc).strip("'\"")) from None
     if not tasks:
         raise click.UsageError("no tasks selected")
-    from jaxbench.executors import EvaluationLost, ExecutorError, check_executor, make_evaluator
-
     try:  # model calls stay here; with --executor ray the cluster evaluates (and sets the mode)
         if check_executor(executor, ray_address, mode, [target]) is None:
             resolve_mode(mode, target)
@@ -131,7 +132,7 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from jaxbench.terminal import console as make_console
+    from jaxbench.cli.terminal import console as make_console
 
     console = make_console(stderr=True)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -161,7 +162,5 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
             sys.exit(1)
     write_best(out_dir)  # best/<task>.py: each task's best correct kernel
     run.finish()
-    from jaxbench.report.summary import print_summary, summarize
-
     print_summary(summarize(out_dir), make_console())
     click.echo(f"run directory: {out_dir}")

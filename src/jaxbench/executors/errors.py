@@ -1,5 +1,5 @@
-"""The errors executors raise, below both executors (:mod:`jaxbench.executors` and
-:mod:`jaxbench.ray_executor`), so neither imports the other to share them."""
+"""The errors executors raise (a leaf module: the local and Ray executors and the package's
+face share them without importing each other)."""
 
 
 class ExecutorError(RuntimeError):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from jaxbench.terminal import console, usage_error
+from jaxbench.cli.terminal import console, usage_error
 
 
 @click.command("report")
@@ -17,18 +17,20 @@ from jaxbench.terminal import console, usage_error
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write a self-contained HTML report with charts (needs the results extra).")
 def report_cmd(run_dir: Path, as_json: bool, html_file: Path | None) -> None:
-    """Summarize a run directory: best speedup and status per task; compile rate, correct rate,
-    fast_0/fast_1@N and the geomean speedup per method."""
+    """Summarize a run directory: status and best speedup per task.
+
+    Also the compile rate, correct rate, fast_0/fast_1@N and the geomean speedup per
+    method."""
     from rich.console import Console
 
-    from jaxbench.report.summary import print_summary, summarize
+    from jaxbench.report import print_summary, summarize
 
     try:
         summary = summarize(run_dir)
     except FileNotFoundError as exc:
         raise click.UsageError(str(exc)) from None
     if html_file is not None:
-        from jaxbench.report.html import write_report
+        from jaxbench.report import write_report
 
         try:
             write_report(run_dir, html_file)
@@ -54,9 +56,10 @@ def report_cmd(run_dir: Path, as_json: bool, html_file: Path | None) -> None:
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any task regressed.")
 def compare_cmd(run_a: Path, run_b: Path, threshold: float, as_json: bool, html_file: Path | None,
                 fail_on_regression: bool) -> None:
-    """Compare two run directories task by task: status and speedup changes from RUN_A to RUN_B,
-    regressions first."""
-    from jaxbench.report.compare import compare, print_comparison, write_comparison_html
+    """Compare two runs task by task: status and speedup changes.
+
+    From RUN_A to RUN_B, regressions first."""
+    from jaxbench.report import compare, print_comparison, write_comparison_html
 
     try:
         result = compare(run_a, run_b, threshold)

@@ -1,4 +1,4 @@
-"""``jaxbench run``: evaluate a set of shipped or user kernels into a run directory.
+"""Evaluating jobs (shipped kernels, a directory of kernels) into a run directory (``jaxbench run``).
 
 Jobs are independent; a local thread pool drives one worker process per job
 (each evaluation is still a fresh, sandboxed process). Finished jobs are
@@ -20,7 +20,7 @@ from typing import Any
 
 from jaxbench.evaluator.result import source_sha256
 from jaxbench.executors import EvaluationLost, cluster_slots, make_evaluator
-from jaxbench.runs import RunDir
+from jaxbench.runs.directory import RunDir
 from jaxbench.tasks import Task, get_task, list_tasks
 
 
@@ -172,7 +172,7 @@ def run_jobs(
 ) -> list[dict[str, Any]]:
     """Evaluates every job not already in the run's events; returns all results (old and new).
 
-    ``stop`` is a :class:`threading.Event` or a :class:`jaxbench.terminal.StopSignals`. When it
+    ``stop`` is a :class:`threading.Event` or a :class:`jaxbench.cli.terminal.StopSignals`. When it
     is set (Ctrl-C), nothing new starts, the evaluations in flight are killed
     and discarded (they are not results), and the results finished before the stop are
     returned; each was already appended to the run as it finished, so the run resumes from
@@ -262,4 +262,5 @@ def _stop_time(stop: Any) -> float:
     return getattr(stop, "stopped_at", None) or time.monotonic()
 
 
-__all__ = ["Job", "directory_jobs", "run_jobs", "select_tasks", "shipped_jobs"]
+__all__ = ["KNOWN_INTERPRET_FAILURES", "Job", "default_workers", "directory_jobs", "finished_keys",
+           "kernel_unavailable", "known_limitation", "run_jobs", "select_tasks", "shipped_jobs"]

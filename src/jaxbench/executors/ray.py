@@ -38,7 +38,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from jaxbench.executor_errors import EvaluationLost, ExecutorError
+from jaxbench.executors.errors import EvaluationLost, ExecutorError
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_CPUS_PER_EVALUATION = 1.0
@@ -353,8 +353,7 @@ class RayEvaluator:
                  save_ir: str | os.PathLike[str] | None = None, **options: Any) -> dict[str, Any]:
         """:meth:`Evaluator.evaluate` on a cluster node; raises :class:`EvaluationLost` when the
         node or worker died on every attempt."""
-        from jaxbench.evaluator import read_source
-        from jaxbench.evaluator.static import declared_target
+        from jaxbench.evaluator import declared_target, read_source
 
         source, filename = read_source(source_or_path)
         target = target or declared_target(source) or "tpu"
@@ -446,8 +445,8 @@ def _write_tree(directory: Path, files: dict[str, bytes]) -> None:
         path.write_bytes(data)
 
 
-def map_on_cluster(job: Any, args: list[tuple[Any, ...]], address: str | None = None,
-                   on_result: Any = None) -> list[Any]:
+def map_jobs(job: Any, args: list[tuple[Any, ...]], address: str | None = None,
+             on_result: Any = None) -> list[Any]:
     """``job(*a)`` for each ``a`` in ``args`` as a Ray task on a node's CPU (one CPU each, JAX on
     the CPU, so a TPU host's chips stay free for device-mode evaluations). ``job`` must be a
     module-level function the nodes can import. Results come back in the order of ``args``;
@@ -471,4 +470,4 @@ def map_on_cluster(job: Any, args: list[tuple[Any, ...]], address: str | None = 
 
 __all__ = ["DEFAULT_MAX_RETRIES", "EvaluationLost", "RayEvaluator", "RayUnavailable", "RunSecret",
            "abort_all", "cluster_accelerators", "connect", "evaluate_on_node", "evaluation_slots",
-           "map_on_cluster", "resolve_cluster_mode", "resources_for"]
+           "map_jobs", "resolve_cluster_mode", "resources_for"]

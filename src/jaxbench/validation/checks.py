@@ -54,20 +54,16 @@ the correctness check).
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import click
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, key_from_data
-from jaxbench.executors import executor_options
-from jaxbench.tasks import Task, UnknownTaskError, get_task, list_tasks
+from jaxbench.tasks import Task, get_task
 from jaxbench.tasks.spec import upcast
 
 CONSTANT_ABS = 0.01      # "all |out| < 0.01"
@@ -214,12 +210,14 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}"
 
 
-def validate_one(task_id: str, size: str, seeds: int) -> TaskReport:
-    """One task's report, or its error report (a job for an executor on another node)."""
-    task = get_task(task_id)
+def validate_one(task: Task | str, size: str, seeds: int) -> TaskReport:
+    """One task's report, or its error report when its validation raises (one broken task must
+    not hide the others' results): the job an executor runs per task. ``task`` may be an ID,
+    which a Ray node looks up in its own registry."""
+    task = get_task(task) if isinstance(task, str) else task
     try:
         return validate_task(task, size=size, seeds=seeds)
-    except Exception as exc:  # noqa: BLE001 - reported as the local command reports it
+    except Exception as exc:  # noqa: BLE001 - reported as a flagged task
         return error_report(task, size, seeds, exc)
 
 
@@ -373,101 +371,3 @@ def _perturbation(task: Task, size: str, f32: Any, base_inputs: list[tuple],
         results.append(InputResult(name, mode, change, threshold, change > threshold, detectable,
                                    members if mode == "joint" else [], inert=inert.get(name, "")))
     return results
-
-
-# ---------------------------------------------------------------------------------------------
-# jaxbench validate
-
-
-def _select(suite: str | None, task_ids: str | None) -> list[Task]:
-    if task_ids:
-        ids = [t.strip() for t in task_ids.split(",") if t.strip()]
-        return [t for t in map(get_task, ids) if suite is None or t.suite == suite]
-    return list_tasks(suite)
-
-
-def _mark(check: Check, text: str | None = None) -> str:
-    shown = text if text is not None else ("ok" if check.ok else "FLAG")
-    return f"[green]{shown}[/]" if check.ok else f"[red]{shown}[/]"
-
-
-@click.command("validate")
-@click.option("--suite", default=None, help="Only this suite (e.g. jaxbench).")
-@click.option("--task", "task_ids", default=None, help="Task ID (or comma-separated IDs).")
-@click.option("--size", type=click.Choice(["small", "full"]), default="small", show_default=True)
-@click.option("--seeds", type=click.IntRange(2, 1000), default=5, show_default=True,
-              help="Input seeds per task.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON report per task on stdout.")
-@executor_options
-def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
-                 as_json: bool, executor: str, ray_address: str | None) -> None:
-    """Check that each task's reference is finite, non-constant, depends on every input, and
-    that its tolerance accepts the bf16 XLA reference. Exit 1 if any task is flagged."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from jaxbench.terminal import JobProgress
-    from jaxbench.terminal import usage_error as _usage_error
-
-    try:
-        tasks = _select(suite, task_ids)
-    except (UnknownTaskError, KeyError, ValueError) as exc:
-        _usage_error(str(exc).strip("'\""))
-    if not tasks:
-        _usage_error(f"no task matches (suite {suite!r}, task {task_ids!r}); see `jaxbench tasks`")
-    for t in tasks:
-        if size not in t.sizes:
-            _usage_error(f"task {t.id} has no size {size!r}")
-    from jaxbench.executors import ExecutorError, check_executor
-
-    try:
-        check_executor(executor, ray_address, "interpret", ())
-    except ExecutorError as exc:
-        _usage_error(str(exc))
-
-    width = None if sys.stdout.isatty() else 160
-    console = Console(highlight=False, width=width)
-    reports: list[TaskReport] = []
-    started = time.monotonic()
-    # A live bar on a terminal; plain lines (one per task, and while waiting) in logs.
-    with JobProgress(len(tasks), "validating", disable=as_json) as progress:
-
-        def finished(report: TaskReport) -> None:
-            if as_json:
-                click.echo(json.dumps(report.to_dict(), default=str))
-            progress.advance(f"{report.task} {'flagged' if report.flagged else 'ok'}",
-                             failed=report.flagged)
-
-        if executor == "ray":  # one Ray task per task; reports listed in the tasks' order
-            from jaxbench.ray_executor import map_on_cluster
-
-            reports = map_on_cluster(validate_one, [(t.id, size, seeds) for t in tasks],
-                                     ray_address, on_result=finished)
-        for t in tasks if executor == "local" else ():
-            try:
-                report = validate_task(t, size=size, seeds=seeds)
-            except Exception as exc:  # one broken task must not hide the others' results
-                report = error_report(t, size, seeds, exc)
-            reports.append(report)
-            finished(report)
-    wall = time.monotonic() - started
-    flagged = [r for r in reports if r.flagged]
-    if not as_json:
-        table = Table(title=f"jaxbench validate ({size}, {seeds} seeds)")
-        for col in ("task", "finite", "non-constant", "inputs-matter", "tol-calibration\n(worst err/tol)",
-                    "flags", "s"):
-            table.add_column(col, overflow="fold")
-        for r in reports:
-            n_in = len(r.inputs)
-            n_ok = sum(i.matters and not i.inert for i in r.inputs)
-            n_inert = sum(bool(i.inert) and not i.matters for i in r.inputs)
-            notes = r.flags + [f"warn: {w}" for w in r.warnings]
-            table.add_row(
-                r.task, _mark(r.finite), _mark(r.non_constant),
-                _mark(r.inputs_matter, f"{n_ok}/{n_in}" + (f" ({n_inert} inert)" if n_inert else "")),
-                _mark(r.tolerance, _fmt(r.tolerance.value)),
-                "\n".join(notes) or "-", f"{r.seconds:.1f}")
-        console.print(table)
-        console.print(f"{len(reports) - len(flagged)}/{len(reports)} tasks pass; "
-                      f"{len(flagged)} flagged; {wall:.1f} s", markup=False)
-    sys.exit(1 if flagged else 0)

@@ -1,0 +1,118 @@
+"""``jaxbench eval FILE --task ID``: one kernel, one verdict."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from jaxbench.cli.common import MODE, SIZE, TARGET, USAGE_ERRORS, check_cost, check_target, usage_error_from
+from jaxbench.cli.terminal import StopSignals, usage_error
+from jaxbench.cli.terminal import console as make_console
+
+
+@click.command("eval")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--task", "task_id", required=True, help="Task ID (see `jaxbench tasks`).")
+@click.option("--target", type=TARGET, default=None, help="Defaults to the file's TARGET, else tpu.")
+@click.option("--mode", type=MODE, default="auto", show_default=True)
+@click.option("--size", type=SIZE, default="small", show_default=True)
+@click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Wall-clock seconds per phase (default: from the task's measured seed time).")
+@click.option("--no-tpu-interpret", is_flag=True, help="Skip the TPU-interpreter run.")
+@click.option("--save-ir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory for the jaxpr, StableHLO, kernel IR and XLA analyses.")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one result object.")
+@click.option("--force", is_flag=True,
+              help="Evaluate even when the interpret-mode cost estimate says it cannot finish.")
+@click.option("--debug", is_flag=True,
+              help="Allow jax.debug.print and show the kernel's output; runs the kernel on the "
+                   "untrusted side in interpret mode, once. The verdict does not count (exit 1).")
+def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str, trials: int,
+             timeout_s: float | None, no_tpu_interpret: bool, save_ir: Path | None,
+             as_json: bool, force: bool, debug: bool) -> None:
+    """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors.
+    With --debug, always 1: a debug run's verdict does not count."""
+    from jaxbench.evaluator import Evaluator, declared_target
+
+    if not file.is_file():
+        usage_error(f"kernel file {str(file)!r} does not exist")
+    check_target(file, target)
+    if save_ir is not None and save_ir.is_dir() and any(save_ir.iterdir()):
+        usage_error(f"--save-ir {save_ir} already holds files; give a new or empty directory "
+                     "(nothing was overwritten)")
+    if not force:
+        chosen = target or declared_target(file.read_text(errors="replace")) or "tpu"
+        check_cost([task_id], size, "interpret" if debug else mode, [chosen], trials, timeout_s)
+    evaluator = Evaluator(spares=0)
+    # Ctrl-C or SIGTERM (a CI kill, `timeout`): the tracer and runner die with their process
+    # groups at once, and nothing of them outlives this process.
+    with StopSignals(on_stop=evaluator.abort, grace_s=10,
+                     message="jaxbench: stopping: the evaluation's processes are killed; "
+                             "no verdict") as stop:
+        try:
+            result = evaluator.evaluate(file, task_id, target=target, mode=mode, size=size,
+                                        trials=trials, timeout_s=timeout_s,
+                                        tpu_interpret=not no_tpu_interpret, save_ir=save_ir,
+                                        debug=debug)
+        except RuntimeError as exc:  # e.g. --mode device without the hardware
+            if stop.is_set():
+                stop.exit()
+            usage_error(str(exc))
+        except USAGE_ERRORS as exc:
+            usage_error_from(exc)
+        finally:
+            if not stop.is_set():
+                evaluator.close()
+        if stop.is_set():
+            stop.exit()
+    if as_json:
+        click.echo(json.dumps(result, default=str))
+    else:
+        _print_result(result)
+    sys.exit(0 if result["status"] == "correct" and not result.get("debug") else 1)
+
+
+def _print_result(r: dict[str, Any]) -> None:
+    console = make_console()
+    color = "green" if r["status"] == "correct" else "red"
+    if r.get("debug"):
+        console.print("[bold yellow]DEBUG RUN: this verdict does not count[/] (jax.debug.print "
+                      "allowed; the kernel ran on the untrusted side, not in the trusted judge)")
+    console.print(f"[bold]{r['task']}[/] ({r['target']}, {r['mode']}, {r['size']}): "
+                  f"[{color}]{r['status']}[/] at stage {r['stage']}")
+    if r["message"]:
+        console.print(f"  {r['message']}", markup=False)
+    if r.get("candidate_frames"):
+        console.print("  in the kernel file (innermost last):")
+        for frame in r["candidate_frames"]:
+            console.print(f"    {frame}", markup=False, highlight=False)
+    if r.get("output"):
+        size = "8 KB" if r.get("debug") else "2 KB"
+        console.print(f"  kernel output (stdout/stderr on the untrusted side, last {size}):")
+        for line in r["output"].splitlines():
+            console.print(f"    | {line}", markup=False, highlight=False)
+    if r["max_abs_err"] is not None:
+        line = f"  max abs err {r['max_abs_err']:.3g}, rel err {r['rel_err']:.3g}"
+        tol = r.get("tolerance")
+        if tol:
+            line += f"; tolerance atol {tol['atol']:g} + rtol {tol['rtol']:g}·|truth|"
+            if r.get("tol_fraction") is not None:
+                line += f", worst element at {r['tol_fraction']:.2g}× its tolerance (≤ 1 passes)"
+        console.print(line, markup=False)
+    elif r.get("tolerance") and "tol_fraction" in r:
+        console.print("  max abs err: none (the output is not finite)")
+    if r["speedup"] is not None:
+        console.print(f"  t_ref {r['t_ref_ms']:.3f} ms, t_kernel {r['t_kernel_ms']:.3f} ms, "
+                      f"speedup {r['speedup']:.2f}x")
+    elif r["status"] == "correct":
+        console.print("  time: skipped: no accelerator (interpret mode checks correctness only)")
+    for warning in r.get("warnings", []):
+        console.print(f"  warning: {warning}", markup=False)
+    if r.get("judged_on"):
+        console.print(f"  judged on: {r['judged_on']}; untrusted side isolated by: {r['isolation']}",
+                      markup=False)

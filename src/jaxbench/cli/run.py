@@ -1,0 +1,211 @@
+"""``jaxbench run``: shipped kernels or a directory of kernels into a run directory, with a
+progress bar, Ctrl-C handling that keeps finished results, and a summary table."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from jaxbench.cli.common import MODE, SIZE, USAGE_ERRORS, check_cost, executor_options, usage_error_from
+from jaxbench.cli.terminal import JobProgress, StopSignals, usage_error
+from jaxbench.cli.terminal import console as make_console
+
+
+@click.command("run")
+@click.option("--suite", default=None, help="Suite to run (default: all tasks).")
+@click.option("--tasks", "task_ids", default=None, help="Comma-separated task IDs.")
+@click.option("--kernels", required=True,
+              help="seed, seed_mosaic (Mosaic GPU seeds), expert, or a directory of "
+                   "<task_id>.py kernel files.")
+@click.option("--target", type=click.Choice(["tpu", "gpu", "all"]), default="all",
+              show_default=True)
+@click.option("--mode", type=MODE, default="auto", show_default=True)
+@click.option("--size", type=SIZE, default="small", show_default=True)
+@click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--workers", type=click.IntRange(1, 64), default=None,
+              help="Parallel evaluations (default: min(4, CPUs); with --executor ray, as many as "
+                   "the cluster runs at once).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Per evaluation phase, seconds (default: from the task's measured seed time).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run directory (default runs/<time>-<kernels>); an existing one is resumed.")
+@click.option("--save-ir", is_flag=True,
+              help="Store each evaluation's IR and analyses under <run>/artifacts/.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON lines.")
+@click.option("--force", is_flag=True,
+              help="Run even when the interpret-mode cost estimate says evaluations cannot finish.")
+@executor_options
+def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
+            size: str, trials: int, workers: int | None, timeout_s: float | None,
+            out_dir: Path | None, save_ir: bool, as_json: bool, executor: str,
+            ray_address: str | None, force: bool) -> None:
+    """Evaluate shipped kernels or a directory of kernels into a run.
+
+    Shipped: --kernels seed, seed_mosaic or expert; else a directory of <task_id>.py files."""
+    from jaxbench.executors import ExecutorError, check_executor
+    from jaxbench.runs import (
+        RunDir,
+        RunError,
+        default_workers,
+        directory_jobs,
+        kernel_unavailable,
+        select_tasks,
+        shipped_jobs,
+    )
+    from jaxbench.tasks import list_tasks
+
+    targets = ("tpu", "gpu") if target == "all" else (target,)
+    skipped: list[str] = []
+    try:
+        tasks = select_tasks(suite, task_ids)
+        if kernels == "seed_mosaic":
+            if kernel_unavailable("seed_mosaic"):
+                import jax
+
+                usage_error(f"the Mosaic GPU seeds are pl.pallas_call kernels, which JAX "
+                             f"{jax.__version__} no longer lowers with Mosaic GPU params (JAX "
+                             "0.10 does); use --kernels seed (Triton) here")
+        if kernels in ("seed", "seed_mosaic", "expert"):
+            jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
+        else:
+            directory = Path(kernels)
+            if not directory.is_dir():
+                usage_error(f"--kernels must be seed, seed_mosaic, expert or a directory; "
+                             f"{kernels!r} is none")
+            jobs = directory_jobs(directory, tasks, targets, skipped)
+    except USAGE_ERRORS as exc:
+        usage_error_from(exc)
+    if not jobs:
+        why = f": skipped {'; '.join(skipped)}" if skipped else "; see `jaxbench tasks`"
+        usage_error(f"no {kernels} kernels match (target {target}){why}")
+    for note in skipped:
+        click.echo(f"jaxbench: skipping {note}", err=True)
+    try:  # a cluster that cannot run the jobs is a usage error before the run directory exists
+        cluster_modes = check_executor(executor, ray_address, mode, {job.target for job in jobs})
+    except ExecutorError as exc:
+        usage_error(str(exc))
+    if cluster_modes is not None:  # modes resolved on the Ray cluster: estimate interpret jobs only
+        jobs_costed = [j for j in jobs if cluster_modes[j.target] == "interpret"]
+    else:
+        jobs_costed = jobs
+    if not force and jobs_costed:
+        check_cost([j.task for j in jobs_costed], size, mode if cluster_modes is None else "interpret",
+                    [j.target for j in jobs_costed], trials, timeout_s)
+    workers = workers or (0 if executor == "ray" else default_workers())  # 0: the cluster's slots
+    out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
+    config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,
+              "target": target, "mode": mode, "size": size, "trials": trials}
+    try:
+        run = RunDir.open(out_dir, config)
+    except RunError as exc:
+        usage_error(str(exc))
+    started = time.monotonic()
+    results, stop = _run_with_progress(jobs, run, size, mode, workers,
+                                       {"trials": trials, "timeout_s": timeout_s,
+                                        "save_ir": save_ir}, as_json, executor, ray_address)
+    wall = time.monotonic() - started
+    if stop.is_set():
+        _print_interrupted(results, len(jobs), out_dir, stop)
+        stop.exit()  # the run stays open: rerunning the command resumes it
+    if len(results) < len(jobs):  # evaluations the executor lost (Ray nodes died on every retry)
+        click.echo(f"jaxbench: {len(jobs) - len(results)} of {len(jobs)} evaluations got no verdict "
+                   f"(their Ray workers or nodes died on every retry; see evaluation_lost in "
+                   f"{out_dir}/events.jsonl); rerun the same command to resume", err=True)
+        sys.exit(1)
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    run.finish(wall_s=round(wall, 2), counts=counts, evaluations=len(results))
+    if not as_json:
+        _print_summary(results, out_dir, wall)
+    # a documented limitation of a shipped kernel (runs.runner.KNOWN_INTERPRET_FAILURES) is reported,
+    # not counted as a failure of the run
+    sys.exit(0 if all(r["status"] == "correct" or r.get("known_limitation") for r in results)
+             else 1)
+
+
+def _run_with_progress(jobs: list[Any], run: Any, size: str, mode: str, workers: int,
+                       options: dict[str, Any], as_json: bool, executor: str = "local",
+                       ray_address: str | None = None) -> tuple[list[dict[str, Any]], Any]:
+    from jaxbench.executors import stop_all
+    from jaxbench.runs import finished_keys, run_jobs
+
+    reused = finished_keys(run) & {job.key for job in jobs}
+    if reused:
+        click.echo(f"jaxbench: resuming {run.path}: {len(reused)} of {len(jobs)} evaluations are "
+                   "reused from it", err=True)
+    message = (f"jaxbench: stopping: evaluations in flight are killed; finished results stay in "
+               f"{run.path} (press Ctrl-C again to exit at once)")
+    label = f"evaluating ({workers} workers)" if workers else "evaluating (Ray cluster)"
+    progress = JobProgress(len(jobs), label, done=len(reused))
+
+    # Ray tasks in flight: cancelled, their workers killed; local tracers and runners killed
+    with StopSignals(on_stop=stop_all, message=message) as stop, progress:
+
+        def on_result(job: Any, result: dict[str, Any]) -> None:
+            if as_json:
+                click.echo(json.dumps(result, default=str))
+            if job.key not in reused:
+                progress.advance(f"{job.task} [{job.kind}/{job.target}] {result['status']}",
+                                 failed=result["status"] != "correct")
+
+        results = run_jobs(jobs, run, size=size, mode=mode, workers=workers,
+                           evaluate_options=options, on_result=on_result, stop=stop,
+                           executor=executor, ray_address=ray_address)
+    return results, stop
+
+
+def _print_interrupted(results: list[dict[str, Any]], total: int, out_dir: Path, stop: Any) -> None:
+    import shlex
+    import signal
+
+    args = sys.argv[1:]
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        args += ["--out", str(out_dir)]
+    name = signal.Signals(stop.signum).name if stop.signum else "a signal"
+    click.echo(f"jaxbench: interrupted by {name}: {len(results)} of {total} evaluations are done "
+               f"and kept in {out_dir}; resume with:\n  jaxbench {shlex.join(args)}", err=True)
+
+
+def short_message(message: str, width: int = 100) -> str:
+    """A verdict's message cut to ``width`` characters for the run table, keeping the end of a
+    wrong answer's message ("worst at (i, j): got x, truth y") and cutting its middle."""
+    if len(message) <= width:
+        return message
+    head, sep, worst = message.rpartition("; worst at ")
+    if sep and len(worst) + 16 < width:
+        tail = "; worst at " + worst
+        return head[:width - len(tail) - 1] + "…" + tail
+    return message[:width - 1] + "…"
+
+
+def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) -> None:
+    from rich.table import Table
+
+    from jaxbench.report import task_order_key  # catalogue order: 2p before 10p
+
+    table = Table(title="jaxbench run")
+    for col in ("task", "kernel", "target", "mode", "status", "max abs err", "speedup", "message"):
+        table.add_column(col, overflow="fold")
+    for r in sorted(results, key=lambda r: (task_order_key(r["task"]), r.get("kind", ""), r["target"])):
+        color = "green" if r["status"] == "correct" else "red"
+        err = f"{r['max_abs_err']:.2g}" if r.get("max_abs_err") is not None else "-"
+        if r.get("tol_fraction") is not None:
+            err += f" ({r['tol_fraction']:.2g}× tol)"
+        spd = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
+        table.add_row(r["task"], r.get("kind", ""), r["target"], r["mode"],
+                      f"[{color}]{r['status']}[/]", err, spd, short_message(r["message"] or ""))
+    console = make_console()
+    console.print(table)
+    ok = sum(r["status"] == "correct" for r in results)
+    known = [r for r in results if r["status"] != "correct" and r.get("known_limitation")]
+    for r in known:
+        console.print(f"known limitation, not a failure of this run: {r['task']} "
+                      f"{r.get('kind', '')}/{r['target']}: {r['known_limitation']}", markup=False)
+    expected = f" ({len(known)} known limitation{'s' if len(known) > 1 else ''})" if known else ""
+    console.print(f"{ok}/{len(results)} correct{expected} in {wall:.1f} s; run directory: {out_dir}")

@@ -1,0 +1,214 @@
+"""What the untrusted tracer left, read and cleaned by the parent: capped file reads that
+follow no links, a JSON parser bounded in nesting, printable text, the status and probe readers,
+the verdict its status and its death give, and the stage it was in when it stopped.
+
+Everything here is the parent's (trusted) code; nothing here imports candidate code or the
+parent module (:mod:`jaxbench.evaluator.parent` imports this one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+from pathlib import Path
+from typing import Any
+
+from jaxbench.evaluator.arrays import MalformedOutputs, unpack
+from jaxbench.evaluator.case import Case
+from jaxbench.evaluator.pool import WorkerOutcome
+from jaxbench.evaluator.result import SEALED_EXIT, STAGES, STATUSES, StageFailure
+
+# Caps on what is read back from the untrusted side.
+MAX_STATUS_BYTES = 1 << 20
+MAX_EXPORT_BYTES = 256 << 20
+MAX_PROBE_BYTES = 2 << 30
+
+
+def read_file(path: Path, limit: int) -> bytes | None:
+    """A regular file the untrusted side wrote (no links followed), or None; capped in size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        import stat
+
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit + 1)[:limit]
+    finally:
+        os.close(fd)
+
+
+MAX_JSON_DEPTH = 32
+
+
+def parse_json(raw: bytes) -> Any:
+    """JSON from the untrusted side, its nesting checked before parsing (a deeply nested file
+    would exhaust the parser's recursion); None when malformed or too deep."""
+    depth, deepest, in_string, escaped = 0, 0, False, False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                return None
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+        return None
+
+
+def read_untrusted_status(directory: Path) -> dict[str, Any]:
+    status = parse_json(read_file(directory / "status.json", MAX_STATUS_BYTES) or b"{}")
+    return status if isinstance(status, dict) else {}
+
+
+def require_probe(status: dict[str, Any], probe: dict[str, list[Any]], case: Case) -> None:
+    """A check the untrusted side was asked for and did not report is a failure: the TPU
+    interpreter's run must be there ("ran", with its outputs) or JAX's interpreter must have
+    said it cannot run the kernel ("unsupported: ..."). Called once the judge has accepted the
+    module's structure and budgets (a module it refuses may skip the check: the refusal is the
+    verdict)."""
+    if not (case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret
+            and not case.debug):
+        return
+    said = status.get("tpu_interpreter")
+    if said == "ran" and "tpu_interpreter" in probe:
+        return
+    if isinstance(said, str) and said.startswith("unsupported: "):
+        return
+    raise StageFailure("crashed", "correct", "the untrusted side did not report the "
+                                             "TPU-interpreter check it was asked for")
+
+
+# Terminal control sequences (colours, cursor moves, title changes) in untrusted text.
+_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+OUTPUT_BYTES = 2048
+
+
+def untrusted_text(raw: str, limit: int) -> str:
+    """Text from the untrusted side made safe to print and store: no terminal escapes or
+    control characters, at most ``limit`` characters (its end). Never parsed."""
+    text = _ESCAPES.sub("", raw)
+    text = "".join(c if c in "\n\t" or c.isprintable() else "\ufffd" for c in text)
+    return text[-limit:]
+
+
+def keep_untrusted_text(result: dict[str, Any], status: dict[str, Any], outcome: WorkerOutcome,
+                         case: Case) -> None:
+    """The candidate's frames of a failure and the end of the tracer's stdout/stderr (the
+    kernel's own print output): shown to the user, bounded, never believed or parsed."""
+    frames = status.get("frames")
+    if isinstance(frames, list):
+        kept = [untrusted_text(f, 300) for f in frames[:8] if isinstance(f, str)]
+        if kept:
+            result["candidate_frames"] = kept
+    output = outcome.stderr_tail
+    if output.startswith("ready\n"):  # the tracer's own start-up line
+        output = output[len("ready\n"):]
+    output = untrusted_text(output, 4 * OUTPUT_BYTES if case.debug else OUTPUT_BYTES).strip("\n")
+    if output.strip():
+        result["output"] = output
+
+
+def untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: Case,
+                       nonce: str) -> None:
+    """Failures the untrusted side reports (believed: they only hurt the candidate), and its
+    death; anything but a clean 'traced' is a failure."""
+    stages = status.get("stages") if isinstance(status.get("stages"), dict) else {}
+    last = next(reversed(stages), "static") if stages else "static"
+    dir_exceeded = getattr(outcome, "dir_exceeded", "")
+    if outcome.timed_out or outcome.memory_exceeded or dir_exceeded:
+        stage, doing = running_stage(stages, case)
+        done = ", ".join(f"{name} {info['seconds']:.1f} s" for name, info in stages.items()
+                         if isinstance(info, dict) and isinstance(info.get("seconds"), (int, float)))
+        done = f" (finished: {done})" if done else ""
+        if outcome.timed_out:
+            raise StageFailure("timeout", stage, f"no verdict within {case.timeout_s:g} s (wall "
+                                                 f"clock), while {doing}{done}; tracer killed")
+        if dir_exceeded:
+            raise StageFailure("crashed", stage, f"tracer killed: {dir_exceeded}, while "
+                                                 f"{doing}{done}")
+        raise StageFailure("crashed", stage, f"tracer exceeded the {case.memory_bytes / 2**30:g} "
+                                             f"GiB memory limit while {doing}{done}; killed")
+    if outcome.returncode == SEALED_EXIT:
+        raise StageFailure("rejected", "lower", "candidate code ran after the tracer was sealed "
+                                                "for its exports (a finalizer, handler or "
+                                                "lowering hook acting on files or imports): "
+                                                "the exports must be the harness's alone")
+    claimed = status.get("status")
+    if claimed in STATUSES and claimed != "correct":
+        stage = status.get("stage") if status.get("stage") in STAGES else next_stage(last)
+        raise StageFailure(claimed, stage, str(status.get("message", ""))[:2000])
+    if claimed != "traced" or outcome.returncode != 0:
+        raise StageFailure("crashed", next_stage(last), crash_message(outcome))
+    if status.get("nonce") != nonce:
+        raise StageFailure("crashed", "lower", "the untrusted side's report was not written by "
+                                               "the harness's last step (its job token is "
+                                               "missing or wrong): candidate code ended the "
+                                               "tracer early")
+
+
+def read_probe(directory: Path, status: dict[str, Any]) -> dict[str, list[Any]]:
+    """Outputs of the untrusted runs, validated; a forged or broken stream is a rejection."""
+    layout = status.get("probe")
+    if not layout:
+        return {}
+    data = read_file(directory / "probe.npy", MAX_PROBE_BYTES)
+    try:
+        return unpack(data or b"", layout)
+    except MalformedOutputs as exc:
+        raise StageFailure("rejected", "correct",
+                           f"the untrusted side's outputs do not match their layout ({exc})") from None
+
+
+def running_stage(stages: dict[str, Any], case: Case) -> tuple[str, str]:
+    """(stage, what the tracer was doing) when it was stopped, from the stages it reported
+    finished and the order it works in: trace; the task's other sizes (reported as
+    ``sizes``); the exports (``lower``); in interpret mode the TPU interpreter's check."""
+    if "trace" not in stages:
+        return "trace", "starting the tracer, loading the kernel and tracing it"
+    if case.debug:
+        return "correct", f"running the debug run at size {case.size} on the untrusted side"
+    if "sizes" not in stages:
+        return "lower", "tracing the kernel at the task's other sizes (memory budgets)"
+    if "lower" not in stages:
+        return "lower", "exporting the traced kernel"
+    return "correct", f"running the TPU-interpreter check at size {case.size}"
+
+
+def next_stage(stage: str) -> str:
+    """The stage a worker was in when it died, given the last one it finished."""
+    if stage not in STAGES:
+        return "trace"
+    return STAGES[min(STAGES.index(stage) + 1, len(STAGES) - 1)]
+
+
+def crash_message(outcome: WorkerOutcome) -> str:
+    code = outcome.returncode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        why = f"worker died from signal {name}"
+    else:
+        why = f"worker exited with code {code} before reporting a verdict"
+    tail = [ln for ln in outcome.stderr_tail.splitlines() if ln.strip()][-2:]
+    return why + (": " + " | ".join(tail)[-300:] if tail else "")

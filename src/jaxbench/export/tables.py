@@ -1,0 +1,283 @@
+"""Parquet, JSONL and CSV results datasets from run directories: one row per evaluation, the
+same columns for every suite and method (schema version :data:`SCHEMA_VERSION`, documented in
+docs/results.md).
+
+Formats: ``jsonl`` and ``csv`` need nothing beyond the standard library; ``parquet`` needs
+pyarrow (``pip install 'jaxbench[results]'``). A value that was not measured (a speedup in
+interpret mode, an error of a kernel that never ran) is ``null``, never a placeholder.
+Rows follow the registry's catalogue order of tasks, then the method, then the sample slot.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from jaxbench.report.data import (
+    RunData,
+    compiled,
+    load_run,
+    method_of,
+    secret_verified,
+    task_figures,
+    task_or_none,
+    task_order_key,
+)
+
+SCHEMA_VERSION = 1
+FORMATS = ("parquet", "jsonl", "csv")
+
+# (column, type, meaning): the schema of docs/results.md, in column order.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("schema_version", "int64", "version of this schema"),
+    ("run", "string", "run directory name"),
+    ("run_command", "string", "`run` or `optimize`"),
+    ("run_created_at", "string", "when the run directory was created (manifest)"),
+    ("git_sha", "string", "jaxbench commit that made the run"),
+    ("secret_sha256", "string", "the run's commitment to its input secret"),
+    ("secret_verified", "bool", "the run_end event revealed a secret matching the commitment; "
+                                "null while the run is open"),
+    ("suite", "string", "task suite (`jaxbench`, `pallasbench`); null for a task the registry lacks"),
+    ("task", "string", "task ID"),
+    ("task_position", "int64", "position in the registry's catalogue order (0-based)"),
+    ("task_number", "int64", "catalogue number (`meta.number`, else the ID's leading number)"),
+    ("level", "string", "the task's `meta.level` as text (`1`, `production`, ...)"),
+    ("family", "string", "the task's `meta.family`"),
+    ("method", "string", "optimization method, or `run:<kind>` for `jaxbench run` directories"),
+    ("model", "string", "model spec of an optimize run"),
+    ("kernel", "string", "kernel name: `<kind>_<target>` (shipped), the file name (directory "
+                         "kernels) or `<method>/<step>` (optimize)"),
+    ("origin", "string", "`seed` for shipped seeds an optimizer evaluated before sampling"),
+    ("sample", "int64", "budget slot of an optimize sample (0-based)"),
+    ("step", "string", "the optimizer's step name"),
+    ("parent", "string", "step of the candidate this one was derived from"),
+    ("target", "string", "`tpu` or `gpu`"),
+    ("mode", "string", "`interpret` or `device`"),
+    ("size", "string", "`small` or `full`"),
+    ("status", "string", "verdict: correct, incorrect, no_pallas, rejected, compile_error, "
+                         "runtime_error, timeout, crashed, unverified"),
+    ("stage", "string", "the stage that decided the verdict"),
+    ("message", "string", "the useful part of the error; null when none"),
+    ("correct", "bool", "status == correct"),
+    ("compiled", "bool", "got past static checks, tracing and lowering"),
+    ("max_abs_err", "float64", "worst absolute error over the judged runs"),
+    ("rel_err", "float64", "worst relative-norm error over the judged runs"),
+    ("atol", "float64", "the absolute tolerance the evaluation used (else the task's)"),
+    ("rtol", "float64", "the relative tolerance the evaluation used (else the task's)"),
+    ("tol_fraction", "float64", "the worst element's error as a fraction of its tolerance "
+                                "(1 = at the limit); null for NaN/Inf outputs"),
+    ("t_ref_ms", "float64", "median time of the XLA reference (device mode)"),
+    ("t_kernel_ms", "float64", "median time of the kernel (device mode)"),
+    ("speedup", "float64", "t_ref_ms / t_kernel_ms; > 1 means the kernel is faster"),
+    ("flops", "float64", "the task's FLOPs at the evaluated size"),
+    ("bytes", "float64", "the task's minimal memory traffic at the evaluated size"),
+    ("arithmetic_intensity", "float64", "flops / bytes"),
+    ("achieved_flops_per_s", "float64", "flops / t_kernel (device mode)"),
+    ("roofline_fraction", "float64", "max(flops/peak_flops, bytes/peak_bw) / t_kernel"),
+    ("peak_flops", "float64", "the device's peak FLOP/s used for the roofline"),
+    ("peak_bytes_per_s", "float64", "the device's peak memory bandwidth used for the roofline"),
+    ("compile_s", "float64", "compile time of the judged module"),
+    ("wall_s", "float64", "wall time of the whole evaluation"),
+    ("timeout_s", "float64", "the time limit per phase"),
+    ("trials", "int64", "correctness trials judged"),
+    ("device_kind", "string", "device the judged module ran on (`cpu` in interpret mode)"),
+    ("backend", "string", "JAX backend of the trusted runner"),
+    ("judged_on", "string", "`trusted_export` (null when the trusted side did not run it)"),
+    ("isolation", "string", "what the untrusted tracer ran under"),
+    ("timing_method", "string", "how times were taken (device mode)"),
+    ("jax_version", "string", "JAX version of the evaluation"),
+    ("jaxlib_version", "string", "jaxlib version of the evaluation"),
+    ("jaxbench_version", "string", "jaxbench version of the evaluation"),
+    ("python_version", "string", "Python version of the evaluation"),
+    ("source_sha256", "string", "SHA-256 of the kernel source"),
+    ("kernel_file", "string", "the kernel file a `jaxbench run` evaluated"),
+    ("ir_dir", "string", "directory of the IR saved with --save-ir"),
+    ("reused_from", "string", "step whose verdict was reused for an identical source"),
+    ("review", "string", "flag for a speedup above 10x"),
+    ("warnings", "string", "the evaluator's warnings, one per line"),
+    ("event_time", "float64", "when the evaluation event was written (Unix seconds)"),
+)
+COLUMN_NAMES = tuple(name for name, _, _ in COLUMNS)
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    return str(value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _integer(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def task_number(task_id: str, task: Any) -> int | None:
+    """The catalogue number: ``meta["number"]``, else the ID's leading number (8p_gemm: 8)."""
+    number = task.meta.get("number") if task is not None else None
+    if isinstance(number, int):
+        return number
+    m = re.match(r"(\d+)", task_id)
+    return int(m.group(1)) if m else None
+
+
+def kernel_name(event: dict[str, Any]) -> str:
+    """``seed_tpu`` (shipped), ``8p_gemm.py`` (a directory's file) or ``best_of_n/s3``."""
+    if event.get("method"):
+        return f"{event['method']}/{event.get('step')}"
+    kind = event.get("kind")
+    if kind == "file" and event.get("kernel_file"):
+        return Path(event["kernel_file"]).name
+    return f"{kind}_{event.get('target')}"
+
+
+def ordered_evaluations(run: RunData) -> list[dict[str, Any]]:
+    """Evaluations in catalogue order of tasks, then method, then sample slot / file order."""
+    def key(e: dict[str, Any]) -> tuple[Any, ...]:
+        sample = e.get("sample")
+        slot = (0, sample) if isinstance(sample, int) else (1, 0)
+        return (task_order_key(e["task"]), method_of(e), slot, e["_index"])
+
+    return sorted(run.evaluations, key=key)
+
+
+def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
+    """One row per evaluation of a run directory, with exactly :data:`COLUMN_NAMES`."""
+    run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
+    verified = secret_verified(run)
+    config = run.config
+    out = []
+    for e in ordered_evaluations(run):
+        task = task_or_none(e["task"])
+        size = e.get("size") or "small"
+        flops, nbytes = task_figures(e["task"], size)
+        t_kernel = _number(e.get("t_kernel_ms"))
+        versions = e.get("versions") or {}
+        ir = run.ir_files(e)
+        warnings = e.get("warnings") or []
+        tolerance = e.get("tolerance") if isinstance(e.get("tolerance"), dict) else {}
+        row = {
+            "schema_version": SCHEMA_VERSION,
+            "run": run.name,
+            "run_command": _text(config.get("command")),
+            "run_created_at": _text(run.manifest.get("created_at")),
+            "git_sha": _text(run.manifest.get("git_sha")),
+            "secret_sha256": _text(run.manifest.get("secret_sha256")),
+            "secret_verified": verified,
+            "suite": task.suite if task is not None else None,
+            "task": e["task"],
+            "task_position": task_order_key(e["task"])[1] if task is not None else None,
+            "task_number": task_number(e["task"], task),
+            "level": _text(task.meta.get("level")) if task is not None else None,
+            "family": _text(task.meta.get("family")) if task is not None else None,
+            "method": method_of(e),
+            "model": _text(config.get("model")) if e.get("method") else None,
+            "kernel": kernel_name(e),
+            "origin": _text(e.get("origin")),
+            "sample": _integer(e.get("sample")),
+            "step": _text(e.get("step")),
+            "parent": _text(e.get("parent")),
+            "target": _text(e.get("target")),
+            "mode": _text(e.get("mode")),
+            "size": _text(e.get("size")),
+            "status": _text(e.get("status")),
+            "stage": _text(e.get("stage")),
+            "message": _text(e.get("message")),
+            "correct": e.get("status") == "correct",
+            "compiled": compiled(e),
+            "max_abs_err": _number(e.get("max_abs_err")),
+            "rel_err": _number(e.get("rel_err")),
+            "atol": _number(tolerance.get("atol", task.atol if task is not None else None)),
+            "rtol": _number(tolerance.get("rtol", task.rtol if task is not None else None)),
+            "tol_fraction": _number(e.get("tol_fraction")),
+            "t_ref_ms": _number(e.get("t_ref_ms")),
+            "t_kernel_ms": t_kernel,
+            "speedup": _number(e.get("speedup")),
+            "flops": flops,
+            "bytes": nbytes,
+            "arithmetic_intensity": flops / nbytes if flops and nbytes else None,
+            "achieved_flops_per_s": flops / (t_kernel / 1e3) if flops and t_kernel else None,
+            "roofline_fraction": _number(e.get("roofline_fraction")),
+            "peak_flops": _number(e.get("peak_flops")),
+            "peak_bytes_per_s": _number(e.get("peak_bytes_per_s")),
+            "compile_s": _number(e.get("compile_s")),
+            "wall_s": _number(e.get("wall_s")),
+            "timeout_s": _number(e.get("timeout_s")),
+            "trials": _integer(e.get("trials")),
+            "device_kind": _text(e.get("device_kind")),
+            "backend": _text(e.get("backend")),
+            "judged_on": _text(e.get("judged_on")),
+            "isolation": _text(e.get("isolation")),
+            "timing_method": _text(e.get("timing_method")),
+            "jax_version": _text(versions.get("jax")),
+            "jaxlib_version": _text(versions.get("jaxlib")),
+            "jaxbench_version": _text(versions.get("jaxbench")),
+            "python_version": _text(versions.get("python")),
+            "source_sha256": _text(e.get("source_sha256")),
+            "kernel_file": _text(e.get("kernel_file")),
+            "ir_dir": str(next(iter(ir.values())).parent) if ir else None,
+            "reused_from": _text(e.get("reused_from")),
+            "review": _text(e.get("review")),
+            "warnings": "\n".join(map(str, warnings)) if warnings else None,
+            "event_time": _number(e.get("time")),
+        }
+        assert tuple(row) == COLUMN_NAMES
+        out.append(row)
+    return out
+
+
+def arrow_schema() -> Any:
+    """The schema as a pyarrow schema, with the version and column meanings as metadata."""
+    pa = require_pyarrow()
+    types = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
+    fields = [pa.field(name, types[kind], metadata={"description": meaning})
+              for name, kind, meaning in COLUMNS]
+    return pa.schema(fields, metadata={"jaxbench.schema_version": str(SCHEMA_VERSION)})
+
+
+def require_pyarrow() -> Any:
+    try:
+        import pyarrow
+    except ImportError:
+        raise RuntimeError("Parquet needs pyarrow: pip install 'jaxbench[results]'") from None
+    return pyarrow
+
+
+def write(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathLike[str]) -> int:
+    """Writes the run's rows to ``out`` as ``fmt``; returns the number of rows."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if fmt == "parquet":
+        require_pyarrow()
+    data = rows(run_dir)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    if fmt == "jsonl":
+        with open(tmp, "w") as f:
+            for row in data:
+                f.write(json.dumps(row) + "\n")
+    elif fmt == "csv":
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMN_NAMES)
+            writer.writeheader()
+            writer.writerows(data)
+    else:
+        import pyarrow.parquet as pq
+
+        schema = arrow_schema()
+        table = require_pyarrow().Table.from_pylist(data, schema=schema)
+        pq.write_table(table, tmp)
+    tmp.replace(out)  # a failed export never leaves half a file under the final name
+    return len(data)
+
+
+__all__ = ["COLUMNS", "COLUMN_NAMES", "FORMATS", "SCHEMA_VERSION", "arrow_schema", "rows", "write"]
