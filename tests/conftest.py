@@ -26,6 +26,7 @@ QUICK = (
     "tests/test_static.py::", "tests/test_structure.py::", "tests/test_rules_budget.py::",
     "tests/test_budgets.py::", "tests/test_integrity.py::", "tests/test_metrics.py::",
     "tests/test_compare.py::", "tests/test_messages.py::", "tests/test_architecture.py::",
+    "tests/test_documented_commands.py::",
     "tests/test_cli.py::test_tasks_json_lists_known_tasks",
     "tests/test_cli.py::test_tasks_table_shows_the_size_asked_for",
     "tests/test_cli.py::test_eval_json_is_one_object_and_exit_0_when_correct",

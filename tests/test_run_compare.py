@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from report_runs import device_run, evaluation, interpret_run
 
 from jaxbench.cli import main
-from jaxbench.report.compare import classify, compare
+from jaxbench.report.compare import classify, compare, folded_text
 from jaxbench.runs import RunDir
 
 
@@ -111,9 +111,38 @@ def test_compare_cli_table_json_html_and_exit_code(pair, tmp_path):
 def test_compare_interpret_runs_and_bad_input(tmp_path):
     a = interpret_run(tmp_path / "a")
     b = interpret_run(tmp_path / "b", {"12p_rmsnorm": "incorrect", "8p_gemm": "correct"})
-    result = compare(a, b)
+    result = compare(a, b, common=False)
     changes = {r["task"]: r["change"] for r in result["rows"]}
     assert changes["12p_rmsnorm"] == "regression" and changes["8p_gemm"] == "improvement"
     assert changes["2p_gqa_attention"] == "missing" and result["geomean_ratio"] is None
     bad = CliRunner().invoke(main, ["compare", str(a), str(tmp_path / "nope")])
     assert bad.exit_code == 2 and "nope does not exist" in bad.stderr
+
+
+def test_a_subset_run_is_compared_on_the_common_rows(tmp_path):
+    """One task against a suite run: the shared task is the table; the rest is one line."""
+    suite = interpret_run(tmp_path / "suite")
+    one = _run(tmp_path / "one", [evaluation("8p_gemm", "incorrect", kind="seed", mode="interpret",
+                                             target="tpu", message="max abs err 3.1")],
+               {"command": "run", "kernels": "seed"})
+    result = compare(suite, one)
+    assert result["common"] is True and [r["task"] for r in result["rows"]] == ["8p_gemm"]
+    missing = result["counts"]["missing"]
+    assert missing >= 2 and len(result["folded"]["missing"]) == missing
+    assert result["folded"]["missing"][0] == "2p_gqa_attention"  # catalogue order
+    assert folded_text(result).startswith(f"{missing} rows only in A (tasks 2p_gqa_attention")
+    assert compare(suite, one, common=False)["common"] is False
+    assert len(compare(suite, one, common=False)["rows"]) == missing + 1
+    # the command: the folded line, and --all lists every row again
+    runner = CliRunner()
+    table = runner.invoke(main, ["compare", str(suite), str(one)])
+    assert table.exit_code == 0, table.output
+    assert "only in A" in table.stdout and "(--all lists them)" in table.stdout
+    assert "2p_gqa_attention" not in table.stdout.split("only in A")[0]  # not a table row
+    listed = runner.invoke(main, ["compare", str(suite), str(one), "--all"])
+    assert "only in A" not in listed.stdout
+    assert all(task in listed.stdout for task in result["folded"]["missing"])
+    # two runs with different tasks (neither a subset): every row, as before
+    other = _run(tmp_path / "other", [evaluation("50k_matmul_gelu_softmax", "correct", kind="seed",
+                                                 mode="interpret", target="tpu")], {"command": "run"})
+    assert compare(one, other)["common"] is False

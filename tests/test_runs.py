@@ -37,9 +37,12 @@ def test_resume_skips_finished_evaluations(tmp_path):
 
 
 def test_resume_refuses_another_config(tmp_path):
-    RunDir.open(tmp_path, {"a": 1})
-    with pytest.raises(RunError, match="another configuration"):
-        RunDir.open(tmp_path, {"a": 2})
+    RunDir.open(tmp_path, {"a": 1, "tasks": "8p_gemm", "size": "small"})
+    with pytest.raises(RunError, match="another configuration") as refused:
+        RunDir.open(tmp_path, {"a": 1, "tasks": "12p_rmsnorm", "size": "small", "trials": 2})
+    # the settings that differ are named, with both values; the ones that agree are not
+    assert ('(tasks: "8p_gemm" there, "12p_rmsnorm" here; trials: null there, 2 here)'
+            in str(refused.value)), str(refused.value)
 
 
 def test_secret_is_committed_then_revealed(tmp_path):

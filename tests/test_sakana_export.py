@@ -152,6 +152,10 @@ def test_jaxbench_suite_level_is_null(tmp_path):
     run.finish()
     [record] = sakana.records(run.path)
     assert record["Level_ID"] is None and record["Task_ID"] == 12
+    # its Parquet file is named by the task's own level, not "none"
+    assert sakana.level_file(record) == "level_production.parquet"
+    assert sakana.level_file(dict(record, Op_Name="no_such_task")) == "level_unknown.parquet"
+    assert sakana.level_file(dict(record, Level_ID=2)) == "level_2.parquet"
 
 
 def test_sakana_cli_json_and_parquet_per_level(identity_run, tmp_path, monkeypatch):

@@ -54,15 +54,18 @@ def report_cmd(run_dir: Path, as_json: bool, html_file: Path | None) -> None:
 @click.option("--html", "html_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the comparison as a self-contained HTML page.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any task regressed.")
+@click.option("--common/--all", "common", default=None,
+              help="List only the rows both runs have, or every row. Default: --common when one "
+                   "run's rows are a subset of the other's (e.g. one task against a suite).")
 def compare_cmd(run_a: Path, run_b: Path, threshold: float, as_json: bool, html_file: Path | None,
-                fail_on_regression: bool) -> None:
+                fail_on_regression: bool, common: bool | None) -> None:
     """Compare two runs task by task: status and speedup changes.
 
     From RUN_A to RUN_B, regressions first."""
     from jaxbench.report import compare, print_comparison, write_comparison_html
 
     try:
-        result = compare(run_a, run_b, threshold)
+        result = compare(run_a, run_b, threshold, common)
     except (FileNotFoundError, ValueError) as exc:
         usage_error(str(exc))
     if html_file is not None:

@@ -227,26 +227,33 @@ def arrow_schema() -> Any:
                      metadata={"format": "sakana-archive", "producer": "jaxbench"})
 
 
-def level_file(level: int | None) -> str:
-    return f"level_{level}.parquet" if level is not None else "level_none.parquet"
+def level_file(record: dict[str, Any]) -> str:
+    """The Parquet file a record goes to: ``level_<N>.parquet`` for a numeric level, else the
+    task's own level name (``level_production.parquet``, ``level_kernelbench.parquet`` for the
+    JAXBench suite), ``level_unknown.parquet`` for a task the registry lacks."""
+    level = record["Level_ID"]
+    if level is None:
+        task = task_or_none(record["Op_Name"])
+        level = (task.meta.get("level") if task is not None else None) or "unknown"
+    return f"level_{re.sub(r'[^A-Za-z0-9_-]', '_', str(level))}.parquet"
 
 
 def write_parquet(run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> dict[str, int]:
-    """One Parquet file per level (``level_1.parquet``, ...; ``level_none.parquet`` for tasks
-    without a numeric level) in ``out_dir``; returns records per file."""
+    """One Parquet file per level (``level_1.parquet``, ...; see :func:`level_file`) in
+    ``out_dir``; returns records per file."""
     pa = require_pyarrow()
     import pyarrow.parquet as pq
 
     data = records(run_dir)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    by_level: dict[int | None, list[dict[str, Any]]] = {}
+    by_file: dict[str, list[dict[str, Any]]] = {}
     for record in data:
-        by_level.setdefault(record["Level_ID"], []).append(record)
+        by_file.setdefault(level_file(record), []).append(record)
     schema = arrow_schema()
     written = {}
-    for level, group in by_level.items():
-        path = out / level_file(level)
+    for name, group in by_file.items():
+        path = out / name
         tmp = path.with_name(path.name + ".tmp")
         pq.write_table(pa.Table.from_pylist(group, schema=schema), tmp)
         tmp.replace(path)

@@ -7,6 +7,10 @@ correct kernel or its speedup fell by more than the threshold (default 5 %), an
 **improvement** the other way round; regressions come first, then rows missing from B,
 other status changes, improvements, rows new in B and unchanged rows, each group in the
 registry's catalogue order.
+
+With ``common`` (the default when one run's rows are a subset of the other's: a one-task run
+against a suite run), only the rows both runs have are listed; the rows only one run has are
+counted in ``folded`` and named in one line, not listed one by one.
 """
 
 from __future__ import annotations
@@ -59,14 +63,18 @@ def classify(a: dict[str, Any] | None, b: dict[str, Any] | None, threshold: floa
 
 
 def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[str] | RunData,
-            threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
-    """The comparison as one JSON-ready dict: both runs' facts, rows in report order, counts."""
+            threshold: float = DEFAULT_THRESHOLD, common: bool | None = None) -> dict[str, Any]:
+    """The comparison as one JSON-ready dict: both runs' facts, rows in report order, counts.
+    ``common``: list only the rows both runs have (``None``: when one run's rows are a strict
+    subset of the other's)."""
     a = run_a if isinstance(run_a, RunData) else load_run(run_a)
     b = run_b if isinstance(run_b, RunData) else load_run(run_b)
     methods_a = {method_of(e) for e in a.evaluations}
     methods_b = {method_of(e) for e in b.evaluations}
     by_method = not (len(methods_a) == 1 and len(methods_b) == 1 and methods_a != methods_b)
     best_a, best_b = _best_by_key(a, by_method), _best_by_key(b, by_method)
+    if common is None:
+        common = set(best_a) != set(best_b) and (set(best_a) <= set(best_b) or set(best_b) <= set(best_a))
     rows = []
     for key in set(best_a) | set(best_b):
         task, target, method = key
@@ -85,10 +93,17 @@ def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[st
     rows.sort(key=lambda r: (CHANGES.index(r["change"]), task_order_key(r["task"]), r["target"],
                              r["method"]))
     counts = {c: sum(r["change"] == c for r in rows) for c in CHANGES}
+    folded = {"missing": [], "new": []}
+    if common:
+        for r in rows:
+            if r["change"] in folded:
+                folded[r["change"]].append(r["task"])
+        rows = [r for r in rows if r["change"] not in folded]
     ratios = [r["ratio"] for r in rows if r["ratio"]]
     return {
         "a": _facts(a), "b": _facts(b), "threshold": threshold, "matched_on_method": by_method,
-        "counts": counts,
+        "counts": counts, "common": common,
+        "folded": {change: sorted(set(tasks), key=task_order_key) for change, tasks in folded.items()},
         "geomean_ratio": math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None,
         "rows": rows,
     }
@@ -110,6 +125,22 @@ def _facts(run: RunData) -> dict[str, Any]:
 _PLURALS = {"regression": "regressions", "missing": "missing", "status": "status changes",
             "improvement": "improvements", "new": "new", "same": "unchanged"}
 _SINGULARS = {"status": "status change", "same": "unchanged"}
+
+
+def folded_text(result: dict[str, Any], shown: int = 5) -> str | None:
+    """One line for the rows ``common`` left out, e.g. "99 rows only in A (tasks 1p_..., 2p_...,
+    and 94 more) and 0 only in B are not listed (--all lists them)"; ``None`` when none were."""
+    folded = result.get("folded") or {}
+    counts = result["counts"]
+    if not result.get("common") or not (counts["missing"] or counts["new"]):
+        return None
+
+    def side(change: str, label: str) -> str:
+        n, tasks = counts[change], folded.get(change, [])
+        names = ", ".join(tasks[:shown]) + (f" and {len(tasks) - shown} more" if len(tasks) > shown else "")
+        return f"{n} row{'s' * (n != 1)} only in {label}" + (f" (tasks {names})" if n else "")
+
+    return f"{side('missing', 'A')} and {side('new', 'B')} are not listed (--all lists them)"
 
 
 def count_text(counts: dict[str, int]) -> str:
@@ -140,6 +171,9 @@ def print_comparison(result: dict[str, Any], console: Any) -> None:
                       f"{r['status_a'] or '-'} -> {r['status_b'] or '-'}", _x(r["speedup_a"]),
                       _x(r["speedup_b"]), ratio, (r["message_b"] or "")[:60])
     console.print(table)
+    folded = folded_text(result)
+    if folded:
+        console.print(folded, markup=False)
     counts = count_text(result["counts"])
     geo = result["geomean_ratio"]
     console.print(f"{counts or 'nothing to compare'}"
@@ -166,6 +200,8 @@ def comparison_html(result: dict[str, Any], out_dir: Path) -> str:
                      f"{esc(statuses)})</dd>")
     counts = count_text(result["counts"])
     facts.append(f"<dt>changes</dt><dd>{esc(counts)} (threshold {result['threshold']:.0%})</dd>")
+    if folded_text(result):
+        facts.append(f"<dt>not listed</dt><dd>{esc(folded_text(result))}</dd>")
     timed = [r for r in result["rows"] if r["ratio"]]
     if timed:
         fig = go.Figure()
@@ -218,4 +254,4 @@ def write_comparison_html(result: dict[str, Any], out: str | os.PathLike[str]) -
     return out
 
 
-__all__ = ["CHANGES", "classify", "compare", "print_comparison", "write_comparison_html"]
+__all__ = ["CHANGES", "classify", "compare", "folded_text", "print_comparison", "write_comparison_html"]

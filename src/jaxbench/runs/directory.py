@@ -78,8 +78,10 @@ class RunDir:
                 manifest = json.loads(manifest_path.read_text())
             except json.JSONDecodeError as exc:
                 raise RunError(f"{manifest_path} is not valid JSON ({exc}); use another --out") from None
-            if manifest.get("config") != json.loads(json.dumps(config)):
-                raise RunError(f"{path} holds a run with another configuration; "
+            wanted = json.loads(json.dumps(config))
+            if manifest.get("config") != wanted:
+                raise RunError(f"{path} holds a run with another configuration "
+                               f"({_differences(manifest.get('config'), wanted)}); "
                                "use another --out to start a new run")
             secret_path = path / SECRET
             if not secret_path.exists():
@@ -132,6 +134,22 @@ class RunDir:
         """Reveals the secret in a final event; the run can no longer be resumed."""
         self.append({"type": "run_end", "secret": self.secret.hex(), **summary})
         (self.path / SECRET).unlink(missing_ok=True)
+
+
+def _differences(held: Any, wanted: dict[str, Any], shown: int = 3) -> str:
+    """The settings in which a run directory's configuration differs from the command's, e.g.
+    "tasks: '8p_gemm' there, '12p_rmsnorm' here"."""
+    if not isinstance(held, dict):
+        return "its manifest holds no configuration"
+    keys = [k for k in sorted(set(held) | set(wanted)) if held.get(k) != wanted.get(k)]
+
+    def text(value: Any) -> str:
+        value = json.dumps(value)
+        return value if len(value) <= 40 else value[:39] + "…"
+
+    parts = [f"{k}: {text(held.get(k))} there, {text(wanted.get(k))} here" for k in keys[:shown]]
+    more = f"; {len(keys) - shown} more" if len(keys) > shown else ""
+    return "; ".join(parts) + more
 
 
 def _write_once(path: Path, text: str) -> None:
