@@ -37,14 +37,14 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
              as_json: bool, force: bool, debug: bool) -> None:
     """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors.
     With --debug, always 1: a debug run's verdict does not count."""
-    from jaxbench.evaluator import Evaluator, declared_target
-
-    if not file.is_file():
+    if not file.is_file():  # the usage errors that need no JAX come first
         usage_error(f"kernel file {str(file)!r} does not exist")
-    check_target(file, target)
     if save_ir is not None and save_ir.is_dir() and any(save_ir.iterdir()):
         usage_error(f"--save-ir {save_ir} already holds files; give a new or empty directory "
-                     "(nothing was overwritten)")
+                    "(nothing was overwritten)")
+    from jaxbench.evaluator import Evaluator, declared_target
+
+    check_target(file, target)
     if not force:
         chosen = target or declared_target(file.read_text(errors="replace")) or "tpu"
         check_cost([task_id], size, "interpret" if debug else mode, [chosen], trials, timeout_s)

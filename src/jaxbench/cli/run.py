@@ -47,6 +47,9 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     """Evaluate shipped kernels or a directory of kernels into a run.
 
     Shipped: --kernels seed, seed_mosaic or expert; else a directory of <task_id>.py files."""
+    if kernels not in ("seed", "seed_mosaic", "expert") and not Path(kernels).is_dir():
+        usage_error(f"--kernels must be seed, seed_mosaic, expert or a directory; {kernels!r} is "
+                    "none")  # before anything imports JAX
     from jaxbench.executors import ExecutorError, check_executor
     from jaxbench.runs import (
         RunDir,
@@ -68,16 +71,12 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
                 import jax
 
                 usage_error(f"the Mosaic GPU seeds are pl.pallas_call kernels, which JAX "
-                             f"{jax.__version__} no longer lowers with Mosaic GPU params (JAX "
-                             "0.10 does); use --kernels seed (Triton) here")
+                            f"{jax.__version__} no longer lowers with Mosaic GPU params (JAX "
+                            "0.10 does); use --kernels seed (Triton) here")
         if kernels in ("seed", "seed_mosaic", "expert"):
             jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
         else:
-            directory = Path(kernels)
-            if not directory.is_dir():
-                usage_error(f"--kernels must be seed, seed_mosaic, expert or a directory; "
-                             f"{kernels!r} is none")
-            jobs = directory_jobs(directory, tasks, targets, skipped)
+            jobs = directory_jobs(Path(kernels), tasks, targets, skipped)
     except USAGE_ERRORS as exc:
         usage_error_from(exc)
     if not jobs:
