@@ -223,18 +223,35 @@ def test_every_listed_command_loads_and_is_listed_as_click_would_list_it():
         assert short_help(name) == command.get_short_help_str(limit=70), name
 
 
-def test_no_command_help_imports_jax():
-    """`jaxbench --help` and `jaxbench COMMAND --help` start without importing JAX (each
-    command's module imports the library inside the command)."""
+def run_without_jax(arg_lists: str, exit_code: int | None = None) -> subprocess.CompletedProcess:
+    """Runs ``jaxbench ARGS`` for each ARGS of the Python expression ``arg_lists`` in one fresh
+    process and fails when one of them imported JAX (or exited other than ``exit_code``)."""
+    check = "" if exit_code is None else f"        assert exc.code == {exit_code}, (args, exc.code)\n"
     code = (
         "import sys\nfrom jaxbench.cli import COMMANDS, main\n"
-        "for args in [['--help']] + [[name, '--help'] for name in COMMANDS]:\n"
-        "    try:\n        main(args)\n    except SystemExit:\n        pass\n"
+        f"for args in {arg_lists}:\n"
+        "    try:\n        main(args)\n    except SystemExit as exc:\n" + (check or "        pass\n") +
         "    assert 'jax' not in sys.modules, f'{args} imported jax'\n"
         "print('no jax')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "no jax" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    return out
+
+
+def test_no_command_help_imports_jax():
+    """`jaxbench --help` and `jaxbench COMMAND --help` start without importing JAX (each
+    command's module imports the library inside the command)."""
+    out = run_without_jax("[['--help']] + [[name, '--help'] for name in COMMANDS]")
     assert "optimize" in out.stdout and "validate" in out.stdout  # every command is listed
+
+
+def test_usage_errors_that_need_no_jax_come_before_it():
+    """A missing kernel file or --kernels directory is refused at once (exit 2), before the
+    command imports JAX (seconds on a small machine)."""
+    out = run_without_jax("(['eval', 'no_such.py', '--task', '8p_gemm'], ['run', '--kernels', 'no_such'])",
+                          exit_code=2)
+    assert "kernel file 'no_such.py' does not exist" in out.stderr
+    assert "--kernels must be seed, seed_mosaic, expert or a directory; 'no_such' is none" in out.stderr
 
 
 def test_the_rules_see_an_arrow_that_breaks_them(tmp_path):
