@@ -2,8 +2,13 @@
 driven by Selenium), waits for the Plotly charts to draw, and reports what it saw: console
 errors, each chart's drawn size, and a screenshot.
 
+:func:`layout` measures the page with its own layout (JavaScript run in the page): for every
+chart, its SVG's box, the boxes of its axis titles, tick labels and legend, its plot area and,
+for a per-task chart, the plot height per task; the task table's width against the window's.
+
 Also a script, to refresh the README's screenshot from a report:
-``python tests/browser_check.py REPORT.html docs/report_screenshot.png``.
+``python tests/browser_check.py REPORT.html docs/report_screenshot.png [--width 1280]
+[--max-height 2400]`` (a page taller than ``--max-height`` is shot down to there).
 """
 
 from __future__ import annotations
@@ -56,22 +61,92 @@ return Array.from(document.querySelectorAll('[data-chart]')).map(function (box) 
 """
 
 
-def render(report: Path, screenshot: Path | None = None, *, width: int = 1400,
-           timeout_s: float = 60.0, sort_by: str | None = None) -> dict[str, Any]:
-    """Loads ``report``; returns console errors, charts, missing-chart notes and the task table's
-    first column after clicking the header ``sort_by`` twice (descending) when given."""
+# Where every part of every chart lies, and the task table's width (CSS pixels).
+_LAYOUT = """
+function box(el) {
+  var r = el.getBoundingClientRect();
+  return {left: r.left, top: r.top, right: r.right, bottom: r.bottom, width: r.width, height: r.height};
+}
+function boxes(root, selector) {
+  return Array.from(root.querySelectorAll(selector)).filter(function (el) {
+    var r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0;
+  }).map(function (el) { var b = box(el); b.text = el.textContent; return b; });
+}
+var charts = Array.from(document.querySelectorAll('[data-chart]')).map(function (holder) {
+  var svg = holder.querySelector('svg.main-svg');
+  var plot = holder.querySelector('.draglayer .xy .nsewdrag') || holder.querySelector('.nsewdrag');
+  var legend = holder.querySelector('g.legend');
+  var tasks = holder.dataset.tasks ? parseInt(holder.dataset.tasks, 10) : null;
+  return {
+    id: holder.dataset.chart, tasks: tasks, svg: svg ? box(svg) : null, box: box(holder.parentElement),
+    plot: plot ? box(plot) : null, legend: legend ? box(legend) : null,
+    titles: boxes(holder, '.g-xtitle text, .g-ytitle text'),
+    ticks: boxes(holder, '.xtick text, .ytick text'),
+    yticks: boxes(holder, '.ytick text').length
+  };
+});
+var table = document.getElementById('tasks');
+return {
+  window: {width: window.innerWidth, height: window.innerHeight},
+  page: {scrollWidth: document.documentElement.scrollWidth},
+  table: table ? {scrollWidth: table.scrollWidth, right: table.getBoundingClientRect().right,
+                  rows: table.tBodies[0].rows.length,
+                  columns: Array.from(table.tHead.rows[0].cells).map(function (c) { return c.textContent; })}
+               : null,
+  banner: (document.getElementById('progress') || {}).textContent || null,
+  charts: charts
+};
+"""
+
+
+def _wait_for_charts(driver: Any, timeout_s: float) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout_s
+    charts: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        charts = driver.execute_script(_MEASURE)
+        if charts and all(c["svg"] for c in charts):
+            break
+        time.sleep(0.25)
+    time.sleep(0.5)  # let the responsive relayout settle before measuring for good
+    return driver.execute_script(_MEASURE)
+
+
+def layout(report: Path, *, width: int = 1280, timeout_s: float = 60.0) -> dict[str, Any]:
+    """Loads ``report`` in a ``width`` px window; returns the page's own measurements
+    (:data:`_LAYOUT`) and its console errors."""
     driver = _driver(width, 1000)
     try:
         driver.get(Path(report).resolve().as_uri())
-        deadline = time.monotonic() + timeout_s
-        charts: list[dict[str, Any]] = []
-        while time.monotonic() < deadline:
-            charts = driver.execute_script(_MEASURE)
-            if charts and all(c["svg"] for c in charts):
-                break
-            time.sleep(0.25)
-        time.sleep(0.5)  # let the responsive relayout settle before measuring for good
-        charts = driver.execute_script(_MEASURE)
+        _wait_for_charts(driver, timeout_s)
+        found = driver.execute_script(_LAYOUT)
+        found["console_errors"] = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+        return found
+    finally:
+        driver.quit()
+
+
+def inside(inner: dict[str, float], outer: dict[str, float], slack: float = 1.0) -> bool:
+    """Whether box ``inner`` lies within box ``outer`` (``slack`` px of rounding allowed)."""
+    return (inner["left"] >= outer["left"] - slack and inner["right"] <= outer["right"] + slack
+            and inner["top"] >= outer["top"] - slack and inner["bottom"] <= outer["bottom"] + slack)
+
+
+def overlap(a: dict[str, float], b: dict[str, float], slack: float = 1.0) -> bool:
+    """Whether boxes ``a`` and ``b`` overlap by more than ``slack`` px both ways."""
+    return (min(a["right"], b["right"]) - max(a["left"], b["left"]) > slack
+            and min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > slack)
+
+
+def render(report: Path, screenshot: Path | None = None, *, width: int = 1400,
+           timeout_s: float = 60.0, sort_by: str | None = None,
+           max_height: int = 8000) -> dict[str, Any]:
+    """Loads ``report``; returns console errors, charts, missing-chart notes and the task table's
+    first column after clicking the header ``sort_by`` twice (descending) when given. The
+    screenshot shows the page down to ``max_height`` px."""
+    driver = _driver(width, 1000)
+    try:
+        driver.get(Path(report).resolve().as_uri())
+        charts = _wait_for_charts(driver, timeout_s)
         notes = driver.execute_script(
             "return Array.from(document.querySelectorAll('[data-chart-missing]'))"
             ".map(function (b) { return b.dataset.chartMissing; });")
@@ -88,7 +163,7 @@ def render(report: Path, screenshot: Path | None = None, *, width: int = 1400,
                 ".map(function (r) { return r.cells[1].textContent; });")
         if screenshot is not None:
             full = driver.execute_script("return document.documentElement.scrollHeight")
-            driver.set_window_size(width, min(int(full) + 40, 8000))
+            driver.set_window_size(width, min(int(full) + 40, max_height))
             time.sleep(0.5)
             driver.save_screenshot(str(screenshot))
         errors = [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
@@ -99,14 +174,19 @@ def render(report: Path, screenshot: Path | None = None, *, width: int = 1400,
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python tests/browser_check.py REPORT.html SCREENSHOT.png", file=sys.stderr)
-        return 2
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python tests/browser_check.py")
+    parser.add_argument("report", type=Path)
+    parser.add_argument("screenshot", type=Path)
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--max-height", type=int, default=8000)
+    args = parser.parse_args(argv)
     reason = missing()
     if reason:
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
-    seen = render(Path(argv[0]), Path(argv[1]))
+    seen = render(args.report, args.screenshot, width=args.width, max_height=args.max_height)
     for chart in seen["charts"]:
         print(f"chart {chart['id']}: {chart['width']:.0f}x{chart['height']:.0f} px, "
               f"{chart['marks']} marks")

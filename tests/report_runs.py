@@ -85,3 +85,140 @@ def interpret_run(path: Path, statuses: dict[str, str] | None = None) -> Path:
                               job=f"{task}|seed|tpu|0"))
     run.finish(wall_s=1.0)
     return run.path
+
+
+# Verdicts of the shapes the evaluator writes (status, stage, message), its messages copied
+# from its code (evaluator/parent.py, compare.py, judge/rules.py, sandbox/tracer.py,
+# memory_rules.py, triton_rules.py, gpu_rules.py, static.py) with made-up figures.
+CORRECT = ("correct", "correct", "")
+TPU_FAILURES = [
+    ("incorrect", "correct", "output: 3072 of 65536 elements (4.7%) exceed atol 0.01 + rtol 0.01·|truth|, "
+     "within [0:8, 0:512], first at (0, 3); worst at (5, 17): got 0.91823, truth 0.40211"),
+    ("compile_error", "lower", "memory budget at size 'small', pallas_call #0: needs 48.0 MiB of VMEM on "
+     "TPU v6 lite, over the scoped default 32 MiB (limit 32 MiB, physical 128 MiB): input 0 block "
+     "(2048, 2048) x2 = 16.0 MiB, input 1 block (2048, 2048) x2 = 16.0 MiB, output 0 block (2048, "
+     "2048) x2 = 16.0 MiB. Use smaller blocks (or raise vmem_limit_bytes in pltpu.CompilerParams, up "
+     "to the physical size)"),
+    ("compile_error", "lower", "lowering for tpu: ValueError: The Pallas TPU lowering currently requires "
+     "that the last two dimensions of your block shape are divisible by 8 and 128 respectively, or be "
+     "equal to the respective dimensions of the overall array. Block spec for args[0] in pallas_call "
+     "kernel.py:41 has block shape (96, 100), array shape (512, 512), and index_map { lambda ; a:i32[]. "
+     "let  in (a, 0) }, in memory space None. (at kernel.py:41)"),
+    ("incorrect", "correct", "output has 4096 NaN/Inf of 65536 elements (6.2%), at [56:64, 0:512] "
+     "(every element there): e.g. never written, or read out of bounds"),
+    ("rejected", "lower", "work outside pallas_call: 62% of the task's FLOPs run in XLA (dot_general "
+     "3.4e+09 FLOPs); at most 10% may (glue like reshapes, casts and padding is free)"),
+    ("timeout", "correct", "no verdict within 120 s (wall clock) running the exported module; runner "
+     "killed"),
+]
+GPU_FAILURES = [
+    ("incorrect", "lower", "GPU race rule: pallas_call #0: output 0's block does not depend on grid axis "
+     "1 (grid (8, 4)): its 4 programs along that axis write the same block; on a GPU grid programs run "
+     "in parallel, so they race. Give every program its own output block (loop over the reduction "
+     "inside the kernel)"),
+    ("compile_error", "lower", "Triton's rules at size 'small', pallas_call #0: Triton rule power_of_two: "
+     "tensor get -> f32[48,128] has 6,144 elements, not a power of two at kernel.py:22: x = x_ref[...]. "
+     "Use power-of-two tiles; mask or pad the edges"),
+    ("compile_error", "lower", "Triton's rules at size 'small', pallas_call #0: Triton rule shared_memory: "
+     "the operands of a dot need an estimated 288 KiB of shared memory (96 KiB x 3 pipeline stages), "
+     "over NVIDIA H200's 227 KiB at kernel.py:30. Use smaller tiles (along K in particular) or fewer "
+     "stages"),
+    ("unverified", "correct", "the kernel has no exportable interpret-mode lowering, so the trusted side "
+     "cannot run it on this CPU and nothing vouches for its outputs (it passed every check up to "
+     "lowering; evaluate it on the chip with --mode device): NotImplementedError: Unimplemented "
+     "primitive in Pallas GPU interpret mode: wgmma"),
+    ("runtime_error", "correct", "XlaRuntimeError: INTERNAL: Generated function failed: CpuCallback error: "
+     "IndexError: index 64 is out of bounds for axis 0 with size 64"),
+]
+SUITE_CONFIG = {"command": "run", "kernels": "seed", "suite": "jaxbench", "tasks": None, "target": "all",
+                "mode": "interpret", "size": "small", "trials": 3}
+
+
+def _suite_verdict(i: int, target: str) -> tuple[str, str, str]:
+    """Job i's verdict: about 3 in 5 correct, the rest cycling through the target's failures."""
+    if i % 5 in (0, 2, 3):
+        return CORRECT
+    failures = TPU_FAILURES if target == "tpu" else GPU_FAILURES
+    return failures[(i // 5 * 2 + i % 5) % len(failures)]
+
+
+def suite_run(path: Path, *, done: int | None = None, lost: int = 0) -> Path:
+    """`jaxbench run --suite jaxbench --kernels seed --target all --mode interpret` as the CLI
+    writes it: the 100 real jobs (50 tasks x 2 targets, their real job keys and seed files), with
+    a mix of verdicts. ``done`` evaluations only (an interrupted run: no run_end), the next
+    ``lost`` jobs logged as evaluation_lost."""
+    import hashlib
+
+    from jaxbench.runs import shipped_jobs
+    from jaxbench.tasks import list_tasks
+
+    jobs = shipped_jobs(list_tasks("jaxbench"), "seed", ("tpu", "gpu"))
+    run = RunDir.open(path, SUITE_CONFIG)
+    total = len(jobs) if done is None else done
+    counts: dict[str, int] = {}
+    for i, job in enumerate(jobs[:total]):
+        status, stage, message = _suite_verdict(i, job.target)
+        source = job.path.read_text()
+        compiled = stage in ("correct", "time", "recheck")
+        run.append(evaluation(
+            job.task, status, mode="interpret", target=job.target, stage=stage, message=message,
+            compile_s=round(0.3 + (i * 37 % 23) / 4, 2) if compiled else None,
+            max_abs_err=0.0004 * (1 + i % 7) if status == "correct" else None,
+            tol_fraction=round(0.02 * (1 + i % 9), 3) if status == "correct" else None,
+            source_sha256=hashlib.sha256(source.encode()).hexdigest(), job=job.key, kind=job.kind,
+            kernel_file=str(job.path), source_file=run.keep_source(source)))
+        counts[status] = counts.get(status, 0) + 1
+    for job in jobs[total:total + lost]:
+        run.append({"type": "evaluation_lost", "job": job.key,
+                    "message": "the Ray task's node died on every retry (3 attempts)"})
+    if done is None:
+        run.finish(wall_s=812.4, counts=counts, evaluations=len(jobs))
+    return run.path
+
+
+AGENT_TASKS = ("1p_flash_attention", "2p_gqa_attention", "8p_gemm", "9p_swiglu_mlp", "12p_rmsnorm",
+               "13p_cross_entropy", "19k_matmul_subtract_multiply_relu", "27k_matmul_mish_mish",
+               "41k_gemm_add_relu", "50k_matmul_gelu_softmax")
+AGENT_FAILURES = [
+    ("compile_error", "static", "SyntaxError at line 14: invalid syntax"),
+    ("rejected", "static", "policy violation: line 3: import of 'os' is not allowed"),
+    ("compile_error", "trace", "TypeError: dot_general requires contracting dimensions to have the same "
+     "shape, got (256,) and (128,). (at kernel.py:37)"),
+    ("no_pallas", "trace", "no pallas_call in the traced kernel: the hot path must be Pallas"),
+    *TPU_FAILURES,
+    ("runtime_error", "correct", "untrusted interpreter: XlaRuntimeError: INTERNAL: Generated function "
+     "failed: CpuCallback error: IndexError: index 64 is out of bounds for axis 0 with size 64"),
+]
+
+
+def agent_run(path: Path, *, budget: int = 8, stop_after: int | None = None) -> Path:
+    """`jaxbench optimize --method best_of_n --target tpu --mode interpret --budget 8` over ten
+    tasks, as the CLI writes it: priced LLM calls, samples whose verdicts start with syntax and
+    policy errors and turn correct for most tasks, task_done events. ``stop_after`` tasks only
+    (an interrupted run: no run_end)."""
+    import random
+
+    rng = random.Random(7)
+    config = {"command": "optimize", "method": "best_of_n", "options": {}, "seeded": False,
+              "model": "openai:example-model", "tasks": list(AGENT_TASKS), "budget": budget, "docs": True,
+              "target": "tpu", "size": "small", "mode": "interpret", "trials": 3}
+    run = RunDir.open(path, config)
+    for t, task in enumerate(AGENT_TASKS[:stop_after]):
+        first_correct = [1, 3, 2, None, 0, 5, 1, None, 2, 6][t]
+        for sample in range(budget):
+            run.append({"type": "llm_call", "task": task, "method": "best_of_n", "step": f"s{sample}",
+                        "kind": "sample", "sample": sample, "model": "openai:example-model",
+                        "input_tokens": 6000 + rng.randrange(3000),
+                        "output_tokens": 2500 + rng.randrange(4000),
+                        "cost": round(0.03 + rng.random() * 0.04, 4)})
+            ok = first_correct is not None and sample >= first_correct and rng.random() < 0.7
+            status, stage, message = CORRECT if ok else AGENT_FAILURES[rng.randrange(len(AGENT_FAILURES))]
+            compiled = stage in ("correct", "time", "recheck")
+            run.append(evaluation(task, status, method="best_of_n", sample=sample, mode="interpret",
+                                  target="tpu", stage=stage, message=message,
+                                  compile_s=round(0.4 + rng.random() * 6, 2) if compiled else None))
+        run.append({"type": "task_done", "task": task, "method": "best_of_n", "samples": budget,
+                    "seeded": False})
+    if stop_after is None:
+        run.finish()
+    return run.path

@@ -154,3 +154,45 @@ def test_summary_lists_tasks_in_catalogue_order(tmp_path):
     assert order == ["2p_gqa_attention", "8p_gemm", "12p_rmsnorm", "19k_matmul_subtract_multiply_relu"]
     table = CliRunner().invoke(main, ["report", str(run.path)]).stdout
     assert table.index("2p_gqa") < table.index("8p_gemm") < table.index("12p_rms") < table.index("19k_")
+
+
+def test_failures_per_series_in_json_and_text(device_run):
+    """Each failing sample in its taxonomy category, per method · target (these events have no
+    target: the method alone), in --json and in the terminal table."""
+    summary = summarize(device_run)
+    assert summary["failures"] == {"best_of_n": {"compile_error": 1, "incorrect": 1},
+                                   "evolve": {"runtime_error": 1}}  # the evolve seed is no sample
+    assert set(summary["series"]) == {"best_of_n", "evolve"}
+    assert summary["series"]["best_of_n"]["samples"] == 5 and summary["series"]["evolve"]["seeded"]
+    result = CliRunner().invoke(main, ["report", str(device_run), "--json"])
+    assert json.loads(result.stdout)["failures"] == summary["failures"]
+    table = CliRunner().invoke(main, ["report", str(device_run)]).stdout
+    assert "failures per method · target (taxonomy)" in table
+    for label in ("compile / lowering error", "numerical mismatch", "runtime error"):
+        assert label in table, label
+    assert "static policy" not in table  # categories without a failure are not listed
+
+
+def test_unfinished_run_is_reported_in_json_and_text(device_run):
+    progress = summarize(device_run)["progress"]  # the fixture's run has no run_end
+    assert progress["finished"] is False and progress["planned"] is None
+    assert progress["text"].startswith("unfinished: no run_end: the run has not finished")
+    assert "7 samples so far" in progress["text"]  # the evolve seed is no sample
+    assert "unfinished: no run_end" in CliRunner().invoke(main, ["report", str(device_run)]).stdout
+
+
+def test_progress_of_an_interrupted_suite_run(tmp_path):
+    from report_runs import suite_run
+
+    path = suite_run(tmp_path / "open", done=70, lost=2)
+    summary = summarize(path)
+    progress = summary["progress"]
+    assert (progress["evaluations"], progress["planned"], progress["lost"]) == (70, 100, 2)
+    assert progress["text"].startswith("incomplete: 70 of 100 evaluations; 2 lost")
+    assert {name: s["samples"] for name, s in summary["series"].items()} == {"run:seed · gpu": 35,
+                                                                           "run:seed · tpu": 35}
+    table = CliRunner().invoke(main, ["report", str(path)]).stdout
+    assert "incomplete: 70 of 100 evaluations; 2 lost" in table
+    assert "per method · target" in table and "run:seed · gpu" in table and "run:seed · tpu" in table
+    done = summarize(suite_run(tmp_path / "done"))["progress"]
+    assert done["finished"] and done["text"] is None and done["planned"] == 100

@@ -1,18 +1,22 @@
 """``jaxbench report --html``: a self-contained page whose charts draw in a real browser.
 
-The browser test renders the page in headless Chromium (Debian's ``chromium`` and
-``chromium-driver``, driven by Selenium), and is skipped with the reason where they are
-absent; the other tests read the HTML itself.
+The browser tests render pages in headless Chromium (Debian's ``chromium`` and
+``chromium-driver``, driven by Selenium) and measure them with the page's own layout (a 1280 px
+window: axis titles inside their charts, a task table no wider than the window, rows of at
+least 18 px per task), for a 100-evaluation suite run and a 4-evaluation run; they are skipped
+with the reason where Chromium is absent. The other tests read the HTML itself.
 """
 
 from __future__ import annotations
 
+import html
+import json
 import re
 
 import pytest
-from browser_check import missing, render
+from browser_check import inside, layout, missing, overlap, render
 from click.testing import CliRunner
-from report_runs import device_run, evaluation, interpret_run
+from report_runs import agent_run, device_run, evaluation, interpret_run, suite_run
 
 from jaxbench.cli import main
 
@@ -21,15 +25,19 @@ pytest.importorskip("plotly", reason="the HTML report needs the results extra (p
 from jaxbench.report.html import write_report  # noqa: E402
 
 TIMED_CHARTS = {"status-chart", "rates-chart", "speedup-chart", "fast-p-chart", "fast-p-at-n-chart",
-                "roofline-chart", "compile-chart"}
+                "roofline-chart", "compile-chart", "task-status-chart", "failures-chart"}
+INTERPRET_CHARTS = {"status-chart", "rates-chart", "compile-chart", "task-status-chart", "failures-chart"}
+FOUR = {"12p_rmsnorm": "correct", "8p_gemm": "incorrect", "2p_gqa_attention": "compile_error",
+        "19k_matmul_subtract_multiply_relu": "correct"}
 
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
     root = tmp_path_factory.mktemp("reports")
-    device, interpret = device_run(root / "device"), interpret_run(root / "interpret")
-    return {"device": write_report(device, root / "out" / "device.html"),
-            "interpret": write_report(interpret, root / "out" / "interpret.html")}
+    runs = {"device": device_run(root / "device"), "interpret": interpret_run(root / "interpret"),
+            "suite": suite_run(root / "suite"), "four": interpret_run(root / "four", FOUR),
+            "agent": agent_run(root / "agent")}
+    return {name: write_report(path, root / "out" / f"{name}.html") for name, path in runs.items()}
 
 
 def _charts(text: str) -> set[str]:
@@ -55,7 +63,7 @@ def test_report_is_self_contained(reports):
 
 def test_interpret_report_keeps_statuses_errors_and_compile_times(reports):
     text = reports["interpret"].read_text()
-    assert _charts(text) == {"status-chart", "rates-chart", "compile-chart"}
+    assert _charts(text) == INTERPRET_CHARTS
     assert 'data-chart-missing="timing-charts"' in text and "interpret mode" in text
     for status in ("compile_error", "incorrect", "timeout"):
         assert f"{status}: details of" in text  # the error excerpts
@@ -139,14 +147,201 @@ def test_charts_draw_in_headless_chromium(reports, tmp_path):
     assert seen["sorted_tasks"][-1] in ("13p_cross_entropy", "50k_matmul_gelu_softmax")
     interpret = render(reports["interpret"])
     assert interpret["console_errors"] == []
-    assert {c["id"] for c in interpret["charts"]} == {"status-chart", "rates-chart", "compile-chart"}
+    assert {c["id"] for c in interpret["charts"]} == INTERPRET_CHARTS
     assert interpret["notes"] == ["timing-charts"]
+
+
+def _banner(page: str) -> str | None:
+    found = re.search(r'<p class="warn banner" id="progress">(.*?)</p>', page)
+    return found.group(1) if found else None
 
 
 def test_unfinished_run_says_so(tmp_path):
     path = device_run(tmp_path / "open", finish=False)
     page = write_report(path, tmp_path / "open.html").read_text()
     assert "has not finished" in page and "run still open: secret not revealed yet" in page
+    # Its config names no tasks: the planned total is not knowable, and no M is made up.
+    assert _banner(page).startswith("unfinished: no run_end") and " of " not in _banner(page)
+    assert "40 samples so far" in _banner(page)
+
+
+def test_interrupted_suite_run_says_how_many_are_missing(tmp_path):
+    """70 of the 100 jobs evaluated, 2 lost by the executor, no run_end: the banner counts them
+    against the jobs the run's config selects (recomputed from the registry), the statuses say
+    how many were not evaluated."""
+    page = write_report(suite_run(tmp_path / "open", done=70, lost=2), tmp_path / "open.html").read_text()
+    banner = _banner(page)
+    assert banner.startswith("incomplete: 70 of 100 evaluations; 2 lost") and "has not finished" in banner
+    assert "not evaluated: 30</span>" in page and "70 of 100 planned" in page
+    finished = write_report(suite_run(tmp_path / "done"), tmp_path / "done.html").read_text()
+    assert _banner(finished) is None and "100 of 100 planned" in finished
+
+
+def test_interrupted_optimize_run_gives_an_upper_bound(tmp_path):
+    page = write_report(agent_run(tmp_path / "open", stop_after=4), tmp_path / "open.html").read_text()
+    assert _banner(page).startswith("incomplete: 32 of up to 80 samples (10 tasks x budget 8); "
+                                    "4 of 10 tasks finished")
+    assert "not evaluated: at most 48</span>" in page
+
+
+def test_run_end_counting_more_than_the_events_is_incomplete(tmp_path):
+    from jaxbench.runs import RunDir
+
+    run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "seed", "target": "tpu"})
+    run.append(evaluation("8p_gemm", "correct", mode="interpret", target="tpu", job="8p_gemm|seed|tpu|x"))
+    run.finish(wall_s=1.0, evaluations=3)
+    assert _banner(write_report(run.path, tmp_path / "r.html").read_text()).startswith(
+        "incomplete: 1 of 3 evaluations")
+
+
+def _js(text: str) -> str:
+    """``text`` as Plotly writes it into the page (JSON, with "/" and non-ASCII escaped)."""
+    return json.dumps(text).replace("/", "\\u002f")
+
+
+def _table(page: str, table_id: str) -> str:
+    start = page.index(f'id="{table_id}"')
+    return page[start:page.index("</table>", start)]
+
+
+def test_failure_taxonomy_per_method_and_target(reports):
+    """The suite run's failures by category and series, in the chart, the table and the JSON
+    summary alike; categories that did not occur are not listed."""
+    from jaxbench.report.summary import summarize
+
+    page = reports["suite"].read_text()
+    failures = summarize(reports["suite"].parent.parent / "suite")["failures"]
+    assert set(failures) == {"run:seed · gpu", "run:seed · tpu"}
+    assert set(failures["run:seed · gpu"]) == {"memory_budget", "triton_rule", "gpu_race", "runtime_error",
+                                               "unverified"}
+    assert set(failures["run:seed · tpu"]) == {"memory_budget", "block_shape", "outside_work", "incorrect",
+                                               "nan_inf", "timeout"}
+    assert sum(sum(c.values()) for c in failures.values()) == 40  # every evaluation that is not correct
+    table = _table(page, "failures")
+    rows = re.findall(r"<tr>(.*?)</tr>", table[table.index("<tbody>"):])
+    assert len(rows) == 10 and "static policy" not in table
+    vmem = next(r for r in rows if "VMEM / shared-memory budget" in r)
+    assert re.findall(r'data-v="(\d+)"', vmem) == [str(failures["run:seed · gpu"]["memory_budget"]),
+                                                   str(failures["run:seed · tpu"]["memory_budget"])]
+    assert "Triton rule shared_memory" in vmem  # its example: the first one, run:seed · gpu's
+    for name in ("GPU grid race", "Triton rule", "block shape", "outside work", "NaN / Inf", "unverified"):
+        assert name in table and f'"name":{_js(name)}' in page  # a row and a bar of the chart
+
+
+def test_task_table_leaves_out_empty_columns_and_fits_its_text(reports):
+    interpret, device = reports["interpret"].read_text(), reports["device"].read_text()
+    heads = {name: re.findall(r"<th[^>]*>([^<]+)</th>", _table(page, "tasks"))
+             for name, page in (("interpret", interpret), ("device", device))}
+    for column in ("speedup", "t_kernel ms", "t_ref ms", "IR"):
+        assert column not in heads["interpret"], column
+    assert "Columns no row has a value for are left out: speedup, t_kernel ms, t_ref ms" in interpret
+    for column in ("speedup", "t_kernel ms", "t_ref ms", "compile s"):
+        assert column in heads["device"], column
+    for column in ("failure", "error"):  # the device run's best kernels are all correct
+        assert column in heads["interpret"] and column not in heads["device"], column
+    suite = _table(reports["suite"].read_text(), "tasks")
+    cells = re.findall(r'<td class="err" data-v="[^"]*"><span title="([^"]*)">([^<]*)</span>', suite)
+    cells = [(html.unescape(full), html.unescape(shown)) for full, shown in cells]
+    assert cells and all(len(shown) <= 180 for _, shown in cells)
+    assert any(len(full) > 180 and shown.endswith("...") for full, shown in cells)  # cut, full on hover
+    assert ">seed_tpu.py</a>" in suite and not re.search(r">[0-9a-f]{40,}\.py</a>", suite)
+
+
+def test_one_series_label_method_target_everywhere(reports):
+    """Every chart, legend and table of a run names its series the same way: method · target."""
+    page = reports["suite"].read_text()
+    series = {"run:seed · gpu", "run:seed · tpu"}
+    both = f'"y":[{_js("run:seed · gpu")},{_js("run:seed · tpu")}]'
+    for chart in ("status-chart", "rates-chart", "failures-chart"):
+        figure = page[page.index(f'"{chart}"'):]
+        assert both in figure[:20000], chart
+    compile_chart = page[page.index('"compile-chart"'):]
+    assert {json.loads(n) for n in re.findall(r'"name":("run:[^"]+")', compile_chart)} == series
+    assert set(re.findall(r"<td>(run:seed · \w+)</td>", _table(page, "metrics"))) == series
+    assert set(re.findall(r"<td data-v=\"(run:[^\"]+)\">", _table(page, "tasks"))) == series
+    assert "[tpu]" not in page and "[gpu]" not in page  # the old "method [target]" labels
+    device = reports["device"].read_text()
+    for chart in ("speedup-chart", "fast-p-chart", "roofline-chart", "compile-chart"):
+        figure = device[device.index(f'"{chart}"'):]
+        assert f'"name":{_js("best_of_n · gpu")}' in figure[:30000], chart
+    assert f'"name":{_js("best_of_n · gpu fast_1@N")}' in device
+
+
+def test_axes_that_count_samples_have_integer_ticks(reports):
+    from jaxbench.report.data import load_run
+    from jaxbench.report.html import fast_p_at_n_figure, nice_step, status_figure
+
+    for step_top, step in ((4, 1), (8, 1), (12, 2), (50, 5), (144, 20), (1000, 100)):
+        assert nice_step(step_top) == step
+    agent = load_run(reports["agent"].parent.parent / "agent")
+    axis = fast_p_at_n_figure(agent).layout.xaxis
+    assert list(axis.tickvals) == list(range(1, 9)) and all(isinstance(t, int) for t in axis.tickvals)
+    assert list(axis.ticktext) == [str(n) for n in range(1, 9)]
+    suite = load_run(reports["suite"].parent.parent / "suite")
+    status = status_figure(suite).layout.xaxis
+    assert status.dtick == 5 and status.tickformat == "d" and status.tick0 == 0
+
+
+def test_task_labels_are_short_unique_and_full_names_are_on_hover(reports):
+    from jaxbench.report.html import task_labels
+    from jaxbench.tasks import list_tasks
+
+    ids = [t.id for t in list_tasks()]
+    labels = task_labels(ids)
+    assert len(set(labels.values())) == len(ids) and max(len(v) for v in labels.values()) <= 22
+    assert labels["46k_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp"] == "46k_conv2d_groupnorm_…"
+    assert task_labels(["abcdefghijklmnopqrstuvwxyz_1", "abcdefghijklmnopqrstuvwxyz_2"], 10) == {
+        "abcdefghijklmnopqrstuvwxyz_1": "abcdefghijklmnopqrstuvwxyz_1",
+        "abcdefghijklmnopqrstuvwxyz_2": "abcdefghijklmnopqrstuvwxyz_2"}
+    page = reports["suite"].read_text()
+    grid = page[page.index('"task-status-chart"'):]
+    grid = grid[:grid.index("</script>")]
+    assert r"46k_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp\u003cbr\u003e" in grid  # hover
+    assert _js("46k_conv2d_groupnorm_…") in grid  # the axis
+
+
+def _check_layout(found: dict, tasks: int, min_px_per_task: float = 18.0) -> dict[str, float]:
+    """Asserts the page reads in its window; returns the figures measured (px per task of each
+    per-task chart, the task table's width)."""
+    window = found["window"]["width"]
+    assert found["console_errors"] == []
+    assert found["page"]["scrollWidth"] <= window, "the page scrolls sideways"
+    table = found["table"]
+    assert table["scrollWidth"] <= window and table["right"] <= window, table
+    figures = {"table width": table["scrollWidth"], "window": window}
+    for chart in found["charts"]:
+        name, svg = chart["id"], chart["svg"]
+        assert svg and inside(svg, chart["box"]), f"{name}: the chart overflows its box"
+        assert chart["titles"] or name == "task-status-chart", f"{name}: no axis title"
+        for part in chart["titles"] + chart["ticks"]:
+            assert inside(part, svg), f"{name}: {part['text']!r} is cut off"
+        if chart["legend"] is not None:
+            assert inside(chart["legend"], svg), f"{name}: its legend is cut off"
+            assert not overlap(chart["legend"], chart["plot"]), f"{name}: its legend covers the plot"
+        if chart["tasks"] is not None:
+            assert chart["tasks"] == tasks and chart["yticks"] == tasks, f"{name}: a task without a row label"
+            per_task = chart["plot"]["height"] / tasks
+            assert per_task >= min_px_per_task, f"{name}: {per_task:.1f} px per task"
+            figures[f"{name} px/task"] = per_task
+    return figures
+
+
+@pytest.mark.skipif(missing() is not None, reason=f"browser check unavailable: {missing()}")
+def test_layout_reads_at_suite_scale_and_small_in_a_1280px_window(reports, tmp_path):
+    """The 100-evaluation suite run (50 tasks x 2 targets), a 4-evaluation run and the timed run,
+    measured in headless Chromium at 1280 px, and screenshots of the first two."""
+    suite = layout(reports["suite"])
+    figures = _check_layout(suite, 50)
+    assert {c["id"] for c in suite["charts"]} == INTERPRET_CHARTS
+    assert figures["task-status-chart px/task"] == figures["compile-chart px/task"]  # rows line up
+    assert suite["table"]["rows"] == 100 and "speedup" not in suite["table"]["columns"]
+    _check_layout(layout(reports["four"]), 4)
+    _check_layout(layout(reports["device"]), 5)
+    for name in ("suite", "four"):
+        shot = tmp_path / f"{name}.png"
+        seen = render(reports[name], shot, width=1280, max_height=3000)
+        assert seen["console_errors"] == [] and all(c["marks"] > 0 for c in seen["charts"])
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
 
 
 def test_seeded_method_and_unpriced_costs_are_shown(tmp_path):

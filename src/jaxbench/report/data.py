@@ -109,6 +109,13 @@ def method_of(event: dict[str, Any]) -> str:
     return f"run:{event.get('kind', 'kernels')}"
 
 
+def series_label(event: dict[str, Any]) -> str:
+    """The series an evaluation belongs to in every chart, table and summary of a run: its
+    method and target, ``best_of_n · tpu`` (the method alone for an event without a target)."""
+    target = event.get("target")
+    return f"{method_of(event)} · {target}" if target else method_of(event)
+
+
 @dataclass
 class RunData:
     """One run directory, read once (its derived properties are computed once, after
@@ -156,18 +163,17 @@ class RunData:
         return in_catalogue_order(e["task"] for e in self.evaluations)
 
     def series_of(self, event: dict[str, Any]) -> str:
-        """The method, with the target when the run has kernels for several targets."""
-        name = method_of(event)
-        return f"{name} [{event.get('target')}]" if len(self.targets) > 1 else name
+        """The method and target (:func:`series_label`)."""
+        return series_label(event)
 
     def samples(self) -> dict[str, dict[str, list[dict[str, Any]]]]:
-        """method -> task -> its samples in budget-slot order (shipped seeds that ``evolve``
-        starts from are not samples); tasks in catalogue order."""
+        """series (method · target) -> task -> its samples in budget-slot order (shipped seeds
+        that ``evolve`` starts from are not samples); tasks in catalogue order."""
         grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for e in self.evaluations:
             if e.get("origin") == "seed":
                 continue
-            grouped.setdefault(method_of(e), {}).setdefault(e["task"], []).append(e)
+            grouped.setdefault(series_label(e), {}).setdefault(e["task"], []).append(e)
         out = {}
         for name in sorted(grouped):
             by_task = grouped[name]
@@ -282,4 +288,5 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
 
 
 __all__ = ["IR_FILES", "RunData", "STATUS_ORDER", "best_of", "compiled", "in_catalogue_order",
-           "load_run", "method_of", "task_figures", "task_order_key", "task_or_none", "task_sort_value"]
+           "load_run", "method_of", "series_label", "task_figures", "task_order_key", "task_or_none",
+           "task_sort_value"]

@@ -3,10 +3,17 @@
 The charts are Plotly figures (the ``results`` extra). plotly.js is written into the page
 once, so the file opens without a network. Every chart is drawn from the run's events;
 tasks are in the registry's catalogue order. Interpret-mode runs (no timings) get the
-statuses, errors, compile times and correctness rates; the timing charts say why they are
-absent instead of drawing empty axes. A method that starts from the shipped seed kernels is
-flagged wherever it is named, and LLM costs say "unpriced" rather than $0 for calls without a
-price.
+statuses, errors, failure taxonomy, compile times and correctness rates; the timing charts say
+why they are absent instead of drawing empty axes. A method that starts from the shipped seed
+kernels is flagged wherever it is named, and LLM costs say "unpriced" rather than $0 for calls
+without a price.
+
+The page reads the same for 4 evaluations as for a suite of 100: every chart and table groups
+by one series, method · target (``best_of_n · tpu``); per-task charts are horizontal, one row
+per task (:data:`ROW_PX` high), with short task labels on the axis and the full name on hover;
+margins follow the labels; axes that count samples have integer ticks; the task table leaves
+out the columns no row fills and wraps long text (the full text on hover). A run that has not
+finished, or whose evaluations are missing, says so in a banner at the top.
 """
 
 from __future__ import annotations
@@ -15,10 +22,11 @@ import html
 import math
 import os
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxbench.report import metrics
+from jaxbench.report import metrics, taxonomy
 from jaxbench.report.data import (
     STATUS_ORDER,
     RunData,
@@ -34,16 +42,38 @@ STATUS_COLORS = {
     "compile_error": "#9467bd", "rejected": "#8c564b", "no_pallas": "#e377c2",
     "timeout": "#7f7f7f", "crashed": "#17becf", "unverified": "#bcbd22",
 }
-PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+CATEGORY_COLORS = {
+    "static_policy": "#8c564b", "source_error": "#c49c94", "trace_error": "#9467bd",
+    "sandbox_rule": "#5e3c99", "no_pallas": "#e377c2", "memory_budget": "#1f77b4",
+    "block_shape": "#aec7e8", "triton_rule": "#17becf", "gpu_race": "#393b79",
+    "outside_work": "#bcbd22", "compile_error": "#c5b0d5", "runtime_error": "#ff7f0e",
+    "incorrect": "#d62728", "nan_inf": "#ff9896", "timeout": "#7f7f7f", "crashed": "#2f2f2f",
+    "unverified": "#dbdb8d", "other": "#c7c7c7",
+}
+SERIES_PALETTE = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880")
+PLOT_CONFIG = {"displaylogo": False, "responsive": True, "displayModeBar": False}
+ROW_PX = 22      # plot height of one task row (one series); a grouped row adds BAR_PX per series
+BAR_PX = 9
+SERIES_PX = 34   # plot height per series in the per-series bar charts
+FONT_PX = 11     # axis tick labels
+CHAR_PX = 6.7    # width of one tick-label character at FONT_PX (generous: the margins must fit)
+LABEL_CHARS = 22  # task labels on an axis are cut to this many characters
+WINDOW_PX = 1280  # the window width the layout is made for (legends are wrapped for it)
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 1.5em; margin-bottom: 4px; } h2 { font-size: 1.15em; margin-top: 28px; }
 .facts { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; font-size: 0.9em; }
-.facts dt { color: #666; } .facts dd { margin: 0; font-family: ui-monospace, monospace; }
+.facts dt { color: #666; }
+.facts dd { margin: 0; font-family: ui-monospace, monospace; overflow-wrap: anywhere; min-width: 0; }
 .pill { display: inline-block; padding: 1px 8px; margin: 2px; border-radius: 10px; color: #fff;
         font-size: 0.85em; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(520px, 1fr)); gap: 16px; }
+.swatch { display: inline-block; width: 11px; height: 11px; margin-right: 6px; border-radius: 2px; }
+.pill.missing { color: #444; background: #fff; border: 1px dashed #888; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 16px; }
+.per-task { display: flex; gap: 16px; align-items: flex-start; }
+.per-task > .chart-box { flex: 1 1 0; }
+.per-task > .chart-box.fixed { flex: 0 0 auto; }
 .chart-box { border: 1px solid #ddd; border-radius: 6px; padding: 8px; min-width: 0; align-self: start; }
 .chart-box.wide { grid-column: 1 / -1; }
 .chart-box h3 { font-size: 0.95em; margin: 0 0 4px 0; }
@@ -54,10 +84,17 @@ th { background: #f5f5f5; position: sticky; top: 0; }
 table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th[data-dir=asc]::after { content: ' \\25B2'; }
 table.sortable th[data-dir=desc]::after { content: ' \\25BC'; }
+table#tasks { width: 100%; }
+table#tasks td:nth-child(2) { min-width: 150px; max-width: 210px; overflow-wrap: anywhere; }
+table#tasks td:nth-child(3) { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.err { max-width: 420px; font-family: ui-monospace, monospace; font-size: 0.9em; color: #a00; }
+td.err { max-width: 380px; min-width: 240px; font-family: ui-monospace, monospace; font-size: 0.9em;
+         color: #a00; overflow-wrap: anywhere; }
+td.meaning { max-width: 420px; color: #555; }
+td pre { max-width: 560px; }
 pre { max-height: 360px; overflow: auto; background: #fafafa; padding: 6px; font-size: 0.9em; }
 .warn { background: #fff4e5; border-left: 4px solid #ff9800; padding: 6px 10px; }
+.banner { font-weight: 600; font-size: 1.05em; background: #ffebee; border-left-color: #d32f2f; }
 .flag { display: inline-block; margin-left: 6px; padding: 0 6px; border-radius: 4px;
         background: #fff4e5; border: 1px solid #ff9800; font-size: 0.85em; white-space: nowrap; }
 """
@@ -89,6 +126,12 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
     });
   });
 });
+// Charts are drawn as the page is parsed: redraw each at its box's final width.
+window.addEventListener('load', function () {
+  if (window.Plotly) {
+    document.querySelectorAll('.js-plotly-plot').forEach(function (gd) { Plotly.Plots.resize(gd); });
+  }
+});
 """
 
 
@@ -110,6 +153,11 @@ def fmt(value: Any, spec: str = ".3g", suffix: str = "") -> str:
     return f"{value:{spec}}{suffix}"
 
 
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, "..." marking the cut."""
+    return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
+
+
 def page(title: str, body: str, *, plotly_js: bool) -> str:
     """A complete HTML document; plotly.js inlined once when ``plotly_js``."""
     script = ""
@@ -124,21 +172,31 @@ def page(title: str, body: str, *, plotly_js: bool) -> str:
 
 
 def chart_box(chart_id: str, title: str, fig: Any, *, note: str | None = None, wide: bool = False,
-              height: int = 380) -> str:
-    """A titled chart (``fig``) or, when there is nothing to draw, the note saying why."""
+              height: int | None = None, width: int | None = None, tasks: int | None = None) -> str:
+    """A titled chart (``fig``) or, when there is nothing to draw, the note saying why. The
+    figure's own height, margins and legend are kept (defaults where it sets none); ``width``
+    fixes the box's width; ``tasks`` marks a per-task chart (one row per task)."""
     cls = "chart-box wide" if wide else "chart-box"
     if fig is None:
         return (f"<div class=\"{cls}\" data-chart-missing=\"{esc(chart_id)}\"><h3>{esc(title)}</h3>"
                 f"<div class=\"note\">{esc(note)}</div></div>")
     import plotly.io as pio
 
-    fig.update_layout(margin=dict(l=60, r=20, t=40, b=40), height=height, template="plotly_white",
-                      legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"))
-    div = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=chart_id,
-                      config=PLOT_CONFIG, default_width="100%", default_height=f"{height}px")
+    layout = fig.layout
+    height = height or layout.height or 380
+    margin = {k: v for k, v in dict(l=60, r=20, t=40, b=40).items() if getattr(layout.margin, k) is None}
+    fig.update_layout(height=height, template="plotly_white", margin=margin)
+    if layout.legend.orientation is None and layout.legend.x is None:
+        fig.update_layout(legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom"))
+    div = pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=chart_id, config=PLOT_CONFIG,
+                      default_width=f"{width}px" if width else "100%", default_height=f"{height}px")
     extra = f"<div class=\"note\">{esc(note)}</div>" if note else ""
-    return (f"<div class=\"{cls}\"><h3>{esc(title)}</h3>"
-            f"<div class=\"chart\" data-chart=\"{esc(chart_id)}\">{div}</div>{extra}</div>")
+    style = f" style=\"width:{width}px\"" if width else ""
+    if width:
+        cls += " fixed"
+    per_task = f" data-tasks=\"{tasks}\"" if tasks else ""
+    return (f"<div class=\"{cls}\"{style}><h3>{esc(title)}</h3>"
+            f"<div class=\"chart\" data-chart=\"{esc(chart_id)}\"{per_task}>{div}</div>{extra}</div>")
 
 
 def link(target: Path, out_dir: Path, label: str) -> str:
@@ -147,6 +205,100 @@ def link(target: Path, out_dir: Path, label: str) -> str:
     except ValueError:
         href = target.resolve().as_uri()
     return f"<a href=\"{esc(Path(href).as_posix())}\">{esc(label)}</a>"
+
+
+# ---------------------------------------------------------------- axes that read at any scale
+
+def task_labels(tasks: list[str], limit: int = LABEL_CHARS) -> dict[str, str]:
+    """Short, unique axis labels: each task ID cut to ``limit`` characters ("…" marks the cut;
+    longer where two cut IDs would be equal). The full ID is in every hover."""
+    while True:
+        labels = {t: t if len(t) <= limit else t[:limit - 1] + "…" for t in tasks}
+        if len(set(labels.values())) == len(labels) or limit > 200:
+            return labels
+        limit += 8
+
+
+def text_px(texts: Any, font_px: float = FONT_PX) -> int:
+    """The width the longest of ``texts`` takes as tick labels (an upper estimate)."""
+    longest = max((len(str(t)) for t in texts), default=0)
+    return math.ceil(longest * CHAR_PX * font_px / FONT_PX)
+
+
+def nice_step(top: float, most: int = 10) -> int:
+    """An integer tick step (1, 2, 5, 10, 20, 25, 50, ...) giving at most ``most`` ticks up to
+    ``top``."""
+    for scale in (1, 10, 100, 1000, 10_000):
+        for base in (1, 2, 5) if scale == 1 else (1, 2, 2.5, 5):
+            step = int(base * scale)
+            if step >= 1 and math.ceil(top / step) <= most:
+                return step
+    return max(1, math.ceil(top / most))
+
+
+def count_axis(top: float, title: str) -> dict[str, Any]:
+    """An axis that counts (samples, evaluations): integer ticks from 0."""
+    step = nice_step(max(top, 1))
+    return dict(title=dict(text=title), tick0=0, dtick=step, tickformat="d", rangemode="tozero",
+                automargin=True)
+
+
+def n_axis(longest: int, title: str) -> dict[str, Any]:
+    """The N axis of @N charts: integer ticks only, 1 and multiples of a nice step."""
+    step = nice_step(longest)
+    ticks = sorted({1, *range(step, longest + 1, step)})
+    return dict(title=dict(text=title), tickmode="array", tickvals=ticks, ticktext=[str(t) for t in ticks],
+                range=[0.7, longest + 0.3], automargin=True)
+
+
+def legend_rows(names: list[str], width: float) -> int:
+    """How many rows a horizontal legend of ``names`` takes in ``width`` pixels (estimate)."""
+    rows, used = 1, 0.0
+    for name in names:
+        item = len(name) * CHAR_PX + 46
+        if used and used + item > width:
+            rows, used = rows + 1, 0.0
+        used += item
+    return rows
+
+
+@dataclass(frozen=True)
+class TaskRows:
+    """The rows of the per-task charts drawn side by side: the same tasks, labels, row height
+    and top margin, so that a task's row lines up across them."""
+
+    tasks: list[str]
+    labels: dict[str, str]
+    row_px: int
+    top: int
+
+    @property
+    def height(self) -> int:
+        return self.top + 16 + self.row_px * max(len(self.tasks), 1)
+
+
+def legend_top(legend: list[str], width: float) -> int:
+    """The top margin of a per-task chart: its legend's rows, then the value axis and title."""
+    return 22 * legend_rows(legend, width) + 6 + 54
+
+
+def grid_top(series: list[str]) -> int:
+    """The top margin of the status grid: its column labels, slanted 45 degrees."""
+    return math.ceil(text_px(series) * 0.72) + 26
+
+
+def per_task_layout(fig: Any, rows: TaskRows, *, x_title: str, legend: bool) -> None:
+    """One row per task (catalogue order, top to bottom) of ``rows.row_px`` pixels; the value
+    axis on top, under the legend; the left margin fits the longest label."""
+    n = max(len(rows.tasks), 1)
+    fig.update_layout(
+        height=rows.height, margin=dict(l=text_px(rows.labels.values()) + 18, r=24, t=rows.top, b=16),
+        hoverlabel=dict(align="left"), showlegend=legend,
+        legend=dict(orientation="h", x=0, xanchor="left", y=1, yanchor="top", yref="container",
+                    traceorder="normal"),
+        yaxis=dict(type="category", categoryorder="array", range=[n - 0.5, -0.5], automargin=True,
+                   categoryarray=[rows.labels[t] for t in rows.tasks], tickfont=dict(size=FONT_PX)),
+        xaxis=dict(side="top", automargin=True, title=dict(text=x_title, standoff=4)))
 
 
 # ---------------------------------------------------------------- the run's figures
@@ -159,64 +311,229 @@ def _series_best(run: RunData) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
+def series_colors(run: RunData) -> dict[str, str]:
+    """One color per series (method · target), the same in every chart that draws series."""
+    names = sorted({run.series_of(e) for e in run.evaluations})
+    return {name: SERIES_PALETTE[i % len(SERIES_PALETTE)] for i, name in enumerate(names)}
+
+
+def log_axis(lo: float, hi: float) -> dict[str, Any]:
+    """A log axis over [lo, hi] (speedups) ticked at powers of 2 (of 10 over a wide range),
+    labelled "0.5x", "1x", "2x", ..."""
+    low, high = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    base, low, high = (2, low, high) if high - low <= 9 else \
+        (10, math.floor(math.log10(lo)), math.ceil(math.log10(hi)))
+    ticks = [base ** k for k in range(low, high + 1)]
+    return dict(type="log", tickmode="array", tickvals=ticks, ticktext=[f"{t:g}x" for t in ticks],
+                range=[math.log10(ticks[0]) - 0.05, math.log10(ticks[-1]) + 0.05])
+
+
+def _flat_samples(run: RunData) -> dict[str, list[dict[str, Any]]]:
+    """series -> its samples (every task's)."""
+    return {s: [e for seq in by_task.values() for e in seq] for s, by_task in run.samples().items()}
+
+
+def series_layout(fig: Any, names: list[str], legend: list[str], width: float) -> None:
+    """Height and margins of a chart with one horizontal bar (group) per series: the legend's
+    rows on top, the value axis and its title below, the series names on the left."""
+    top = 22 * legend_rows(legend, width - text_px(names) - 40) + 24
+    plot = max(50, SERIES_PX * len(names))
+    fig.update_layout(height=top + plot + 54, margin=dict(l=text_px(names) + 18, r=20, t=top, b=54))
+
+
+TOP_LEGEND = dict(orientation="h", x=0, y=1.02, yanchor="bottom", traceorder="normal")
+
+
+def _series_axis(names: list[str]) -> dict[str, Any]:
+    return dict(type="category", categoryorder="array", categoryarray=names, autorange="reversed",
+                automargin=True, tickfont=dict(size=FONT_PX))
+
+
 def status_figure(run: RunData) -> Any:
+    """Samples per status, one horizontal stacked bar per series."""
     import plotly.graph_objects as go
 
-    counts: dict[str, Counter[str]] = {}
-    for e in run.evaluations:
-        counts.setdefault(run.series_of(e), Counter())[e.get("status") or "?"] += 1
-    series = sorted(counts)
+    flat = _flat_samples(run)
+    series = list(flat)
+    counts = {s: Counter(e.get("status") or "?" for e in flat[s]) for s in series}
     fig = go.Figure()
-    for status in STATUS_ORDER[::-1]:
-        ys = [counts[s].get(status, 0) for s in series]
-        if any(ys):
-            fig.add_bar(name=status, x=series, y=ys, marker_color=STATUS_COLORS.get(status))
-    fig.update_layout(barmode="stack", yaxis_title="evaluations")
+    shown = [st for st in STATUS_ORDER[::-1] if any(counts[s].get(st) for s in series)]
+    for status in shown:
+        fig.add_bar(name=status, y=series, x=[counts[s].get(status, 0) for s in series], orientation="h",
+                    marker_color=STATUS_COLORS.get(status),
+                    hovertemplate="%{y}<br>" + status + ": %{x}<extra></extra>")
+    top = max((len(flat[s]) for s in series), default=1)
+    series_layout(fig, series, shown, WINDOW_PX / 2 - 50)
+    fig.update_layout(barmode="stack", xaxis=count_axis(top, "samples"), yaxis=_series_axis(series),
+                      legend=TOP_LEGEND)
     return fig
 
 
-def speedup_figure(run: RunData, best: dict[str, dict[str, dict[str, Any]]]) -> Any:
-    """Best speedup per task and series on a log axis, bars from the 1x line; tasks without a
-    correct, timed kernel are marked with an x at 1x and their status."""
+def rates_figure(run: RunData) -> Any:
+    """Compile and correct rates over the samples, per series."""
     import plotly.graph_objects as go
 
-    tasks = run.task_ids
+    flat = _flat_samples(run)
+    names = list(flat)
     fig = go.Figure()
-    failed_x, failed_text = [], []
+    fig.add_bar(name="compile rate", y=names, orientation="h", marker_color="#1f77b4",
+                x=[metrics.rate([compiled(e) for e in flat[m]]) for m in names],
+                hovertemplate="%{y}<br>compile rate %{x:.0%}<extra></extra>")
+    fig.add_bar(name="correct rate", y=names, orientation="h", marker_color="#2ca02c",
+                x=[metrics.rate([e.get("status") == "correct" for e in flat[m]]) for m in names],
+                hovertemplate="%{y}<br>correct rate %{x:.0%}<extra></extra>")
+    legend = ["compile rate", "correct rate"]
+    series_layout(fig, names, legend, WINDOW_PX / 2 - 50)
+    fig.update_layout(barmode="group", yaxis=_series_axis(names), legend=TOP_LEGEND,
+                      xaxis=dict(range=[0, 1.02], tickformat=".0%", automargin=True,
+                                 title=dict(text="fraction of samples")))
+    return fig
+
+
+def failure_figure(run: RunData) -> Any:
+    """Failing samples per taxonomy category (stacked), one horizontal bar per series; None
+    when nothing failed."""
+    import plotly.graph_objects as go
+
+    flat = _flat_samples(run)
+    names = list(flat)
+    counts = {s: taxonomy.count(flat[s]) for s in names}
+    shown = [c for c in taxonomy.CATEGORIES if any(counts[s].get(c) for s in names)]
+    if not shown:
+        return None
+    fig = go.Figure()
+    for category in shown:
+        xs = [counts[s].get(category, 0) for s in names]
+        share = [f"{x / len(flat[s]):.0%}" if flat[s] else "" for x, s in zip(xs, names, strict=True)]
+        fig.add_bar(name=taxonomy.label(category), y=names, x=xs, orientation="h", customdata=share,
+                    marker_color=CATEGORY_COLORS.get(category),
+                    hovertemplate=f"%{{y}}<br>{esc(taxonomy.label(category))}: %{{x}} samples "
+                                  f"(%{{customdata}})<br>{esc(taxonomy.meaning(category))}<extra></extra>")
+    labels = [taxonomy.label(c) for c in shown]
+    top = max((sum(counts[s].values()) for s in names), default=1)
+    series_layout(fig, names, labels, WINDOW_PX - 100)
+    fig.update_layout(barmode="stack", xaxis=count_axis(top, "failing samples"), yaxis=_series_axis(names),
+                      legend=TOP_LEGEND)
+    return fig
+
+
+def task_status_figure(run: RunData, rows: TaskRows) -> tuple[Any, int]:
+    """The best status of every task (rows) and series (columns), a colored square each; hover:
+    the full task ID, status, failure category and message. Returns (figure, width)."""
+    import plotly.graph_objects as go
+
+    best = _series_best(run)
+    series = sorted(best)
+    by_status: dict[str, list[tuple[str, str, str]]] = {}
+    for s in series:
+        for task in rows.tasks:
+            e = best[s].get(task)
+            if e is None:
+                continue
+            category = taxonomy.classify(e)
+            why = f"<br>{esc(taxonomy.label(category))}<br>{esc(cut(e.get('message') or '', 160))}" \
+                if category else ""
+            by_status.setdefault(e.get("status") or "?", []).append(
+                (s, rows.labels[task], f"{esc(task)}<br>{esc(s)}<br>{esc(e.get('status'))}{why}"))
+    fig = go.Figure()
+    statuses = [st for st in STATUS_ORDER[::-1] if st in by_status] + \
+        [st for st in by_status if st not in STATUS_ORDER]
+    for status in statuses:
+        points = by_status[status]
+        fig.add_scatter(name=status, x=[p[0] for p in points], y=[p[1] for p in points], mode="markers",
+                        marker=dict(symbol="square", size=min(14, rows.row_px - 6),
+                                    color=STATUS_COLORS.get(status, "#999")),
+                        hovertext=[p[2] for p in points], hoverinfo="text")
+    column = 44
+    legend_width = text_px(statuses) + 44
+    per_task_layout(fig, rows, x_title="", legend=True)
+    fig.update_layout(margin=dict(r=legend_width + 8),
+                      legend=dict(orientation="v", x=1.0, xanchor="left", y=1.0, yanchor="top",
+                                  yref="paper"))
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=series, tickangle=-45,
+                     range=[-0.5, len(series) - 0.5], tickfont=dict(size=FONT_PX))
+    return fig, fig.layout.margin.l + column * len(series) + legend_width + 8
+
+
+def speedup_legend(best: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """The legend of the speedup chart: its series, and the marker of tasks without a speedup."""
+    failed = any(e.get("status") != "correct" or not e.get("speedup")
+                 for by_task in best.values() for e in by_task.values())
+    return sorted(best) + (["no correct timed kernel"] if failed else [])
+
+
+def speedup_figure(run: RunData, best: dict[str, dict[str, dict[str, Any]]], rows: TaskRows) -> Any:
+    """Best speedup per task (rows) and series on a log axis, bars from the 1x line; tasks
+    without a correct, timed kernel are marked with an x at 1x and their status."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    failed_y, failed_text = [], []
+    labels = rows.labels
+    colors = series_colors(run)
     for series, by_task in sorted(best.items()):
-        xs, ys, speeds, hover = [], [], [], []
-        for task in tasks:
+        ys, xs, speeds, hover = [], [], [], []
+        for task in rows.tasks:
             e = by_task.get(task)
             if e is None:
                 continue
             s = e.get("speedup") if e.get("status") == "correct" else None
             if s:
-                xs.append(task)
-                ys.append(s - 1.0)
+                ys.append(labels[task])
+                xs.append(s - 1.0)
                 speeds.append(s)
                 hover.append(f"{task}<br>{series}<br>{s:.3g}x (t_ref {fmt(e.get('t_ref_ms'))} ms, "
                              f"t_kernel {fmt(e.get('t_kernel_ms'))} ms)")
             else:
-                failed_x.append(task)
+                failed_y.append(labels[task])
                 failed_text.append(f"{task}<br>{series}<br>{e.get('status')}"
                                    + (" (not timed)" if e.get("status") == "correct" else ""))
-        if xs:
-            fig.add_bar(name=series, x=xs, y=ys, base=1.0, customdata=speeds,
+        if ys:
+            fig.add_bar(name=series, y=ys, x=xs, base=1.0, orientation="h", customdata=speeds,
+                        marker_color=colors.get(series),
                         hovertext=hover, hoverinfo="text")
-    if failed_x:
-        fig.add_scatter(name="no correct timed kernel", x=failed_x, y=[1.0] * len(failed_x),
-                        mode="markers", marker=dict(symbol="x", size=11, color="#d62728"),
+    if failed_y:
+        fig.add_scatter(name="no correct timed kernel", y=failed_y, x=[1.0] * len(failed_y),
+                        mode="markers", marker=dict(symbol="x", size=10, color="#d62728"),
                         hovertext=failed_text, hoverinfo="text")
-    fig.add_hline(y=1.0, line_dash="dash", line_color="#444", annotation_text="1x (XLA)",
-                  annotation_position="top left")
-    fig.update_layout(barmode="group", yaxis_type="log", yaxis_title="speedup over XLA (log)",
-                      xaxis=dict(categoryorder="array", categoryarray=tasks, tickangle=_angle(tasks)))
+    fig.add_vline(x=1.0, line_dash="dash", line_color="#444")
+    per_task_layout(fig, rows, x_title="speedup over XLA (log; 1x = XLA)", legend=True)
+    speeds = [e["speedup"] for by_task in best.values() for e in by_task.values()
+              if e.get("status") == "correct" and e.get("speedup")]
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(**log_axis(min(speeds + [1.0]), max(speeds + [1.0])))
     return fig
 
 
-def _angle(tasks: list[str]) -> int | None:
-    """Task labels slanted only when there are many of them."""
-    return -45 if len(tasks) > 6 else None
+def compile_times(run: RunData) -> dict[str, dict[str, list[float]]]:
+    """series -> task -> the compile times of its evaluations."""
+    per: dict[str, dict[str, list[float]]] = {}
+    for e in run.evaluations:
+        if isinstance(e.get("compile_s"), (int, float)):
+            per.setdefault(run.series_of(e), {}).setdefault(e["task"], []).append(e["compile_s"])
+    return per
+
+
+def compile_time_figure(run: RunData, rows: TaskRows) -> Any:
+    """Mean compile time per task (rows) and series."""
+    import plotly.graph_objects as go
+
+    per = compile_times(run)
+    if not per:
+        return None
+    tasks, labels = rows.tasks, rows.labels
+    colors = series_colors(run)
+    fig = go.Figure()
+    for series, by_task in sorted(per.items()):
+        ts = [t for t in tasks if t in by_task]
+        fig.add_bar(name=series, orientation="h", y=[labels[t] for t in ts], marker_color=colors.get(series),
+                    x=[sum(by_task[t]) / len(by_task[t]) for t in ts],
+                    customdata=[[t, len(by_task[t])] for t in ts],
+                    hovertemplate="%{customdata[0]}<br>" + esc(series) + "<br>%{x:.3g} s (mean of "
+                                  "%{customdata[1]})<extra></extra>")
+    per_task_layout(fig, rows, x_title="compile time (s, mean over its evaluations)", legend=True)
+    fig.update_layout(barmode="group", bargap=0.25)
+    return fig
 
 
 def fast_p_figure(run: RunData) -> Any:
@@ -228,15 +545,18 @@ def fast_p_figure(run: RunData) -> Any:
                     metrics.best_speedup(_as_samples(seq))) for t, seq in by_task.items()}
             for m, by_task in samples.items()}
     top = max((s for m in best.values() for _, s in m.values() if s), default=1.0)
+    colors = series_colors(run)
     ps = sorted({0.0, 1.0, *[round(top * 1.1 * i / 200, 4) for i in range(201)],
                  *[s for m in best.values() for _, s in m.values() if s]})
     fig = go.Figure()
     for name, results in best.items():
         fig.add_scatter(name=name, x=ps, y=[metrics.fast_p(results, p) for p in ps],
+                        line_color=colors.get(name),
                         mode="lines", line_shape="hv")
     fig.add_vline(x=1.0, line_dash="dash", line_color="#444", annotation_text="p = 1")
-    fig.update_layout(xaxis_title="p (speedup threshold)", yaxis_title="fast_p",
-                      yaxis=dict(range=[0, 1.05], tickformat=".0%"))
+    fig.update_layout(xaxis=dict(title=dict(text="p (speedup threshold)"), automargin=True),
+                      yaxis=dict(range=[0, 1.05], tickformat=".0%", title=dict(text="fast_p"),
+                                 automargin=True))
     return fig
 
 
@@ -245,44 +565,33 @@ def _as_samples(seq: list[dict[str, Any]]) -> list[metrics.Sample]:
 
 
 def fast_p_at_n_figure(run: RunData) -> Any:
-    """fast_1@N (timed) or correct@N (interpret) over N per method; fast_0@N dotted."""
+    """fast_1@N (timed) or correct@N (interpret) over N per series; fast_0@N dotted. N counts
+    samples: integer ticks only."""
     import plotly.graph_objects as go
 
     samples = {m: {t: _as_samples(seq) for t, seq in by_task.items()}
                for m, by_task in run.samples().items()}
     timed = run.timed
+    colors = series_colors(run)
     fig = go.Figure()
+    longest_all = 1
     for name, by_task in samples.items():
         longest = max((len(s) for s in by_task.values()), default=0)
+        longest_all = max(longest_all, longest)
         ns = list(range(1, longest + 1))
         if timed:
-            fig.add_scatter(name=f"{name} fast_1@N", x=ns, mode="lines+markers",
+            fig.add_scatter(name=f"{name} fast_1@N", x=ns, mode="lines+markers", line_color=colors.get(name),
                             y=[metrics.fast_p_at_n(by_task, 1.0, n) for n in ns])
             fig.add_scatter(name=f"{name} fast_0@N", x=ns, mode="lines", line_dash="dot",
+                            line_color=colors.get(name),
                             y=[metrics.fast_p_at_n(by_task, 0.0, n) for n in ns])
         else:
-            fig.add_scatter(name=f"{name} correct@N", x=ns, mode="lines+markers",
+            fig.add_scatter(name=f"{name} correct@N", x=ns, mode="lines+markers", line_color=colors.get(name),
                             y=[sum(any(ok for ok, _ in seq[:n]) for seq in by_task.values())
                                / len(by_task) for n in ns])
-    fig.update_layout(xaxis_title="N (samples per task)",
-                      yaxis=dict(range=[0, 1.05], tickformat=".0%",
-                                 title="fast_p@N" if timed else "correct@N"))
-    return fig
-
-
-def rates_figure(run: RunData) -> Any:
-    import plotly.graph_objects as go
-
-    samples = run.samples()
-    names = list(samples)
-    flat = {m: [e for seq in by_task.values() for e in seq] for m, by_task in samples.items()}
-    fig = go.Figure()
-    fig.add_bar(name="compile rate", x=names, marker_color="#1f77b4",
-                y=[metrics.rate([compiled(e) for e in flat[m]]) for m in names])
-    fig.add_bar(name="correct rate", x=names, marker_color="#2ca02c",
-                y=[metrics.rate([e.get("status") == "correct" for e in flat[m]]) for m in names])
-    fig.update_layout(barmode="group", yaxis=dict(range=[0, 1.05], tickformat=".0%",
-                                                  title="fraction of samples"))
+    fig.update_layout(xaxis=n_axis(longest_all, "N (samples per task)"),
+                      yaxis=dict(range=[0, 1.05], tickformat=".0%", automargin=True,
+                                 title=dict(text="fast_p@N" if timed else "correct@N")))
     return fig
 
 
@@ -325,38 +634,21 @@ def roofline_figure(run: RunData) -> tuple[Any, str | None]:
                         mode="lines", line=dict(color="#444", dash="dash"))
     for series, pts in sorted(points.items()):
         fig.add_scatter(name=series, x=[p[0] for p in pts], y=[p[1] for p in pts], mode="markers",
-                        marker=dict(size=9), hovertext=[p[2] for p in pts], hoverinfo="text")
+                        marker=dict(size=9, color=series_colors(run).get(series)),
+                        hovertext=[p[2] for p in pts], hoverinfo="text")
     if ref_points:
         fig.add_scatter(name="XLA reference", x=[p[0] for p in ref_points],
                         y=[p[1] for p in ref_points], mode="markers",
                         marker=dict(size=9, symbol="circle-open", color="#555"),
                         hovertext=[p[2] for p in ref_points], hoverinfo="text")
-    fig.update_layout(xaxis=dict(type="log", title="arithmetic intensity (FLOP/byte)"),
-                      yaxis=dict(type="log", title="achieved FLOP/s"))
+    fig.update_layout(xaxis=dict(type="log", title=dict(text="arithmetic intensity (FLOP/byte)"),
+                                 automargin=True),
+                      yaxis=dict(type="log", title=dict(text="achieved FLOP/s"), automargin=True))
     note = None if roofs else "no peak figures known for this device: points without roofs"
     return fig, note
 
 
-def compile_time_figure(run: RunData) -> Any:
-    import plotly.graph_objects as go
-
-    tasks = run.task_ids
-    per: dict[str, dict[str, list[float]]] = {}
-    for e in run.evaluations:
-        if isinstance(e.get("compile_s"), (int, float)):
-            per.setdefault(run.series_of(e), {}).setdefault(e["task"], []).append(e["compile_s"])
-    if not per:
-        return None
-    fig = go.Figure()
-    for series, by_task in sorted(per.items()):
-        xs = [t for t in tasks if t in by_task]
-        fig.add_bar(name=series, x=xs, y=[sum(by_task[t]) / len(by_task[t]) for t in xs])
-    fig.update_layout(barmode="group", yaxis_title="compile time (s, mean)",
-                      xaxis=dict(categoryorder="array", categoryarray=tasks, tickangle=_angle(tasks)))
-    return fig
-
-
-# ---------------------------------------------------------------- header and table
+# ---------------------------------------------------------------- header and tables
 
 def secret_text(run: RunData) -> str:
     from jaxbench.report.data import secret_verified
@@ -384,8 +676,18 @@ def seeded_flag() -> str:
 
 
 def method_label(name: str, seeded: bool) -> str:
-    """A method's name, escaped, with the seeded flag when it starts from the seed kernels."""
+    """A method's (or series') name, escaped, with the seeded flag when it starts from the seed
+    kernels."""
     return esc(name) + (f" {seeded_flag()}" if seeded else "")
+
+
+def progress_banner(summary: dict[str, Any]) -> str:
+    """The banner of a run that has not finished or misses evaluations ('' otherwise)."""
+    progress = summary.get("progress") or {}
+    if not progress.get("text"):
+        return ""
+    return (f"<p class=\"warn banner\" id=\"progress\">{esc(progress['text'])}. Figures and rates cover "
+            "the evaluations written so far.</p>")
 
 
 def header(run: RunData, summary: dict[str, Any]) -> str:
@@ -410,40 +712,49 @@ def header(run: RunData, summary: dict[str, Any]) -> str:
         seeded = ", seeded: starts from the shipped seed kernels" if config.get("seeded") else ""
         facts.append(("model", f"{config.get('model')} (method {config.get('method')}{seeded}, "
                                f"budget {config.get('budget')})"))
+    progress = summary.get("progress") or {}
     counts = Counter(e.get("status") for e in run.evaluations)
     pills = " ".join(f"<span class=\"pill\" style=\"background:{STATUS_COLORS.get(s, '#999')}\">"
                      f"{esc(s)}: {counts[s]}</span>" for s in STATUS_ORDER[::-1] if counts.get(s))
-    facts.append(("evaluations", f"{len(run.evaluations)}"))
-    out = ["<dl class=\"facts\">"]
+    planned, done = progress.get("planned"), progress.get("evaluations", 0)
+    if planned is not None and done < planned:
+        word = "at most " if progress.get("upper_bound") else ""
+        pills += (f" <span class=\"pill missing\" title=\"planned but not evaluated\">not evaluated: "
+                  f"{word}{planned - done}</span>")
+    evaluated = f"{len(run.evaluations)}"
+    if planned is not None and progress.get("upper_bound"):
+        evaluated += f" ({done} samples of up to {planned} planned)"
+    elif planned is not None:
+        evaluated += f" of {planned} planned"
+    facts.append(("evaluations", evaluated))
+    out = [progress_banner(summary), "<dl class=\"facts\">"]
     out += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts]
     out.append(f"<dt>statuses</dt><dd>{pills or '-'}</dd></dl>")
-    if run.end is None:
-        out.append("<p class=\"warn\">This run has not finished (no run_end event): figures "
-                   "cover the evaluations written so far.</p>")
     if summary.get("note"):
         out.append(f"<p class=\"warn\">{esc(summary['note'])}</p>")
     out.append(metrics_table(summary))
-    return "\n".join(out)
+    return "\n".join(o for o in out if o)
 
 
 def metrics_table(summary: dict[str, Any]) -> str:
+    """The metrics of each series (method · target): rates, correct@N, fast_p@N, geomeans, cost."""
     from jaxbench.report.summary import cost_text
 
-    methods = summary["methods"]
-    if not methods:
+    rows_of = summary.get("series") or summary["methods"]
+    if not rows_of:
         return "<p class=\"note\">No evaluations.</p>"
-    first = next(iter(methods.values()))
+    first = next(iter(rows_of.values()))
     ns = list(first.get("correct_at", {}))
-    cols = ["method", "tasks", "samples", "compile rate", "correct rate"]
+    cols = ["method · target", "tasks", "samples", "compile rate", "correct rate"]
     cols += [f"correct@{n}" for n in ns]
     if summary["timed"]:
         cols += [f"fast_0@{n}" for n in ns] + [f"fast_1@{n}" for n in ns]
         cols += ["geomean speedup", "geomean (correct only)"]
-    with_llm = any(m.get("llm") for m in methods.values())
+    with_llm = any(m.get("llm") for m in summary["methods"].values())
     if with_llm:
         cols += ["LLM calls", "cost"]
     rows = []
-    for name, m in methods.items():
+    for name, m in rows_of.items():
         cells = [method_label(name, bool(m.get("seeded"))), str(m["tasks"]), str(m["samples"]),
                  fmt(m["compile_rate"], ".0%"), fmt(m["correct_rate"], ".0%")]
         cells += [fmt(m["correct_at"].get(n), ".0%") for n in ns]
@@ -453,30 +764,70 @@ def metrics_table(summary: dict[str, Any]) -> str:
             cells += [fmt(m.get("geomean_speedup"), ".3f", "x"),
                       fmt(m.get("geomean_speedup_unfloored"), ".3f", "x")]
         if with_llm:
-            llm = m.get("llm") or {}
-            cells += [str(llm.get("calls", 0)), esc(cost_text(llm))]
+            llm = m.get("llm")
+            if llm is None and m.get("method") in summary["methods"]:  # calls shared by targets
+                llm = summary["methods"][m["method"]].get("llm")
+                cells += [f"{(llm or {}).get('calls', 0)} (all targets)", esc(cost_text(llm))]
+            else:
+                cells += [str((llm or {}).get("calls", 0)), esc(cost_text(llm))]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
-    return (f"<h2>Metrics per method</h2><table id=\"metrics\"><thead><tr>{head}</tr></thead>"
+    return (f"<h2>Metrics per method · target</h2><table id=\"metrics\"><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
+def failure_table(run: RunData, summary: dict[str, Any]) -> str:
+    """The failure taxonomy: one row per category that occurs, its meaning, its count per
+    series (and share of the series' samples) and one message as an example."""
+    failures = summary.get("failures") or {}
+    series = [s for s, counts in failures.items() if counts]
+    shown = [c for c in taxonomy.CATEGORIES if any(failures[s].get(c) for s in series)]
+    if not shown:
+        return "<p class=\"note\" id=\"failures\">No failing samples.</p>"
+    samples = {s: (summary.get("series") or {}).get(s, {}).get("samples") for s in series}
+    example: dict[str, str] = {}
+    for seq in _flat_samples(run).values():
+        for e in seq:
+            category = taxonomy.classify(e)
+            if category and category not in example and e.get("message"):
+                example[category] = e["message"]
+    head = "".join(f"<th data-type=\"num\">{esc(s)}</th>" for s in series)
+    rows = []
+    for category in shown:
+        color = CATEGORY_COLORS.get(category, "#999")
+        swatch = f"<span class=\"swatch\" style=\"background:{color}\"></span>"
+        cells = [f"<td title=\"{esc(category)}\">{swatch}{esc(taxonomy.label(category))}</td>",
+                 f"<td class=\"meaning\">{esc(taxonomy.meaning(category))}</td>"]
+        for s in series:
+            n = failures[s].get(category, 0)
+            share = f" ({n / samples[s]:.0%})" if n and samples.get(s) else ""
+            cells.append(f"<td class=\"num\" data-v=\"{n}\">{n or ''}{share}</td>")
+        text = example.get(category, "")
+        cells.append(f"<td class=\"err\" title=\"{esc(text)}\">{esc(cut(text, 140))}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (f"<table class=\"sortable\" id=\"failures\"><thead><tr><th data-type=\"str\">failure</th>"
+            f"<th data-type=\"str\">meaning</th>{head}<th data-type=\"str\">example message</th></tr>"
+            f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
 def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()) -> str:
-    """One row per task and series: its best evaluation, sortable by every column. The
-    series of a method in ``seeded`` carry the seeded flag."""
-    cols = [("#", "num"), ("task", "num"), ("method", "str"), ("status", "str"), ("stage", "str"),
-            ("correct / samples", "num"), ("speedup", "num"), ("t_kernel ms", "num"),
-            ("t_ref ms", "num"), ("max abs err", "num"), ("err / tol", "num"), ("compile s", "num"),
-            ("error", "str"),
-            ("kernel", "str"), ("IR", "str")]
-    body = []
+    """One row per task and series: its best evaluation, sortable by every column. Columns no
+    row fills (timings in interpret mode, IR without --save-ir) are left out; long messages are
+    cut, the full text on hover. The series of a method in ``seeded`` carry the seeded flag."""
+    cols = [("#", "num"), ("task", "num"), ("method · target", "str"), ("status", "str"),
+            ("failure", "str"), ("stage", "str"), ("correct / samples", "num"), ("speedup", "num"),
+            ("t_kernel ms", "num"), ("t_ref ms", "num"), ("max abs err", "num"), ("err / tol", "num"),
+            ("compile s", "num"), ("error", "str"), ("kernel", "str"), ("IR", "str")]
+    always = {"#", "task", "method · target", "status"}
+    rows = []
     for i, (task, series, best, group) in enumerate(run.best_rows()):
         status = best.get("status")
         correct = sum(e.get("status") == "correct" for e in group)
         source, source_path = run.source(best)
         kernel = []
-        if source_path is not None:
-            kernel.append(link(source_path, out_dir, source_path.name))
+        if source_path is not None:  # a copy in sources/ is named by its digest: show the file's name
+            name = Path(best.get("kernel_file") or source_path).name
+            kernel.append(link(source_path, out_dir, cut(name, 28)))
         if source is not None:
             kernel.append(f"<details><summary>source</summary><pre>{esc(source)}</pre></details>")
         ir = run.ir_files(best)
@@ -484,12 +835,15 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
         message = best.get("message") or ""
         speed = best.get("speedup") if status == "correct" else None
         flagged = bool(group) and method_of(group[0]) in seeded
-        cells = [
+        category = taxonomy.classify(best)
+        rows.append([
             (str(i + 1), i, "num"),
             (esc(task), task_sort_value(task), ""),
             (method_label(series, flagged), series, ""),
             (f"<span class=\"pill\" style=\"background:{STATUS_COLORS.get(status, '#999')}\">"
              f"{esc(status)}</span>", status, ""),
+            (f"<span title=\"{esc(taxonomy.meaning(category))}\">{esc(taxonomy.label(category))}</span>"
+             if category else "", taxonomy.label(category) if category else None, ""),
             (esc(best.get("stage")), None, ""),
             (f"{correct} / {len(group)}", correct / len(group) if group else 0, "num"),
             (fmt(speed, ".3g", "x"), speed, "num"),
@@ -498,18 +852,25 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
             (fmt(best.get("max_abs_err"), ".3g"), best.get("max_abs_err"), "num"),
             (fmt(best.get("tol_fraction"), ".2f"), best.get("tol_fraction"), "num"),
             (fmt(best.get("compile_s"), ".3g"), best.get("compile_s"), "num"),
-            (f"<span title=\"{esc(message)}\">{esc(message[:200])}"
-             f"{'...' if len(message) > 200 else ''}</span>", message, "err"),
+            (f"<span title=\"{esc(message)}\">{esc(cut(message, 180))}</span>" if message else "",
+             message, "err"),
             (" ".join(kernel), None, ""),
             (ir_links, None, ""),
-        ]
+        ])
+    keep = [j for j, (name, _) in enumerate(cols) if name in always or any(r[j][0] for r in rows)]
+    body = []
+    for row in rows:
         tds = []
-        for content, value, cls in cells:
+        for j in keep:
+            content, value, cls = row[j]
             attr = f" data-v=\"{esc(value)}\"" if value is not None else ""
             tds.append(f"<td class=\"{cls}\"{attr}>{content}</td>" if cls else f"<td{attr}>{content}</td>")
         body.append("<tr>" + "".join(tds) + "</tr>")
-    head = "".join(f"<th data-type=\"{t}\">{esc(c)}</th>" for c, t in cols)
-    return (f"<h2>Tasks (best kernel per method; click a column to sort)</h2>"
+    head = "".join(f"<th data-type=\"{cols[j][1]}\">{esc(cols[j][0])}</th>" for j in keep)
+    hidden = [cols[j][0] for j in range(len(cols)) if j not in keep]
+    note = (f"<p class=\"note\">Columns no row has a value for are left out: {esc(', '.join(hidden))}.</p>"
+            if hidden else "")
+    return (f"<h2>Tasks (best kernel per method · target; click a column to sort)</h2>{note}"
             f"<table class=\"sortable\" id=\"tasks\"><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")
 
@@ -522,17 +883,16 @@ def build(run: RunData, out_dir: Path) -> str:
     summary = summarize(run.path)
     best = _series_best(run)
     timed = run.timed
-    boxes = [chart_box("status-chart", "Statuses per method", status_figure(run)),
-             chart_box("rates-chart", "Compile and correct rates per method", rates_figure(run))]
-    if timed:
-        boxes.append(chart_box("speedup-chart", "Best speedup per task (log scale, bars from 1x)",
-                               speedup_figure(run, best), wide=True, height=440))
-        boxes.append(chart_box("fast-p-chart", "fast_p over p (best kernel per task)",
-                               fast_p_figure(run)))
+    tasks = run.task_ids
+    labels = task_labels(tasks)
+    boxes = [chart_box("status-chart", "Statuses per method · target", status_figure(run)),
+             chart_box("rates-chart", "Compile and correct rates per method · target", rates_figure(run))]
     if run.config.get("command") == "optimize":
-        title = "fast_p@N over N per method" if timed else "correct@N over N per method"
-        boxes.append(chart_box("fast-p-at-n-chart", title, fast_p_at_n_figure(run)))
+        title = "fast_p@N over N per method · target" if timed else "correct@N over N per method · target"
+        boxes.append(chart_box("fast-p-at-n-chart", title, fast_p_at_n_figure(run), height=340))
     if timed:
+        boxes.append(chart_box("fast-p-chart", "fast_p over p (best kernel per task)", fast_p_figure(run),
+                               height=340))
         roof, roof_note = roofline_figure(run)
         boxes.append(chart_box("roofline-chart", "Roofline (correct, timed kernels)", roof,
                                note=roof_note if roof is not None else "no task FLOP/byte figures"))
@@ -541,14 +901,40 @@ def build(run: RunData, out_dir: Path) -> str:
             "timing-charts", "Speedups, fast_p and roofline", None,
             note="not drawn: this run has no timings (interpret mode checks correctness only; "
                  "speedups need a device)"))
-    compile_fig = compile_time_figure(run)
-    boxes.append(chart_box("compile-chart", "Compile time per task (mean over its evaluations)",
-                           compile_fig, wide=True,
-                           note=None if compile_fig is not None else "no evaluation reached compilation"))
+    failed = any(summary.get("failures", {}).values())
+    failures = chart_box("failures-chart", "Failing samples by category, per method · target",
+                         failure_figure(run), wide=True, note=None if failed else "no failing samples")
+    series = sorted(best)
+    row_px = ROW_PX + BAR_PX * max(len(series) - 1, 0)
+    grid_probe = TaskRows(tasks, labels, row_px, grid_top(series))
+    _, grid_width = task_status_figure(run, grid_probe)
+    main_width = WINDOW_PX - 2 * 24 - grid_width - 2 * 9 * 2 - 16  # what the status grid leaves
+    legend = speedup_legend(best) if timed else sorted(compile_times(run))
+    rows = TaskRows(tasks, labels, row_px, max(grid_top(series), legend_top(legend, main_width - 40)))
+    grid, grid_width = task_status_figure(run, rows)
+    per_task = [chart_box("task-status-chart", "Best status per task", grid, width=grid_width,
+                          tasks=len(tasks))]
+    compile_rows = rows if not timed else \
+        TaskRows(tasks, labels, row_px, legend_top(sorted(compile_times(run)), WINDOW_PX - 100))
+    compile_fig = compile_time_figure(run, compile_rows)
+    compile_box = chart_box("compile-chart", "Compile time per task (mean over its evaluations)",
+                            compile_fig, tasks=len(tasks), wide=timed,
+                            note=None if compile_fig is not None else "no evaluation reached compilation")
+    if timed:
+        per_task.append(chart_box("speedup-chart", "Best speedup per task (log scale, bars from 1x)",
+                                  speedup_figure(run, best, rows), tasks=len(tasks)))
+    else:
+        per_task.append(compile_box)
     body = [f"<h1>jaxbench report: {esc(run.name)}</h1>", header(run, summary),
             "<h2>Charts</h2>", f"<div class=\"charts\">{''.join(boxes)}</div>",
-            task_table(run, out_dir, frozenset(n for n, m in summary["methods"].items()
-                                               if m.get("seeded")))]
+            "<h2>Failures by category (taxonomy of the failing samples)</h2>",
+            f"<div class=\"charts\">{failures}</div>", failure_table(run, summary),
+            f"<h2>Per task ({len(tasks)} tasks, catalogue order; hover for the full name)</h2>",
+            f"<div class=\"per-task\">{''.join(per_task)}</div>"]
+    if timed:
+        body.append(f"<div class=\"charts\" style=\"margin-top:16px\">{compile_box}</div>")
+    body.append(task_table(run, out_dir, frozenset(n for n, m in summary["methods"].items()
+                                                   if m.get("seeded"))))
     return page(f"jaxbench report: {run.name}", "\n".join(body), plotly_js=True)
 
 
@@ -564,5 +950,5 @@ def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -
     return out
 
 
-__all__ = ["build", "chart_box", "page", "require_plotly", "task_table", "write_report"]
-
+__all__ = ["build", "chart_box", "failure_table", "page", "require_plotly", "task_labels", "task_table",
+           "write_report"]

@@ -7,6 +7,12 @@ order; shipped seed kernels evaluated by ``evolve`` are not samples. Without tim
 (interpret mode) speedups do not exist, so ``correct@N`` stands in for fast_p@N. Tasks are in
 the registry's catalogue order (1p, 2p, ..., 17p, 18k, ...), never sorted as strings.
 
+Each failing sample is put in a category of the failure taxonomy (``taxonomy.py``: static
+policy, trace error, VMEM budget, Triton rule, ..., from its status, stage and message), counted
+per series (method · target). A run without a ``run_end`` event, or with evaluations its
+executor lost, says how far it got (``progress``): N of M evaluations where the run directory
+tells M, "unfinished: no run_end" where it does not.
+
 A method that starts from the task's shipped seed kernels (``seeded`` in the run's config and
 its ``task_done`` events) is flagged, so it is not compared with an unseeded one unawares.
 LLM calls without a price (scripted and replayed answers) are counted as unpriced, never as $0.
@@ -16,11 +22,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
-from jaxbench.report import metrics
-from jaxbench.report.data import STATUS_ORDER, compiled, in_catalogue_order, method_of, require_run_dir
+from jaxbench.report import metrics, taxonomy
+from jaxbench.report.data import (
+    STATUS_ORDER,
+    compiled,
+    in_catalogue_order,
+    method_of,
+    require_run_dir,
+    series_label,
+)
 from jaxbench.runs import MANIFEST, read_events
 
 N_VALUES = (1, 8, 32, 144)
@@ -42,15 +55,18 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
                                                           "output_tokens": 0, "cost": 0.0,
                                                           "calls_without_cost": 0,
                                                           "failed_calls": 0})
+    by_series: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     modes = set()
     seeded = {config["method"]} if config.get("seeded") and config.get("method") else set()
-    for index, event in enumerate(read_events(path)):
+    events = list(read_events(path))
+    for index, event in enumerate(events):
         if event.get("type") == "evaluation":
             if event.get("origin") == "seed":
                 continue
             event.setdefault("sample", None)
             event["_order"] = event["sample"] if event["sample"] is not None else index
             evaluations[method_of(event)][event["task"]].append(event)
+            by_series[series_label(event)][event["task"]].append(event)
             modes.add(event.get("mode"))
         elif event.get("type") == "llm_call":
             totals = llm[event.get("method", "?")]
@@ -69,10 +85,25 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     methods = {name: {**_method_summary(by_task, config.get("budget"), timed, llm.get(name)),
                       "seeded": name in seeded}
                for name, by_task in sorted(evaluations.items())}
+    firsts = {label: next(iter(by_task.values()))[0] for label, by_task in by_series.items()}
+    per_method = Counter(method_of(e) for e in firsts.values())
+    series = {}
+    for label, by_task in sorted(by_series.items()):
+        name = method_of(firsts[label])
+        # LLM calls name their method, not a target: they are shown with its series when it
+        # has one (an optimize run has one target)
+        calls = llm.get(name) if per_method[name] == 1 else None
+        series[label] = {"method": name, "target": firsts[label].get("target"),
+                         **_method_summary(by_task, config.get("budget"), timed, calls),
+                         "seeded": name in seeded}
     tasks: dict[str, dict[str, Any]] = defaultdict(dict)
     for name, by_task in evaluations.items():
         for task_id, evals in by_task.items():
             tasks[task_id][name] = _task_summary(evals)
+    series_tasks: dict[str, dict[str, Any]] = defaultdict(dict)
+    for label, by_task in sorted(by_series.items()):
+        for task_id, evals in by_task.items():
+            series_tasks[task_id][label] = _task_summary(evals)
     return {
         "run": str(path),
         "config": config,
@@ -80,9 +111,94 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "timed": timed,
         "note": None if timed else
         "no timed evaluations (interpret mode): speedups need a device; correct@N is reported",
+        "progress": progress(config, events),
         "methods": methods,
+        "series": series,
+        "failures": {label: taxonomy.count(e for evals in by_task.values() for e in evals)
+                     for label, by_task in sorted(by_series.items())},
         "tasks": {task_id: tasks[task_id] for task_id in in_catalogue_order(tasks)},
+        "series_tasks": {task_id: series_tasks[task_id] for task_id in in_catalogue_order(series_tasks)},
     }
+
+
+def _planned_jobs(config: dict[str, Any]) -> set[str] | None:
+    """The job keys a `jaxbench run` with this config evaluates, recomputed as the run did it
+    (shipped kernels from the registry, or the kernel directory while it exists); None when
+    they cannot be recomputed here."""
+    from pathlib import Path
+
+    from jaxbench.runs import directory_jobs, select_tasks, shipped_jobs
+    from jaxbench.tasks import list_tasks
+
+    kernels = config.get("kernels")
+    target = config.get("target") or "all"
+    targets = ("tpu", "gpu") if target == "all" else (target,)
+    try:
+        tasks = select_tasks(config.get("suite"), config.get("tasks"))
+        if kernels in ("seed", "seed_mosaic", "expert"):
+            jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
+        elif isinstance(kernels, str) and Path(kernels).is_dir():
+            jobs = directory_jobs(Path(kernels), tasks, targets)
+        else:
+            return None
+        return {job.key for job in jobs}
+    except Exception:  # noqa: BLE001 - a registry or directory that changed: not knowable
+        return None
+
+
+RESUME = ("no run_end: the run has not finished (interrupted, or still going; rerun its command to "
+          "resume)")
+
+
+def progress(config: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+    """How far the run got: ``evaluations`` written (an optimize run's samples: the seed kernels
+    evolve starts from are not), ``planned`` (None when the run directory does not tell; an
+    upper bound for an optimize run, whose methods may stop under budget),
+    ``lost`` (evaluation_lost jobs not evaluated since), ``finished`` (a run_end event) and
+    ``text``, the banner of an incomplete run (None when complete).
+
+    A `jaxbench run` plans its jobs from its config: recomputed here, and trusted only when
+    every job the events name is among them. A finished run's run_end counts its evaluations.
+    An optimize run plans its tasks, each spending at most its budget."""
+    end = next((e for e in events if e.get("type") == "run_end"), None)
+    evaluations = [e for e in events if e.get("type") == "evaluation"]
+    jobs = {e["job"] for e in evaluations if isinstance(e.get("job"), str)}
+    lost = {e["job"] for e in events if e.get("type") == "evaluation_lost"
+            and isinstance(e.get("job"), str)} - jobs
+    out: dict[str, Any] = {"finished": end is not None, "evaluations": len(evaluations),
+                           "planned": None, "upper_bound": False, "lost": len(lost), "text": None}
+    command = config.get("command")
+    lost_text = (f"; {len(lost)} lost (their Ray workers or nodes died on every retry: "
+                 "evaluation_lost events)") if lost else ""
+    if command == "run":
+        done = len(jobs) if jobs else len(evaluations)
+        out["evaluations"] = done
+        if end is not None and isinstance(end.get("evaluations"), int):
+            out["planned"] = end["evaluations"]
+        elif end is None:
+            planned = _planned_jobs(config)
+            if planned is not None and jobs | lost <= planned:
+                out["planned"] = len(planned)
+        if out["planned"] is not None and done < out["planned"]:
+            why = lost_text + ("; " + RESUME if end is None else "")
+            out["text"] = f"incomplete: {done} of {out['planned']} evaluations{why}"
+    elif command == "optimize" and end is None:
+        samples = [e for e in evaluations if e.get("origin") != "seed"]
+        out["evaluations"] = len(samples)
+        tasks, budget, method = config.get("tasks"), config.get("budget"), config.get("method")
+        if isinstance(tasks, list) and tasks and isinstance(budget, int) and \
+                all(e.get("method") == method for e in samples):
+            done = {e.get("task") for e in events if e.get("type") == "task_done"
+                    and e.get("method") == method}
+            out.update(planned=len(tasks) * budget, upper_bound=True)
+            n = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''}"
+            out["text"] = (f"incomplete: {len(samples)} of up to {out['planned']} samples ({n} x budget "
+                           f"{budget}); {len(done & set(tasks))} of {n} finished; {RESUME}")
+    if end is None and out["text"] is None:
+        noun = "samples" if command == "optimize" else "evaluations"
+        out["text"] = (f"unfinished: {RESUME}; {out['evaluations']} {noun} so far, the planned "
+                       f"total is not known from this run directory{lost_text}")
+    return out
 
 
 def _task_summary(evals: list[dict[str, Any]]) -> dict[str, Any]:
@@ -141,11 +257,15 @@ def cost_text(llm: dict[str, Any] | None) -> str:
 
 
 def print_summary(summary: dict[str, Any], console: Any) -> None:
-    """Rich tables: one row per task, then one row per method."""
+    """Rich tables: one row per task, then one row per series (method · target), the LLM calls
+    per method and the failure taxonomy."""
+    from rich.markup import escape
     from rich.table import Table
 
-    methods = list(summary["methods"])
-    seeded = [name for name in methods if summary["methods"][name].get("seeded")]
+    rows_of = summary.get("series") or summary["methods"]
+    methods = list(rows_of)
+    seeded_methods = [name for name, m in summary["methods"].items() if m.get("seeded")]
+    seeded = [name for name in methods if rows_of[name].get("seeded")] + seeded_methods
 
     def label(name: str) -> str:
         return f"{name} [yellow](seeded)[/]" if name in seeded else name
@@ -154,7 +274,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     tasks.add_column("task")
     for name in methods:
         tasks.add_column(label(name))
-    for task_id, by_method in summary["tasks"].items():
+    for task_id, by_method in (summary.get("series_tasks") or summary["tasks"]).items():
         cells = []
         for name in methods:
             t = by_method.get(name)
@@ -167,17 +287,17 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         tasks.add_row(task_id, *cells)
     console.print(tasks)
 
-    table = Table(title="per method")
-    columns = ["method", "tasks", "samples", "compile", "correct"]
-    any_method = next(iter(summary["methods"].values()), {})
+    table = Table(title="per method · target")
+    columns = ["method · target", "tasks", "samples", "compile", "correct"]
+    any_method = next(iter(rows_of.values()), {})
     n_values = list(any_method.get("correct_at", {}))
     columns += [f"correct@{n}" for n in n_values]
     if summary["timed"]:
         columns += [f"fast_0@{n}" for n in n_values] + [f"fast_1@{n}" for n in n_values]
         columns += ["geomean", "geomean (correct)"]
     for col in columns:
-        table.add_column(col, no_wrap=col == "method")
-    for name, m in summary["methods"].items():
+        table.add_column(col, no_wrap=col == "method · target")
+    for name, m in rows_of.items():
         row = [label(name), str(m["tasks"]), str(m["samples"]), f"{m['compile_rate']:.0%}",
                f"{m['correct_rate']:.0%}"]
         row += [f"{m['correct_at'].get(n, 0):.0%}" for n in n_values]
@@ -198,7 +318,36 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             calls.add_row(label(name), str(llm["calls"]), str(llm.get("failed_calls", 0)),
                           str(llm["input_tokens"]), str(llm["output_tokens"]), cost_text(llm))
         console.print(calls)
-    for name in seeded:
+    print_failures(summary.get("failures") or {}, console)
+    for name in seeded_methods:
         console.print(f"{name}: {SEEDED_FLAG}; compare it with an unseeded method knowingly")
     if summary["note"]:
         console.print(f"note: {summary['note']}")
+    text = (summary.get("progress") or {}).get("text")
+    if text:
+        console.print(f"[bold yellow]{escape(text)}[/]")
+
+
+def failures_by_category(failures: dict[str, dict[str, int]]) -> list[str]:
+    """The categories with at least one failure, in the taxonomy's order."""
+    seen = {c for counts in failures.values() for c in counts}
+    return [c for c in taxonomy.CATEGORIES if c in seen]
+
+
+def print_failures(failures: dict[str, dict[str, int]], console: Any) -> None:
+    """The failure taxonomy: failing samples per category (rows) and series (columns)."""
+    from rich.table import Table
+
+    categories = failures_by_category(failures)
+    if not categories:
+        return
+    series = [s for s, counts in failures.items() if counts]
+    table = Table(title="failures per method · target (taxonomy)")
+    table.add_column("failure", no_wrap=True)
+    for name in series:
+        table.add_column(name, justify="right")
+    table.add_column("meaning")
+    for category in categories:
+        table.add_row(taxonomy.label(category), *[str(failures[s].get(category, 0) or "-") for s in series],
+                      taxonomy.meaning(category))
+    console.print(table)
