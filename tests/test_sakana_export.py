@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import platform
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -15,7 +18,9 @@ from report_runs import evaluation
 from jaxbench.cli import main
 from jaxbench.export import sakana
 from jaxbench.runs import RunDir
-from jaxbench.tasks import get_task
+from jaxbench.tasks import get_task, list_tasks
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 
 IDENTITY = textwrap.dedent('''
     """Copies its input to its output: a kernel that does no work."""
@@ -72,12 +77,16 @@ def test_identity_kernel_is_never_correct(identity_run, tmp_path):
     assert record["Kernel_Name"] == "l1_relu.py"
     assert record["Pallas_Code"] == IDENTITY
     seed = (get_task("l1_relu").folder / "seed_tpu.py").read_text()
-    assert record["Pallas_Code_Original"] == seed
+    assert record["Pallas_Code_Original"] == seed and record["Original_Kernel"] == "seed_tpu.py"
     assert record["Diff"].startswith("--- seed_tpu.py\n+++ l1_relu.py\n")
     assert "def reference" in record["JAX_Code"]
     # Interpret mode: nothing timed, so no runtime and no speedup, and no invented hardware.
     assert record["Pallas_Runtime"] is None and record["JAX_Baseline_Runtime"] is None
-    assert record["Speedup"] is None and record["Target_Hardware"] == "tpu"
+    assert record["Speedup"] is None
+    assert record["Target_Hardware"] == "interpret (cpu), rules of TPU v6 lite"
+    # the judged module's backend, as the evaluator recorded it
+    assert result["kernel_backend"] == "mosaic_tpu" and record["Kernel_Backend"] == "mosaic_tpu"
+    assert record["Triton_Version"] is None
     assert record["Input_Shapes"] == [[256, 512]]
     # --save-ir: the IR fields and the kernel's grid and blocks, read from the saved jaxpr.
     assert "pallas_call" in record["Jaxpr_IR"] and record["StableHLO_IR"]
@@ -113,20 +122,22 @@ def test_speedup_above_one_means_faster(tmp_path):
         assert (r["Speedup"] > 1) == (r["Pallas_Runtime"] < r["JAX_Baseline_Runtime"])
         assert r["Target_Hardware"] == "NVIDIA H200"
     assert fast["JAX_Version"] == "0.11.2"
-    assert fast["Triton_Version"] is None  # not recorded, and evaluated on another host
+    assert fast["Triton_Version"] is None  # no event field says a Triton compiled it
 
 
-def test_seed_itself_has_no_original_or_diff(tmp_path):
+def test_tpu_seed_itself_has_no_original_or_diff(tmp_path):
     task = get_task("l1_relu")
-    seed_file = task.folder / "seed_gpu.py"
+    seed_file = task.folder / "seed_tpu.py"
     run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "seed"})
-    run.append(evaluation("l1_relu", "correct", kind="seed", target="gpu", mode="interpret",
+    run.append(evaluation("l1_relu", "correct", kind="seed", target="tpu", mode="interpret",
                           kernel_file=str(seed_file), source_sha256=_sha(seed_file.read_text())))
     run.finish()
     [record] = sakana.records(run.path)
-    assert record["Kernel_Name"] == "seed_gpu" and record["Pallas_Code"] == seed_file.read_text()
+    assert record["Kernel_Name"] == "seed_tpu" and record["Pallas_Code"] == seed_file.read_text()
     assert record["Pallas_Code_Original"] is None and record["Diff"] is None
+    assert record["Original_Kernel"] is None
     assert record["Jaxpr_IR"] is None and record["Grid_Shape"] is None  # no --save-ir
+    assert record["Kernel_Backend"] == "mosaic_tpu"
 
 
 def test_edited_kernel_file_is_not_passed_off_as_the_evaluated_source(tmp_path):
@@ -188,3 +199,242 @@ def test_grid_and_block_parsing():
     assert blocks == [[[None, 128], [8, 256]], [[16]]]
     assert sakana.grid_and_blocks("no kernels here") == (None, None)
     assert sakana.grid_and_blocks(None) == (None, None)
+
+
+def _apply(original: str, diff: str) -> str:
+    """Applies a unified diff (written here, independently of difflib) to ``original``."""
+    old = original.splitlines(keepends=True)
+    out: list[str] = []
+    at = 0
+    lines = diff.splitlines(keepends=True)
+    assert lines[0].startswith("--- ") and lines[1].startswith("+++ ")
+    for line in lines[2:]:
+        hunk = re.match(r"@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", line)
+        if hunk:
+            start = int(hunk.group(1)) - (0 if hunk.group(2) == "0" else 1)
+            out += old[at:start]
+            at = start
+        elif line.startswith(" "):
+            assert old[at] == line[1:], (old[at], line)
+            out.append(old[at])
+            at += 1
+        elif line.startswith("-"):
+            assert old[at] == line[1:], (old[at], line)
+            at += 1
+        elif line.startswith("+"):
+            out.append(line[1:])
+        else:  # "\ No newline at end of file"
+            assert line.startswith("\\"), line
+    return "".join(out + old[at:])
+
+
+@pytest.fixture(scope="module")
+def pallasbench_gpu_seeds(tmp_path_factory):
+    """A `jaxbench run --suite pallasbench --kernels seed --target gpu` as the CLI writes it,
+    one GPU seed evaluation per task (verdicts made up; nothing evaluated)."""
+    run = RunDir.open(tmp_path_factory.mktemp("pb") / "run",
+                      {"command": "run", "kernels": "seed", "suite": "pallasbench", "target": "gpu",
+                       "mode": "interpret", "size": "small"})
+    for task in list_tasks("pallasbench"):
+        seed = task.folder / "seed_gpu.py"
+        source = seed.read_text()
+        run.append(evaluation(task.id, "correct", kind="seed", target="gpu", mode="interpret",
+                              size="small", kernel_file=str(seed), source_sha256=_sha(source),
+                              source_file=run.keep_source(source), job=f"{task.id}|seed|gpu|0"))
+    run.finish()
+    return run.path
+
+
+def test_every_pallasbench_gpu_record_pairs_the_tpu_original_the_gpu_code_and_their_diff(
+        pallasbench_gpu_seeds):
+    tasks = list_tasks("pallasbench")
+    records = sakana.records(pallasbench_gpu_seeds)
+    assert len(tasks) == 45 and [r["Op_Name"] for r in records] == [t.id for t in tasks]
+    for task, record in zip(tasks, records, strict=True):
+        tpu_style = (task.folder / "seed_tpu.py").read_text()
+        gpu = (task.folder / "seed_gpu.py").read_text()
+        assert record["Kernel_Name"] == "seed_gpu", task.id
+        assert record["Pallas_Code"] == gpu, task.id
+        assert record["Pallas_Code_Original"] == tpu_style, task.id
+        assert record["Original_Kernel"] == "seed_tpu.py", task.id
+        assert record["Diff"].startswith("--- seed_tpu.py\n+++ seed_gpu\n"), task.id
+        assert _apply(tpu_style, record["Diff"]) == gpu, task.id  # the diff turns one into the other
+        assert record["Level_ID"] == task.meta["level"] and record["Task_ID"] == task.meta["number"]
+        # no backend in these events: the seeds' imports (Triton's compiler params) say it
+        assert record["Kernel_Backend"] == "triton", task.id
+        assert record["Target_Hardware"] == "interpret (cpu), rules of NVIDIA H200"
+        assert record["Triton_Version"] is None and record["Speedup"] is None
+        assert record["Pallas_Runtime"] is None and record["JAX_Baseline_Runtime"] is None
+
+
+def test_the_parent_an_agent_started_from_is_the_original(tmp_path):
+    task = get_task("l1_relu")
+    seed = (task.folder / "seed_gpu.py").read_text()
+    child = seed.replace("jnp.maximum(x_ref[...], 0)", "jnp.where(x_ref[...] > 0, x_ref[...], 0)")
+    grandchild = child.replace("num_warps=4", "num_warps=8")
+    run = RunDir.open(tmp_path / "run", {"command": "optimize", "method": "evolve", "target": "gpu"})
+    for step, code, parent, sample in (("seed/seed_gpu", seed, None, None), ("s0", child, "seed/seed_gpu", 0),
+                                       ("s1", grandchild, "s0", 1), ("s2", child, "s7", 2)):
+        run.append(evaluation("l1_relu", "correct", mode="interpret", method="evolve", sample=sample,
+                              step=step, parent=parent, source_sha256=_sha(code),
+                              source_file=run.keep_source(code)))
+    run.finish()
+    by_step = {r["Kernel_Name"]: r for r in sakana.records(run.path)}
+    # the seed an optimizer evaluated first: its TPU-style original (PallasBench, GPU)
+    tpu_style = (task.folder / "seed_tpu.py").read_text()
+    assert by_step["evolve/seed/seed_gpu"]["Pallas_Code_Original"] == tpu_style
+    first = by_step["evolve/s0"]
+    assert first["Pallas_Code_Original"] == seed and first["Original_Kernel"] == "evolve/seed/seed_gpu"
+    assert first["Diff"].startswith("--- evolve/seed/seed_gpu\n+++ evolve/s0\n")
+    assert _apply(seed, first["Diff"]) == child
+    second = by_step["evolve/s1"]
+    assert second["Pallas_Code_Original"] == child and second["Original_Kernel"] == "evolve/s0"
+    assert "-        compiler_params=plgpu.CompilerParams(num_warps=4" in second["Diff"]
+    # a parent the run does not hold: named, not guessed
+    lost = by_step["evolve/s2"]
+    assert lost["Original_Kernel"] == "evolve/s7"
+    assert lost["Pallas_Code_Original"] is None and lost["Diff"] is None
+
+
+def test_kernel_backend_from_the_event_the_saved_ir_or_the_imports(tmp_path):
+    triton_seed = (get_task("l1_relu").folder / "seed_gpu.py").read_text()
+    mosaic_gpu_seed = (get_task("12p_rmsnorm").folder / "seed_mosaic_gpu.py").read_text()
+    # recorded by the evaluator from the judged module: wins over what the source imports
+    recorded = {"kernel_backend": "mosaic_gpu", "target": "gpu"}
+    assert sakana.kernel_backend(recorded, triton_seed) == "mosaic_gpu"
+    assert sakana.kernel_backend({"target": "gpu", "structure": {"custom_calls": {
+        "__gpu$xla.gpu.triton": 2, "mosaic_gpu": 1}}}, None) == "mosaic_gpu+triton"
+    # the module saved with --save-ir
+    stablehlo = tmp_path / "stablehlo.mlir"
+    stablehlo.write_text('%0 = stablehlo.custom_call @mosaic_gpu(%arg0) {call_target_name = "mosaic_gpu"}')
+    assert sakana.kernel_backend({"target": "gpu"}, triton_seed, {"stablehlo": stablehlo}) == "mosaic_gpu"
+    # the kernel's imports: a Mosaic GPU kernel is not passed off as a Triton one
+    assert sakana.kernel_backend({"target": "gpu"}, triton_seed) == "triton"
+    assert sakana.kernel_backend({"target": "gpu"}, mosaic_gpu_seed) == "mosaic_gpu"
+    assert sakana.kernel_backend({"target": "tpu"}, "import jax\n") == "mosaic_tpu"
+    assert sakana.kernel_backend({"target": "gpu"}, "import jax\n") is None  # not decided: null
+
+
+def test_a_mosaic_gpu_record_says_so(tmp_path):
+    task = get_task("12p_rmsnorm")
+    source = (task.folder / "seed_mosaic_gpu.py").read_text()
+    run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "seed_mosaic"})
+    run.append(evaluation("12p_rmsnorm", "correct", kind="seed_mosaic", target="gpu", times=(0.610, 0.7),
+                          kernel_backend="mosaic_gpu", source_sha256=_sha(source),
+                          source_file=run.keep_source(source)))
+    run.finish()
+    [record] = sakana.records(run.path)
+    assert record["Kernel_Name"] == "seed_mosaic_gpu" and record["Kernel_Backend"] == "mosaic_gpu"
+    assert record["Target_Hardware"] == "NVIDIA H200" and record["Triton_Version"] is None
+    # the JAXBench suite: the shipped seed for the target is the original
+    assert record["Original_Kernel"] == "seed_gpu.py"
+
+
+def test_target_hardware_is_the_measured_device_or_says_interpret(tmp_path):
+    run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "x"})
+    run.append(evaluation("l1_relu", "correct", times=(2.0, 1.0), kind="file"))
+    run.append(evaluation("l1_relu", "correct", mode="interpret", kind="file"))
+    run.append(evaluation("l1_relu", "correct", mode="interpret", target="tpu", kind="file"))
+    run.finish()
+    assert [r["Target_Hardware"] for r in sakana.records(run.path)] == [
+        "NVIDIA H200", "interpret (cpu), rules of NVIDIA H200", "interpret (cpu), rules of TPU v6 lite"]
+
+
+def test_triton_version_only_when_triton_compiled_the_kernel(tmp_path):
+    here = {"jax": "0.10.2", "host": platform.node()}
+    run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "x"})
+    # Triton's own compiler ran on it (interpret mode, the triton extra)
+    run.append(evaluation("l1_relu", "correct", mode="interpret", kind="file", kernel_backend="triton",
+                          triton_compile={"triton_version": "3.9.0", "capability": 90, "kernels": []}))
+    # the event's versions name Triton, for a Triton kernel, and for a Mosaic GPU one
+    run.append(evaluation("l1_relu", "correct", kind="file", kernel_backend="triton",
+                          versions={**here, "triton": "3.4.0"}))
+    run.append(evaluation("l1_relu", "correct", kind="file", kernel_backend="mosaic_gpu",
+                          versions={**here, "triton": "3.4.0"}))
+    # evaluated on this very host (where Triton may be installed: the old export then took its
+    # version), but nothing says Triton compiled it
+    run.append(evaluation("l1_relu", "correct", mode="interpret", kind="file", kernel_backend="triton",
+                          versions=here))
+    run.finish()
+    assert [r["Triton_Version"] for r in sakana.records(run.path)] == ["3.9.0", "3.4.0", None, None]
+
+
+@pytest.fixture(scope="module")
+def gpu_seed_run(tmp_path_factory, evaluator):
+    """l1_relu's GPU seed judged by the real evaluator with --save-ir, in a run."""
+    root = tmp_path_factory.mktemp("gpu_seed")
+    seed = get_task("l1_relu").folder / "seed_gpu.py"
+    run = RunDir.open(root / "run", {"command": "run", "kernels": "seed", "target": "gpu",
+                                     "mode": "interpret", "size": "small", "save_ir": True})
+    result = evaluator.evaluate(seed, "l1_relu", target="gpu", mode="interpret", trials=1,
+                                save_ir=run.path / "artifacts" / "l1_relu-seed-gpu")
+    result.update(job="l1_relu|seed|gpu|0", kind="seed")
+    run.append(result)
+    run.finish()
+    return run.path, result
+
+
+def test_a_judged_gpu_seed_with_saved_ir(gpu_seed_run):
+    path, result = gpu_seed_run
+    import jax
+
+    assert result["status"] == "correct" and result["kernel_backend"] == "triton"
+    [record] = sakana.records(path)
+    task = get_task("l1_relu")
+    assert record["Pallas_Code"] == (task.folder / "seed_gpu.py").read_text()
+    assert record["Pallas_Code_Original"] == (task.folder / "seed_tpu.py").read_text()
+    assert _apply(record["Pallas_Code_Original"], record["Diff"]) == record["Pallas_Code"]
+    assert record["Kernel_Backend"] == "triton" and record["Correct"] is True
+    assert record["Triton_MLIR"].startswith("// Triton kernel") and record["Mosaic_MLIR"] is None
+    # small is (256, 512) in (64, 256) tiles
+    assert record["Grid_Shape"] == [[4, 2]] and record["Block_Shape"] == [[[64, 256], [64, 256]]]
+    assert record["Target_Hardware"] == "interpret (cpu), rules of NVIDIA H200"
+    assert record["Triton_Version"] is None  # Triton's compiler is off in the suite (conftest)
+    assert record["JAX_Version"] == jax.__version__
+
+
+def _card_front_matter(card: str) -> dict:
+    yaml = pytest.importorskip("yaml")
+    assert card.startswith("---\n")
+    return yaml.safe_load(card.split("---\n")[1])
+
+
+def test_parquet_levels_load_with_pandas_and_datasets_and_carry_a_card(pallasbench_gpu_seeds, tmp_path):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "sakanaai_pallasbench"
+    files = sakana.write_parquet(pallasbench_gpu_seeds, out)
+    assert files == {"level_1.parquet": 27, "level_2.parquet": 13, "level_3.parquet": 5}
+    frames = {name: pd.read_parquet(out / name) for name in files}
+    for name, frame in frames.items():
+        assert list(frame.columns) == list(sakana.FIELD_NAMES) and len(frame) == files[name]
+        assert frame["Correct"].all() and frame["Speedup"].isna().all()
+        assert (frame["Kernel_Backend"] == "triton").all() and frame["Pallas_Code_Original"].notna().all()
+    card = (out / sakana.CARD).read_text()
+    front = _card_front_matter(card)
+    assert front["configs"][0]["data_files"] == [{"split": n.removesuffix(".parquet"), "path": n}
+                                                 for n in sorted(files)]
+    for name in sakana.FIELD_NAMES:
+        assert f"| `{name}` |" in card
+    assert "45 records" in card and "Apache-2.0" in card and "PallasBench" in card
+    assert "Status: correct 45" in card and "nothing was timed" in card
+    datasets = pytest.importorskip("datasets", reason="the `datasets` library is not installed")
+    cache = str(tmp_path / "hf_cache")
+    one = datasets.load_dataset("parquet", data_files=str(out / "level_3.parquet"), split="train",
+                                cache_dir=cache)
+    assert one.column_names == list(sakana.FIELD_NAMES) and len(one) == 5
+    assert one[0]["Op_Name"] == "l3_flash_attention" and one[0]["Correct"] is True
+    # the folder itself, through the card's configs: one split per level
+    every = datasets.load_dataset(str(out), cache_dir=cache)
+    assert {name: len(split) for name, split in every.items()} == {"level_1": 27, "level_2": 13, "level_3": 5}
+
+
+def test_docs_list_every_field_in_order():
+    text = DOCS.read_text()
+    section = text[text.index("## Sakana-archive records"):]
+    section = section[:section.find("\n## ", 4)] if "\n## " in section[4:] else section
+    documented = re.findall(r"^\| `(\w+)` \| (\w+) \|", section, flags=re.M)
+    kinds = {"string": "string", "int64": "int", "float64": "float", "bool": "bool", "grids": "list",
+             "blocks": "list"}
+    assert [name for name, _ in documented] == list(sakana.FIELD_NAMES)
+    assert [kind for _, kind in documented] == [kinds[k] for _, k, _ in sakana.FIELDS]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxbench.export.shinka import END, START, ExportError, initial_program
+from jaxbench.export.shinka import END, START, ExportError, export_task, initial_program
+from jaxbench.tasks import get_task
 
 TASK = "l1_relu"
 
@@ -24,12 +25,13 @@ def exported(tmp_path_factory):
     return out
 
 
-def _evaluate(folder: Path, program: Path, results: Path) -> tuple[dict, dict]:
+def _evaluate(folder: Path, program: Path, results: Path, *, python: list[str] | None = None,
+              exit_code: int = 0) -> tuple[dict, dict]:
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, str(folder / "evaluate.py"), "--program_path",
+    proc = subprocess.run([*(python or [sys.executable]), str(folder / "evaluate.py"), "--program_path",
                            str(program), "--results_dir", str(results)],
                           capture_output=True, text=True, timeout=300, env=env, cwd=results.parent)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == exit_code, proc.stderr[-2000:]
     return (json.loads((results / "correct.json").read_text()),
             json.loads((results / "metrics.json").read_text()))
 
@@ -104,3 +106,98 @@ def test_results_load_through_shinka_when_installed(exported, tmp_path):
     _evaluate(folder, folder / "initial.py", tmp_path / "seed")
     loaded = utils.load_results(str(tmp_path / "seed"))
     assert loaded["correct"]["correct"] is True and loaded["metrics"]["combined_score"] == 1.0
+
+
+def test_config_names_the_exporting_interpreter_and_turns_feedback_on(exported):
+    config = (exported / TASK / "shinka.yaml").read_text()
+    # ShinkaEvolve's LocalJobConfig.python_executable: the interpreter that ran export-tasks
+    assert f"  python_executable: {json.dumps(sys.executable)}\n" in config
+    assert "\njob_config:\n" in config
+    assert "  use_text_feedback: true\n" in config
+    # the embedding model needs an API; the offline settings are said beside it
+    embedding = config.index("  embedding_model:")
+    assert "null" in config[config.rindex("evo_config:"):embedding].split("llm_models:")[-1]
+    assert json.loads((exported / "tasks.json").read_text())["python"] == sys.executable
+    yaml = pytest.importorskip("yaml")
+    loaded = yaml.safe_load(config)
+    assert set(loaded) == {"evo_config", "db_config", "job_config"}
+    assert loaded["job_config"] == {"python_executable": sys.executable}
+    assert loaded["evo_config"]["use_text_feedback"] is True
+    assert loaded["evo_config"]["embedding_model"] == "text-embedding-3-small"
+    assert loaded["evo_config"]["task_sys_msg"].startswith("You optimize a JAX Pallas kernel")
+
+
+def test_python_option_names_another_interpreter(tmp_path):
+    folder = export_task(get_task(TASK), "gpu", tmp_path, python="/opt/conda/envs/jb/bin/python")
+    assert '  python_executable: "/opt/conda/envs/jb/bin/python"\n' in (folder / "shinka.yaml").read_text()
+    with pytest.raises(ExportError, match="must name an interpreter"):
+        export_task(get_task(TASK), "gpu", tmp_path, python=" ")
+    # the command's --python does the same; without it, the interpreter that ran the command
+    from click.testing import CliRunner
+
+    from jaxbench.cli import main
+
+    out = CliRunner().invoke(main, ["export-tasks", str(tmp_path / "cli"), "--tasks", TASK,
+                                    "--target", "gpu", "--python", "/usr/bin/python3.12"])
+    assert out.exit_code == 0, out.output
+    yaml = (tmp_path / "cli" / TASK / "shinka.yaml").read_text()
+    assert '  python_executable: "/usr/bin/python3.12"\n' in yaml
+
+
+def test_generated_files_say_why_run_shinka_eval_cannot_call_the_program(exported):
+    for name in ("initial.py", "evaluate.py"):
+        text = (exported / TASK / name).read_text()
+        assert "run_shinka_eval" in text and "interpret mode" in text, name
+    assert "kernel(*inputs)" in (exported / TASK / "evaluate.py").read_text()
+
+
+def _bare_venv(tmp_path: Path) -> list[str]:
+    """A new virtual environment without pip or site packages: Python without jaxbench."""
+    import venv
+
+    venv.create(tmp_path / "bare", with_pip=False, symlinks=True)
+    return [str(tmp_path / "bare" / "bin" / "python")]
+
+
+@pytest.mark.parametrize("interpreter", ["isolated", "bare_venv"])
+def test_evaluate_without_jaxbench_writes_both_files_with_the_import_error(exported, tmp_path, interpreter):
+    python = [sys.executable, "-I", "-S"] if interpreter == "isolated" else _bare_venv(tmp_path)
+    probe = subprocess.run([*python, "-c", "import jaxbench"], capture_output=True, text=True)
+    assert probe.returncode != 0  # the interpreter really lacks jaxbench
+    folder = exported / TASK
+    correct, metrics = _evaluate(folder, folder / "initial.py", tmp_path / "res", python=python, exit_code=2)
+    assert correct["correct"] is False
+    assert "jaxbench cannot be imported" in correct["error"]
+    assert "No module named 'jaxbench'" in correct["error"] and "python_executable" in correct["error"]
+    assert metrics["combined_score"] == 0.0 and metrics["text_feedback"] == correct["error"]
+    assert metrics["public"]["status"] == "no_jaxbench"
+    assert set(metrics) == {"combined_score", "public", "private", "text_feedback", "extra_data"}
+
+
+def test_evaluate_when_the_harness_fails_writes_both_files(exported, tmp_path):
+    folder = exported / TASK
+    correct, metrics = _evaluate(folder, tmp_path / "no_such_program.py", tmp_path / "res", exit_code=1)
+    assert correct["correct"] is False and "FileNotFoundError" in correct["error"]
+    assert metrics["public"]["status"] == "harness_error" and metrics["combined_score"] == 0.0
+
+
+def test_evaluate_when_the_evaluation_crashes_writes_both_files(exported, tmp_path, monkeypatch):
+    """Anything escaping the evaluator (here a SystemExit from inside it) still leaves a verdict."""
+    import importlib.util
+
+    import jaxbench.evaluator
+
+    spec = importlib.util.spec_from_file_location("exported_evaluate", exported / TASK / "evaluate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def crash(*args, **kwargs):
+        raise SystemExit("the judge went away")
+
+    monkeypatch.setattr(jaxbench.evaluator, "evaluate", crash)
+    assert module.main(str(exported / TASK / "initial.py"), str(tmp_path / "res")) == 1
+    correct = json.loads((tmp_path / "res" / "correct.json").read_text())
+    metrics = json.loads((tmp_path / "res" / "metrics.json").read_text())
+    assert correct["correct"] is False
+    assert correct["error"].startswith("the evaluation crashed: SystemExit: the judge went away")
+    assert metrics["public"]["status"] == "crashed" and metrics["combined_score"] == 0.0

@@ -71,8 +71,12 @@ def export_cmd(run_dir: Path, fmt: str, out: Path | None) -> None:
 @click.option("--size", type=SIZE, default="small", show_default=True,
               help="The size the exported evaluator checks (and times, in device mode).")
 @click.option("--mode", type=MODE, default="auto", show_default=True)
+@click.option("--python", "python", default=None, metavar="PATH",
+              help="The interpreter ShinkaEvolve runs evaluate.py with (its "
+                   "job_config.python_executable); it must have jaxbench installed. Default: the "
+                   "one running this command.")
 def export_tasks_cmd(out_dir: Path, suite: str | None, task_ids: str | None, target: str, fmt: str,
-                     size: str, mode: str) -> None:
+                     size: str, mode: str, python: str | None) -> None:
     """Write one task folder per task for an external optimizer.
 
     The folders are ready for ShinkaEvolve: initial.py (the seed), evaluate.py, shinka.yaml."""
@@ -82,7 +86,7 @@ def export_tasks_cmd(out_dir: Path, suite: str | None, task_ids: str | None, tar
 
     try:
         tasks = select_tasks(suite, task_ids) or list_tasks()
-        written = export_tasks(tasks, target, out_dir, size=size, mode=mode)
+        written = export_tasks(tasks, target, out_dir, size=size, mode=mode, python=python)
     except (ExportError, *USAGE_ERRORS) as exc:
         usage_error_from(exc)
     if not written:
