@@ -37,8 +37,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def short_help(name: str) -> str:
-    """What `jaxbench --help` lists for a command: the start of its function's docstring, read
-    from the module's source (importing the module would import what the command needs)."""
+    """What `jaxbench --help` lists for a command: the start of its function's docstring (as
+    click would show it), read from the module's source, so that listing the commands loads
+    none of their modules."""
     module, attribute = COMMANDS[name]
     tree = ast.parse((Path(__file__).parent / f"{module}.py").read_text())
     function = next(node for node in tree.body
