@@ -93,6 +93,22 @@ def _tracers(root: Path, parents: set[int] | None = None) -> dict[int, int]:
     return found
 
 
+def _tracers_once_started(root: Path, parents: set[int], expected: dict[int, int] | set[int],
+                          timeout_s: float = 10.0) -> dict[int, int]:
+    """:func:`_tracers` once it matches ``expected`` or ``timeout_s`` has passed: a forked
+    spare is in the pool as soon as it is forked, and takes its own process group and its
+    directory a moment later."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = _tracers(root, parents)
+        matches = found == expected if isinstance(expected, dict) else set(found) == expected
+        if matches or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
 def _group_members(pgid: int) -> list[int]:
     """Live processes in a process group (a tracer leads its own)."""
     import os
@@ -117,17 +133,17 @@ def test_worker_leaves_no_process_or_directory(tmp_path):
         zygote = ev.pool._zygote
         servers = {zygote.proc.pid} if zygote is not None else set()
         busy = ev.pool._spares.queue[0].proc.pid  # the tracer the next evaluation takes
-        assert _tracers(tmp_path, servers) == {busy: busy}
+        assert _tracers_once_started(tmp_path, servers, {busy: busy}) == {busy: busy}
         result = ev.evaluate(KERNELS / "endless_loop.py", "8p_gemm", timeout_s=8, trials=1)
         assert result["status"] == "timeout" and result["message"].endswith("tracer killed")
         assert _group_members(busy) == [], "the timed-out tracer outlived its verdict"
         spares = {w.proc.pid for w in list(ev.pool._spares.queue)}
-        assert set(_tracers(tmp_path, servers)) == spares and busy not in spares
+        assert set(_tracers_once_started(tmp_path, servers, spares)) == spares and busy not in spares
         ev.evaluate(KERNELS / "wrong_shape.py", "8p_gemm", trials=1, tpu_interpret=False)
         spare_dirs = {w.dir for w in list(ev.pool._spares.queue)}
         assert set(tmp_path.iterdir()) == spare_dirs  # only the warm spare waits
-        assert set(_tracers(tmp_path, servers)) == {
-            w.proc.pid for w in list(ev.pool._spares.queue)}
+        spares = {w.proc.pid for w in list(ev.pool._spares.queue)}
+        assert set(_tracers_once_started(tmp_path, servers, spares)) == spares
     assert list(tmp_path.iterdir()) == []
     assert _tracers(tmp_path, servers) == {}
     if zygote is not None:  # the fork server went with the pool
