@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from jaxbench.cli.terminal import usage_error
+from jaxbench.executors import EXECUTORS
 
 # (jaxbench.tasks.UnknownTaskError is a KeyError; importing it here would import JAX.)
 USAGE_ERRORS = (FileNotFoundError, KeyError, ValueError)
@@ -17,7 +18,6 @@ USAGE_ERRORS = (FileNotFoundError, KeyError, ValueError)
 TARGET = click.Choice(["tpu", "gpu"])
 MODE = click.Choice(["auto", "interpret", "device"])
 SIZE = click.Choice(["small", "full"])
-EXECUTORS = ("local", "ray")  # jaxbench.executors.EXECUTORS (not imported: it would cost start-up)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
