@@ -82,15 +82,18 @@ def tpu_interpret_params(**params: Any) -> Any:
 
 
 @contextlib.contextmanager
-def abstract_device(platform: str, device_kind: str) -> Iterator[None]:
+def abstract_device(platform: str, device_kind: str, num_cores: int | None = None
+                    ) -> Iterator[None]:
     """Lowering for a chip that is not attached: Mosaic asks the "current device" for its TPU
     generation, and from JAX 0.11 Pallas' Triton lowering asks it for the GPU's compute
-    capability; an abstract mesh naming the chip answers both."""
+    capability; an abstract mesh naming the chip answers both. ``num_cores`` is what JAX's
+    concrete meshes put there: a TPU device's TensorCores (default 1), a GPU's SM count."""
     from jax._src import mesh as mesh_lib
 
     kind = "tpu" if platform == "tpu" else "gpu"
-    device = mesh_lib.AbstractDevice(device_kind=device_kind, num_cores=1 if kind == "tpu" else None,
-                                     platform=kind)
+    if kind == "tpu" and num_cores is None:
+        num_cores = 1
+    device = mesh_lib.AbstractDevice(device_kind=device_kind, num_cores=num_cores, platform=kind)
     # Auto axes, as JAX 0.10 defaults to: from 0.12 the default is Explicit, and an explicit
     # mesh axis leaks into the traced values' shardings (the interpreter then refuses
     # dynamic_update_slice between a sharded block and an unsharded buffer).

@@ -19,6 +19,7 @@ CASES = [
     ("tpu_fori_bias_relu.py", "19k_matmul_subtract_multiply_relu"),  # grid + fori_loop
     ("tpu_scalar_prefetch.py", "8p_gemm"),                 # PrefetchScalarGridSpec, scratch, when
     ("tpu_rmsnorm_rows.py", "12p_rmsnorm"),                # reductions inside the kernel
+    ("tpu_self_tuning_gemm.py", "8p_gemm"),                # tiles from get_tpu_info, device kind
 ]
 # Not covered: jax.experimental.pallas.ops.gpu.layer_norm (no task computes a plain layer norm;
 # 12p is RMSNorm, whose GPU op is covered by gpu_rms_norm.py).

@@ -123,6 +123,25 @@ MUTATIONS = [
         ("tests/test_integrity.py::test_swapped_code_object_is_reported",
          "tests/adversarial/boundary/test_boundary_cheats.py::test_boundary_cheat_gets_its"
          "_verdict[harness_code_swap_obfuscated.py]")),
+    # trace as the chip
+    Mutation(
+        "tracer_answers_as_the_host_cpu", "evaluator/sandbox/chip.py",
+        "        jax.devices, jax.local_devices, jax.default_backend = \\\n"
+        "            devices, local_devices, default_backend\n",
+        "        pass  # mutant: the kernel asks the host CPU\n",
+        ("tests/legit/test_legit.py::test_legit_kernel_is_correct[tpu_self_tuning_gemm.py]",
+         "tests/test_chip.py::test_jax_ragged_paged_attention_chooses_its_blocks_for_the_chip")),
+    Mutation(
+        "invariant_windows_double_buffered", "evaluator/judge/budgets.py",
+        "buffers = 1 if transform is not None and _invariant(transform, bounds) else 2",
+        "buffers = 2  # mutant",
+        ("tests/test_vmem_calibration.py::test_the_rule_gives_the_chips_answer"
+         "[v5e-mlp-h6912-100mib]",)),
+    Mutation(
+        "no_uncertain_vmem_margin", "backends/chips.py",
+        "VMEM_UNCERTAIN_FRACTION = 1 / 32", "VMEM_UNCERTAIN_FRACTION = 0",
+        ("tests/test_vmem_calibration.py::test_the_rule_gives_the_chips_answer"
+         "[v6e-gemm-f32-32.5mib]",)),
     Mutation(
         "audit_fast_path_skips_frame_reads", "evaluator/sandbox/guards.py",
         "len(args) < 2 or args[1] not in _FRAME_ATTRIBUTES)):",

@@ -34,6 +34,7 @@ from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, 
 from jaxbench.evaluator.judge import rules
 from jaxbench.evaluator.judge.structure import analyze
 from jaxbench.evaluator.sandbox import exporting
+from jaxbench.evaluator.sandbox.chip import as_chip
 from jaxbench.evaluator.static import check_source, declared_target
 from jaxbench.tasks import get_task
 
@@ -74,7 +75,7 @@ def trace_trusted(path: Any, task_id: str, size: str = "full", target: str = "gp
     kernel = load_trusted(path.read_text(), str(path)).kernel
     specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype))
              for s in get_task(task_id).input_specs(size)]
-    with compat.abstract_device(*_chip(target)):
+    with as_chip(*_chip(target)):
         return jax.make_jaxpr(kernel)(*specs)
 
 
@@ -104,7 +105,7 @@ def _budgets_and_races(kernel: Any, closed: Any, target_export: Any, task: Any, 
             continue
         specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype))
                  for s in task.input_specs(other)]
-        with compat.abstract_device(*_chip(target)):
+        with as_chip(*_chip(target)):
             traced = jax.make_jaxpr(kernel)(*specs)
         exported[other] = exporting.export(traced, specs, platform, portable=True)
     problem, _ = budgets.check(exported, platform, exporting.CROSS_LOWERING_TPU,
@@ -153,7 +154,7 @@ def check_in_process(
     _absl_flags_parsed()
     specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype)) for s in task.input_specs(size)]
     platform = LOWERING_PLATFORM[target]
-    with compat.abstract_device(*_chip(target)):  # the chip the tracer traces under
+    with as_chip(*_chip(target)):  # the chip the tracer traces under
         closed = jax.make_jaxpr(kernel)(*specs)
     target_export = exporting.export(closed, specs, platform, portable=run)
     report = analyze(target_export.mlir_module(), platform)

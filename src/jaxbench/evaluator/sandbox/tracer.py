@@ -56,7 +56,15 @@ def import_harness() -> bool:
     from jaxbench.backends import interpret_mode  # noqa: F401
     from jaxbench.evaluator import arrays, artifacts, result  # noqa: F401
     from jaxbench.evaluator.judge import structure  # noqa: F401 - the probe's heavy-glue check
-    from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity, memory_rules, triton_rules  # noqa: F401
+    from jaxbench.evaluator.sandbox import (  # noqa: F401
+        chip,
+        exporting,
+        gpu_rules,
+        guards,
+        integrity,
+        memory_rules,
+        triton_rules,
+    )
 
     with_triton = True
     try:
@@ -368,6 +376,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     from jaxbench.backends import tpu_check_params
     from jaxbench.evaluator.result import short_error
     from jaxbench.evaluator.sandbox import exporting, gpu_rules, guards, integrity
+    from jaxbench.evaluator.sandbox.chip import as_chip
     from jaxbench.evaluator.sandbox.isolation import set_rlimits
 
     # The parent's token for this job, kept in this frame only (candidate code can read no
@@ -400,8 +409,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
              "getsignal": _signal.getsignal, "set_handler": _signal.signal}
     kind = job.get("tpu_device_kind", exporting.CROSS_LOWERING_TPU)
     gpu_kind = job.get("gpu_device_kind", exporting.CROSS_LOWERING_GPU)
-    chip = (lambda: compat.abstract_device("tpu", kind)) if target == "tpu" else \
-        (lambda: compat.abstract_device("cuda", gpu_kind))
+    chip = (lambda: as_chip("tpu", kind)) if target == "tpu" else (lambda: as_chip("cuda", gpu_kind))
     outbox.flush()
     guards.disarm_unaudited()
     snapshot = integrity.snapshot()
@@ -464,10 +472,10 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     t0 = _perf_counter()
     guards.candidate_file(filename)
     try:
-        module = _load_candidate(job["source"], filename)
-        kept.append(module)
-        # Library kernels ask the current device for its TPU generation at trace time.
+        # The kernel asks about its hardware as it loads and traces: the chip answers.
         with chip():
+            module = _load_candidate(job["source"], filename)
+            kept.append(module)
             closed = make_jaxpr(module.kernel)(*specs)
         kept.append(closed)
     except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict

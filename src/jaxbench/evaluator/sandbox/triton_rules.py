@@ -40,13 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from jaxbench.backends.chips import chip_or_default
 from jaxbench.evaluator.sandbox.blocks import block_dims
 
 MAX_NUMEL = 1 << 20
-# Shared memory one thread block may use on Hopper (H100/H200: 227 KiB of the SM's 228 KiB).
-SHARED_BYTES = {"NVIDIA H200": 227 * 1024, "NVIDIA H100": 227 * 1024,
-                "NVIDIA A100": 163 * 1024}
-DEFAULT_SHARED_BYTES = 227 * 1024
 DEFAULT_NUM_STAGES = 3  # Pallas Triton's default when CompilerParams leaves num_stages unset
 
 Locate = Callable[[Any], str]
@@ -237,7 +234,8 @@ def check(eqn: Any, device_kind: str = "NVIDIA H200",
             staged = int(stages) if depth else 1  # the pipeliner multi-buffers loads in loops
             if nbytes * staged > shared:
                 shared, dot_bytes, dot_stages, dot_at = nbytes * staged, nbytes, staged, at
-    limit = SHARED_BYTES.get(device_kind, DEFAULT_SHARED_BYTES)
+    # Shared memory one thread block may use (Hopper: 227 KiB of the SM's 228 KiB; A100: 163 KiB).
+    limit = chip_or_default(device_kind, "gpu").shared_bytes
     if shared > limit:
         staging = f" x {dot_stages} pipeline stages" if dot_stages > 1 else ""
         add("shared_memory", f"the operands of a dot need an estimated {shared / 1024:.0f} KiB "

@@ -1,0 +1,84 @@
+"""Trace as the chip: what a kernel can ask about its hardware while it is traced answers as the
+target chip would (the chip table, jaxbench/backends/chips.py), and only while it is traced."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.experimental.pallas import tpu as pltpu
+
+from jaxbench.backends.chips import CHIPS, chip, chip_or_default
+from jaxbench.evaluator.sandbox.chip import as_chip
+from jaxbench.tasks import get_task
+
+
+@pytest.mark.parametrize("kind,expected_kind,cores,vmem", [
+    ("TPU v6 lite", "TPU v6 lite", 1, 128 << 20),
+    ("TPU v6e", "TPU v6 lite", 1, 128 << 20),  # the marketing name answers as the device does
+    ("TPU v5 lite", "TPU v5 lite", 1, 128 << 20),
+    ("TPU v5p", "TPU v5", 2, 64 << 20),  # a megacore device: two TensorCores
+])
+def test_a_tpu_kernel_sees_its_tpu(kind, expected_kind, cores, vmem):
+    with as_chip("tpu", kind):
+        device = jax.devices()[0]
+        assert (device.device_kind, device.platform, device.id, device.num_cores) == \
+            (expected_kind, "tpu", 0, cores)
+        assert jax.local_devices()[0] is device and jax.devices("tpu") == [device]
+        assert jax.default_backend() == "tpu"
+        info = pltpu.get_tpu_info()  # JAX's own table, through the abstract device
+        assert info.vmem_capacity_bytes == vmem == chip(kind).physical_vmem
+        assert jax.devices("cpu")[0].platform == "cpu"  # asking for the host still gets it
+    assert jax.devices()[0].platform == "cpu" and jax.default_backend() == "cpu"
+
+
+@pytest.mark.parametrize("kind,capability,sms", [
+    ("NVIDIA H200", "9.0", 132), ("NVIDIA A100", "8.0", 108),
+    ("NVIDIA A100-SXM4-80GB", "8.0", 108),  # as a real A100 reports its kind
+])
+def test_a_gpu_kernel_sees_its_gpu(kind, capability, sms):
+    with as_chip("cuda", kind):
+        device = jax.devices()[0]
+        assert (device.device_kind, device.platform, device.compute_capability,
+                device.core_count) == (kind, "gpu", capability, sms)
+        assert jax.devices("gpu") == jax.devices("cuda") == [device]
+        assert jax.default_backend() == "gpu"
+        # What JAX's Mosaic GPU matmuls read for their grid: the abstract device's SMs.
+        assert jax.sharding.get_abstract_mesh().abstract_device.num_cores == sms
+        with pytest.raises(AttributeError, match="only the chip's identity"):
+            device.memory_stats()  # not attached: no memory, no client
+        with pytest.raises(AttributeError, match="read-only"):
+            device.device_kind = "NVIDIA B200"
+    assert jax.devices()[0].platform == "cpu"
+
+
+def test_the_originals_come_back_when_tracing_fails():
+    with pytest.raises(ZeroDivisionError), as_chip("tpu", "TPU v6 lite"):
+        1 / 0  # noqa: B018
+    assert jax.devices()[0].platform == "cpu" and jax.default_backend() == "cpu"
+
+
+def test_unknown_kinds_keep_their_name_and_get_the_default_limits():
+    assert chip("TPU7x") is None
+    assert chip_or_default("TPU7x", "tpu").device_kind == "TPU7x"
+    assert chip_or_default("TPU7x", "tpu").scoped_vmem == CHIPS["TPU v6 lite"].scoped_vmem
+    assert chip_or_default("NVIDIA H100 80GB HBM3", "gpu").compute_capability == "9.0"
+
+
+def test_jax_ragged_paged_attention_chooses_its_blocks_for_the_chip():
+    """Left to choose its own block sizes, JAX's ragged paged attention reads the TPU generation
+    from jax.devices()[0].device_kind while tracing: the host CPU makes it fail, the chip's
+    identity makes it trace (to the blocks of its v6e table)."""
+    from jax.experimental.pallas.ops.tpu.ragged_paged_attention import ragged_paged_attention
+
+    task = get_task("7p_ragged_paged_attention")
+    specs = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in task.input_specs("small")]
+
+    def kernel(*args):
+        return ragged_paged_attention(*args, sm_scale=1 / math.sqrt(specs[0].shape[-1]))
+
+    with pytest.raises(NotImplementedError, match="TPU version must be 4 or higher"):
+        jax.make_jaxpr(kernel)(*specs)
+    with as_chip("tpu", "TPU v6 lite"):
+        traced = jax.make_jaxpr(kernel)(*specs)
+    assert "pallas_call" in str(traced)
