@@ -87,9 +87,12 @@ class ShippedResults:
 
 @pytest.fixture(scope="session")
 def shipped_results(request):
-    selected = [(i.callspec.params["task"], i.callspec.params["kind"], i.callspec.params["target"])
-                for i in request.session.items
-                if getattr(i, "originalname", None) == INTERPRET_TEST]
+    # Under pytest-xdist every worker collects every test but runs only those sent to it, one
+    # at a time: queueing the session's selection there would evaluate each kernel once per
+    # worker, so a worker evaluates on demand (the workers are the parallelism).
+    selected = [] if os.environ.get("PYTEST_XDIST_WORKER") else [
+        (i.callspec.params["task"], i.callspec.params["kind"], i.callspec.params["target"])
+        for i in request.session.items if getattr(i, "originalname", None) == INTERPRET_TEST]
     results = ShippedResults(selected)
     yield results
     results.close()

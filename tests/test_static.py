@@ -151,3 +151,27 @@ def test_unavailable_library_is_a_compile_error_not_a_cheat(line, module):
         check_source(OK + "\n" + line + "\n")
     assert (info.value.status, info.value.stage) == ("compile_error", "static")
     assert f"{module!r}" in info.value.message and "not available to kernels" in info.value.message
+
+
+def test_parse_retries_cpythons_shared_recursion_depth_error(monkeypatch):
+    """CPython 3.11's AST constructor can fail when two threads parse at once (gh-106905):
+    static.parse serializes its own parses and retries one that meets the error anyway."""
+    import ast
+
+    from jaxbench.evaluator import static
+
+    calls = []
+    real = ast.parse
+
+    def flaky(source, filename="<unknown>"):
+        calls.append(filename)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=144, after=16)")
+        return real(source, filename=filename)
+
+    monkeypatch.setattr(ast, "parse", flaky)
+    assert isinstance(static.parse("x = 1", "k.py"), ast.Module) and calls == ["k.py", "k.py"]
+    calls.clear()
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: (_ for _ in ()).throw(SystemError("other")))
+    with pytest.raises(SystemError, match="other"):
+        static.parse("x = 1")

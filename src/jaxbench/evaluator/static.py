@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 
 from jaxbench.evaluator.result import StageFailure
 
@@ -271,12 +272,33 @@ class _PolicyVisitor(ast.NodeVisitor):
         self._deny(node, "global statements are not allowed")
 
 
+_PARSE_LOCK = threading.Lock()
+
+
+def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse``, one at a time in this process: CPython 3.11 keeps the AST constructor's
+    recursion depth in state shared by threads, so two threads parsing at once can fail with
+    "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905; seen with
+    Python 3.11.7 in this suite under pytest-xdist). An evaluation's threads parse candidates
+    while the caller's thread may parse too (a traceback's caret anchors parse source lines);
+    a parse that still meets it, from a thread outside this lock, is retried once: parsing
+    is deterministic."""
+    for attempt in range(2):
+        try:
+            with _PARSE_LOCK:
+                return ast.parse(source, filename=filename)
+        except SystemError as exc:
+            if attempt or "recursion depth mismatch" not in str(exc):
+                raise
+    raise AssertionError("unreachable")
+
+
 def check_source(source: str, filename: str = "<kernel>", debug: bool = False) -> None:
     """Raises :class:`StageFailure` when the source does not parse or breaks a policy rule.
     ``debug`` (``jaxbench eval --debug``, whose verdict never counts) also allows
     ``jax.debug.print``."""
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = parse(source, filename)
     except SyntaxError as exc:
         where = f"line {exc.lineno}" if exc.lineno else "?"
         raise StageFailure("compile_error", "static", f"SyntaxError at {where}: {exc.msg}") from None
@@ -308,7 +330,7 @@ def target_declaration(source: str) -> tuple[str | None, str | None]:
     """(target, problem) from the module-level ``TARGET = "tpu"|"gpu"`` of a candidate:
     (None, None) when there is none, (None, "...") when it names something else."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         return None, None
     for node in tree.body:
@@ -331,7 +353,7 @@ def parses(source: str) -> bool:
     """Whether the source is valid Python (a file that is not gets no TARGET warning: its
     syntax error is the message)."""
     try:
-        ast.parse(source)
+        parse(source)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -354,7 +376,7 @@ _PLATFORM_MODULES = {
 def kernel_platforms(source: str) -> dict[str, str]:
     """Platform-specific Pallas modules the source imports: {module: "tpu"|"gpu"}."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         return {}
     found: dict[str, str] = {}
