@@ -2,6 +2,7 @@
 target chip would (the chip table, jaxbench/backends/chips.py), and only while it is traced."""
 
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -82,3 +83,59 @@ def test_jax_ragged_paged_attention_chooses_its_blocks_for_the_chip():
     with as_chip("tpu", "TPU v6 lite"):
         traced = jax.make_jaxpr(kernel)(*specs)
     assert "pallas_call" in str(traced)
+
+
+# -- the chip a kernel is judged for (--chip) ---------------------------------------------------
+
+KERNELS = Path(__file__).parent / "kernels"
+SEVEN_STAGES = KERNELS / "gpu_matmul_seven_stages.py"
+
+
+def test_a_pallasbench_kernel_is_judged_for_the_a100_the_suite_is_defined_for(evaluator):
+    """l1_matmul's seed with num_stages=7: its dot operands, staged 7 deep, need an estimated
+    224 KiB of shared memory per block: over an A100's 163 KiB (the PallasBench default), within
+    an H200's 227 KiB."""
+    a100 = evaluator.evaluate(SEVEN_STAGES, "l1_matmul", trials=1)
+    assert a100["chip"] == "NVIDIA A100"
+    assert (a100["status"], a100["stage"]) == ("compile_error", "lower"), a100["message"]
+    assert "224 KiB" in a100["message"] and "NVIDIA A100's 163 KiB" in a100["message"]
+    assert "judged for NVIDIA A100 (sm_80)" in a100["lowering_fidelity"]
+    h200 = evaluator.evaluate(SEVEN_STAGES, "l1_matmul", trials=1, chip="H200")
+    assert (h200["status"], h200["chip"]) == ("correct", "NVIDIA H200"), h200["message"]
+    assert "judged for NVIDIA H200 (sm_90)" in h200["lowering_fidelity"]
+
+
+def test_a_chip_that_is_not_one_for_the_target_is_refused(evaluator):
+    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_tpu.py"
+    with pytest.raises(ValueError, match="unknown TPU chip 'A100'; choose one of: TPU v4"):
+        evaluator.evaluate(seed, "12p_rmsnorm", trials=1, chip="A100")
+    with pytest.raises(ValueError, match="unknown GPU chip 'B200'"):
+        evaluator.evaluate(SEVEN_STAGES, "l1_matmul", trials=1, chip="B200")
+
+
+def test_defaults_and_device_mode(monkeypatch):
+    from jaxbench.evaluator import parent
+
+    assert parent.judged_chip("pallasbench", "gpu", "interpret", None) == "NVIDIA A100"
+    assert parent.judged_chip("jaxbench", "gpu", "interpret", None) == "NVIDIA H200"
+    assert parent.judged_chip("pallasbench", "tpu", "interpret", None) == "TPU v6 lite"
+    assert parent.judged_chip("jaxbench", "tpu", "interpret", "v5e") == "TPU v5 lite"
+    monkeypatch.setattr(parent, "device_kind", lambda: "NVIDIA H200")
+    assert parent.judged_chip("pallasbench", "gpu", "device", None) == "NVIDIA H200"
+    assert parent.judged_chip("pallasbench", "gpu", "device", "h200") == "NVIDIA H200"
+    with pytest.raises(ValueError, match="--chip A100 but the attached GPU is NVIDIA H200"):
+        parent.judged_chip("pallasbench", "gpu", "device", "A100")
+    monkeypatch.setattr(parent, "device_kind", lambda: "NVIDIA A100-SXM4-80GB")
+    assert parent.judged_chip("pallasbench", "gpu", "device", "A100") == "NVIDIA A100-SXM4-80GB"
+
+
+def test_a_mosaic_gpu_kernel_judged_for_an_a100_is_a_compile_error(evaluator):
+    """Pallas' Mosaic GPU backend needs Hopper: the 8p seed written for it, judged for an A100,
+    fails at lower and says how to ask for Triton (judged for its suite's H200 it gets as far
+    as the interpreter, see tests/test_seeds.py)."""
+    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_mosaic_gpu.py"
+    result = evaluator.evaluate(seed, "8p_gemm", target="gpu", trials=1, chip="A100")
+    assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
+    assert result["message"].startswith("a Mosaic GPU kernel, judged for NVIDIA A100 (sm_80)")
+    assert "jax.experimental.pallas.triton.CompilerParams" in result["message"]
+    assert result["kernel_backend"] == "mosaic_gpu"

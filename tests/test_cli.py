@@ -156,3 +156,24 @@ def test_documented_expert_limitation_is_reported_not_failed(tmp_path):
             in out.stdout), out.stdout
     assert "0/1 correct (1 known limitation)" in out.stdout, out.stdout
 
+
+
+def test_a_chip_not_of_the_target_is_a_usage_error():
+    out = jaxbench("eval", SEED, "--task", "8p_gemm", "--chip", "v6e")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "unknown GPU chip 'v6e'; choose one of: NVIDIA H200, NVIDIA H100, NVIDIA A100" \
+        in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_run_chip_needs_one_target_and_is_part_of_the_run_config(tmp_path):
+    out = jaxbench("run", "--tasks", "l1_matmul", "--kernels", "seed", "--chip", "A100",
+                   "--out", tmp_path / "r")
+    assert out.returncode == 2 and "add --target tpu or --target gpu" in out.stderr
+    out = jaxbench("run", "--tasks", "l1_matmul", "--kernels", "seed", "--target", "gpu",
+                   "--chip", "h200", "--trials", "1", "--out", tmp_path / "r")
+    assert out.returncode == 0, out.stdout + out.stderr
+    events = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
+    assert [e["chip"] for e in events if e["type"] == "evaluation"] == ["NVIDIA H200"]
+    out = jaxbench("run", "--tasks", "l1_matmul", "--kernels", "seed", "--target", "gpu",
+                   "--trials", "1", "--out", tmp_path / "r")  # the suite's A100 is another run
+    assert out.returncode == 2 and 'chip: "NVIDIA H200" there, null here' in out.stderr

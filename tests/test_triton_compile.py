@@ -1,5 +1,5 @@
 """Triton's own compiler on the CPU (evaluator/judge/triton_compile.py, the `triton` extra):
-exported Pallas Triton kernels compiled for sm_90 without a GPU; compiler errors and
+exported Pallas Triton kernels compiled for the chip's sm_XX without a GPU; compiler errors and
 shared-memory needs over the chip's limit are compile errors."""
 
 from pathlib import Path
@@ -63,4 +63,15 @@ def test_the_evaluator_records_the_compile(evaluator, monkeypatch):
                                 "l1_relu", trials=1)
     assert result["status"] == "correct", result["message"]
     assert result["triton_compile"]["kernels"][0]["ok"]
-    assert "Triton's compiler ran for sm_90" in result["lowering_fidelity"]
+    assert "Triton's compiler ran for sm_80" in result["lowering_fidelity"]  # PallasBench: A100
+    assert result["triton_compile"]["capability"] == 80
+
+
+def test_a_kernel_that_fits_hopper_but_not_an_a100():
+    """l1_matmul's seed with num_stages=7: Triton allocates 196,608 bytes of shared memory for
+    it, over an A100's 166,912 per block (sm_80), within Hopper's 232,448 (sm_90)."""
+    kernels = _ttir(ROOT / "kernels/gpu_matmul_seven_stages.py", "l1_matmul")
+    a100 = triton_compile.compile_all(kernels, 80)
+    assert a100["kernels"][0]["shared_bytes"] == 196_608
+    assert "for sm_80 needing 196,608 bytes of shared memory" in a100["problem"]
+    assert triton_compile.compile_all(kernels, 90)["problem"] == ""

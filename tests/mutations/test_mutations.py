@@ -143,6 +143,11 @@ MUTATIONS = [
         ("tests/test_vmem_calibration.py::test_the_rule_gives_the_chips_answer"
          "[v6e-gemm-f32-32.5mib]",)),
     Mutation(
+        "pallasbench_judged_for_hopper", "backends/chips.py",
+        'SUITE_GPU = {"pallasbench": "NVIDIA A100"}', "SUITE_GPU: dict[str, str] = {}",
+        ("tests/test_chip.py::test_a_pallasbench_kernel_is_judged_for_the_a100_the_suite_is"
+         "_defined_for",)),
+    Mutation(
         "audit_fast_path_skips_frame_reads", "evaluator/sandbox/guards.py",
         "len(args) < 2 or args[1] not in _FRAME_ATTRIBUTES)):",
         "True)):",

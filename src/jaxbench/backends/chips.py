@@ -55,6 +55,8 @@ CHIPS: dict[str, Chip] = {c.device_kind: c for c in (
 ALIASES = {"TPU v5e": "TPU v5 lite", "TPU v5p": "TPU v5", "TPU v6e": "TPU v6 lite"}
 DEFAULT_TPU = "TPU v6 lite"
 DEFAULT_GPU = "NVIDIA H200"
+# A suite defined for another chip than the defaults: PallasBench is defined for an A100.
+SUITE_GPU = {"pallasbench": "NVIDIA A100"}
 
 
 def chip(device_kind: str) -> Chip | None:
@@ -97,3 +99,33 @@ def vmem_verdict(total: int, limit: int, physical: int) -> str:
     if total <= min(limit + int(limit * VMEM_UNCERTAIN_FRACTION), physical):
         return "uncertain"
     return "over"
+
+
+def default_chip(suite: str, target: str) -> str:
+    """The chip a task of ``suite`` is judged for on ``target`` ("tpu"/"gpu") when none is
+    chosen (and no device is attached)."""
+    return DEFAULT_TPU if target == "tpu" else SUITE_GPU.get(suite, DEFAULT_GPU)
+
+
+def resolve_chip(name: str, target: str) -> Chip:
+    """The table's chip for a user's ``--chip`` (a device kind, an alias, or its distinctive
+    word: "A100", "H200", "v6e"); ValueError naming the choices when it is not one for
+    ``target``."""
+    wanted = name.strip()
+    found = chip(wanted)
+    if found is None:
+        matches = [c for c in CHIPS.values() if wanted.lower() in c.device_kind.lower().split()
+                   or any(wanted.lower() == a.split()[-1].lower() for a, k in ALIASES.items()
+                          if k == c.device_kind)]
+        found = matches[0] if len(matches) == 1 else None
+    platform = "tpu" if target == "tpu" else "gpu"
+    if found is None or found.platform != platform:
+        choices = ", ".join(c.device_kind for c in CHIPS.values() if c.platform == platform)
+        raise ValueError(f"unknown {target.upper()} chip {name!r}; choose one of: {choices}")
+    return found
+
+
+def capability(chip_entry: Chip) -> int:
+    """A GPU's compute capability as Triton's targets number it ("8.0" -> 80)."""
+    major, _, minor = chip_entry.compute_capability.partition(".")
+    return int(major) * 10 + int(minor or 0)

@@ -23,6 +23,10 @@ from jaxbench.cli.terminal import console as make_console
 @click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Wall-clock seconds per phase (default: from the task's measured seed time).")
+@click.option("--chip", default=None,
+              help="The chip to judge for: its limits, its identity while traced, Triton's "
+                   "target (e.g. A100, H100, H200, v5e, v6e). Default: the suite's (PallasBench "
+                   "GPU: A100; else H200 / v6e); in device mode the attached one.")
 @click.option("--no-tpu-interpret", is_flag=True, help="Skip the TPU-interpreter run.")
 @click.option("--save-ir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for the jaxpr, StableHLO, kernel IR and XLA analyses.")
@@ -33,8 +37,8 @@ from jaxbench.cli.terminal import console as make_console
               help="Allow jax.debug.print and show the kernel's output; runs the kernel on the "
                    "untrusted side in interpret mode, once. The verdict does not count (exit 1).")
 def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str, trials: int,
-             timeout_s: float | None, no_tpu_interpret: bool, save_ir: Path | None,
-             as_json: bool, force: bool, debug: bool) -> None:
+             timeout_s: float | None, chip: str | None, no_tpu_interpret: bool,
+             save_ir: Path | None, as_json: bool, force: bool, debug: bool) -> None:
     """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors.
     With --debug, always 1: a debug run's verdict does not count."""
     if not file.is_file():  # the usage errors that need no JAX come first
@@ -58,7 +62,7 @@ def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str,
             result = evaluator.evaluate(file, task_id, target=target, mode=mode, size=size,
                                         trials=trials, timeout_s=timeout_s,
                                         tpu_interpret=not no_tpu_interpret, save_ir=save_ir,
-                                        debug=debug)
+                                        debug=debug, chip=chip)
         except RuntimeError as exc:  # e.g. --mode device without the hardware
             if stop.is_set():
                 stop.exit()
@@ -83,7 +87,7 @@ def _print_result(r: dict[str, Any]) -> None:
     if r.get("debug"):
         console.print("[bold yellow]DEBUG RUN: this verdict does not count[/] (jax.debug.print "
                       "allowed; the kernel ran on the untrusted side, not in the trusted judge)")
-    console.print(f"[bold]{r['task']}[/] ({r['target']}, {r['mode']}, {r['size']}): "
+    console.print(f"[bold]{r['task']}[/] ({r['target']}, {r.get('chip')}, {r['mode']}, {r['size']}): "
                   f"[{color}]{r['status']}[/] at stage {r['stage']}")
     if r["message"]:
         console.print(f"  {r['message']}", markup=False)

@@ -27,6 +27,9 @@ from jaxbench.cli.terminal import console as make_console
 @click.option("--mode", type=MODE, default="auto", show_default=True)
 @click.option("--size", type=SIZE, default="small", show_default=True)
 @click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--chip", default=None,
+              help="The chip to judge for, with --target tpu or gpu (e.g. A100, H200, v5e); "
+                   "default: each suite's (PallasBench GPU: A100; else H200 / v6e).")
 @click.option("--workers", type=click.IntRange(1, 64), default=None,
               help="Parallel evaluations (default: min(4, CPUs); with --executor ray, as many as "
                    "the cluster runs at once).")
@@ -41,7 +44,7 @@ from jaxbench.cli.terminal import console as make_console
               help="Run even when the interpret-mode cost estimate says evaluations cannot finish.")
 @executor_options
 def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
-            size: str, trials: int, workers: int | None, timeout_s: float | None,
+            size: str, trials: int, chip: str | None, workers: int | None, timeout_s: float | None,
             out_dir: Path | None, save_ir: bool, as_json: bool, executor: str,
             ray_address: str | None, force: bool) -> None:
     """Evaluate shipped kernels or a directory of kernels into a run.
@@ -50,6 +53,8 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     if kernels not in ("seed", "seed_mosaic", "expert") and not Path(kernels).is_dir():
         usage_error(f"--kernels must be seed, seed_mosaic, expert or a directory; {kernels!r} is "
                     "none")  # before anything imports JAX
+    if chip and target == "all":
+        usage_error("--chip names one target's chip: add --target tpu or --target gpu")
     from jaxbench.executors import ExecutorError, check_executor
     from jaxbench.runs import (
         RunDir,
@@ -65,6 +70,10 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     targets = ("tpu", "gpu") if target == "all" else (target,)
     skipped: list[str] = []
     try:
+        if chip:
+            from jaxbench.backends.chips import resolve_chip
+
+            chip = resolve_chip(chip, target).device_kind
         tasks = select_tasks(suite, task_ids)
         if kernels == "seed_mosaic":
             if kernel_unavailable("seed_mosaic"):
@@ -98,7 +107,8 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     workers = workers or (0 if executor == "ray" else default_workers())  # 0: the cluster's slots
     out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
     config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,
-              "target": target, "mode": mode, "size": size, "trials": trials}
+              "target": target, "mode": mode, "size": size, "trials": trials,
+              **({"chip": chip} if chip else {})}
     try:
         run = RunDir.open(out_dir, config)
     except RunError as exc:
@@ -106,7 +116,8 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     started = time.monotonic()
     results, stop = _run_with_progress(jobs, run, size, mode, workers,
                                        {"trials": trials, "timeout_s": timeout_s,
-                                        "save_ir": save_ir}, as_json, executor, ray_address)
+                                        "save_ir": save_ir, **({"chip": chip} if chip else {})},
+                                       as_json, executor, ray_address)
     wall = time.monotonic() - started
     if stop.is_set():
         _print_interrupted(results, len(jobs), out_dir, stop)

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 
 from jaxbench.backends import device_kind, resolve_mode
+from jaxbench.backends.chips import capability, chip_or_default, default_chip, resolve_chip
 from jaxbench.backends.peaks import peak_for, roofline_fraction
 from jaxbench.evaluator.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.case import Case
@@ -31,8 +32,6 @@ from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
 from jaxbench.evaluator.judge.client import RunnerOutcome, RunnerPool
 from jaxbench.evaluator.pool import WorkerPool, remove_tree
 from jaxbench.evaluator.result import (
-    CROSS_LOWERING_GPU,
-    CROSS_LOWERING_TPU,
     STAGES,
     STATUSES,
     StageFailure,
@@ -132,12 +131,16 @@ class Evaluator:
         timing: dict[str, Any] | None = None,
         save_ir: str | os.PathLike[str] | None = None,
         debug: bool = False,
+        chip: str | None = None,
     ) -> dict[str, Any]:
         """Runs the staged protocol on one candidate; returns the evaluation-result dict.
 
         ``debug`` (``jaxbench eval --debug``) allows ``jax.debug.print`` and runs the kernel
         in interpret mode on the untrusted side, so that its printed output can be shown; such
-        a result is marked ``"debug": true`` and never counts (a run directory refuses it)."""
+        a result is marked ``"debug": true`` and never counts (a run directory refuses it).
+        ``chip`` (``--chip``): the chip the kernel is judged for (its limits, its identity while
+        traced, Triton's target); by default the suite's (PallasBench GPU tasks: an A100;
+        otherwise a TPU v6e or an H200), in device mode the attached one."""
         source, filename = read_source(source_or_path)
         task = get_task(task_id)
         if trials < 1:
@@ -152,10 +155,11 @@ class Evaluator:
             raise ValueError("--debug runs the kernel in interpret mode on the CPU; drop "
                              "--mode device")
         mode = "interpret" if debug else resolve_mode(mode, target)
+        chip_kind = judged_chip(task.suite, target, mode, chip)
         result = new_result(task.id, target, mode, size, source)
         result.update(kernel_file=filename, judged_on=None, isolation=None, kernel_backend=None,
                       timing_method="wall_clock_interleaved" if mode == "device" else None,
-                      lowering_fidelity=lowering_fidelity(target, mode))
+                      chip=chip_kind, lowering_fidelity=lowering_fidelity(target, mode, chip_kind))
         timeout_s = timeout_s or default_timeout(task.id, mode)
         result["timeout_s"] = timeout_s
         if debug:
@@ -168,7 +172,8 @@ class Evaluator:
             check_source(source, filename, debug=debug)
             result["stages"]["static"] = {"seconds": round(time.monotonic() - started, 4)}
             case = Case(task, size, target, mode, trials, timeout_s, int(memory_gb * 2**30),
-                         tpu_interpret, max_outside_flops_fraction, timing or {}, save_ir, debug)
+                         tpu_interpret, max_outside_flops_fraction, timing or {}, save_ir, debug,
+                         chip_kind)
             try:
                 self._evaluate(result, case, source, filename)
             except (StageFailure, KeyboardInterrupt, SystemExit):
@@ -207,8 +212,9 @@ class Evaluator:
             "tpu_interpreter_key": keys["probe"][0] if (
                 case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret) else None,
             "memory_bytes": case.memory_bytes, "file_bytes": 1 << 30,
-            # the chip to cross-lower for: the attached one in device mode
-            **({f"{case.target}_device_kind": device_kind()} if case.mode == "device" else {}),
+            # the chip it is judged for (the attached one in device mode): its identity while
+            # traced, its limits in the sandbox's early rules, the chip it is lowered for
+            f"{case.target}_device_kind": case.chip,
             "save_ir": case.save_ir is not None,
             "nonce": secrets.token_hex(16),
         }
@@ -301,9 +307,12 @@ class Evaluator:
                                                        "budgets)")
             if isinstance(budget, str):
                 raise StageFailure("compile_error", "lower", budget[:2000])
+            if case.target == "gpu":
+                result["kernel_backend"] = response.get("kernel_backend")
+                _require_chip_features(result["kernel_backend"], case.chip)
             require_probe(status, probe, case)
             if case.target == "gpu" and case.mode == "interpret":
-                _triton_compile(result, response.get("triton_kernels"))
+                _triton_compile(result, response.get("triton_kernels"), case.chip)
             outputs, truths = {}, {}
             # The trusted runner's streams: capped by what the outputs can take (4 bytes an
             # element covers float32 truths), with room for the .npy headers.
@@ -459,25 +468,28 @@ INTERPRET_RESIDUAL_RISK = (
     "other than what the interpreter computes is not excluded")
 
 
-def lowering_fidelity(target: str, mode: str) -> str:
+def lowering_fidelity(target: str, mode: str, chip: str | None = None) -> str:
     """What the `lower` stage proved for this target and mode (docs/evaluator.md)."""
+    chip = chip or default_chip("", target)
     if mode == "device":
-        return f"compiled and run on the {target.upper()} (the full {target} compiler ran)"
-    return f"{_interpret_fidelity(target)}; {INTERPRET_RESIDUAL_RISK}"
+        return (f"compiled and run on the {target.upper()} ({chip}; the full {target} compiler "
+                "ran)")
+    return f"{_interpret_fidelity(target, chip)}; {INTERPRET_RESIDUAL_RISK}"
 
 
-def _interpret_fidelity(target: str) -> str:
-    """What cross-lowering on this host proved for ``target``."""
+def _interpret_fidelity(target: str, chip: str) -> str:
+    """What cross-lowering on this host proved for ``target`` on ``chip``."""
     if target == "tpu":
-        return ("cross-lowered to Mosaic MLIR for TPU v6e, plus the VMEM budget at every size "
+        return (f"cross-lowered to Mosaic MLIR for {chip}, plus the VMEM budget at every size "
                 "(a count within 1/32 over the limit is a warning: real runs there went both "
                 "ways); Mosaic's layout passes and the TPU compiler did not run (jaxlib has no "
                 "TPU passes without libtpu)")
-    compiled = ("; Triton's compiler ran for sm_90 on this CPU (see triton_compile)"
+    sm = f"sm_{capability(chip_or_default(chip, 'gpu'))}"
+    compiled = (f"; Triton's compiler ran for {sm} on this CPU (see triton_compile)"
                 if triton_enabled() else "; Triton's GPU compiler did not run (no `triton` package)")
-    return ("cross-lowered to Triton IR for CUDA, plus Triton's rules (power-of-two tensors of "
-            "at most 2^20 elements, masked edges, shared memory) at every size and the grid race "
-            f"rule{compiled}")
+    return (f"cross-lowered to Triton IR for CUDA, judged for {chip} ({sm}): Triton's rules "
+            "(power-of-two tensors of at most 2^20 elements, masked edges, shared memory) at "
+            f"every size and the grid race rule{compiled}")
 
 
 def triton_enabled() -> bool:
@@ -488,10 +500,12 @@ def triton_enabled() -> bool:
     return triton_compile.enabled()
 
 
-def _triton_compile(result: dict[str, Any], kernels: list[dict[str, Any]] | str | None) -> None:
-    """Compiles for sm_90, where Triton is installed, the Triton kernels the trusted runner
-    read (and verified) from the module it runs (interpret mode on a host without a GPU); a
-    compiler error or a shared-memory need over the chip's limit is a `compile_error`."""
+def _triton_compile(result: dict[str, Any], kernels: list[dict[str, Any]] | str | None,
+                    chip: str) -> None:
+    """Compiles for the chip's compute capability (sm_80 on an A100), where Triton is
+    installed, the Triton kernels the trusted runner read (and verified) from the module it
+    runs (interpret mode on a host without a GPU); a compiler error or a shared-memory need
+    over the chip's limit is a `compile_error`."""
     from jaxbench.evaluator.judge import triton_compile
 
     if isinstance(kernels, str):
@@ -500,7 +514,7 @@ def _triton_compile(result: dict[str, Any], kernels: list[dict[str, Any]] | str 
     if not kernels or not triton_enabled():
         return
     try:
-        report = triton_compile.compile_all(kernels)
+        report = triton_compile.compile_all(kernels, capability(chip_or_default(chip, "gpu")))
     except Exception as exc:  # noqa: BLE001 - the compiler process crashed or hung on this IR
         raise StageFailure("compile_error", "lower",
                            f"Triton's compiler failed on the kernel's IR: {exc}"[:2000]) from None
@@ -509,11 +523,40 @@ def _triton_compile(result: dict[str, Any], kernels: list[dict[str, Any]] | str 
         raise StageFailure("compile_error", "lower", report["problem"][:2000])
 
 
+def _require_chip_features(backend: Any, chip: str) -> None:
+    """Pallas' Mosaic GPU backend emits Hopper instructions (wgmma, TMA, clusters): a kernel of
+    it (``kernel_backend``, read by the judge from the module's kernel calls) cannot run on an
+    older GPU, such as the A100 PallasBench is defined for."""
+    sm = capability(chip_or_default(chip, "gpu"))
+    if backend and "mosaic_gpu" in str(backend) and sm < 90:
+        raise StageFailure(
+            "compile_error", "lower",
+            f"a Mosaic GPU kernel, judged for {chip} (sm_{sm}): Pallas' Mosaic GPU backend needs "
+            "a Hopper (sm_90) or newer GPU. Write it for Pallas' Triton backend (pallas_call with "
+            "compiler_params=jax.experimental.pallas.triton.CompilerParams(...)), or judge it "
+            "for a Hopper chip (--chip H200)")
+
+
 def job_chip(case: Case, target: str) -> str:
-    """The chip a target is lowered and budgeted for: the attached one in device mode."""
-    if case.mode == "device" and case.target == target:
-        return device_kind()
-    return CROSS_LOWERING_TPU if target == "tpu" else CROSS_LOWERING_GPU
+    """The chip a target is lowered and budgeted for: the case's for its own target."""
+    if case.target == target:
+        return case.chip
+    return default_chip(case.task.suite, target)
+
+
+def judged_chip(suite: str, target: str, mode: str, asked: str | None) -> str:
+    """The device kind a kernel is judged for: in device mode the attached chip (a ``chip``
+    asked for must be that one), else the one asked for, else the suite's default."""
+    wanted = resolve_chip(asked, target).device_kind if asked else None
+    if mode == "device":
+        attached = device_kind()
+        known = chip_or_default(attached, target)
+        if wanted and known.device_kind != wanted and not attached.startswith(wanted):
+            raise ValueError(f"--chip {asked} but the attached {target.upper()} is {attached}: "
+                             "drop --chip, or judge for that chip in interpret mode (--mode "
+                             "interpret)")
+        return attached
+    return wanted or default_chip(suite, target)
 
 
 def _runner_verdict(outcome: RunnerOutcome, case: Case) -> dict[str, Any]:

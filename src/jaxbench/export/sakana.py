@@ -71,7 +71,8 @@ FIELDS: tuple[tuple[str, str, str], ...] = (
     ("Grid_Shape", "grids", "per pallas_call: its grid, from the saved jaxpr"),
     ("Input_Shapes", "grids", "the task's input shapes at the evaluated size"),
     ("Target_Hardware", "string", "device mode: the device measured on (NVIDIA H200); interpret "
-                                  "mode: 'interpret (cpu), rules of <chip>'"),
+                                  "mode: 'interpret (cpu), rules of <chip>' (the chip judged "
+                                  "for: an A100 for PallasBench GPU tasks by default)"),
     ("JAX_Version", "string", "JAX version of the evaluation"),
     ("Triton_Version", "string", "only when Triton compiled this kernel and the event says which "
                                  "version (triton_compile); else null"),
@@ -228,7 +229,7 @@ def _kernel_ir(text: str | None, backend: str | None, target: str | None) -> tup
 
 def target_hardware(event: dict[str, Any]) -> str | None:
     """Device mode: the device measured on. Interpret mode: where it ran and which chip's
-    rules were checked, ``interpret (cpu), rules of NVIDIA H200``."""
+    rules were checked, ``interpret (cpu), rules of NVIDIA A100``."""
     mode = event.get("mode")
     if mode == "device":
         return event.get("device_kind") or None
@@ -236,7 +237,9 @@ def target_hardware(event: dict[str, Any]) -> str | None:
         return None
     host = event.get("device_kind") or event.get("backend")
     text = f"interpret ({host})" if host else "interpret"
-    chip = INTERPRET_RULES.get(event.get("target") or "")
+    # The chip it was judged for (results record it); results from before they did were judged
+    # for the fixed cross-lowering chips.
+    chip = event.get("chip") or INTERPRET_RULES.get(event.get("target") or "")
     return f"{text}, rules of {chip}" if chip else text
 
 
