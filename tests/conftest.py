@@ -18,6 +18,21 @@ def evaluator():
         yield ev
 
 
+@pytest.fixture
+def seven_stage_matmul(tmp_path):
+    """l1_matmul's GPU seed with num_stages=7 instead of 3: its dot operands, staged 7 deep,
+    fit an H200's 227 KiB of shared memory per block and not an A100's 163 KiB (Triton itself
+    allocates 196,608 bytes for sm_80)."""
+    from pathlib import Path
+
+    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/pallasbench/n08_matmul/seed_gpu.py"
+    text = seed.read_text()
+    assert text.count("num_stages=3") == 1, "update the fixture to the seed's compiler params"
+    path = tmp_path / "gpu_matmul_seven_stages.py"
+    path.write_text(text.replace("num_stages=3", "num_stages=7"))
+    return path
+
+
 # The quick tier (`pytest -m quick`, about a minute on 2 cores): the static policy, the
 # judge's rules and budgets, the integrity check, the metrics and the comparison, the CLI's
 # output contracts and exit codes, one seed per target through the whole evaluator, and the

@@ -87,30 +87,27 @@ def test_jax_ragged_paged_attention_chooses_its_blocks_for_the_chip():
 
 # -- the chip a kernel is judged for (--chip) ---------------------------------------------------
 
-KERNELS = Path(__file__).parent / "kernels"
-SEVEN_STAGES = KERNELS / "gpu_matmul_seven_stages.py"
-
-
-def test_a_pallasbench_kernel_is_judged_for_the_a100_the_suite_is_defined_for(evaluator):
+def test_a_pallasbench_kernel_is_judged_for_the_a100_the_suite_is_defined_for(
+        evaluator, seven_stage_matmul):
     """l1_matmul's seed with num_stages=7: its dot operands, staged 7 deep, need an estimated
     224 KiB of shared memory per block: over an A100's 163 KiB (the PallasBench default), within
     an H200's 227 KiB."""
-    a100 = evaluator.evaluate(SEVEN_STAGES, "l1_matmul", trials=1)
+    a100 = evaluator.evaluate(seven_stage_matmul, "l1_matmul", trials=1)
     assert a100["chip"] == "NVIDIA A100"
     assert (a100["status"], a100["stage"]) == ("compile_error", "lower"), a100["message"]
     assert "224 KiB" in a100["message"] and "NVIDIA A100's 163 KiB" in a100["message"]
     assert "judged for NVIDIA A100 (sm_80)" in a100["lowering_fidelity"]
-    h200 = evaluator.evaluate(SEVEN_STAGES, "l1_matmul", trials=1, chip="H200")
+    h200 = evaluator.evaluate(seven_stage_matmul, "l1_matmul", trials=1, chip="H200")
     assert (h200["status"], h200["chip"]) == ("correct", "NVIDIA H200"), h200["message"]
     assert "judged for NVIDIA H200 (sm_90)" in h200["lowering_fidelity"]
 
 
-def test_a_chip_that_is_not_one_for_the_target_is_refused(evaluator):
+def test_a_chip_that_is_not_one_for_the_target_is_refused(evaluator, seven_stage_matmul):
     seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_tpu.py"
     with pytest.raises(ValueError, match="unknown TPU chip 'A100'; choose one of: TPU v4"):
         evaluator.evaluate(seed, "12p_rmsnorm", trials=1, chip="A100")
     with pytest.raises(ValueError, match="unknown GPU chip 'B200'"):
-        evaluator.evaluate(SEVEN_STAGES, "l1_matmul", trials=1, chip="B200")
+        evaluator.evaluate(seven_stage_matmul, "l1_matmul", trials=1, chip="B200")
 
 
 def test_defaults_and_device_mode(monkeypatch):

@@ -67,10 +67,10 @@ def test_the_evaluator_records_the_compile(evaluator, monkeypatch):
     assert result["triton_compile"]["capability"] == 80
 
 
-def test_a_kernel_that_fits_hopper_but_not_an_a100():
+def test_a_kernel_that_fits_hopper_but_not_an_a100(seven_stage_matmul):
     """l1_matmul's seed with num_stages=7: Triton allocates 196,608 bytes of shared memory for
     it, over an A100's 166,912 per block (sm_80), within Hopper's 232,448 (sm_90)."""
-    kernels = _ttir(ROOT / "kernels/gpu_matmul_seven_stages.py", "l1_matmul")
+    kernels = _ttir(seven_stage_matmul, "l1_matmul")
     a100 = triton_compile.compile_all(kernels, 80)
     assert a100["kernels"][0]["shared_bytes"] == 196_608
     assert "for sm_80 needing 196,608 bytes of shared memory" in a100["problem"]
