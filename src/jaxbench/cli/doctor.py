@@ -35,6 +35,7 @@ def _show(report: dict[str, Any]) -> None:
         table.add_row("chip peaks", f"{p['device_kind']}: {p['note']}")
     for label, state in report["cross_lowering"].items():
         table.add_row(f"cross-lowering: {label}", state)
+    table.add_row("Triton's compiler (sm_80)", report["triton_compiler"])
     table.add_row("device timing (profiler)", report["profiler"])
     console().print(table)
 

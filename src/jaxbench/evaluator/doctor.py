@@ -134,6 +134,41 @@ def cross_lowering() -> dict[str, str]:
     return found
 
 
+def triton_compiler(capability: int = 80) -> str:
+    """Whether Triton's own compiler (the optional ``triton`` extra) can check GPU kernels here:
+    a tiny Triton kernel, exported from this host, compiled for ``sm_<capability>``."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbench import compat
+    from jaxbench.evaluator.judge import triton_compile
+    from jaxbench.evaluator.sandbox.exporting import CROSS_LOWERING_GPU
+
+    if not triton_compile.available():
+        return ("not installed (optional: pip install -e '.[triton]' compiles GPU kernels for "
+                "the judged chip on this CPU)")
+    if not triton_compile.enabled():
+        return "installed, off (JAXBENCH_TRITON_COMPILE=0)"
+    spec = [jax.ShapeDtypeStruct((16, 128), jnp.float32)]
+    with compat.abstract_device("cuda", CROSS_LOWERING_GPU):
+        exported = compat.export_fn(_copy_kernel("triton"), spec, "cuda",
+                                    ("__gpu$xla.gpu.triton",))
+    try:
+        report = triton_compile.compile_all(triton_compile.kernels_ttir(exported.mlir_module()),
+                                            capability)
+    except triton_compile.TritonUnusable as exc:
+        return (f"unusable: {exc}; reinstall it (pip install -e '.[triton]') or set "
+                "JAXBENCH_TRITON_COMPILE=0: GPU verdicts do not depend on it")
+    except Exception as exc:  # noqa: BLE001 - report, do not stop
+        return f"fails: {type(exc).__name__}: {str(exc)[:200]}"
+    if report["not_checked"]:
+        return (f"Triton {report['triton_version']} cannot parse the Triton IR of this jaxlib "
+                f"(the dialects differ): kernels it cannot read are not checked by it")
+    if report["problem"]:
+        return f"fails: {report['problem'][:200]}"
+    return f"ok (Triton {report['triton_version']}, compiles for sm_{capability})"
+
+
 def profiler_check() -> str:
     """Whether the profiler gives a device time for each of a few calls on the default device."""
     import jax
@@ -156,4 +191,5 @@ def diagnose() -> dict[str, Any]:
     return {"versions": versions(), "backends": backends(),
             "pallas_backends": compat.pallas_backends_available(),
             "isolation": isolation_level(), "peaks": peaks(),
-            "cross_lowering": cross_lowering(), "profiler": profiler_check()}
+            "cross_lowering": cross_lowering(), "triton_compiler": triton_compiler(),
+            "profiler": profiler_check()}

@@ -105,12 +105,25 @@ def kernels_ttir(module_text: str) -> list[dict[str, Any]]:
     return found
 
 
+class TritonUnusable(RuntimeError):
+    """The installed ``triton`` package cannot be used at all here (it does not import): a
+    fault of the environment, never of the kernel being checked."""
+
+
+# What Triton says when it cannot read the IR it was given: jaxlib's Triton dialect and the
+# installed package's differ (a version skew). The trusted runner has already verified that
+# IR with jaxlib's own dialect, so this is a limit of the check, not the kernel's fault.
+UNPARSABLE = "Parse MLIR file failed"
+
+
 def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABILITY,
                 timeout_s: float = 300.0) -> dict[str, Any]:
     """Compiles each kernel's TTIR for ``sm_<capability>`` in a separate process.
 
     Returns ``{"triton_version", "capability", "kernels": [{name, ok, error, shared_bytes,
-    num_warps, num_stages}]}``; ``problem`` names the first failure ('' if none).
+    num_warps, num_stages}]}``; ``problem`` names the first failure of a kernel ('' if none),
+    ``not_checked`` the kernels whose IR this Triton cannot parse (a skew, see UNPARSABLE).
+    Raises :class:`TritonUnusable` when the package does not import.
     """
     with tempfile.TemporaryDirectory(prefix="jaxbench-triton-") as tmp:
         jobs = []
@@ -132,9 +145,15 @@ def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABIL
         tail = (proc.stderr or proc.stdout)[-400:]
         raise RuntimeError(f"the Triton compiler process failed (exit {proc.returncode}): "
                            f"{tail}") from None
+    if report.get("environment_error"):
+        raise TritonUnusable(report["environment_error"])
     limit = SHARED_LIMIT.get(capability, SHARED_LIMIT[DEFAULT_CAPABILITY])
     report["problem"] = ""
+    report["not_checked"] = [k["name"] for k in report["kernels"]
+                             if not k["ok"] and UNPARSABLE in (k["error"] or "")]
     for k in report["kernels"]:
+        if k["name"] in report["not_checked"]:
+            continue
         if not k["ok"]:
             report["problem"] = (f"Triton {report['triton_version']} could not compile kernel "
                                  f"{k['name']} for sm_{capability}: {k['error']}")
@@ -150,8 +169,13 @@ def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABIL
 
 def _worker(capability: int) -> None:
     """Compile worker: JSON jobs on stdin, one JSON report line on stdout."""
-    import triton
-    from triton.backends.compiler import GPUTarget
+    try:
+        import triton
+        from triton.backends.compiler import GPUTarget
+    except Exception as exc:  # noqa: BLE001 - a broken install: the environment's fault
+        print(json.dumps({"environment_error": f"triton does not import: "
+                                               f"{type(exc).__name__}: {str(exc)[:300]}"}))
+        return
 
     jobs = json.loads(sys.stdin.read())
     out = []
