@@ -133,6 +133,22 @@ def test_a_mosaic_gpu_kernel_judged_for_an_a100_is_a_compile_error(evaluator):
     seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_mosaic_gpu.py"
     result = evaluator.evaluate(seed, "8p_gemm", target="gpu", trials=1, chip="A100")
     assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
-    assert result["message"].startswith("a Mosaic GPU kernel, judged for NVIDIA A100 (sm_80)")
+    assert result["message"].startswith(
+        "a Mosaic GPU kernel, judged for NVIDIA A100 (sm_80, no tma or wgmma)")
     assert "jax.experimental.pallas.triton.CompilerParams" in result["message"]
     assert result["kernel_backend"] == "mosaic_gpu"
+
+
+def test_every_gpu_chip_has_its_limits_features_and_peaks():
+    """The table a GPU result names has what the rules and the roofline read for every chip."""
+    from jaxbench.backends.chips import MOSAIC_GPU_FEATURES, capability
+    from jaxbench.backends.peaks import peak_for
+
+    gpus = [c for c in CHIPS.values() if c.platform == "gpu"]
+    assert {c.device_kind for c in gpus} >= {"NVIDIA A100", "NVIDIA H100", "NVIDIA H200"}
+    for entry in gpus:
+        assert entry.core_count and entry.shared_bytes and entry.registers == 65536, entry
+        assert peak_for(entry.device_kind) is not None, entry.device_kind
+        hopper = capability(entry) >= 90
+        assert (MOSAIC_GPU_FEATURES <= entry.features) == hopper, entry.device_kind
+        assert "cp.async" in entry.features

@@ -20,7 +20,9 @@ jaxpr_as_fun = jex_core.jaxpr_as_fun
 
 
 
-_KERNEL_PRIMITIVE_NAMES = ("pallas_call_p", "core_map_p")
+# ``pallas_call``; ``core_map``; ``mpmd_map``, which ``plgpu.kernel`` (Mosaic GPU) binds in
+# JAX 0.10 to 0.12.
+_KERNEL_PRIMITIVE_NAMES = ("pallas_call_p", "core_map_p", "mpmd_map_p")
 
 
 @functools.cache
@@ -32,7 +34,7 @@ def kernel_primitives() -> tuple[Any, ...]:
     import sys
 
     for name in ("jax._src.pallas.pallas_call", "jax._src.pallas.core",
-                 "jax._src.pallas.primitives", "jax.experimental.pallas"):
+                 "jax._src.pallas.primitives", "jax._src.pallas.mpmd", "jax.experimental.pallas"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     found: dict[str, Any] = {}
@@ -219,6 +221,47 @@ def backend_of_params(params: Any, mesh: Any = None) -> str | None:
     return None
 
 
+def kernel_mesh(eqn: Any) -> Any:
+    """The mesh of a ``core_map`` (``mesh``) or ``mpmd_map`` (the first of ``meshes``); None
+    for a ``pallas_call``."""
+    meshes = eqn.params.get("meshes")
+    return eqn.params.get("mesh") or (meshes[0] if meshes else None)
+
+
+def gpu_interpreter(detect_races: bool = False) -> Any:
+    """JAX's Mosaic GPU interpreter's parameters (``plgpu.InterpretGPUParams``, from JAX 0.11),
+    or None where there is none (0.10). It simulates a GPU's memories, warpgroups and barriers
+    with host callbacks, so it runs on the untrusted side only; a ``plgpu.kernel`` kernel that
+    reads its mesh's axis indices has no callback-free interpret lowering (JAX's generic
+    interpreter cannot bind them). A detected race is recorded (read back with
+    :func:`gpu_races_found`), never raised (JAX 0.12 raises by default)."""
+    import dataclasses
+
+    try:
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+    except Exception:  # noqa: BLE001 - Mosaic GPU needs absl-py
+        return None
+    params = getattr(plgpu, "InterpretGPUParams", None)
+    if params is None:
+        return None
+    options: dict[str, Any] = {}
+    if detect_races:
+        options["detect_races"] = True
+        if "on_race" in {f.name for f in dataclasses.fields(params)}:
+            options["on_race"] = "warn"
+    return params(**options)
+
+
+def gpu_races_found() -> bool:
+    """Whether the last Mosaic GPU interpreter run with ``detect_races`` found a data race."""
+    try:
+        from jax._src.pallas.mosaic_gpu.interpret import gpu_callbacks
+
+        return bool(gpu_callbacks.get_races().races_found)
+    except Exception:  # noqa: BLE001 - no run, or no race detection in this JAX
+        return False
+
+
 def default_gpu_backend() -> str:
     """The backend a GPU ``pallas_call`` without compiler params lowers with."""
     from jax._src import config
@@ -229,9 +272,10 @@ def default_gpu_backend() -> str:
 
 
 def kernel_backend(eqn: Any, target: str = "gpu") -> str:
-    """The backend of one kernel equation (``pallas_call`` / ``core_map``) for ``target``."""
+    """The backend of one kernel equation (``pallas_call`` / ``core_map`` / ``mpmd_map``) for
+    ``target``."""
     params = eqn.params
-    found = backend_of_params(params.get("compiler_params"), params.get("mesh"))
+    found = backend_of_params(params.get("compiler_params"), kernel_mesh(eqn))
     if found is not None:
         return found
     return "mosaic_tpu" if target == "tpu" else default_gpu_backend()

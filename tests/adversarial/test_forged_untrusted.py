@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
+from jaxbench import compat
 from jaxbench.evaluator import Evaluator
 from jaxbench.evaluator.arrays import pack
 from jaxbench.evaluator.pool import WorkerOutcome
@@ -48,8 +49,6 @@ def _export(fn, platform="tpu", interpret=False, specs=SPECS):
     closed = jax.make_jaxpr(fn)(*specs)
     with_kernels = exporting.scan(closed).kernels
     if platform == "tpu" and with_kernels:
-        from jaxbench import compat
-
         with compat.abstract_tpu(exporting.CROSS_LOWERING_TPU):
             closed = jax.make_jaxpr(fn)(*specs)
     return exporting.export(closed, specs, platform, interpret=interpret).serialize()
@@ -331,3 +330,74 @@ def test_an_evaluator_error_is_a_crashed_verdict(monkeypatch):
         "interpret.export": _export(_correct_kernel, "cpu", True)}), tpu_interpret=False)
     assert (result["status"], result["stage"]) == ("crashed", "lower"), result["message"]
     assert "the evaluator failed on this kernel: RecursionError" in result["message"]
+
+
+# --- a GPU kernel with no trusted interpret export (plgpu.kernel): the Mosaic GPU interpreter's
+# check is due; it can only find the kernel wrong, and a report without it is a failure ------
+
+def _mosaic_gpu_body(a_ref, b_ref, o_ref):  # an empty Mosaic GPU kernel: only its shape counts
+    del a_ref, b_ref, o_ref
+
+
+def _mosaic_gpu_kernel(a, b):
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    out = jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
+    return plgpu.kernel(_mosaic_gpu_body, out_type=out, grid=(2,), grid_names=("g",))(a, b)
+
+
+def _gpu_exports(directory: Path, **status_fields) -> None:
+    """Target exports of a Mosaic GPU kernel at both sizes, and the claim that no interpret
+    export exists, with ``status_fields`` (the interpreter's report) beside them."""
+    closed = {name: jax.make_jaxpr(_mosaic_gpu_kernel)(*specs)
+              for name, specs in (("small", SPECS), ("full", FULL_SPECS))}
+    _write(directory, {
+        "status.json": _status(stages={"lower": {"seconds": 0.1, "interpret_export_error":
+                                                 "NotImplementedError: claimed"}},
+                               **status_fields),
+        "target.export": exporting.export(closed["small"], SPECS, "cuda").serialize(),
+        exporting.size_export("full"): exporting.export(closed["full"], FULL_SPECS,
+                                                        "cuda").serialize()})
+
+
+def _gpu_probe(directory: Path, job: dict, outputs) -> None:
+    data, layout = pack([("gpu_interpreter", job["gpu_interpreter_key"], outputs)])
+    (directory / "probe.npy").write_bytes(data)
+    _gpu_exports(directory, probe=layout, gpu_interpreter="ran")
+
+
+def _gpu_truth(job: dict):
+    from jaxbench.tasks.spec import upcast
+
+    inputs = TASK.make_inputs(jax.random.wrap_key_data(
+        np.asarray(job["gpu_interpreter_key"], np.uint32)), "small")
+    return np.asarray(TASK.reference(*upcast(inputs))).astype(jnp.bfloat16)
+
+
+GPU_SCENARIOS = [
+    ("gpu_interpreter_not_reported", lambda d, j: _gpu_exports(d),
+     "crashed", "correct", "did not report the Mosaic GPU interpreter check"),
+    ("gpu_interpreter_finds_it_wrong",
+     lambda d, j: _gpu_probe(d, j, np.zeros((256, 512), jnp.bfloat16)),
+     "incorrect", "correct", "got 0, truth"),
+    ("gpu_interpreter_agrees", lambda d, j: _gpu_probe(d, j, _gpu_truth(j)),
+     "unverified", "correct", "its outputs matched the truth, which cannot make it `correct`"),
+    # believed only where the installed JAX has no Mosaic GPU interpreter (0.10)
+    ("gpu_interpreter_unavailable",
+     lambda d, j: _gpu_exports(d, gpu_interpreter="unavailable: no interpreter"),
+     *(("unverified", "correct", "JAX's Mosaic GPU interpreter: unavailable: no interpreter")
+       if compat.gpu_interpreter() is None else
+       ("crashed", "correct", "did not report the Mosaic GPU interpreter check"))),
+]
+
+
+@pytest.mark.parametrize("name,scenario,status,stage,words", GPU_SCENARIOS,
+                         ids=[s[0] for s in GPU_SCENARIOS])
+def test_mosaic_gpu_interpreter_is_add_only(name, scenario, status, stage, words):
+    with Evaluator(spares=0) as ev:
+        ev.pool.close()
+        ev.pool = pool = _CompromisedPool(scenario)
+        result = ev.evaluate(TASK.folder / "seed_gpu.py", TASK.id, trials=2)
+    assert pool.jobs[0]["gpu_interpreter_key"] is not None
+    assert (result["status"], result["stage"]) == (status, stage), result["message"]
+    assert words in result["message"], result["message"]

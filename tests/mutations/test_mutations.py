@@ -153,6 +153,22 @@ MUTATIONS = [
         "True)):",
         ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
          "[frame_obfuscated.py]",)),
+    # a Mosaic GPU kernel with no trusted interpret export: the interpreter's check it was
+    # asked for, left unreported, would pass unnoticed
+    Mutation(
+        "gpu_interpreter_report_not_required", "evaluator/untrusted.py",
+        '    elif case.target == "gpu" and _interpret_export_failed(status):',
+        '    elif False:',
+        ("tests/adversarial/test_forged_untrusted.py::test_mosaic_gpu_interpreter_is_add_only"
+         "[gpu_interpreter_not_reported]",)),
+    # the untrusted Mosaic GPU interpreter's outputs, never compared: a wrong kernel is
+    # `unverified` instead of `incorrect`
+    Mutation(
+        "gpu_interpreter_outputs_ignored", "evaluator/parent.py",
+        '            if "gpu_interpreter" in probe:  # add-only',
+        '            if False:  # add-only',
+        ("tests/adversarial/test_forged_untrusted.py::test_mosaic_gpu_interpreter_is_add_only"
+         "[gpu_interpreter_finds_it_wrong]",)),
 ]
 
 

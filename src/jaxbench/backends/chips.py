@@ -20,6 +20,14 @@ Sources (facts, not code):
 - GPU compute capability, SM count and the shared memory one thread block may opt into:
   NVIDIA's CUDA C++ Programming Guide (compute capability table: 227 KiB on 9.0, 163 KiB on
   8.0) and the H100/H200/A100 SXM datasheets (132 SMs on H100 SXM and H200, 108 on A100).
+- GPU registers (64 K 32-bit registers per SM, at most 255 per thread, on 8.0 and 9.0) and
+  features from the same guide's compute capability table and the PTX ISA: ``cp.async``
+  (asynchronous global-to-shared copies) from 8.0; warpgroup MMA (``wgmma``), the tensor
+  memory accelerator (``tma``) and thread-block clusters from 9.0. Pallas' Mosaic GPU backend
+  emits ``wgmma`` and TMA copies (JAX's Mosaic GPU dialect targets sm_90a), so a Mosaic GPU
+  kernel needs :data:`MOSAIC_GPU_FEATURES`.
+- Peak FLOP/s and memory bandwidth for the roofline: :mod:`jaxbench.backends.peaks` (the
+  vendors' datasheets), keyed by the same device kinds; every chip here has an entry there.
 """
 
 from __future__ import annotations
@@ -39,6 +47,14 @@ class Chip:
     compute_capability: str = ""  # "9.0" (GPU), as JAX's device reports it
     core_count: int = 0  # streaming multiprocessors (GPU)
     shared_bytes: int = 0  # shared memory one thread block may use (GPU)
+    registers: int = 0  # 32-bit registers per SM (GPU)
+    features: frozenset[str] = frozenset()  # instructions and units beyond the base set (GPU)
+
+
+_AMPERE = frozenset({"cp.async"})
+_HOPPER = _AMPERE | {"wgmma", "tma", "clusters"}
+# What Pallas' Mosaic GPU backend emits, so what a chip needs to run one of its kernels.
+MOSAIC_GPU_FEATURES = frozenset({"wgmma", "tma"})
 
 
 CHIPS: dict[str, Chip] = {c.device_kind: c for c in (
@@ -47,9 +63,12 @@ CHIPS: dict[str, Chip] = {c.device_kind: c for c in (
     Chip("TPU v5 lite", "tpu", scoped_vmem=16 * MiB, physical_vmem=128 * MiB),
     Chip("TPU v5", "tpu", num_cores=2, scoped_vmem=16 * MiB, physical_vmem=64 * MiB),
     Chip("TPU v6 lite", "tpu", scoped_vmem=32 * MiB, physical_vmem=128 * MiB),
-    Chip("NVIDIA H200", "gpu", compute_capability="9.0", core_count=132, shared_bytes=227 * KiB),
-    Chip("NVIDIA H100", "gpu", compute_capability="9.0", core_count=132, shared_bytes=227 * KiB),
-    Chip("NVIDIA A100", "gpu", compute_capability="8.0", core_count=108, shared_bytes=163 * KiB),
+    Chip("NVIDIA H200", "gpu", compute_capability="9.0", core_count=132, shared_bytes=227 * KiB,
+         registers=64 * KiB, features=_HOPPER),
+    Chip("NVIDIA H100", "gpu", compute_capability="9.0", core_count=132, shared_bytes=227 * KiB,
+         registers=64 * KiB, features=_HOPPER),
+    Chip("NVIDIA A100", "gpu", compute_capability="8.0", core_count=108, shared_bytes=163 * KiB,
+         registers=64 * KiB, features=_AMPERE),
 )}
 # The marketing names, as users write them, for the kinds the devices report.
 ALIASES = {"TPU v5e": "TPU v5 lite", "TPU v5p": "TPU v5", "TPU v6e": "TPU v6 lite"}

@@ -15,13 +15,17 @@ from jaxbench.cli.common import MODE, SIZE, USAGE_ERRORS, check_cost, executor_o
 from jaxbench.cli.terminal import JobProgress, StopSignals, usage_error
 from jaxbench.cli.terminal import console as make_console
 
+# The kinds of kernels shipped beside the tasks (jaxbench.runs.runner.shipped_jobs).
+SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
+
 
 @click.command("run")
 @click.option("--suite", default=None, help="Suite to run (default: all tasks).")
 @click.option("--tasks", "task_ids", default=None, help="Comma-separated task IDs.")
 @click.option("--kernels", required=True,
-              help="seed, seed_mosaic (Mosaic GPU seeds), expert, or a directory of "
-                   "<task_id>.py kernel files.")
+              help="seed, seed_mosaic (Mosaic GPU seeds, plgpu.kernel), seed_mosaic_legacy "
+                   "(Mosaic GPU through pl.pallas_call, JAX 0.10 only), expert, or a directory "
+                   "of <task_id>.py kernel files.")
 @click.option("--target", type=click.Choice(["tpu", "gpu", "all"]), default="all",
               show_default=True)
 @click.option("--mode", type=MODE, default="auto", show_default=True)
@@ -49,10 +53,11 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
             ray_address: str | None, force: bool) -> None:
     """Evaluate shipped kernels or a directory of kernels into a run.
 
-    Shipped: --kernels seed, seed_mosaic or expert; else a directory of <task_id>.py files."""
-    if kernels not in ("seed", "seed_mosaic", "expert") and not Path(kernels).is_dir():
-        usage_error(f"--kernels must be seed, seed_mosaic, expert or a directory; {kernels!r} is "
-                    "none")  # before anything imports JAX
+    Shipped: --kernels seed, seed_mosaic, seed_mosaic_legacy or expert; else a directory of
+    <task_id>.py files."""
+    if kernels not in SHIPPED_KINDS and not Path(kernels).is_dir():
+        usage_error(f"--kernels must be seed, seed_mosaic, seed_mosaic_legacy, expert or a "
+                    f"directory; {kernels!r} is none")  # before anything imports JAX
     if chip and target == "all":
         usage_error("--chip names one target's chip: add --target tpu or --target gpu")
     from jaxbench.executors import ExecutorError, check_executor
@@ -75,14 +80,13 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
 
             chip = resolve_chip(chip, target).device_kind
         tasks = select_tasks(suite, task_ids)
-        if kernels == "seed_mosaic":
-            if kernel_unavailable("seed_mosaic"):
-                import jax
+        if kernels == "seed_mosaic_legacy" and kernel_unavailable(kernels):
+            import jax
 
-                usage_error(f"the Mosaic GPU seeds are pl.pallas_call kernels, which JAX "
-                            f"{jax.__version__} no longer lowers with Mosaic GPU params (JAX "
-                            "0.10 does); use --kernels seed (Triton) here")
-        if kernels in ("seed", "seed_mosaic", "expert"):
+            usage_error(f"the legacy Mosaic GPU seeds are pl.pallas_call kernels, which JAX "
+                        f"{jax.__version__} no longer lowers with Mosaic GPU params (JAX 0.10 "
+                        "does); use --kernels seed_mosaic (plgpu.kernel) here")
+        if kernels in SHIPPED_KINDS:
             jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
         else:
             jobs = directory_jobs(Path(kernels), tasks, targets, skipped)

@@ -24,7 +24,13 @@ from typing import Any
 import jax
 
 from jaxbench.backends import device_kind, resolve_mode
-from jaxbench.backends.chips import capability, chip_or_default, default_chip, resolve_chip
+from jaxbench.backends.chips import (
+    MOSAIC_GPU_FEATURES,
+    capability,
+    chip_or_default,
+    default_chip,
+    resolve_chip,
+)
 from jaxbench.backends.peaks import peak_for, roofline_fraction
 from jaxbench.evaluator.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.case import Case
@@ -49,6 +55,7 @@ from jaxbench.evaluator.untrusted import (
     read_probe,
     read_untrusted_status,
     require_probe,
+    untrusted_text,
     untrusted_verdict,
 )
 from jaxbench.tasks import get_task
@@ -211,6 +218,9 @@ class Evaluator:
             "debug": case.debug,
             "tpu_interpreter_key": keys["probe"][0] if (
                 case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret) else None,
+            # Mosaic GPU's interpreter, for a GPU kernel with no trusted interpret export
+            "gpu_interpreter_key": keys["probe"][0] if (
+                case.mode == "interpret" and case.target == "gpu" and not case.debug) else None,
             "memory_bytes": case.memory_bytes, "file_bytes": 1 << 30,
             # the chip it is judged for (the attached one in device mode): its identity while
             # traced, its limits in the sandbox's early rules, the chip it is lowered for
@@ -309,6 +319,8 @@ class Evaluator:
                 raise StageFailure("compile_error", "lower", budget[:2000])
             if case.target == "gpu":
                 result["kernel_backend"] = response.get("kernel_backend")
+                result["lowering_fidelity"] = lowering_fidelity(
+                    case.target, case.mode, case.chip, result["kernel_backend"])
                 _require_chip_features(result["kernel_backend"], case.chip)
             require_probe(status, probe, case)
             if case.target == "gpu" and case.mode == "interpret":
@@ -350,11 +362,25 @@ class Evaluator:
             if missing:
                 raise StageFailure("crashed", "correct", f"the judge returned no outputs for {missing}")
         else:  # nothing the trusted side ran vouches for the outputs: never `correct`
+            said = status.get("gpu_interpreter")
+            said = untrusted_text(said, 300) if isinstance(said, str) else None
+            if said is not None:
+                result["stages"].setdefault("correct", {})["gpu_interpreter"] = said
+            seen = ""
+            if "gpu_interpreter" in probe:  # add-only: it can find the kernel wrong, no more
+                self._compare(result, case, {"gpu_interpreter": probe["gpu_interpreter"]},
+                              [("gpu_interpreter", keys["probe"][0])],
+                              bool(status.get("gpu_interpreter_race")), {})
+                seen = ("; JAX's Mosaic GPU interpreter ran it on the untrusted side and its "
+                        "outputs matched the truth, which cannot make it `correct`")
+            elif said is not None:
+                seen = f"; JAX's Mosaic GPU interpreter: {said}"
+            error = result["stages"].get("lower", {}).get("interpret_export_error")
             raise StageFailure("unverified", "correct", (
                 "the kernel has no exportable interpret-mode lowering, so the trusted side "
                 "cannot run it on this CPU and nothing vouches for its outputs (it passed "
                 "every check up to lowering; evaluate it on the chip with --mode device): "
-                f"{result['stages'].get('lower', {}).get('interpret_export_error')}")[:2000])
+                f"{error}{seen}")[:2000])
         if "tpu_interpreter" in probe:
             judged.append(("tpu_interpreter", keys["probe"][0]))
             outputs["tpu_interpreter"] = probe["tpu_interpreter"]
@@ -420,18 +446,18 @@ class Evaluator:
                 worst_fraction = max(worst_fraction, verdict.tol_fraction or 0.0)
                 result["max_abs_err"], result["rel_err"] = worst_abs, worst_rel
                 result["tol_fraction"] = round(worst_fraction, 4)
-            probe_run = label == "tpu_interpreter"
+            probe_run = label in RACE_CHECKS
             if not verdict.ok:
                 stage = "recheck" if label.startswith("recheck") else "correct"
                 where = "" if label.startswith(("trial", "recheck")) else f" ({label})"
                 if probe_run and raced:
-                    where += ("; the TPU interpreter detected a data race (two simulated cores, "
-                              "shuffled parallel grid): the result depends on execution order")
+                    where += (f"; {RACE_CHECKS[label]} detected a data race: the result "
+                              "depends on execution order")
                 raise StageFailure("incorrect", stage, f"{verdict.message}{where}")
             if probe_run and raced:
                 result.setdefault("warnings", []).append(
-                    "the TPU interpreter detected a write-write data race, but the outputs are "
-                    "correct (e.g. outputs used as scratch and discarded)")
+                    f"{RACE_CHECKS[label]} detected a data race, but the outputs are correct "
+                    "(e.g. outputs used as scratch and discarded)")
 
     @staticmethod
     def _save_artifacts(result: dict[str, Any], response: dict[str, Any], directory: Path) -> None:
@@ -462,22 +488,29 @@ def _warn_uncertain_vmem(result: dict[str, Any], figures: list[Any]) -> None:
 
 
 # What an interpret-mode `correct` does not exclude (docs/evaluator.md, threat model).
+# The untrusted interpreters' runs, which look for data races as they go.
+RACE_CHECKS = {
+    "tpu_interpreter": "the TPU interpreter (two simulated cores, shuffled parallel grid)",
+    "gpu_interpreter": "the Mosaic GPU interpreter (simulated warpgroups, barriers and TMA)",
+}
 INTERPRET_RESIDUAL_RISK = (
     "residual risk: the kernel body ran in JAX's interpreter; its chip lowering was checked "
     "(structure, budgets) but not run, so a body that the chip's compiler lowers to something "
     "other than what the interpreter computes is not excluded")
 
 
-def lowering_fidelity(target: str, mode: str, chip: str | None = None) -> str:
-    """What the `lower` stage proved for this target and mode (docs/evaluator.md)."""
+def lowering_fidelity(target: str, mode: str, chip: str | None = None,
+                      backend: str | None = None) -> str:
+    """What the `lower` stage proved for this target, mode and (once the judge has read it from
+    the module) GPU kernel backend (docs/evaluator.md)."""
     chip = chip or default_chip("", target)
     if mode == "device":
         return (f"compiled and run on the {target.upper()} ({chip}; the full {target} compiler "
                 "ran)")
-    return f"{_interpret_fidelity(target, chip)}; {INTERPRET_RESIDUAL_RISK}"
+    return f"{_interpret_fidelity(target, chip, backend)}; {INTERPRET_RESIDUAL_RISK}"
 
 
-def _interpret_fidelity(target: str, chip: str) -> str:
+def _interpret_fidelity(target: str, chip: str, backend: str | None = None) -> str:
     """What cross-lowering on this host proved for ``target`` on ``chip``."""
     if target == "tpu":
         return (f"cross-lowered to Mosaic MLIR for {chip}, plus the VMEM budget at every size "
@@ -487,9 +520,19 @@ def _interpret_fidelity(target: str, chip: str) -> str:
     sm = f"sm_{capability(chip_or_default(chip, 'gpu'))}"
     compiled = (f"; Triton's compiler ran for {sm} on this CPU (see triton_compile)"
                 if triton_enabled() else "; Triton's GPU compiler did not run (no `triton` package)")
-    return (f"cross-lowered to Triton IR for CUDA, judged for {chip} ({sm}): Triton's rules "
-            "(power-of-two tensors of at most 2^20 elements, masked edges, shared memory) at "
-            f"every size and the grid race rule{compiled}")
+    triton = (f"cross-lowered to Triton IR for CUDA, judged for {chip} ({sm}): Triton's rules "
+              "(power-of-two tensors of at most 2^20 elements, masked edges, shared memory) at "
+              f"every size and the grid race rule{compiled}")
+    mosaic = (f"cross-lowered to Mosaic GPU for CUDA, judged for {chip} ({sm}): the chip has "
+              "the features Mosaic GPU needs (Hopper or newer); Triton's rules, the grid race "
+              "rule and a shared-memory budget do not apply to Mosaic GPU kernels, and Mosaic "
+              "GPU's own compiler (its passes and ptxas) did not run on this CPU")
+    kinds = set((backend or "triton").split("+"))
+    if kinds == {"mosaic_gpu"}:
+        return mosaic
+    if "mosaic_gpu" in kinds:
+        return f"Triton kernels: {triton}. Mosaic GPU kernels: {mosaic}"
+    return triton
 
 
 def triton_enabled() -> bool:
@@ -544,11 +587,13 @@ def _require_chip_features(backend: Any, chip: str) -> None:
     """Pallas' Mosaic GPU backend emits Hopper instructions (wgmma, TMA, clusters): a kernel of
     it (``kernel_backend``, read by the judge from the module's kernel calls) cannot run on an
     older GPU, such as the A100 PallasBench is defined for."""
-    sm = capability(chip_or_default(chip, "gpu"))
-    if backend and "mosaic_gpu" in str(backend) and sm < 90:
+    entry = chip_or_default(chip, "gpu")
+    missing = sorted(MOSAIC_GPU_FEATURES - entry.features)
+    if backend and "mosaic_gpu" in str(backend) and missing:
         raise StageFailure(
             "compile_error", "lower",
-            f"a Mosaic GPU kernel, judged for {chip} (sm_{sm}): Pallas' Mosaic GPU backend needs "
+            f"a Mosaic GPU kernel, judged for {chip} (sm_{capability(entry)}, no "
+            f"{' or '.join(missing)}): Pallas' Mosaic GPU backend needs "
             "a Hopper (sm_90) or newer GPU. Write it for Pallas' Triton backend (pallas_call with "
             "compiler_params=jax.experimental.pallas.triton.CompilerParams(...)), or judge it "
             "for a Hopper chip (--chip H200)")

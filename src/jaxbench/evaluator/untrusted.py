@@ -85,16 +85,33 @@ def require_probe(status: dict[str, Any], probe: dict[str, list[Any]], case: Cas
     said it cannot run the kernel ("unsupported: ..."). Called once the judge has accepted the
     module's structure and budgets (a module it refuses may skip the check: the refusal is the
     verdict)."""
-    if not (case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret
-            and not case.debug):
+    if case.mode != "interpret" or case.debug:
         return
-    said = status.get("tpu_interpreter")
-    if said == "ran" and "tpu_interpreter" in probe:
+    if case.target == "tpu" and case.tpu_interpret:
+        label, what, allowed = "tpu_interpreter", "TPU-interpreter", ("unsupported: ",)
+    elif case.target == "gpu" and _interpret_export_failed(status):
+        # no trusted interpret export: the Mosaic GPU interpreter's check was due. "Unavailable"
+        # is believed only where this process's JAX (the tracer's) has no such interpreter.
+        from jaxbench import compat
+
+        label, what = "gpu_interpreter", "Mosaic GPU interpreter"
+        allowed = ("unsupported: ",) + (("unavailable: ",) if compat.gpu_interpreter() is None
+                                        else ())
+    else:
         return
-    if isinstance(said, str) and said.startswith("unsupported: "):
+    said = status.get(label)
+    if said == "ran" and label in probe:
         return
-    raise StageFailure("crashed", "correct", "the untrusted side did not report the "
-                                             "TPU-interpreter check it was asked for")
+    if isinstance(said, str) and said.startswith(allowed):
+        return
+    raise StageFailure("crashed", "correct", f"the untrusted side did not report the {what} "
+                                             "check it was asked for")
+
+
+def _interpret_export_failed(status: dict[str, Any]) -> bool:
+    stages = status.get("stages")
+    lower = stages.get("lower") if isinstance(stages, dict) else None
+    return isinstance(lower, dict) and "interpret_export_error" in lower
 
 
 # Terminal control sequences (colours, cursor moves, title changes) in untrusted text.
@@ -190,7 +207,8 @@ def running_stage(stages: dict[str, Any], case: Case) -> tuple[str, str]:
         return "lower", "tracing the kernel at the task's other sizes (memory budgets)"
     if "lower" not in stages:
         return "lower", "exporting the traced kernel"
-    return "correct", f"running the TPU-interpreter check at size {case.size}"
+    what = "TPU-interpreter" if case.target == "tpu" else "Mosaic GPU interpreter"
+    return "correct", f"running the {what} check at size {case.size}"
 
 
 def next_stage(stage: str) -> str:

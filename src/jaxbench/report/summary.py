@@ -135,7 +135,7 @@ def _planned_jobs(config: dict[str, Any]) -> set[str] | None:
     targets = ("tpu", "gpu") if target == "all" else (target,)
     try:
         tasks = select_tasks(config.get("suite"), config.get("tasks"))
-        if kernels in ("seed", "seed_mosaic", "expert"):
+        if kernels in ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert"):
             jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
         elif isinstance(kernels, str) and Path(kernels).is_dir():
             jobs = directory_jobs(Path(kernels), tasks, targets)

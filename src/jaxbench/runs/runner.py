@@ -41,21 +41,26 @@ class Job:
 OPTIONAL_LIBRARY_EXPERTS = {"expert_tokamax": "tokamax"}
 
 
-# Shipped kernels that JAX's interpreters cannot run on a CPU host (docs/suites.md, "Experts"): in
-# interpret mode their failure is expected, reported as a known limitation and not counted as
-# a failure of the run. (When a JAX release fixes one, it is simply correct.)
+# Shipped kernels that JAX's interpreters cannot run on a CPU host: reported as documented
+# limitations, not failures (tests/test_seeds.py asserts each one's exact failure, so the day a
+# JAX release runs them, the entry must go). In interpret mode their failure is expected and
+# not counted as a failure of the run (docs/suites.md, "Experts").
 _WGMMA = ("JAX 0.10 cannot interpret Mosaic GPU's wgmma on a CPU host (no generic-interpreter "
           "rule; the Mosaic GPU interpreter takes only whole-array blocks); it is verified up to "
           "lowering (docs/gpu-and-ray.md)")
-# Shipped kernels that JAX's interpreters cannot run on a CPU host: reported as documented
-# limitations, not failures (tests/test_seeds.py asserts each one's exact failure, so the day a
-# JAX release runs them, the entry must go).
+_PLGPU_KERNEL = ("a plgpu.kernel kernel has no callback-free interpret lowering, so nothing "
+                 "trusted can run it on a CPU host (from JAX 0.11 the untrusted Mosaic GPU "
+                 "interpreter runs it and can only find it wrong); it is verified up to lowering "
+                 "(docs/gpu-and-ray.md)")
 KNOWN_INTERPRET_FAILURES = {
     ("7p_ragged_paged_attention", "expert", "tpu"):
         "JAX 0.10's interpreters cannot run this library kernel on a CPU host (its TypedInt "
         "refs, ReshapeTransform); it is verified up to lowering (docs/suites.md, Experts)",
-    ("8p_gemm", "seed_mosaic", "gpu"): _WGMMA,
-    ("1p_flash_attention", "seed_mosaic", "gpu"): _WGMMA,
+    ("8p_gemm", "seed_mosaic_legacy", "gpu"): _WGMMA,
+    ("1p_flash_attention", "seed_mosaic_legacy", "gpu"): _WGMMA,
+    ("12p_rmsnorm", "seed_mosaic", "gpu"): _PLGPU_KERNEL,
+    ("8p_gemm", "seed_mosaic", "gpu"): _PLGPU_KERNEL,
+    ("1p_flash_attention", "seed_mosaic", "gpu"): _PLGPU_KERNEL,
 }
 
 
@@ -70,9 +75,9 @@ def known_limitation(job: Job, result: dict[str, Any]) -> str | None:
 
 def kernel_unavailable(kind: str) -> bool:
     """Whether shipped kernels of this kind cannot run with what is installed: a library
-    expert without its extra, or a Mosaic GPU seed (written with ``pl.pallas_call``) on a JAX
-    whose pallas_call no longer lowers Mosaic GPU params (0.11 and later)."""
-    if kind == "seed_mosaic":
+    expert without its extra, or a legacy Mosaic GPU seed (written with ``pl.pallas_call``) on
+    a JAX whose pallas_call no longer lowers Mosaic GPU params (0.11 and later)."""
+    if kind == "seed_mosaic_legacy":
         from jaxbench import compat
 
         return not compat.mosaic_gpu_pallas_call()
@@ -82,7 +87,8 @@ def kernel_unavailable(kind: str) -> bool:
 
 def shipped_jobs(tasks: Iterable[Task], kind: str, targets: Iterable[str]) -> list[Job]:
     """Kernels shipped beside the tasks: ``seed`` (the ``seed_<target>.py`` files),
-    ``seed_mosaic`` (Mosaic GPU seeds, most of which JAX's CPU interpreter cannot run), or
+    ``seed_mosaic`` (Mosaic GPU seeds, ``plgpu.kernel``, which nothing trusted can run on a
+    CPU), ``seed_mosaic_legacy`` (the same through ``pl.pallas_call``, JAX 0.10 only), or
     ``expert`` (every ``expert*`` file; library experts need their extra)."""
     jobs = []
     for task in tasks:

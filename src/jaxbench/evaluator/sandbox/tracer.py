@@ -566,33 +566,52 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
         return None
     outbox.stage("lower", _perf_counter() - t0, **info)
 
-    # -- the TPU interpreter's check (add-only), sealed too: JAX's interpreter on the jaxpr ---
+    # -- the interpreters' checks (add-only), sealed too: JAX's interpreter on the jaxpr -------
+    # The TPU interpreter (races, NaN-filled memory) for every TPU kernel; the Mosaic GPU
+    # interpreter for a GPU kernel that has no callback-free interpret export (plgpu.kernel):
+    # then nothing trusted can run it and this run can still find it wrong.
     t0 = _perf_counter()
-    heavy = _heavy_glue(target_module, platform) if job.get("tpu_interpreter_key") else ""
+    tpu_key = job.get("tpu_interpreter_key")
+    heavy = _heavy_glue(target_module, platform) if tpu_key else ""
     runs: list[tuple[str, list[int], Any]] = []
-    probe = None if budget_problem else job.get("tpu_interpreter_key")
-    if probe is not None and heavy:  # the judge refuses it; running it could take forever
+    probes = []
+    if budget_problem:
+        pass
+    elif tpu_key is not None and heavy:  # the judge refuses it; running it could take forever
         outbox.status["tpu_interpreter"] = f"skipped: {heavy}"
-    elif probe is not None:
+    elif tpu_key is not None:
+        probes.append(("tpu_interpreter", tpu_key, lambda: compat.tpu_interpret_params(
+            uninitialized_memory="nan", **tpu_check_params(tpu_key[0]))))
+    gpu_key = job.get("gpu_interpreter_key")
+    if gpu_key is not None and not budget_problem and "interpret_export_error" in info:
+        if compat.gpu_interpreter() is None:
+            outbox.status["gpu_interpreter"] = (f"unavailable: JAX {jax.__version__} has no "
+                                                "Mosaic GPU interpreter (JAX 0.11 and later do)")
+        else:
+            probes.append(("gpu_interpreter", gpu_key,
+                           lambda: compat.gpu_interpreter(detect_races=True)))
+    for label, probe, make_params in probes:
         try:
             from jaxbench.tasks import get_task
 
             task = get_task(job["task"])
-            params = compat.tpu_interpret_params(uninitialized_memory="nan",
-                                                 **tpu_check_params(probe[0]))
-            fn = jit(jaxpr_as_fun(with_interpret(closed, params)))
+            fn = jit(jaxpr_as_fun(with_interpret(closed, make_params())))
             inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(probe, np.uint32)),
                                       size)
             try:
-                runs.append(("tpu_interpreter", probe, block(fn(*inputs))))
-                outbox.status["tpu_interpreter_race"] = compat.tpu_races_found()
-                outbox.status["tpu_interpreter"] = "ran"
+                runs.append((label, probe, block(fn(*inputs))))
+                outbox.status[f"{label}_race"] = (compat.tpu_races_found() if label ==
+                                                  "tpu_interpreter" else compat.gpu_races_found())
+                outbox.status[label] = "ran"
             except NotImplementedError as exc:
                 if guards.raised_by_untrusted_code(exc):  # not JAX's interpreter saying so
                     raise
-                outbox.status["tpu_interpreter"] = f"unsupported: {short_error(exc, 200)}"
+                outbox.status[label] = f"unsupported: {short_error(exc, 200)}"
         except Exception as exc:  # noqa: BLE001
-            return _fail(outbox, job, exc, "runtime_error", "correct", "untrusted interpreter: ")
+            what = "untrusted interpreter: " if label == "tpu_interpreter" else \
+                "untrusted Mosaic GPU interpreter: "
+            return _fail(outbox, job, exc, "runtime_error", "correct", what)
+    if probes:
         outbox.stage("probe", _perf_counter() - t0)
     if patched("correct"):
         return None
