@@ -251,7 +251,8 @@ def test_usage_errors_that_need_no_jax_come_before_it():
     out = run_without_jax("(['eval', 'no_such.py', '--task', '8p_gemm'], ['run', '--kernels', 'no_such'])",
                           exit_code=2)
     assert "kernel file 'no_such.py' does not exist" in out.stderr
-    assert "--kernels must be seed, seed_mosaic, expert or a directory; 'no_such' is none" in out.stderr
+    assert ("--kernels must be seed, seed_mosaic, seed_mosaic_legacy, expert or a directory; "
+            "'no_such' is none") in out.stderr
 
 
 def test_the_rules_see_an_arrow_that_breaks_them(tmp_path):

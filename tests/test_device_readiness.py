@@ -79,15 +79,16 @@ def test_mosaic_gpu_pallas_call_where_jax_no_longer_lowers_it(monkeypatch):
     from jaxbench.runs.runner import kernel_unavailable, shipped_jobs
 
     monkeypatch.setattr(compat, "mosaic_gpu_pallas_call", lambda: False)
-    assert kernel_unavailable("seed_mosaic") and not kernel_unavailable("seed")
-    assert shipped_jobs([get_task("12p_rmsnorm")], "seed_mosaic", ["gpu"]) == []
-    source = get_task("12p_rmsnorm").kernel_files()[("seed_mosaic", "gpu")].read_text()
+    assert kernel_unavailable("seed_mosaic_legacy") and not kernel_unavailable("seed")
+    assert not kernel_unavailable("seed_mosaic")  # plgpu.kernel: every supported JAX
+    assert shipped_jobs([get_task("12p_rmsnorm")], "seed_mosaic_legacy", ["gpu"]) == []
+    source = get_task("12p_rmsnorm").kernel_files()[("seed_mosaic_legacy", "gpu")].read_text()
     assert "Mosaic GPU params lowered through pallas_call in JAX 0.10 only" in \
         wrong_target_hint(source, "gpu")
     triton = get_task("12p_rmsnorm").kernel_files()[("seed", "gpu")].read_text()
     assert wrong_target_hint(triton, "gpu") == ""
     monkeypatch.setattr(compat, "mosaic_gpu_pallas_call", lambda: True)
-    assert wrong_target_hint(source, "gpu") == "" and not kernel_unavailable("seed_mosaic")
+    assert wrong_target_hint(source, "gpu") == "" and not kernel_unavailable("seed_mosaic_legacy")
 
 
 def test_race_rule_exempts_mosaic_gpu_sequential_axes_only():
@@ -96,7 +97,7 @@ def test_race_rule_exempts_mosaic_gpu_sequential_axes_only():
     at once, which the rule must still catch."""
     from jaxbench.evaluator.sandbox import exporting, gpu_rules
 
-    path = get_task("8p_gemm").kernel_files()[("seed_mosaic", "gpu")]
+    path = get_task("8p_gemm").kernel_files()[("seed_mosaic_legacy", "gpu")]
     closed, (eqn,) = _kernel_eqns(path, "8p_gemm")
     assert compat.sequential_grid_axes(eqn) == frozenset({2})
     assert gpu_rules.parallel_write_conflict(closed) == ""
@@ -147,11 +148,14 @@ def test_gpu_check_lists_every_gpu_kernel_priority_first():
     gpu_check = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpu_check)
     jobs = gpu_check.jobs(None)
-    per_task = 2 if compat.mosaic_gpu_pallas_call() else 1  # Mosaic GPU seeds: JAX 0.10 only
+    # the Triton seed and the Mosaic GPU seed of each; the legacy ones on JAX 0.10 only
+    per_task = 3 if compat.mosaic_gpu_pallas_call() else 2
     assert [j[0] for j in jobs[:3 * per_task]] == ["8p_gemm"] * per_task + \
         ["12p_rmsnorm"] * per_task + ["1p_flash_attention"] * per_task
     mosaic = {(t, "seed_mosaic") for t in MOSAIC_GPU_SEEDS}
-    assert ({(j[0], j[1]) for j in jobs} & mosaic) == (mosaic if per_task == 2 else set())
+    legacy = {(t, "seed_mosaic_legacy") for t in MOSAIC_GPU_SEEDS}
+    assert {(j[0], j[1]) for j in jobs} >= mosaic
+    assert ({(j[0], j[1]) for j in jobs} & legacy) == (legacy if per_task == 3 else set())
     from jaxbench.tasks import list_tasks
 
     expected = sum(1 for t in list_tasks() for (k, target) in t.kernel_files() if target == "gpu"
@@ -179,18 +183,22 @@ def test_device_check_dry_run_writes_the_json_and_the_table(tmp_path):
     report = json.loads((out / "gpu_check.json").read_text())
     assert report["mode"] == "interpret" and report["size"] == "small"
     rows = {(r["task"], r["kernel"]): r for r in report["results"]}
-    mosaic = compat.mosaic_gpu_pallas_call()  # the Mosaic GPU seeds lower on JAX 0.10 only
-    assert set(rows) == {("12p_rmsnorm", "seed")} | ({("12p_rmsnorm", "seed_mosaic")}
-                                                      if mosaic else set())
+    legacy = compat.mosaic_gpu_pallas_call()  # the pallas_call Mosaic GPU seeds: JAX 0.10 only
+    assert set(rows) == {("12p_rmsnorm", "seed"), ("12p_rmsnorm", "seed_mosaic")} | (
+        {("12p_rmsnorm", "seed_mosaic_legacy")} if legacy else set())
     assert rows[("12p_rmsnorm", "seed")]["backend"] == "triton"
+    # on a CPU nothing trusted runs a plgpu.kernel kernel: never `correct` there
+    assert rows.pop(("12p_rmsnorm", "seed_mosaic"))["status"] == "unverified"
     assert all(r["status"] == "correct" for r in rows.values())
     table = (out / "gpu_check.md").read_text()
     assert "| task | kernel | backend | t_ref_ms | t_kernel_ms | speedup | spread |" in table
-    assert ("| 12p_rmsnorm | seed_mosaic | mosaic_gpu |" in table) == mosaic
+    assert "| 12p_rmsnorm | seed_mosaic | mosaic_gpu |" in table
+    assert ("| 12p_rmsnorm | seed_mosaic_legacy | mosaic_gpu |" in table) == legacy
     doctor = json.loads((out / "doctor.json").read_text())
     assert doctor["versions"]["jax"] == jax.__version__ and doctor["backends"]["default"] == "cpu"
-    assert doctor["cross_lowering"]["cuda (Mosaic GPU)"].startswith(
-        "ok (mosaic_gpu" if mosaic else "unavailable: ")
+    assert doctor["cross_lowering"]["cuda (Mosaic GPU)"].startswith("ok (mosaic_gpu")
+    assert doctor["cross_lowering"]["cuda (Mosaic GPU, pallas_call)"].startswith(
+        "ok (mosaic_gpu" if legacy else "unavailable: ")
     assert doctor["cross_lowering"]["cuda (Triton)"].startswith("ok (__gpu$xla.gpu.triton")
     assert doctor["profiler"].startswith("ok (host_hlo_ops")
     timing = json.loads((out / "timing_methods.json").read_text())

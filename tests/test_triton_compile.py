@@ -120,13 +120,87 @@ def test_a_broken_triton_is_the_environments_fault_not_the_kernels(evaluator, br
     assert triton_compiler().startswith("unusable: triton does not import")
 
 
-def test_ir_this_triton_cannot_parse_is_a_limit_of_the_check(evaluator, monkeypatch):
-    """JAX's own GPU rms_norm: jaxlib emits Triton IR that Triton 3.9 cannot parse. Not the
-    kernel's fault: `correct`, with the kernel named as not checked by Triton's compiler."""
+# A load with an eviction policy in the two forms jaxlib writes it: 0.10/0.11 and 0.12.
+_EVICTING = """module {
+  tt.func public @evict(%arg0: !tt.ptr<f32>, %arg1: !tt.ptr<f32>) {
+    %0 = tt.splat %arg0 : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    %1 = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32>
+    %2 = tt.addptr %0, %1 : tensor<128x!tt.ptr<f32>>, tensor<128xi32>
+    %3 = tt.load %2 LOAD : tensor<128x!tt.ptr<f32>>
+    %4 = tt.splat %arg1 : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>>
+    %5 = tt.addptr %4, %1 : tensor<128x!tt.ptr<f32>>, tensor<128xi32>
+    tt.store %5, %3 : tensor<128x!tt.ptr<f32>>
+    tt.return
+  }
+}
+"""
+_LOAD_FORMS = {"0.10.2": "evictionPolicy = evict_last",
+               "0.12.0": "{cachePolicy = #tt.cache_policy<cache_modifier = none, "
+                         "eviction_policy = evict_last>}"}
+
+
+def test_the_installed_triton_reads_exactly_the_ir_forms_its_table_says():
+    """MATCHING_TRITON, checked against the installed Triton: it parses the IR of the jaxlibs
+    it is listed for, and IR of another jaxlib it cannot read is `not_checked`, not a failure."""
+    from importlib import metadata
+
+    version = metadata.version("triton")
+    kernels = [{"name": jaxlib, "ttir": _EVICTING.replace("LOAD", load)}
+               for jaxlib, load in _LOAD_FORMS.items()]
+    report = triton_compile.compile_all(kernels)
+    readable = {k["name"] for k in report["kernels"] if k["ok"]}
+    assert readable == {j for j in _LOAD_FORMS if not triton_compile.skew(j, version)}, version
+    assert readable, f"Triton {version} reads neither form: add it to MATCHING_TRITON"
+    assert set(report["not_checked"]) == set(_LOAD_FORMS) - readable
+    assert report["problem"] == ""
+
+
+def test_the_matching_triton_table():
+    assert triton_compile.matching_triton("0.10.2") == ">=3.4,<3.9"
+    assert triton_compile.matching_triton("0.11.2") == ">=3.4,<3.9"
+    assert triton_compile.matching_triton("0.12.0.1") == ">=3.9"
+    assert triton_compile.matching_triton("0.9.0") is None
+    assert triton_compile.skew("0.10.2", "3.8.0") == ""
+    assert triton_compile.skew("0.12.0.1", "3.9.0") == ""
+    assert "install 'triton>=3.4,<3.9'" in triton_compile.skew("0.10.2", "3.9.0")
+    assert "install 'triton>=3.9'" in triton_compile.skew("0.12.0.1", "3.8.0")
+
+
+@pytest.mark.parametrize("name,task_id", [("gpu_rms_norm_l1.py", "l1_rmsnorm"),
+                                          ("gpu_layer_norm_l1.py", "l1_layernorm")])
+def test_jax_own_gpu_norms_are_checked_by_the_matching_triton(evaluator, monkeypatch, name,
+                                                               task_id):
+    """JAX's own GPU rms_norm and layer_norm (their loads carry an eviction policy): with the
+    Triton the extra installs for this jaxlib, its compiler checks them and they are
+    `correct`; with a mismatched Triton they are still `correct`, the kernel named as not
+    checked and the warning saying which Triton to install."""
     monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "1")
-    result = evaluator.evaluate(ROOT / "legit/jax_ops/gpu_rms_norm_l1.py", "l1_rmsnorm", trials=1)
+    result = evaluator.evaluate(ROOT / "legit/jax_ops" / name, task_id, trials=1)
     assert result["status"] == "correct", result["message"]
-    if not result["triton_compile"]["not_checked"]:
-        pytest.skip("this Triton parses jaxlib's IR for rms_norm (no skew to show)")
-    assert result["triton_compile"]["not_checked"] == ["rms_norm_forward_kernel"]
-    assert any("cannot parse the Triton IR this jaxlib emits" in w for w in result["warnings"])
+    compiled = result["triton_compile"]
+    skew = triton_compile.installed_skew()
+    if not skew:
+        assert compiled["not_checked"] == [] and all(k["ok"] for k in compiled["kernels"])
+    else:
+        assert compiled["not_checked"], compiled
+        assert any(skew in w for w in result["warnings"]), result["warnings"]
+
+
+def test_the_doctor_names_a_skewed_triton_and_its_fix(monkeypatch):
+    from click.testing import CliRunner
+
+    from jaxbench.cli import main
+    from jaxbench.evaluator import doctor
+
+    fix = triton_compile.skew("0.10.2", "3.9.0")
+    monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "1")
+    monkeypatch.setattr(triton_compile, "installed_skew", lambda: fix)
+    assert doctor.triton_compiler() == f"skew: {fix}; kernels it cannot read are not checked by it"
+    monkeypatch.setattr("jaxbench.evaluator.diagnose", lambda: {
+        "versions": {"python": "3", "jax": "j", "jaxlib": "l", "system": "s"},
+        "backends": {"default": "cpu", "cpu": ["cpu"], "gpu": "none", "tpu": "none"},
+        "pallas_backends": {}, "isolation": "i", "cross_lowering": {},
+        "peaks": {"device_kind": "cpu", "peak_bf16_flops": None, "note": "n"},
+        "triton_compiler": doctor.triton_compiler(), "profiler": "p"})
+    shown = " ".join(CliRunner().invoke(main, ["doctor"], terminal_width=400).output.split())
+    assert "pip install -e '.[triton]'" in shown  # text, not rich markup

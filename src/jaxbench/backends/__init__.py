@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 
+from jaxbench.backends.chips import resolve_chip
 from jaxbench.backends.peaks import PEAKS, peak_for
 
 LOWERING_PLATFORM = {"tpu": "tpu", "gpu": "cuda"}
@@ -110,5 +111,5 @@ def device_kind() -> str:
 __all__ = [
     "KERNEL_CALL_BACKENDS", "LOWERING_PLATFORM", "PEAKS", "accelerator_platform", "device_kind",
     "interpret_mode", "kernel_backend_of_calls",
-    "peak_for", "reset_tpu_interpreter", "resolve_mode", "tpu_check_params",
+    "peak_for", "reset_tpu_interpreter", "resolve_chip", "resolve_mode", "tpu_check_params",
 ]

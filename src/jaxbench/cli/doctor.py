@@ -11,9 +11,14 @@ from jaxbench.cli.terminal import console
 
 
 def _show(report: dict[str, Any]) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="jaxbench doctor", show_header=False)
+    class _Plain(Table):  # findings are text, not markup: "pip install -e '.[triton]'" stays
+        def add_row(self, *cells: Any, **options: Any) -> None:
+            super().add_row(*(escape(str(c)) for c in cells), **options)
+
+    table = _Plain(title="jaxbench doctor", show_header=False)
     table.add_column("what", style="bold")
     table.add_column("found")
     v = report["versions"]

@@ -76,7 +76,7 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     skipped: list[str] = []
     try:
         if chip:
-            from jaxbench.backends.chips import resolve_chip
+            from jaxbench.backends import resolve_chip
 
             chip = resolve_chip(chip, target).device_kind
         tasks = select_tasks(suite, task_ids)

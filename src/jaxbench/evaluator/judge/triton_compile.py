@@ -116,6 +116,61 @@ class TritonUnusable(RuntimeError):
 UNPARSABLE = "Parse MLIR file failed"
 
 
+# The `triton` releases that read the Triton IR each jaxlib emits, measured on this project's
+# kernels and JAX's own GPU ops (rms_norm, layer_norm, softmax; compiled for sm_80 and sm_90):
+# jaxlib 0.10 and 0.11 write a load's eviction policy as `evictionPolicy = evict_last`, which
+# Triton 3.4 to 3.8 read and 3.9 does not ("expected ':'"); jaxlib 0.12 writes it as a
+# `{cachePolicy = #tt.cache_policy<...>}` attribute, which only 3.9 reads. Kernels without an
+# eviction policy parse with all of them. (jaxlib first version, first after, triton range)
+MATCHING_TRITON = (((0, 10), (0, 12), ">=3.4,<3.9"), ((0, 12), None, ">=3.9"))
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def matching_triton(jaxlib_version: str) -> str | None:
+    """The `triton` requirement (``">=3.4,<3.9"``) matching a jaxlib, None when not known."""
+    version = _version(jaxlib_version)[:2]
+    for first, after, wanted in MATCHING_TRITON:
+        if version >= first and (after is None or version < after):
+            return wanted
+    return None
+
+
+def skew(jaxlib_version: str, triton_version: str) -> str:
+    """Why this `triton` will not read some of the IR this jaxlib emits, with the fix; '' when
+    they match (or the pair is not known)."""
+    wanted = matching_triton(jaxlib_version)
+    if wanted is None:
+        return ""
+    have = _version(triton_version)
+    for clause in wanted.split(","):
+        bound = _version(clause.lstrip("<>="))
+        ok = have >= bound if clause.startswith(">=") else have < bound
+        if not ok:
+            return (f"Triton {triton_version} does not read all the Triton IR jaxlib "
+                    f"{jaxlib_version} emits (loads with an eviction policy); install "
+                    f"'triton{wanted}' for it (pip install -e '.[triton]' picks it by Python "
+                    "version: 3.11 has JAX 0.10, 3.12 and later get JAX 0.12)")
+    return ""
+
+
+def installed_skew() -> str:
+    """:func:`skew` for the installed jaxlib and `triton` (read from their metadata: neither is
+    imported here, their MLIR would clash); '' when they match or one is missing."""
+    from importlib import metadata
+
+    try:
+        return skew(metadata.version("jaxlib"), metadata.version("triton"))
+    except metadata.PackageNotFoundError:
+        return ""
+
+
 def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABILITY,
                 timeout_s: float = 300.0) -> dict[str, Any]:
     """Compiles each kernel's TTIR for ``sm_<capability>`` in a separate process.
