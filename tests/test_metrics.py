@@ -73,3 +73,27 @@ def test_compiled_means_past_lowering():
     assert not compiled({"status": "compile_error", "stage": "lower"})
     assert not compiled({"status": "no_pallas", "stage": "trace"})
     assert not compiled({"status": "compile_error", "stage": "static"})
+
+
+def test_pass_at_k_is_the_unbiased_estimator_by_hand():
+    from jaxbench.report.metrics import pass_at_k
+
+    # Best-of-N, 8 samples, 5 correct: the chance one drawn sample is correct is 5/8
+    assert pass_at_k(8, 5, 1) == pytest.approx(0.625)
+    # two drawn without replacement miss only if both come from the 3 wrong ones: 1 - 3/28
+    assert pass_at_k(8, 5, 2) == pytest.approx(1 - 3 / 28)
+    assert pass_at_k(8, 5, 4) == 1.0  # 4 draws cannot all be among 3 wrong ones
+    assert pass_at_k(10, 1, 3) == pytest.approx(1 - (9 * 8 * 7) / (10 * 9 * 8))  # = 0.3
+    assert pass_at_k(8, 0, 8) == 0.0 and pass_at_k(0, 0, 1) == 0.0
+    assert pass_at_k(3, 1, 8) == 1.0  # k beyond n: whether any sample is good
+
+
+def test_correct_and_fast_p_at_k_average_pass_at_k_over_tasks():
+    from jaxbench.report.metrics import correct_at_k, fast_p_at_k
+
+    samples = {"a": [(True, 0.5), (False, None), (True, 2.0), (False, None)],
+               "b": [(False, None), (True, 1.5)]}
+    assert correct_at_k(samples, 1) == pytest.approx((2 / 4 + 1 / 2) / 2)
+    assert fast_p_at_k(samples, 1.0, 1) == pytest.approx((1 / 4 + 1 / 2) / 2)
+    assert fast_p_at_k(samples, 1.0, 2) == pytest.approx(((1 - 3 / 6) + 1.0) / 2)
+    assert correct_at_k({}, 1) == 0.0 and fast_p_at_k({}, 1.0, 1) == 0.0

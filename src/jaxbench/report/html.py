@@ -772,8 +772,13 @@ def metrics_table(summary: dict[str, Any]) -> str:
                 cells += [str((llm or {}).get("calls", 0)), esc(cost_text(llm))]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    kinds = sorted({m.get("at_k") for m in rows_of.values() if m.get("at_k")})
+    note = "".join(
+        f"<p class=\"note\">@N for "
+        f"{esc(', '.join(n for n, m in rows_of.items() if m.get('at_k') == k))}: {esc(k)}.</p>"
+        for k in kinds)
     return (f"<h2>Metrics per method · target</h2><table id=\"metrics\"><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+            f"<tbody>{''.join(rows)}</tbody></table>{note}")
 
 
 def failure_table(run: RunData, summary: dict[str, Any]) -> str:

@@ -36,6 +36,34 @@ def fast_p_at_n(samples: Mapping[str, Sequence[Sample]], p: float, n: int) -> fl
     return sum(any(_beats(s, p) for s in seq[:n]) for seq in samples.values()) / len(samples)
 
 
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased estimate of the chance that ``k`` of a task's ``n`` samples, drawn without
+    replacement, hold at least one of its ``c`` good ones: ``1 - C(n-c, k) / C(n, k)`` (the
+    pass@k estimator of Chen et al., 2021). With ``k >= n`` it is whether any sample is good."""
+    if n <= 0 or c <= 0:
+        return 0.0
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def correct_at_k(samples: Mapping[str, Sequence[Sample]], k: int) -> float:
+    """correct@k for independent samples: the mean over tasks of pass@k with "good" = correct."""
+    if not samples:
+        return 0.0
+    return sum(pass_at_k(len(seq), sum(bool(ok) for ok, _ in seq), k)
+               for seq in samples.values()) / len(samples)
+
+
+def fast_p_at_k(samples: Mapping[str, Sequence[Sample]], p: float, k: int) -> float:
+    """fast_p@k for independent samples: the mean over tasks of pass@k with "good" = correct
+    with s > p."""
+    if not samples:
+        return 0.0
+    return sum(pass_at_k(len(seq), sum(_beats(x, p) for x in seq), k)
+               for seq in samples.values()) / len(samples)
+
+
 def best_speedup(seq: Sequence[Sample]) -> float | None:
     """The best speedup over a task's correct samples (None when none is correct and timed)."""
     speeds = [s for ok, s in seq if ok and s is not None]

@@ -39,6 +39,19 @@ from jaxbench.runs import MANIFEST, read_events
 N_VALUES = (1, 8, 32, 144)
 
 
+# Methods whose samples of a task are independent draws (Best-of-N; `jaxbench run`, one kernel
+# a task): their @k figures are the unbiased pass@k estimates over all samples. The others
+# (iterative refinement, Autocomp's beam, evolution) draw a trajectory, each sample built on
+# the ones before: their @N figures count the first N samples in the order drawn.
+INDEPENDENT_SAMPLES = ("best_of_n",)
+AT_K = {True: "unbiased pass@k over the task's samples (independent draws)",
+        False: "within the first N samples, in the order drawn (a trajectory)"}
+
+
+def independent(method: str) -> bool:
+    return method in INDEPENDENT_SAMPLES or method.startswith("run:")
+
+
 def correct_at_n(samples: dict[str, list[metrics.Sample]], n: int) -> float:
     """Fraction of tasks with a correct sample among the first ``n`` (timing not needed)."""
     if not samples:
@@ -82,8 +95,8 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         elif event.get("type") == "task_done" and event.get("seeded") and event.get("method"):
             seeded.add(event["method"])
     timed = "device" in modes
-    methods = {name: {**_method_summary(by_task, config.get("budget"), timed, llm.get(name)),
-                      "seeded": name in seeded}
+    methods = {name: {**_method_summary(by_task, config.get("budget"), timed, llm.get(name),
+                                        name), "seeded": name in seeded}
                for name, by_task in sorted(evaluations.items())}
     firsts = {label: next(iter(by_task.values()))[0] for label, by_task in by_series.items()}
     per_method = Counter(method_of(e) for e in firsts.values())
@@ -94,7 +107,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         # has one (an optimize run has one target)
         calls = llm.get(name) if per_method[name] == 1 else None
         series[label] = {"method": name, "target": firsts[label].get("target"),
-                         **_method_summary(by_task, config.get("budget"), timed, calls),
+                         **_method_summary(by_task, config.get("budget"), timed, calls, name),
                          "seeded": name in seeded}
     tasks: dict[str, dict[str, Any]] = defaultdict(dict)
     for name, by_task in evaluations.items():
@@ -211,7 +224,7 @@ def _task_summary(evals: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None, timed: bool,
-                    llm: dict[str, Any] | None) -> dict[str, Any]:
+                    llm: dict[str, Any] | None, method: str = "") -> dict[str, Any]:
     samples: dict[str, list[metrics.Sample]] = {}
     flat: list[dict[str, Any]] = []
     for task_id, evals in by_task.items():
@@ -226,11 +239,17 @@ def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None
         "samples": len(flat),
         "compile_rate": metrics.rate([compiled(e) for e in flat]),
         "correct_rate": metrics.rate([e.get("status") == "correct" for e in flat]),
-        "correct_at": {str(n): correct_at_n(samples, n) for n in n_values},
     }
+    draws = independent(method)
+    summary["at_k"] = AT_K[draws]
+    if draws:
+        summary["correct_at"] = {str(n): metrics.correct_at_k(samples, n) for n in n_values}
+    else:
+        summary["correct_at"] = {str(n): correct_at_n(samples, n) for n in n_values}
     if timed:
-        summary["fast_0_at"] = {str(n): metrics.fast_p_at_n(samples, 0.0, n) for n in n_values}
-        summary["fast_1_at"] = {str(n): metrics.fast_p_at_n(samples, 1.0, n) for n in n_values}
+        for name, p in (("fast_0_at", 0.0), ("fast_1_at", 1.0)):
+            summary[name] = {str(n): metrics.fast_p_at_k(samples, p, n) if draws else
+                             metrics.fast_p_at_n(samples, p, n) for n in n_values}
         summary["geomean_speedup"] = metrics.geomean_speedup(samples)
         summary["geomean_speedup_unfloored"] = metrics.geomean_speedup_unfloored(samples)
     if llm:
@@ -308,6 +327,10 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             row += [f"{m['geomean_speedup']:.3f}x",
                     f"{unfloored:.3f}x" if unfloored is not None else "-"]
         table.add_row(*row)
+    kinds = sorted({m.get("at_k") for m in rows_of.values() if m.get("at_k")})
+    table.caption = "; ".join(
+        f"@N for {', '.join(label(n) for n, m in rows_of.items() if m.get('at_k') == k)}: {k}"
+        for k in kinds) or None
     console.print(table)
     with_llm = {name: m["llm"] for name, m in summary["methods"].items() if m.get("llm")}
     if with_llm:
