@@ -183,6 +183,49 @@ def test_evolve_rejects_duplicates_and_near_duplicates_before_evaluating(tmp_pat
     assert 0.9 < similarity(original, original.replace("1e-5", "1e-6")) < 1.0
 
 
+def _evolve_once(tmp_path, task_id, answers, patches="0,1,0"):
+    run = RunDir.open(tmp_path / "run", {})
+    evaluator = FakeEvaluator()
+    optimize([task_id], get_method("evolve", islands=1, children=1, patch_probabilities=patches),
+             get_model(script(tmp_path / "s", *answers)), run, budget=1, target="tpu",
+             mode="interpret", trials=1, workers=1, evaluator=evaluator)
+    calls = sorted(c["step"] for c in events_of(run, "llm_call"))
+    child = next(e for e in events_of(run, "evaluation") if e["sample"] == 0)
+    return calls, child, evaluator
+
+
+def test_evolve_welcomes_tuning_edits(tmp_path):
+    """A kernel that differs from its parent only in constants and literal options is a tuning
+    edit: evaluated at once, although its token similarity is above the threshold."""
+    from jaxbench.agents.evolve import code_tokens, shape_of
+
+    original = seed("12p_rmsnorm", "tpu")
+    tuned = original.replace("1e-5", "1e-6")
+    assert similarity(original, tuned) > 0.95  # the threshold's default: a "near-duplicate"
+    assert shape_of(code_tokens(original)) == shape_of(code_tokens(tuned))
+    calls, child, evaluator = _evolve_once(tmp_path, "12p_rmsnorm", [f"```python\n{tuned}```"])
+    assert calls == ["gen0/island0/c0"] and "novelty_rejections" not in child
+    assert evaluator.calls == 2  # the seed and the tuned kernel
+    # an identical kernel is still a duplicate, and a structural near-copy still near
+    assert shape_of(code_tokens(original)) != shape_of(code_tokens(
+        original.replace("1e-5", "1e-5 + 0")))
+
+
+def test_evolve_asks_again_for_an_answer_without_a_usable_kernel(tmp_path):
+    """A diff edit that does not apply (or an answer with neither edits nor code) spends no
+    evaluation: the model is asked again, within the novelty allowance."""
+    stale = "<<<<<<< SEARCH\nno such line in the kernel\n=======\nx = 1\n>>>>>>> REPLACE\n"
+    calls, child, evaluator = _evolve_once(tmp_path, "l1_relu",
+                                           [stale, "I would rather not.", kernels("tpu", 1)[0]],
+                                           patches="1,0,0")
+    assert calls == ["gen0/island0/c0", "gen0/island0/c0/retry1", "gen0/island0/c0/retry2"]
+    assert child["step"] == "gen0/island0/c0/retry2"
+    reasons = [r["unusable"] for r in child["novelty_rejections"]]
+    assert reasons == ["edit 1 did not apply: its SEARCH text is not found in the kernel",
+                       "the answer has neither SEARCH/REPLACE blocks nor a code block"]
+    assert evaluator.calls == 2  # the seed and the usable kernel: nothing spent on the refusal
+
+
 def test_evolve_prompts_carry_archive_inspirations_worst_to_best_and_crossover(tmp_path):
     answers = [fast(1.0 + i / 10, str(i)) for i in range(30)]
     run = RunDir.open(tmp_path / "run", {})

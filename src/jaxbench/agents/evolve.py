@@ -19,7 +19,10 @@
   parent's island (cosine of token 4-gram counts) exceeds ``novelty_threshold``, is not
   evaluated: the model is asked again with another parent and other inspirations, up to
   ``novelty_attempts`` times; the last proposal is then evaluated (an exact duplicate
-  reuses its earlier verdict and costs no evaluation).
+  reuses its earlier verdict and costs no evaluation). A proposal that differs from a kernel
+  only in numbers and string literals (a tile 512 -> 256, "parallel" -> "arbitrary") is a
+  tuning edit and always novel. An answer with no usable kernel (no code, or an edit that
+  does not apply) is asked again within the same allowance instead of being evaluated.
 - **Migration** every ``migration_interval`` generations: from each island a share
   (``migration_rate``) of its correct, non-seed kernels, never its best, moves to another
   island.
@@ -39,6 +42,7 @@ import re
 import statistics
 import tokenize
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
@@ -97,6 +101,21 @@ def code_tokens(code: str) -> list[str]:
     return out
 
 
+def shape_of(tokens: Sequence[str]) -> tuple[str, ...]:
+    """The tokens with every number and string literal masked: two kernels with the same shape
+    differ only in constants and literal options (a tile 512 -> 256, "parallel" ->
+    "arbitrary"), which is tuning."""
+    masked = []
+    for tok in tokens:
+        if tok[:1].isdigit() or (tok[:1] == "." and tok[1:2].isdigit()):
+            masked.append("<num>")
+        elif tok[:1] in "'\"" or (tok[:2].lower() in ("f'", 'f"', "r'", 'r"', "b'", 'b"')):
+            masked.append("<str>")
+        else:
+            masked.append(tok)
+    return tuple(masked)
+
+
 def ngrams(tokens: list[str], n: int = 4) -> Counter:
     return Counter(tuple(tokens[i:i + n]) for i in range(max(1, len(tokens) - n + 1)))
 
@@ -128,6 +147,10 @@ class Program:
     @cached_property
     def tokens(self) -> tuple[str, ...]:
         return tuple(code_tokens(self.candidate.code))
+
+    @cached_property
+    def shape(self) -> tuple[str, ...]:
+        return shape_of(self.tokens)
 
     @cached_property
     def grams(self) -> Counter:
@@ -321,7 +344,10 @@ class Evolve(Method):
                 inspirations = self.choose_inspirations(parent, snapshot[island], archive, rng)
                 prompt, to_code = self.mutation_prompt(ctx, kind, parent, partner, inspirations)
                 reply, code, failure = self._ask(ctx, call_step, prompt, slot, to_code)
-            if failure is not None:
+            if failure is not None:  # no kernel in the answer, or an edit that does not apply
+                if attempt + 1 < max(1, self.novelty_attempts):
+                    rejections.append({"attempt": attempt, "unusable": failure[:200]})
+                    continue  # asked again: an unusable answer spends no evaluation
                 break
             duplicate = self.duplicate_of(code, parent, snapshot, everything)
             if duplicate is None:
@@ -354,8 +380,10 @@ class Evolve(Method):
                 return {"similar_to": program.candidate.step, "similarity": 1.0}
         island = snapshot[parent.island] if parent is not None else []
         best, best_sim = None, 0.0
-        grams = ngrams(list(tokens))
+        grams, shape = ngrams(list(tokens)), shape_of(tokens)
         for program in island:
+            if program.shape == shape:  # only constants or literal options changed: tuning
+                continue
             sim = cosine(grams, program.grams)
             if sim > best_sim:
                 best, best_sim = program, sim
