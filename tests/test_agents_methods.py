@@ -299,3 +299,39 @@ def test_iterative_explicit_chains_are_kept_and_reported(tmp_path, chains, turns
              mode="interpret", trials=1, workers=1, evaluator=FakeEvaluator())
     done = events_of(run, "task_done")[0]
     assert done["chains"] == chains and done["turns_per_chain"] == turns
+
+
+# -- reproducible runs ------------------------------------------------------------------------
+
+def _seeded_evolve(tmp_path, name, seed):
+    from jaxbench.llm import Sampling
+
+    run = RunDir.open(tmp_path / name, {})
+    answers = [fast(1.0 + i / 10, str(i)) for i in range(12)]
+    model = get_model(script(tmp_path / f"s{name}", *answers), sampling=Sampling(seed=seed))
+    optimize(["8p_gemm"], get_method("evolve", islands=2, children=2, seed_islands=0,
+                                     patch_probabilities="1,1,1"),
+             model, run, budget=8, target="tpu", mode="interpret", trials=1, workers=1,
+             evaluator=SpeedEvaluator())
+    evals = sorted(events_of(run, "evaluation"), key=lambda e: e["step"])
+    prompts = sorted((c["step"], c["prompt"]) for c in events_of(run, "llm_call"))
+    return [(e["step"], e.get("parent"), e.get("origin"), e.get("island"),
+             e.get("crossover_with"), e.get("status"), e.get("speedup")) for e in evals], prompts
+
+
+def test_two_runs_with_one_seed_are_the_same_and_another_seed_chooses_otherwise(tmp_path):
+    first, again, other = (_seeded_evolve(tmp_path, name, seed)
+                           for name, seed in (("a", 7), ("b", 7), ("c", 8)))
+    assert first == again  # every choice, prompt and verdict
+    choices = [[e[:5] for e in run[0]] for run in (first, other)]
+    assert choices[0] != choices[1]  # parents, mutations or crossover partners differ
+
+
+def test_providers_that_take_a_seed_get_one_per_call():
+    from jaxbench.llm import Sampling
+
+    assert Sampling().call_seed("t/s/0") is None  # no --seed: nothing is sent
+    seeded = Sampling(seed=7)
+    one, two = seeded.call_seed("t/s/0"), seeded.call_seed("t/s/1")
+    assert one == Sampling(seed=7).call_seed("t/s/0") and one != two  # repeated draws differ
+    assert 0 <= one < 2**31 and Sampling(seed=8).call_seed("t/s/0") != one

@@ -31,7 +31,6 @@ plan, so a resumed run makes the same choices.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from functools import partial
 
@@ -184,7 +183,7 @@ class Autocomp(Method):
                 if not slots:
                     return jobs
                 step = f"round{round_no}/p{p}/plan{k}"
-                rng = random.Random(f"{ctx.task.id}/{step}")
+                rng = ctx.rng(step)
                 translating = parent is None or not parent.candidate.correct
                 menu = list((TRANSLATION_MENU if translating else OPTIMIZATION_MENU)[ctx.target])
                 kept = [m for m in menu if rng.random() >= self.menu_dropout] or [rng.choice(menu)]

@@ -17,6 +17,7 @@ replays the failure instead of repeating the call.
 
 from __future__ import annotations
 
+import random
 import shutil
 import tempfile
 import threading
@@ -184,6 +185,15 @@ class Context:
     ir_feedback: bool = True
     candidates: list[Candidate] = field(default_factory=list)
     planning_calls: int = 0
+
+    def rng(self, *parts: object) -> random.Random:
+        """The random source of one of the method's choices, keyed by the task and ``parts``
+        (so a resumed run makes the same choices), and by the run's ``--seed`` when one was
+        given (so runs with other seeds make other choices)."""
+        sampling = self.sampling or getattr(self.model, "sampling", None)
+        seed = getattr(sampling, "seed", None)
+        key = "/".join(str(p) for p in (self.task.id, *parts))
+        return random.Random(key if seed is None else f"{seed}/{key}")
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()

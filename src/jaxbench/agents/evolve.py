@@ -246,7 +246,7 @@ class Evolve(Method):
                 pop.add(Program(child, island, generation + 1), self.population)
             generation += 1
             if self.islands > 1 and generation % self.migration_interval == 0:
-                self.migrate(pop, random.Random(f"{ctx.task.id}/migrate{generation}"))
+                self.migrate(pop, ctx.rng(f"migrate{generation}"))
 
     # -- selection ------------------------------------------------------------------------------
 
@@ -329,7 +329,7 @@ class Evolve(Method):
         rejections: list[dict] = []
         diff_weight, full_weight, cross_weight = self.patch_weights()
         for attempt in range(max(1, self.novelty_attempts)):
-            rng = random.Random(f"{ctx.task.id}/{step}/a{attempt}")
+            rng = ctx.rng(step, f"a{attempt}")
             parent = self.pick_parent(snapshot[island], rng)
             call_step = step if attempt == 0 else f"{step}/retry{attempt}"
             if parent is None:  # an island's first kernel: from the task statement alone

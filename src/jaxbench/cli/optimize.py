@@ -66,6 +66,9 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
 @click.option("--temperature", type=float, default=None,
               help="Sampling temperature (default: the provider's).")
 @click.option("--max-tokens", type=click.IntRange(256), default=16384, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=None,
+              help="Seed the method's random choices and, for providers that accept one "
+                   "(OpenAI-compatible, Gemini), each call (recorded in the run).")
 @click.option("--reasoning-effort", type=click.Choice(["minimal", "low", "medium", "high", "xhigh",
                                                        "max"]), default=None,
               help="Reasoning effort: OpenAI reasoning_effort, Anthropic output_config.effort, "
@@ -85,6 +88,7 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
                  budget: int, docs: bool, target: str, size: str, mode: str, trials: int,
                  out_dir: Path, record: Path | None, options: tuple[str, ...], workers: int,
                  parallel_tasks: int, temperature: float | None, max_tokens: int,
+                 seed: int | None,
                  reasoning_effort: str | None, thinking_budget: int | None, price_text: str | None,
                  concurrency: int, llm_timeout: float, no_cache: bool, executor: str,
                  ray_address: str | None) -> None:
@@ -106,7 +110,8 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
         tasks = [t.id for t in select_tasks(suite, task_ids) or []]
         method = get_method(method_name, **_parse_options(options))
         sampling = Sampling(temperature=temperature, max_tokens=max_tokens,
-                            reasoning_effort=reasoning_effort, thinking_budget=thinking_budget)
+                            reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
+                            seed=seed)
         price_override = _parse_price(price_text)
         model = get_model(model_spec, sampling=sampling, timeout_s=llm_timeout,
                           max_concurrency=concurrency,

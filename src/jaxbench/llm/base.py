@@ -7,6 +7,7 @@ recording) lives once in :mod:`jaxbench.llm.client`.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import re
@@ -49,6 +50,9 @@ class Sampling:
     max_tokens: int = 16384
     reasoning_effort: str | None = None
     thinking_budget: int | None = None
+    #: the run's seed (``--seed``): providers that accept a seed get one per call, derived from
+    #: it and the call's sample id (repeated draws of one prompt must still differ)
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
@@ -57,6 +61,14 @@ class Sampling:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def call_seed(self, sample: str) -> int | None:
+        """The seed one call sends (None without ``--seed``): a 31-bit hash of the run's seed
+        and the call's sample id."""
+        if self.seed is None:
+            return None
+        digest = hashlib.sha256(f"{self.seed}/{sample}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 @dataclass
@@ -81,6 +93,14 @@ class Completion:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def call_seed(self, sample: str) -> int | None:
+        """The seed one call sends (None without ``--seed``): a 31-bit hash of the run's seed
+        and the call's sample id."""
+        if self.seed is None:
+            return None
+        digest = hashlib.sha256(f"{self.seed}/{sample}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 class Provider:

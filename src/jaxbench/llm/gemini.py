@@ -23,9 +23,11 @@ class Gemini(Provider):
         self.client = genai.Client(api_key=key,
                                    http_options=self.types.HttpOptions(timeout=int(timeout_s * 1000)))
 
-    def config(self, sampling: Sampling) -> object:
+    def config(self, sampling: Sampling, sample: str = "") -> object:
         """The ``GenerateContentConfig`` of one call."""
         args: dict = {"max_output_tokens": sampling.max_tokens}
+        if sampling.seed is not None:
+            args["seed"] = sampling.call_seed(sample)
         if sampling.temperature is not None:
             args["temperature"] = sampling.temperature
         thinking: dict = {}
@@ -40,7 +42,7 @@ class Gemini(Provider):
     def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
         started = time.monotonic()
         response = self.client.models.generate_content(model=self.model, contents=prompt,
-                                                       config=self.config(sampling))
+                                                       config=self.config(sampling, sample))
         usage = response.usage_metadata
         output = None
         if usage is not None and usage.candidates_token_count is not None:

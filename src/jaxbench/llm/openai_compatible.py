@@ -40,7 +40,7 @@ class OpenAICompatible(Provider):
         if sampling.thinking_budget is not None:
             raise LLMConfigError("the openai provider takes --reasoning-effort, not --thinking-budget")
 
-    def request(self, prompt: str, sampling: Sampling) -> dict:
+    def request(self, prompt: str, sampling: Sampling, sample: str = "") -> dict:
         """The keyword arguments of ``chat.completions.create`` for one call."""
         self.check_sampling(sampling)
         # Hosted reasoning models take max_completion_tokens; older servers only max_tokens.
@@ -50,11 +50,13 @@ class OpenAICompatible(Provider):
             args["temperature"] = sampling.temperature
         if sampling.reasoning_effort is not None:
             args["reasoning_effort"] = sampling.reasoning_effort
+        if sampling.seed is not None:
+            args["seed"] = sampling.call_seed(sample)
         return args
 
     def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
         started = time.monotonic()
-        response = self.client.chat.completions.create(**self.request(prompt, sampling))
+        response = self.client.chat.completions.create(**self.request(prompt, sampling, sample))
         usage = response.usage
         choice = response.choices[0]
         return Completion(

@@ -4,6 +4,10 @@ After the last file it starts again from the first, so a short script serves any
 budget. Calls are numbered in the order they arrive (thread-safe). Answers are
 unpriced (cost None): nothing is paid, and the report says "unpriced", not $0.
 
+With a seed (``--seed``), like a seeded provider, the answer depends on the call, not on
+when it arrives: the file is chosen by the call's seed (its sample id and the run's seed),
+so a run whose calls overlap in threads gives the same answers every time.
+
 ``scripted:DIR?latency=SECONDS`` waits that long per answer (a model that sleeps like a
 real one, for throughput measurements).
 """
@@ -44,7 +48,8 @@ class Scripted(Provider):
 
     def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
         with self._lock:
-            path = self.files[self.calls % len(self.files)]
+            index = self.calls if sampling.seed is None else sampling.call_seed(sample)
+            path = self.files[index % len(self.files)]
             self.calls += 1
         if self.latency_s:
             time.sleep(self.latency_s)
