@@ -185,7 +185,8 @@ def triton_compiler(capability: int = 80) -> str:
                 f"(the dialects differ): kernels it cannot read are not checked by it")
     if report["problem"]:
         return f"fails: {report['problem'][:200]}"
-    skew = triton_compile.installed_skew()  # the tiny kernel parses; kernels with loads' may not
+    # the tiny kernel parses; kernels whose loads carry an eviction policy may not
+    skew = triton_compile.skew(triton_compile.jaxlib_version(), report["triton_version"])
     if skew:
         return f"skew: {skew}; kernels it cannot read are not checked by it"
     return f"ok (Triton {report['triton_version']}, compiles for sm_{capability})"

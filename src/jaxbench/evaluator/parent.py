@@ -577,7 +577,8 @@ def _triton_compile(result: dict[str, Any], kernels: list[dict[str, Any]] | str 
             f"Triton {report['triton_version']} cannot parse the Triton IR this jaxlib emits for "
             f"kernel {names} (the dialects differ): Triton's compiler did not check it; a limit "
             "of the check, not the kernel's fault (jaxlib's own verifier accepted the IR)"
-            + (f". {triton_compile.installed_skew()}" if triton_compile.installed_skew() else ""))
+            + (f". {skew}" if (skew := triton_compile.skew(triton_compile.jaxlib_version(),
+                                                            report["triton_version"])) else ""))
         result["lowering_fidelity"] += (f"; Triton's compiler could not parse the IR of {names} "
                                         "(jaxlib/Triton skew) and did not check it")
     if report["problem"]:

@@ -160,15 +160,11 @@ def skew(jaxlib_version: str, triton_version: str) -> str:
     return ""
 
 
-def installed_skew() -> str:
-    """:func:`skew` for the installed jaxlib and `triton` (read from their metadata: neither is
-    imported here, their MLIR would clash); '' when they match or one is missing."""
-    from importlib import metadata
+def jaxlib_version() -> str:
+    """The installed jaxlib's version (whose Triton dialect wrote the IR)."""
+    from jaxlib import version
 
-    try:
-        return skew(metadata.version("jaxlib"), metadata.version("triton"))
-    except metadata.PackageNotFoundError:
-        return ""
+    return version.__version__
 
 
 def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABILITY,
