@@ -487,12 +487,12 @@ def _warn_uncertain_vmem(result: dict[str, Any], figures: list[Any]) -> None:
             "vmem_limit_bytes in pltpu.CompilerParams to be sure (docs/vmem-calibration.md)")
 
 
-# What an interpret-mode `correct` does not exclude (docs/evaluator.md, threat model).
 # The untrusted interpreters' runs, which look for data races as they go.
 RACE_CHECKS = {
     "tpu_interpreter": "the TPU interpreter (two simulated cores, shuffled parallel grid)",
     "gpu_interpreter": "the Mosaic GPU interpreter (simulated warpgroups, barriers and TMA)",
 }
+# What an interpret-mode `correct` does not exclude (docs/evaluator.md, threat model).
 INTERPRET_RESIDUAL_RISK = (
     "residual risk: the kernel body ran in JAX's interpreter; its chip lowering was checked "
     "(structure, budgets) but not run, so a body that the chip's compiler lowers to something "
@@ -523,10 +523,11 @@ def _interpret_fidelity(target: str, chip: str, backend: str | None = None) -> s
     triton = (f"cross-lowered to Triton IR for CUDA, judged for {chip} ({sm}): Triton's rules "
               "(power-of-two tensors of at most 2^20 elements, masked edges, shared memory) at "
               f"every size and the grid race rule{compiled}")
-    mosaic = (f"cross-lowered to Mosaic GPU for CUDA, judged for {chip} ({sm}): the chip has "
-              "the features Mosaic GPU needs (Hopper or newer); Triton's rules, the grid race "
-              "rule and a shared-memory budget do not apply to Mosaic GPU kernels, and Mosaic "
-              "GPU's own compiler (its passes and ptxas) did not run on this CPU")
+    mosaic = (f"cross-lowered to Mosaic GPU for CUDA, judged for {chip} ({sm}): the chip's "
+              "features checked (Mosaic GPU needs wgmma and TMA: Hopper or newer); Triton's "
+              "rules, the grid race rule and a shared-memory budget do not apply to Mosaic GPU "
+              "kernels, and Mosaic GPU's own compiler (its passes and ptxas) did not run on "
+              "this CPU")
     kinds = set((backend or "triton").split("+"))
     if kinds == {"mosaic_gpu"}:
         return mosaic
