@@ -44,8 +44,8 @@ MUTATIONS = [
         ("tests/test_statuses.py::test_worker_leaves_no_process_or_directory",)),
     Mutation(
         "tpu_interpreter_reports_unsupported", "evaluator/sandbox/tracer.py",
-        'outbox.status["tpu_interpreter"] = "ran"',
-        'outbox.status["tpu_interpreter"] = "unsupported: mutant"',
+        '                outbox.status[label] = "ran"',
+        '                outbox.status[label] = "unsupported: mutant"',
         ("tests/test_seeds.py::test_shipped_kernel_is_correct_in_interpret_mode"
          "[12p_rmsnorm-seed_tpu]",)),
     Mutation(
@@ -102,8 +102,8 @@ MUTATIONS = [
          "_is_written_last",)),
     Mutation(
         "missing_probe_accepted", "evaluator/untrusted.py",
-        '    if said == "ran" and "tpu_interpreter" in probe:',
-        '    if True:  # mutant: a missing TPU-interpreter report passes',
+        '    if said == "ran" and label in probe:',
+        '    if True:  # mutant: a missing interpreter report passes',
         ("tests/adversarial/test_forged_untrusted.py::test_missing_probe_is_a_failure",)),
     Mutation(
         "lookups_are_free_again", "evaluator/judge/pricing.py",
