@@ -51,7 +51,7 @@ _WGMMA = ("JAX 0.10 cannot interpret Mosaic GPU's wgmma on a CPU host (no generi
 _PLGPU_KERNEL = ("a plgpu.kernel kernel has no callback-free interpret lowering, so nothing "
                  "trusted can run it on a CPU host (from JAX 0.11 the untrusted Mosaic GPU "
                  "interpreter runs it and can only find it wrong); it is verified up to lowering "
-                 "(docs/gpu-and-ray.md)")
+                 "(docs/suites.md, GPU seeds)")
 KNOWN_INTERPRET_FAILURES = {
     ("7p_ragged_paged_attention", "expert", "tpu"):
         "JAX 0.10's interpreters cannot run this library kernel on a CPU host (its TypedInt "
