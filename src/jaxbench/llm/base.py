@@ -94,14 +94,6 @@ class Completion:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def call_seed(self, sample: str) -> int | None:
-        """The seed one call sends (None without ``--seed``): a 31-bit hash of the run's seed
-        and the call's sample id."""
-        if self.seed is None:
-            return None
-        digest = hashlib.sha256(f"{self.seed}/{sample}".encode()).digest()
-        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
 
 class Provider:
     """One model behind one SDK. Subclasses set ``name`` and implement :meth:`complete`.
