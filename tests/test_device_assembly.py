@@ -4,6 +4,8 @@ truths and raw timing samples). Every figure in the result must be the parent's 
 from those samples; a speedup above 10x must carry the review flag."""
 
 import statistics
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -21,11 +23,27 @@ class FakeDeviceRunners:
     """Answers a judge request like a device runner: the reference's outputs (so the kernel is
     `correct`), the float32 truths, and the given timing samples."""
 
-    def __init__(self, timing):
+    def __init__(self, timing, hold_s=0.0):
         self.timing = timing
         self.requests = []
+        self.leases = []
+        self.hold_s = hold_s  # seconds each phase keeps the pretend device
+        self.used = []  # (phase, start, end, request) as the pretend device saw it
+        self._lock = threading.Lock()
+        self.meet = None  # a threading.Barrier the first compiles wait at (all at once)
 
-    def run(self, request, timeout_s, memory_bytes):
+    def close(self):
+        pass
+
+    def _use(self, phase, request):
+        start = time.monotonic()
+        time.sleep(self.hold_s)
+        if phase == "compile" and self.meet is not None and len(self.requests) <= self.meet.parties:
+            self.meet.wait()  # broken (an error) when the evaluations do not overlap
+        with self._lock:
+            self.used.append((phase, start, time.monotonic(), request["dir"]))
+
+    def run(self, request, timeout_s, memory_bytes, lease=None):
         import jax
         import numpy as np
 
@@ -33,6 +51,12 @@ class FakeDeviceRunners:
         from jaxbench.evaluator.judge.runner import _truths
 
         self.requests.append(request)
+        self.leases.append(lease)
+        # as the runner does on a device: compile and check shared, time alone
+        with lease.hold("shared"):
+            self._use("compile", request)
+        with lease.hold("exclusive"):
+            self._use("time", request)
         task, size = get_task(request["task"]), request["size"]
         labelled = [(f"trial{i}", k) for i, k in enumerate(request["trial_keys"])]
         labelled += [(f"recheck{i}", k) for i, k in enumerate(request["recheck_keys"])]
@@ -79,6 +103,7 @@ def _evaluate(ev, monkeypatch, timing):
     monkeypatch.setattr(ev, "runners", fake)
     result = ev.evaluate(SEED, TASK, mode="device", trials=2)
     assert len(fake.requests) == 1 and fake.requests[0]["mode"] == "device"
+    assert fake.leases == [ev.lease]  # the device lease goes with every device request
     assert len(fake.requests[0]["timing_keys"]) >= 2  # the parent asked for rotated input sets
     return result
 
@@ -122,3 +147,51 @@ def test_a_modest_speedup_has_no_review_flag_and_wall_clock_stands_in(device_eva
     assert result["speedup"] == pytest.approx(4.0)
     assert "review" not in result
     assert result["stages"]["time"]["device_error"] == "no device events in the trace"
+
+
+
+@pytest.mark.parametrize("target", ["gpu", "tpu"])
+def test_a_device_mode_optimize_run_never_times_two_kernels_at_once(tmp_path, monkeypatch, target):
+    """The driver lets several evaluations run at once on a device: on a GPU tracing,
+    compiling and checking overlap, and the pretend device sees no timing overlap anything
+    else; a TPU is opened by one process at a time, so there the trusted runs never overlap
+    at all (tracing still does)."""
+    from agent_fakes import script, seed
+
+    import jaxbench.agents.driver as driver_module
+    import jaxbench.evaluator.parent as parent_module
+    from jaxbench.agents import get_method, optimize
+    from jaxbench.evaluator import Evaluator
+    from jaxbench.llm import get_model
+    from jaxbench.runs import RunDir
+
+    kind = {"gpu": "NVIDIA H200", "tpu": DEVICE_KIND}[target]
+    for module in (parent_module, driver_module):
+        monkeypatch.setattr(module, "resolve_mode", lambda mode, target: "device")
+        monkeypatch.setattr(module, "device_kind", lambda: kind)
+    wall_ref, wall_kernel = _samples(2.0, 1.0)
+    fake = FakeDeviceRunners({"ref_s": wall_ref, "kernel_s": wall_kernel, "input_sets": 3,
+                              "warmup_rounds": 3}, hold_s=0.3)
+    if target == "gpu":
+        fake.meet = threading.Barrier(2, timeout=60)  # two compiles must be in flight at once
+    source = seed(TASK, target)
+    answers = [f"```python\n{source}\n# variant {i}\n```" for i in range(4)]
+    model = get_model(script(tmp_path / "model", *answers))
+    run = RunDir.open(tmp_path / "run", {"method": "best_of_n"})
+    with Evaluator(spares=2, secret=run.secret) as ev:
+        monkeypatch.setattr(ev, "runners", fake)
+        out = optimize([TASK], get_method("best_of_n"), model, run, budget=4, mode="device",
+                       target=target, workers=4, evaluator=ev)
+    assert [c.status for c in out[TASK]] == ["correct"] * 4, [c.result["message"] for c in out[TASK]]
+    assert {c.result["mode"] for c in out[TASK]} == {"device"}
+    used = fake.used
+    assert len(used) == 8
+    clashes = [(a, b) for a in used if a[0] == "time" for b in used
+               if b is not a and a[1] < b[2] and b[1] < a[2]]
+    assert clashes == []
+    compiles = [u for u in used if u[0] == "compile"]
+    overlapping = [(a, b) for a in used for b in used if a[3] != b[3] and a[1] < b[2] and b[1] < a[2]]
+    if target == "gpu":  # the evaluations did overlap
+        assert compiles[0][2] > compiles[1][1]
+    else:
+        assert overlapping == []

@@ -169,6 +169,20 @@ MUTATIONS = [
         '            if False:  # add-only',
         ("tests/adversarial/test_forged_untrusted.py::test_mosaic_gpu_interpreter_is_add_only"
          "[gpu_interpreter_finds_it_wrong]",)),
+    # the device lease: a runner's request for the device alone, granted without taking it
+    Mutation(
+        "lease_never_exclusive", "evaluator/judge/client.py",
+        "                if lease is not None and wanted != held:",
+        "                if lease is not None and wanted != held and wanted != EXCLUSIVE:",
+        ("tests/test_device_lease.py::test_timings_never_overlap_anything_while_compiles_overlap",)),
+    # the driver back to one evaluation at a time on a device (no pipelining)
+    Mutation(
+        "device_mode_serial", "agents/driver.py",
+        "    eval_slots = threading.Semaphore(cluster.slots(mode, target) if cluster else workers)",
+        "    eval_slots = threading.Semaphore(cluster.slots(mode, target) if cluster else\n"
+        "                                     1 if mode == \"device\" else workers)",
+        ("tests/test_device_assembly.py::test_a_device_mode_optimize_run_never_times_two_kernels_at_once"
+         "[gpu]",)),
 ]
 
 

@@ -2,7 +2,8 @@
 
 Tasks run concurrently, each in its own thread; their samples (a model call, then an
 evaluation) share one thread pool. What bounds the work in flight is the model client's
-limit on concurrent calls and the evaluator's slots (one kernel at a time on a device), so
+limit on concurrent calls and the evaluator's slots (``workers``; on a device the
+evaluator's lease times one kernel at a time, see :mod:`jaxbench.evaluator.lease`), so
 a suite of tasks is limited by the provider's rate and the evaluator, not by each task's
 rounds: while one task waits for the last sample of its round, the others fill the
 pipeline.
@@ -58,9 +59,9 @@ def optimize(
 
     Every LLM call and evaluation is an event of ``run``; a task whose ``task_done``
     event exists is not run again, and an unfinished one replays its finished steps.
-    ``workers`` evaluations run at once (one on a device); up to ``parallel_tasks`` tasks
-    (default: all, at most 64) run at once. ``evaluator`` defaults to a new one keyed by the
-    run's secret.
+    ``workers`` evaluations run at once (on a device, timed one at a time); up to
+    ``parallel_tasks`` tasks (default: all, at most 64) run at once. ``evaluator`` defaults
+    to a new one keyed by the run's secret.
     """
     if budget < 1:
         raise ValueError("the budget must be at least 1 sample per task")
@@ -71,9 +72,9 @@ def optimize(
     kind = (cluster.device_kind(target) if cluster else device_kind()) if mode == "device" else None
     journal = Journal(run.events())
     stop = threading.Event()
-    # One accelerator times one kernel at a time; interpret checks may overlap.
-    eval_slots = threading.Semaphore(cluster.slots(mode, target) if cluster else
-                                     1 if mode == "device" else workers)
+    # Evaluations overlap (tracing, compiling, checking); on a device the evaluator's lease
+    # lets one kernel at a time be timed, never while another compiles.
+    eval_slots = threading.Semaphore(cluster.slots(mode, target) if cluster else workers)
     results: dict[str, list[Candidate]] = {}
     todo = []
     for task in tasks:

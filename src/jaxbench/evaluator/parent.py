@@ -11,6 +11,7 @@ the Triton compile step, and the Ctrl-C helper :func:`kill_children`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import secrets
@@ -36,6 +37,7 @@ from jaxbench.evaluator.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.case import Case
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
 from jaxbench.evaluator.judge.client import RunnerOutcome, RunnerPool
+from jaxbench.evaluator.lease import DeviceLease
 from jaxbench.evaluator.pool import WorkerPool, remove_tree
 from jaxbench.evaluator.result import (
     STAGES,
@@ -87,6 +89,14 @@ class Evaluator:
             when not given, so a kernel cannot tune itself to its test inputs.
         spares: warm tracer processes (and trusted runners) kept waiting.
         work_dir: where the tracers' private directories are made (default: the temp dir).
+
+    ``evaluate`` may be called from many threads at once: each call gets its own tracer and
+    trusted runner, so tracing, exporting, compiling and checking of different candidates
+    overlap on the host's cores. On a device, timing is the one part that is serialized:
+    the runners share :attr:`lease` (:mod:`jaxbench.evaluator.lease`), which a runner holds
+    exclusively while it times, so no timing overlaps another candidate's compile, check or
+    timing. A TPU is opened by one process at a time, so there the trusted runs themselves
+    go one at a time (tracing still overlaps them).
     """
 
     def __init__(self, secret: bytes | None = None, spares: int = 1,
@@ -95,6 +105,8 @@ class Evaluator:
         self.pool = WorkerPool(spares=spares, root=work_dir)
         self.runners = RunnerPool(spares=min(spares, 1))
         self.truth = GroundTruth()
+        self.lease = DeviceLease()
+        self._tpu = threading.Lock()
         self._prefetching: list[threading.Thread] = []
         self._aborted = False
 
@@ -293,8 +305,11 @@ class Evaluator:
                 request["timing_keys"] = derive_keys(self.secret, task.id, size, sets - 1, "timing")
             # On a device the runner's resident size counts mapped device memory: its host-memory
             # watchdog applies in interpret mode only (device memory errors are XLA's to report).
-            outcome = self.runners.run(request, case.timeout_s,
-                                       case.memory_bytes if case.mode == "interpret" else None)
+            if case.mode == "device":
+                with self._tpu if case.target == "tpu" else contextlib.nullcontext():
+                    outcome = self.runners.run(request, case.timeout_s, None, self.lease)
+            else:
+                outcome = self.runners.run(request, case.timeout_s, case.memory_bytes)
             # The budgets that decide are the judge's, from the exported modules; the untrusted
             # side's own estimate can only add a failure, and when it has one its message is
             # shown (it names the kernel's source line).

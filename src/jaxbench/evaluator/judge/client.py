@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.lease import EXCLUSIVE, SHARED, DeviceLease
 from jaxbench.evaluator.pool import group_rss_bytes, kill_group, worker_env
 
 
@@ -34,12 +35,15 @@ class RunnerOutcome:
     log_tail: str = ""
 
 
+RUNNER_COMMAND = (sys.executable, "-m", "jaxbench.evaluator.judge.runner")
+
+
 class Runner:
-    def __init__(self, env: dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str], command: tuple[str, ...] = RUNNER_COMMAND) -> None:
         self._log_path = Path(tempfile.mkstemp(prefix="jaxbench-runner-", suffix=".log")[1])
         self._log = open(self._log_path, "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jaxbench.evaluator.judge.runner"],
+            list(command),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
             start_new_session=True, env={**env, "JAXBENCH_RUNNER_OWNER": str(os.getpid())})
         self._buffer = b""
@@ -64,26 +68,53 @@ class Runner:
         return line, ""
 
     def request(self, payload: dict[str, Any], timeout_s: float,
-                memory_bytes: int | None) -> RunnerOutcome:
-        deadline = time.monotonic() + timeout_s
+                memory_bytes: int | None, lease: DeviceLease | None = None) -> RunnerOutcome:
+        """One request's response. With ``lease`` (device mode), the device lease is held on
+        the runner's behalf: shared from the start, and as the runner asks (exclusive while it
+        times); time spent waiting for the lease does not count towards ``timeout_s``."""
         if not self.ready:  # start-up is not the candidate's time, but bound it too
             line, why = self._read_line(time.monotonic() + 300, None)
             if line is None:
                 return self._failed(why)
             self.ready = True
+        held: str | None = None
+        if lease is not None:
+            lease.acquire(SHARED)
+            held = SHARED
+        deadline = time.monotonic() + timeout_s
         try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write((json.dumps(payload) + "\n").encode())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            self._send({**payload, "lease": lease is not None})
+            while True:
+                line, why = self._read_line(deadline, memory_bytes)
+                if line is None:
+                    return self._failed(why)
+                message = json.loads(line)
+                if not (isinstance(message, dict) and "lease" in message):
+                    return RunnerOutcome(message)
+                # The runner moves between compiling (shared) and timing (exclusive).
+                wanted = message["lease"]
+                if wanted not in (SHARED, EXCLUSIVE):
+                    return self._failed("eof")
+                if lease is not None and wanted != held:
+                    waiting = time.monotonic()
+                    if held is not None:
+                        lease.release(held)
+                        held = None
+                    lease.acquire(wanted)
+                    held = wanted
+                    deadline += time.monotonic() - waiting
+                self._send("go")
+        except (BrokenPipeError, OSError, json.JSONDecodeError):
             return self._failed("eof")
-        line, why = self._read_line(deadline, memory_bytes)
-        if line is None:
-            return self._failed(why)
-        try:
-            return RunnerOutcome(json.loads(line))
-        except json.JSONDecodeError:
-            return self._failed("eof")
+        finally:
+            if held is not None:
+                lease.release(held)  # type: ignore[union-attr]
+
+    def _send(self, message: dict[str, Any] | str) -> None:
+        assert self.proc.stdin is not None
+        text = message if isinstance(message, str) else json.dumps(message)
+        self.proc.stdin.write((text + "\n").encode())
+        self.proc.stdin.flush()
 
     def _failed(self, why: str) -> RunnerOutcome:
         self._log.flush()
@@ -106,8 +137,9 @@ class Runner:
 class RunnerPool:
     """Warm trusted runners, handed out one per evaluation and taken back afterwards."""
 
-    def __init__(self, spares: int = 1) -> None:
+    def __init__(self, spares: int = 1, command: tuple[str, ...] = RUNNER_COMMAND) -> None:
         self._env = worker_env()
+        self._command = command
         self._idle: queue.Queue[Runner] = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
@@ -118,10 +150,10 @@ class RunnerPool:
             self._idle.put(self._spawn())
 
     def _spawn(self) -> Runner:
-        return self._spawner.submit(Runner, self._env).result()
+        return self._spawner.submit(Runner, self._env, self._command).result()
 
     def run(self, payload: dict[str, Any], timeout_s: float,
-            memory_bytes: int | None) -> RunnerOutcome:
+            memory_bytes: int | None, lease: DeviceLease | None = None) -> RunnerOutcome:
         try:
             runner = self._idle.get_nowait()
         except queue.Empty:
@@ -129,7 +161,7 @@ class RunnerPool:
         if not runner.alive:
             runner.kill()
             runner = self._spawn()
-        outcome = runner.request(payload, timeout_s, memory_bytes)
+        outcome = runner.request(payload, timeout_s, memory_bytes, lease)
         with self._lock:
             keep = outcome.response is not None and runner.alive and not self._closed
         if keep:

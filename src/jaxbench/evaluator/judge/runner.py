@@ -10,7 +10,10 @@ trial inputs from the keys in the request (the only place besides the parent
 that ever holds real inputs), runs the module, writes the outputs to
 ``outputs.npy`` in that directory, and on a device times the target module
 against the reference and runs it once more on new inputs. The parent compares
-the outputs with the float32 truth and computes every figure.
+the outputs with the float32 truth and computes every figure. On a device the
+runner asks the parent for the device lease before timing and gives it back after
+(``{"lease": "exclusive"|"shared"}`` lines, answered ``go`` on stdin), so that
+concurrent evaluations never time while another compiles or times.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +106,11 @@ def _budgets(request: dict[str, Any], directory: Path, task: Any, platform: str,
         return f"memory budget: the judge could not compute it: {short_error(exc, 300)}", []
 
 
-def judge(request: dict[str, Any]) -> dict[str, Any]:
-    """One evaluation's trusted work; raises StageFailure for a verdict other than 'ran'."""
+def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: None
+          ) -> dict[str, Any]:
+    """One evaluation's trusted work; raises StageFailure for a verdict other than 'ran'.
+    ``lease(kind)`` returns once the device lease (:mod:`jaxbench.evaluator.lease`) is held
+    that way: the timing is the only part that holds it exclusively."""
     import jax
 
     from jaxbench import compat
@@ -175,9 +182,14 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
 
         t0 = _perf_counter()
         try:
+            # compiled and generated before the device is ours alone: only timing needs it so
             reference = jax.jit(task.reference).lower(*first).compile()
             sets = [first] + [_inputs(task, k, size) for k in request.get("timing_keys", [])]
             jax.block_until_ready(sets)
+            waited = _perf_counter()
+            lease("exclusive")
+            t0 = _perf_counter()
+            waited = t0 - waited
             options = dict(request.get("timing", {}))
             device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
             response["timing"] = time_interleaved(reference, compiled, sets,
@@ -191,7 +203,9 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
                 response["compiled_artifacts"] = compiled_artifacts(compiled)
         except Exception as exc:  # noqa: BLE001
             raise StageFailure("runtime_error", "time", short_error(exc)) from None
-        response["stages"]["time"] = {"seconds": round(_perf_counter() - t0, 4)}
+        response["stages"]["time"] = {"seconds": round(_perf_counter() - t0, 4),
+                                      "lease_wait_s": round(waited, 4)}
+        lease("shared")
         t0 = _perf_counter()
         try:
             for i, key in enumerate(request.get("recheck_keys", [])):
@@ -254,8 +268,16 @@ def serve(reply: Any) -> None:
             reply.write(json.dumps({"status": "ran", "modules": sorted(sys.modules)}) + "\n")
             reply.flush()
             continue
+        def lease(kind: str, request: dict[str, Any] = request) -> None:
+            if not request.get("lease"):
+                return
+            reply.write(json.dumps({"lease": kind}) + "\n")
+            reply.flush()
+            if sys.stdin.readline().strip() != "go":
+                raise RuntimeError(f"the parent did not grant the {kind} device lease")
+
         try:
-            response = {"status": "ran", **judge(request)}
+            response = {"status": "ran", **judge(request, lease)}
         except StageFailure as failure:
             response = {"status": failure.status, "stage": failure.stage, "message": failure.message}
         except Exception as exc:  # noqa: BLE001 - a harness bug: report, keep serving
