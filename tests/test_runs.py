@@ -74,6 +74,31 @@ def _evaluation(task, step, status, speedup, source):
             "status": status, "speedup": speedup, "source": source}
 
 
+def test_best_never_holds_a_shipped_seed_unless_asked(tmp_path):
+    """Evolve evaluates the shipped seeds as its starting points, and a model may answer
+    with a seed verbatim: neither is what the search found, so neither goes to best/."""
+    from jaxbench.evaluator.result import source_sha256
+    from jaxbench.runs import best_evaluations, write_best
+    from jaxbench.tasks import get_task
+
+    seed = get_task("8p_gemm").kernel_files()[("seed", "tpu")].read_text()
+    run = RunDir.open(tmp_path, {"command": "optimize"})
+    for event in [
+        _evaluation("8p_gemm", "seed/seed_tpu", "correct", 3.0, seed) | {"origin": "seed"},
+        _evaluation("8p_gemm", "s0", "correct", 2.0, seed) | {"candidate_sha256": source_sha256(seed)},
+        _evaluation("8p_gemm", "s1", "correct", 1.5, "F = 1\n"),
+        _evaluation("12p_rmsnorm", "seed/seed_tpu", "correct", 1.1, "G = 1\n") | {"origin": "seed"},
+    ]:
+        run.append(event)
+    assert {t: e["step"] for t, e in best_evaluations(tmp_path).items()} == {"8p_gemm": "s1"}
+    assert sorted(write_best(tmp_path)) == ["8p_gemm"]
+    assert (tmp_path / "best/8p_gemm.py").read_text() == "F = 1\n"
+    assert not (tmp_path / "best/12p_rmsnorm.py").exists()
+    asked = best_evaluations(tmp_path, include_seeds=True)
+    assert {t: e["step"] for t, e in asked.items()} == {"8p_gemm": "seed/seed_tpu",
+                                                         "12p_rmsnorm": "seed/seed_tpu"}
+
+
 def test_write_best_exports_each_tasks_best_correct_kernel(tmp_path):
     from jaxbench.runs import best_evaluations, write_best
 

@@ -177,31 +177,54 @@ def event_source(path: str | os.PathLike[str], event: dict[str, Any]) -> str | N
     return None
 
 
-def best_evaluations(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+def shipped_seed_hashes(task_id: str) -> set[str]:
+    """The SHA-256 of each seed kernel shipped with the task (none for an unknown task)."""
+    from jaxbench.tasks import get_task
+
+    try:
+        files = get_task(task_id).kernel_files()
+    except KeyError:
+        return set()
+    return {source_sha256(path.read_text()) for (kind, _), path in files.items()
+            if kind.startswith("seed")}
+
+
+def best_evaluations(path: str | os.PathLike[str], include_seeds: bool = False
+                     ) -> dict[str, dict[str, Any]]:
     """Per task, its best evaluation: correct, then the highest speedup (none counts as 0),
-    then the earliest. Tasks without a correct evaluation are left out."""
+    then the earliest. Tasks without a correct evaluation are left out. A shipped seed
+    kernel (a method's starting point, ``origin: "seed"``, or a candidate identical to a
+    shipped seed) is never the best unless ``include_seeds``: ``best/`` holds what the
+    search found."""
     best: dict[str, tuple[float, int, dict[str, Any]]] = {}
+    seeds: dict[str, set[str]] = {}
     for order, event in enumerate(read_events(path)):
         if event.get("type") != "evaluation" or event.get("status") != "correct":
             continue
         task = event.get("task")
         if not isinstance(task, str):
             continue
+        if not include_seeds:
+            if task not in seeds:
+                seeds[task] = shipped_seed_hashes(task)
+            if event.get("origin") == "seed" or event.get("candidate_sha256") in seeds[task]:
+                continue
         speedup = event.get("speedup") if isinstance(event.get("speedup"), (int, float)) else 0.0
         if task not in best or speedup > best[task][0]:
             best[task] = (float(speedup), order, event)
     return {task: entry[2] for task, entry in best.items()}
 
 
-def write_best(path: str | os.PathLike[str]) -> dict[str, Path]:
+def write_best(path: str | os.PathLike[str], include_seeds: bool = False) -> dict[str, Path]:
     """Writes ``best/<task>.py``, the best correct kernel of each task (see
-    :func:`best_evaluations`), and ``best/best.json`` saying where each came from; returns
-    the files written by task. Derived from the events only, so it can be rerun at any time
-    (``jaxbench optimize`` calls it when a run ends)."""
+    :func:`best_evaluations`; shipped seeds only with ``include_seeds``), and
+    ``best/best.json`` saying where each came from; returns the files written by task.
+    Derived from the events only, so it can be rerun at any time (``jaxbench optimize``
+    calls it when a run ends)."""
     root = Path(path)
     written: dict[str, Path] = {}
     index: dict[str, dict[str, Any]] = {}
-    for task, event in sorted(best_evaluations(root).items()):
+    for task, event in sorted(best_evaluations(root, include_seeds).items()):
         source = event_source(root, event)
         if source is None or "/" in task or task.startswith("."):
             continue
