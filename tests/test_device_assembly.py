@@ -184,8 +184,20 @@ def test_a_device_mode_optimize_run_never_times_two_kernels_at_once(tmp_path, mo
                        target=target, workers=4, evaluator=ev)
     assert [c.status for c in out[TASK]] == ["correct"] * 4, [c.result["message"] for c in out[TASK]]
     assert {c.result["mode"] for c in out[TASK]} == {"device"}
+    # the winner, timed again with more repetitions: both figures kept, no extra sample
+    from agent_fakes import events_of
+    from jaxbench.agents.driver import RETIME_TIMING
+
+    assert len(events_of(run, "evaluation")) == 4
+    assert fake.requests[-1]["timing"] == RETIME_TIMING
+    [retime] = events_of(run, "retime")
+    [done] = events_of(run, "task_done")
+    assert retime["status"] == "correct" and retime["timing"] == RETIME_TIMING
+    assert retime["search_speedup"] == done["best_speedup"] == pytest.approx(2.0)
+    assert done["best_speedup_retimed"] == retime["speedup"] == pytest.approx(2.0)
+    assert retime["step"] == done["best_step"]
     used = fake.used
-    assert len(used) == 8
+    assert len(used) == 10
     clashes = [(a, b) for a in used if a[0] == "time" for b in used
                if b is not a and a[1] < b[2] and b[1] < a[2]]
     assert clashes == []
