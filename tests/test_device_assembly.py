@@ -186,6 +186,7 @@ def test_a_device_mode_optimize_run_never_times_two_kernels_at_once(tmp_path, mo
     assert {c.result["mode"] for c in out[TASK]} == {"device"}
     # the winner, timed again with more repetitions: both figures kept, no extra sample
     from agent_fakes import events_of
+
     from jaxbench.agents.driver import RETIME_TIMING
 
     assert len(events_of(run, "evaluation")) == 4
