@@ -207,10 +207,11 @@ def agent_run(path: Path, *, budget: int = 8, stop_after: int | None = None) -> 
         first_correct = [1, 3, 2, None, 0, 5, 1, None, 2, 6][t]
         for sample in range(budget):
             run.append({"type": "llm_call", "task": task, "method": "best_of_n", "step": f"s{sample}",
-                        "kind": "sample", "sample": sample, "model": "openai:example-model",
+                        "kind": "kernel", "sample": sample, "model": "openai:example-model",
                         "input_tokens": 6000 + rng.randrange(3000),
                         "output_tokens": 2500 + rng.randrange(4000),
-                        "cost": round(0.03 + rng.random() * 0.04, 4)})
+                        "cost": round(0.03 + rng.random() * 0.04, 4),
+                        "latency_s": 20.0 + (t * 7 + sample * 5) % 13 * 2.5})
             ok = first_correct is not None and sample >= first_correct and rng.random() < 0.7
             status, stage, message = CORRECT if ok else AGENT_FAILURES[rng.randrange(len(AGENT_FAILURES))]
             compiled = stage in ("correct", "time", "recheck")
@@ -221,4 +222,56 @@ def agent_run(path: Path, *, budget: int = 8, stop_after: int | None = None) -> 
                     "seeded": False})
     if stop_after is None:
         run.finish()
+    return run.path
+
+
+# The LLM calls of usage_run: (method, kind, step, fields). autocomp's kernel calls: latencies
+# 2, 4, 10 and 6 s (the last answered from the local cache), one failed (no latency, tokens or
+# price), one unpriced, two reporting prompt-cache hits (400 and 0 of 1000 input tokens), one
+# not reporting them (None) and one without the field; its two plan calls report 250 of 500 each.
+USAGE_CALLS = [
+    ("autocomp", "kernel", "s0", {"latency_s": 2.0, "input_tokens": 1000, "output_tokens": 200,
+                                  "cost": 0.01, "cached_input_tokens": 400}),
+    ("autocomp", "kernel", "s1", {"latency_s": 4.0, "input_tokens": 1000, "output_tokens": 300,
+                                  "cost": 0.02, "cached_input_tokens": 0}),
+    ("autocomp", "kernel", "s2", {"latency_s": 10.0, "input_tokens": 2000, "output_tokens": 500,
+                                  "cost": None}),
+    ("autocomp", "kernel", "s3", {"cost": None, "error": "openai: BadRequestError: context too long",
+                                  "finish_reason": "error", "status_code": 400, "response": ""}),
+    ("autocomp", "kernel", "s4", {"latency_s": 6.0, "input_tokens": 1000, "output_tokens": 100,
+                                  "cost": 0.03, "cached": True, "cached_input_tokens": None}),
+    ("autocomp", "plan", "plan0", {"latency_s": 1.0, "input_tokens": 500, "output_tokens": 50,
+                                   "cost": 0.005, "cached_input_tokens": 250}),
+    ("autocomp", "plan", "plan1", {"latency_s": 3.0, "input_tokens": 500, "output_tokens": 50,
+                                   "cost": 0.005, "cached_input_tokens": 250}),
+    ("best_of_n", "kernel", "s0", {"latency_s": 1.5, "input_tokens": 800, "output_tokens": 400,
+                                   "cost": 0.1}),
+    ("best_of_n", "kernel", "s1", {"latency_s": 2.5, "input_tokens": 900, "output_tokens": 600,
+                                   "cost": 0.2}),
+]
+
+
+def usage_run(path: Path) -> Path:
+    """An optimize run of autocomp and best_of_n on one task in interpret mode, for the table of
+    LLM calls and evaluation time: the calls of :data:`USAGE_CALLS`; autocomp's evaluations took
+    3, 5 and 10 s, one reused the verdict of s0 (its copied ``wall_s`` is no time spent) and one
+    answer had no kernel (synthetic, never run); best_of_n's took 4 and 6 s."""
+    model = "openai:example-model"
+    run = RunDir.open(path, {"command": "optimize", "method": "autocomp+best_of_n", "model": model,
+                             "tasks": ["8p_gemm"], "budget": 5, "target": "tpu", "mode": "interpret",
+                             "size": "small"})
+    for method, kind, step, fields in USAGE_CALLS:
+        run.append({"type": "llm_call", "task": "8p_gemm", "method": method, "step": step, "kind": kind,
+                    "model": model, "finish_reason": "stop", "cached": False, **fields})
+    tpu = {"mode": "interpret", "target": "tpu"}
+    run.append(evaluation("8p_gemm", "correct", method="autocomp", sample=0, wall_s=3.0, **tpu))
+    run.append(evaluation("8p_gemm", "incorrect", method="autocomp", sample=1, wall_s=5.0, **tpu))
+    run.append(evaluation("8p_gemm", "correct", method="autocomp", sample=2, wall_s=3.0, reused_from="s0",
+                          **tpu))
+    run.append(evaluation("8p_gemm", "compile_error", method="autocomp", sample=3, stage="static",
+                          message="the answer holds no code block", synthetic=True, wall_s=None, **tpu))
+    run.append(evaluation("8p_gemm", "runtime_error", method="autocomp", sample=4, wall_s=10.0, **tpu))
+    run.append(evaluation("8p_gemm", "correct", method="best_of_n", sample=0, wall_s=4.0, **tpu))
+    run.append(evaluation("8p_gemm", "incorrect", method="best_of_n", sample=1, wall_s=6.0, **tpu))
+    run.finish()
     return run.path

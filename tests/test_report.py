@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from jaxbench.cli import main
-from jaxbench.report.summary import cost_text, summarize
+from jaxbench.report.summary import summarize
+from jaxbench.report.usage import cost_text
 from jaxbench.runs import RunDir
 
 
@@ -200,3 +201,163 @@ def test_progress_of_an_interrupted_suite_run(tmp_path):
     assert "per method · target" in table and "run:seed · gpu" in table and "run:seed · tpu" in table
     done = summarize(suite_run(tmp_path / "done"))["progress"]
     assert done["finished"] and done["text"] is None and done["planned"] == 100
+
+
+# -- LLM calls and evaluation time (report/usage.py) --------------------------------------------
+
+def test_percentile_interpolates_between_the_closest_ranks():
+    from jaxbench.report.usage import percentile
+
+    assert percentile([], 0.5) is None and percentile([7.0], 0.9) == 7.0
+    # sorted 2, 4, 6, 10: p50 at rank h = 3 * 0.5 = 1.5, between 4 and 6; p90 at h = 2.7,
+    # 0.7 of the way from 6 to 10
+    assert percentile([10.0, 2.0, 6.0, 4.0], 0.5) == pytest.approx(5.0)
+    assert percentile([10.0, 2.0, 6.0, 4.0], 0.9) == pytest.approx(8.8)
+    assert percentile([3.0, 1.0], 0.9) == pytest.approx(2.8)
+    assert percentile([5.0, 1.0, 3.0], 0.5) == 3.0  # an odd count: the middle value
+    assert percentile([5.0, 1.0, 3.0], 0.0) == 1.0 and percentile([5.0, 1.0, 3.0], 1.0) == 5.0
+
+
+@pytest.fixture
+def usage_run(tmp_path):
+    from report_runs import usage_run
+
+    return usage_run(tmp_path / "usage")
+
+
+def test_usage_kernel_and_plan_calls_apart(usage_run):
+    """The numbers of report_runs.USAGE_CALLS, computed by hand."""
+    usage = summarize(usage_run)["usage"]
+    assert list(usage) == ["autocomp · tpu", "best_of_n · tpu"]
+    auto = usage["autocomp · tpu"]
+    assert (auto["method"], auto["target"], auto["models"]) == ("autocomp", "tpu", ["openai:example-model"])
+    assert "by_model" not in auto  # one model
+    kernel, plan, every = auto["llm"]["kernel"], auto["llm"]["plan"], auto["llm"]["all"]
+    # kernel: five calls, one failed (no latency, tokens or price), one from the local cache
+    # (counted like any answered call); latencies 2, 4, 10, 6 s
+    assert (kernel["calls"], kernel["failed_calls"], kernel["cached_calls"]) == (5, 1, 1)
+    assert kernel["latency_calls"] == 4 and kernel["latency_total_s"] == pytest.approx(22.0)
+    assert kernel["latency_p50_s"] == pytest.approx(5.0) and kernel["latency_p90_s"] == pytest.approx(8.8)
+    assert (kernel["input_tokens"], kernel["output_tokens"]) == (5000, 1100)
+    # cached input: the two calls that report it, (400 + 0) / (1000 + 1000); the None and the
+    # absent field are not reports
+    assert kernel["cached_input_calls"] == 2 and kernel["cached_input_tokens"] == 400
+    assert kernel["cached_input_share"] == pytest.approx(0.2)
+    assert kernel["cost"] == pytest.approx(0.06) and kernel["calls_without_cost"] == 1  # s2
+    # plan: latencies 1 and 3 s; 250 + 250 of 500 + 500 input tokens from the prompt cache
+    assert (plan["calls"], plan["failed_calls"], plan["cached_calls"]) == (2, 0, 0)
+    assert plan["latency_p50_s"] == pytest.approx(2.0) and plan["latency_p90_s"] == pytest.approx(2.8)
+    assert plan["latency_total_s"] == pytest.approx(4.0)
+    assert (plan["input_tokens"], plan["output_tokens"]) == (1000, 100)
+    assert plan["cached_input_share"] == pytest.approx(0.5)
+    assert plan["cost"] == pytest.approx(0.01) and plan["calls_without_cost"] == 0
+    # all seven: latencies 1, 2, 3, 4, 6, 10 (p50 at h = 2.5: 3.5; p90 at h = 4.5: 8.0)
+    assert (every["calls"], every["failed_calls"], every["latency_calls"]) == (7, 1, 6)
+    assert every["latency_p50_s"] == pytest.approx(3.5) and every["latency_p90_s"] == pytest.approx(8.0)
+    assert every["latency_total_s"] == pytest.approx(26.0)
+    assert (every["input_tokens"], every["output_tokens"]) == (6000, 1200)
+    assert every["cached_input_share"] == pytest.approx(900 / 3000)
+    assert every["cost"] == pytest.approx(0.07) and every["calls_without_cost"] == 1
+    # evaluations: 3, 5 and 10 s run; the reused verdict (its copied wall_s 3 s) and the answer
+    # without a kernel took no evaluation time
+    assert auto["evaluations"] == {"evaluations": 5, "run": 3, "reused": 1, "no_kernel": 1, "timed": 3,
+                                   "time_total_s": 18.0, "time_p50_s": 5.0}
+    bon = usage["best_of_n · tpu"]
+    assert bon["llm"]["plan"]["calls"] == 0 and bon["llm"]["kernel"]["calls"] == 2
+    assert bon["llm"]["kernel"]["latency_p90_s"] == pytest.approx(2.4)
+    assert bon["llm"]["kernel"]["cached_input_share"] is None  # no call reports prompt-cache hits
+    assert bon["llm"]["kernel"]["cost"] == pytest.approx(0.3)
+    assert bon["evaluations"]["time_total_s"] == 10.0 and bon["evaluations"]["time_p50_s"] == 5.0
+
+
+def _rows(text: str) -> list[list[str]]:
+    """The cells of a rich table's body rows (one line each)."""
+    return [[c.strip() for c in line.split("│")[1:-1]] for line in text.splitlines()
+            if line.startswith("│")]
+
+
+def test_usage_tables_in_the_terminal(usage_run):
+    from rich.console import Console
+
+    from jaxbench.report.usage import print_usage
+
+    console = Console(width=220, record=True, highlight=False)
+    print_usage(summarize(usage_run)["usage"], console)
+    text = console.export_text()
+    calls, evals = text.split("evaluation time per method · target")
+    assert "LLM calls per method · target" in calls and "model" not in calls  # one model
+    assert _rows(calls) == [
+        ["autocomp · tpu", "5 kernel (1 cached)", "1", "5.00 s", "8.80 s", "22.0 s", "5,000 / 1,100",
+         "20.0% (2 of 4 calls)", "$ 0.06 (+1 unpriced call)"],
+        ["", "2 plan", "0", "2.00 s", "2.80 s", "4.00 s", "1,000 / 100", "50.0%", "$ 0.01"],
+        ["", "7 all (1 cached)", "1", "3.50 s", "8.00 s", "26.0 s", "6,000 / 1,200", "30.0% (4 of 6 calls)",
+         "$ 0.07 (+1 unpriced call)"],
+        ["best_of_n · tpu", "2 kernel", "0", "2.00 s", "2.40 s", "4.00 s", "1,700 / 1,000", "n/a", "$ 0.30"],
+    ]
+    assert _rows(evals) == [["autocomp · tpu", "3 + 1 reused + 1 no kernel", "18.0 s", "5.00 s"],
+                            ["best_of_n · tpu", "2", "10.0 s", "5.00 s"]]
+    report = CliRunner().invoke(main, ["report", str(usage_run)])
+    assert report.exit_code == 0, report.output
+    assert "LLM calls per method · target" in report.stdout and "5 kernel (1 cached)" in report.stdout
+    assert "evaluation time per method · target" in report.stdout
+    result = CliRunner().invoke(main, ["report", str(usage_run), "--json"])
+    assert json.loads(result.stdout)["usage"]["autocomp · tpu"]["llm"]["plan"]["calls"] == 2
+
+
+def test_usage_without_llm_calls_is_evaluation_time_only(tmp_path):
+    """A plain `jaxbench run`: no LLM columns, the evaluation time per series."""
+    from report_runs import interpret_run
+
+    path = interpret_run(tmp_path / "run")
+    usage = summarize(path)["usage"]
+    assert list(usage) == ["run:seed · tpu"] and usage["run:seed · tpu"]["llm"] is None
+    assert usage["run:seed · tpu"]["evaluations"]["time_total_s"] == 45.0  # five of 9 s
+    table = CliRunner().invoke(main, ["report", str(path)]).stdout
+    assert "LLM calls" not in table and "latency" not in table
+    rows = _rows(table[table.index("evaluation time per method · target"):])
+    assert rows[0] == ["run:seed · tpu", "5", "45.0 s", "9.00 s"]
+
+
+def test_usage_of_events_without_latency_tokens_or_wall_time(device_run):
+    """Older or scripted events: no latency_s, tokens, kind or wall_s. n/a, never 0 s."""
+    from jaxbench.report.usage import cells, columns, rows
+
+    usage = summarize(device_run)["usage"]
+    evolve = usage["evolve"]  # the run's events have no target: the method alone names the series
+    assert evolve["llm"]["kernel"]["calls"] == 1 and evolve["llm"]["kernel"]["latency_p50_s"] is None
+    assert evolve["evaluations"]["run"] == 3 and evolve["evaluations"]["time_total_s"] is None  # seed too
+    cols = columns(usage)
+    row = next(r for r in rows(usage) if r["label"] == "evolve")
+    assert dict(zip(cols, cells(row, cols), strict=True)) == {
+        "method · target": "evolve", "calls": "1 kernel", "failed": "0", "latency p50": "n/a",
+        "latency p90": "n/a", "latency total": "n/a", "tokens in / out": "n/a / n/a", "cached input": "n/a",
+        "cost": "unpriced", "evaluations": "3", "eval time": "n/a", "eval p50": "n/a"}
+
+
+def test_usage_per_model_when_a_method_used_several(tmp_path):
+    from jaxbench.report.usage import cells, columns, rows
+
+    run = RunDir.open(tmp_path / "run", {"command": "optimize"})
+    run.append(_evaluation("8p_gemm", "iterative", 0, "correct", mode="interpret", wall_s=2.0))
+    for model, kind, latency, cost in (("m-a", "kernel", 1.0, 0.1), ("m-b", "kernel", 3.0, None),
+                                       ("m-b", "plan", 2.0, 0.2)):
+        run.append({"type": "llm_call", "method": "iterative", "model": model, "kind": kind,
+                    "latency_s": latency, "input_tokens": 10, "output_tokens": 5, "cost": cost})
+    usage = summarize(run.path)["usage"]["iterative"]
+    assert usage["models"] == ["m-a", "m-b"]
+    assert usage["by_model"]["m-b"]["all"]["latency_p50_s"] == pytest.approx(2.5)
+    assert usage["by_model"]["m-a"]["plan"]["calls"] == 0
+    assert usage["llm"]["kernel"]["calls"] == 2 and usage["llm"]["kernel"]["calls_without_cost"] == 1
+    spent = {"iterative": usage}
+    cols = columns(spent)
+    assert cols[:3] == ["method · target", "model", "calls"]
+    table = [cells(r, cols)[:3] + cells(r, cols)[-4:] for r in rows(spent)]
+    assert table == [
+        ["iterative", "m-a", "1 kernel", "$ 0.10", "1", "2.00 s", "2.00 s"],
+        ["", "m-b", "1 kernel", "unpriced", "", "", ""],
+        ["", "m-b", "1 plan", "$ 0.20", "", "", ""],
+        ["", "m-b", "2 all", "$ 0.20 (+1 unpriced call)", "", "", ""],
+        ["", "all models", "2 kernel", "$ 0.10 (+1 unpriced call)", "", "", ""],
+        ["", "all models", "1 plan", "$ 0.20", "", "", ""],
+        ["", "all models", "3 all", "$ 0.30 (+1 unpriced call)", "", "", ""],
+    ]

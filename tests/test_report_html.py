@@ -375,3 +375,38 @@ def test_seeded_method_and_unpriced_costs_are_shown(tmp_path):
 def test_unseeded_run_without_llm_calls_has_no_flag_or_cost(reports):
     text = reports["interpret"].read_text()
     assert "data-seeded" not in text and "<th>cost</th>" not in text
+
+
+def test_llm_calls_and_evaluation_time_table(tmp_path):
+    """The usage table of report_runs.usage_run: kernel and plan calls apart, the same cells as
+    the terminal's, evaluation time without the reused verdict."""
+    from report_runs import usage_run
+
+    page = write_report(usage_run(tmp_path / "run"), tmp_path / "r.html").read_text()
+    assert "<h2>LLM calls and evaluation time per method · target</h2>" in page
+    table = _table(page, "usage")
+    heads = re.findall(r"<th>([^<]+)</th>", table)
+    assert heads == ["method · target", "calls", "failed", "latency p50", "latency p90", "latency total",
+                     "tokens in / out", "cached input", "cost", "evaluations", "eval time", "eval p50"]
+    rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>([^<]*)</td>", r)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", table[table.index("<tbody>"):])]
+    assert rows == [
+        ["autocomp · tpu", "5 kernel (1 cached)", "1", "5.00 s", "8.80 s", "22.0 s", "5,000 / 1,100",
+         "20.0% (2 of 4 calls)", "$ 0.06 (+1 unpriced call)", "3 + 1 reused + 1 no kernel", "18.0 s",
+         "5.00 s"],
+        ["", "2 plan", "0", "2.00 s", "2.80 s", "4.00 s", "1,000 / 100", "50.0%", "$ 0.01", "", "", ""],
+        ["", "7 all (1 cached)", "1", "3.50 s", "8.00 s", "26.0 s", "6,000 / 1,200", "30.0% (4 of 6 calls)",
+         "$ 0.07 (+1 unpriced call)", "", "", ""],
+        ["best_of_n · tpu", "2 kernel", "0", "2.00 s", "2.40 s", "4.00 s", "1,700 / 1,000", "n/a", "$ 0.30",
+         "2", "10.0 s", "5.00 s"],
+    ]
+
+
+def test_run_without_llm_calls_has_the_evaluation_time_only(reports):
+    page = reports["interpret"].read_text()
+    assert "<h2>Evaluation time per method · target</h2>" in page and "LLM calls" not in page
+    table = _table(page, "usage")
+    assert re.findall(r"<th>([^<]+)</th>", table) == ["method · target", "evaluations", "eval time",
+                                                       "eval p50"]
+    assert ('<td class="nowrap">run:seed · tpu</td><td>5</td><td class="num">45.0 s</td>'
+            '<td class="num">9.00 s</td>' in table)

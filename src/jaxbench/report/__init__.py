@@ -1,8 +1,8 @@
 """Reports derived from run directories (their events only): the summary table and JSON
 (``summary.py``), the comparison of two runs (``compare.py``), the HTML report with charts
-(``html.py``, needs the ``results`` extra), the failure taxonomy (``taxonomy.py``), the
-metrics they use (``metrics.py``: fast_p, fast_p@N, geomean) and the run reader they share
-(``data.py``)."""
+(``html.py``, needs the ``results`` extra), the failure taxonomy (``taxonomy.py``), the LLM
+calls and evaluation time per method · target (``usage.py``), the metrics they use
+(``metrics.py``: fast_p, fast_p@N, geomean) and the run reader they share (``data.py``)."""
 
 from __future__ import annotations
 

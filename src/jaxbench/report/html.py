@@ -13,7 +13,9 @@ by one series, method · target (``best_of_n · tpu``); per-task charts are hori
 per task (:data:`ROW_PX` high), with short task labels on the axis and the full name on hover;
 margins follow the labels; axes that count samples have integer ticks; the task table leaves
 out the columns no row fills and wraps long text (the full text on hover). A run that has not
-finished, or whose evaluations are missing, says so in a banner at the top.
+finished, or whose evaluations are missing, says so in a banner at the top. Under the
+metrics, a table says what the run spent per method · target (``usage.py``): its LLM calls,
+kernel and plan calls apart (latency, tokens, cached input share, cost), and its evaluation time.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ table.sortable th { cursor: pointer; user-select: none; }
 table.sortable th[data-dir=asc]::after { content: ' \\25B2'; }
 table.sortable th[data-dir=desc]::after { content: ' \\25BC'; }
 table#tasks { width: 100%; }
+table#usage tr.first td { border-top: 1px solid #bbb; }
+table#usage td.num, table#usage td.nowrap { white-space: nowrap; }
 table#tasks td:nth-child(2) { min-width: 150px; max-width: 210px; overflow-wrap: anywhere; }
 table#tasks td:nth-child(3) { white-space: nowrap; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
@@ -733,12 +737,13 @@ def header(run: RunData, summary: dict[str, Any]) -> str:
     if summary.get("note"):
         out.append(f"<p class=\"warn\">{esc(summary['note'])}</p>")
     out.append(metrics_table(summary))
+    out.append(usage_table(summary))
     return "\n".join(o for o in out if o)
 
 
 def metrics_table(summary: dict[str, Any]) -> str:
     """The metrics of each series (method · target): rates, correct@N, fast_p@N, geomeans, cost."""
-    from jaxbench.report.summary import cost_text
+    from jaxbench.report.usage import cost_text
 
     rows_of = summary.get("series") or summary["methods"]
     if not rows_of:
@@ -779,6 +784,36 @@ def metrics_table(summary: dict[str, Any]) -> str:
         for k in kinds)
     return (f"<h2>Metrics per method · target</h2><table id=\"metrics\"><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>{note}")
+
+
+def usage_table(summary: dict[str, Any]) -> str:
+    """LLM calls and evaluation time per method · target (``usage.py``): kernel and plan calls
+    apart, latency, tokens, cached input share and cost, then the evaluations and their wall
+    time; the evaluation columns alone for a run without LLM calls ('' without either)."""
+    from jaxbench.report import usage
+
+    spent = summary.get("usage") or {}
+    if not spent:
+        return ""
+    cols = usage.columns(spent)
+    seeded = {name for name, m in summary["methods"].items() if m.get("seeded")}
+    body = []
+    for row in usage.rows(spent):
+        tds = []
+        for col, text in zip(cols, usage.cells(row, cols), strict=True):
+            cls = " class=\"num\"" if col in usage.NUMERIC else \
+                " class=\"nowrap\"" if col in ("method · target", "model", "calls") else ""
+            content = method_label(text, row["method"] in seeded) if col == "method · target" and text \
+                else esc(text)
+            tds.append(f"<td{cls}>{content}</td>")
+        body.append(("<tr class=\"first\">" if row["label"] else "<tr>") + "".join(tds) + "</tr>")
+    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    notes = [usage.EVAL_CAPTION]
+    if usage.with_llm(spent):
+        notes.insert(0, usage.CALLS_CAPTION)
+    note = "".join(f"<p class=\"note\">{esc(n[:1].upper() + n[1:])}.</p>" for n in notes)
+    return (f"<h2>{esc(usage.title(spent))}</h2><table id=\"usage\"><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>{note}")
 
 
 def failure_table(run: RunData, summary: dict[str, Any]) -> str:
@@ -956,4 +991,4 @@ def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -
 
 
 __all__ = ["build", "chart_box", "failure_table", "page", "require_plotly", "task_labels", "task_table",
-           "write_report"]
+           "usage_table", "write_report"]

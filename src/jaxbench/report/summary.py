@@ -16,6 +16,8 @@ tells M, "unfinished: no run_end" where it does not.
 A method that starts from the task's shipped seed kernels (``seeded`` in the run's config and
 its ``task_done`` events) is flagged, so it is not compared with an unseeded one unawares.
 LLM calls without a price (scripted and replayed answers) are counted as unpriced, never as $0.
+What the run spent (``usage``: LLM calls with their latency, tokens and cost, kernel and plan
+calls apart, and evaluation time, per method · target) is computed by ``usage.py``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from jaxbench.report.data import (
     require_run_dir,
     series_label,
 )
+from jaxbench.report.usage import print_usage, summarize_usage
 from jaxbench.runs import MANIFEST, read_events
 
 N_VALUES = (1, 8, 32, 144)
@@ -72,7 +75,12 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     modes = set()
     seeded = {config["method"]} if config.get("seeded") and config.get("method") else set()
     events = list(read_events(path))
+    call_events, evaluated = [], []  # every LLM call and evaluation (seed kernels too), for "usage"
     for index, event in enumerate(events):
+        if event.get("type") == "evaluation" and event.get("task"):
+            evaluated.append(event)
+        elif event.get("type") == "llm_call":
+            call_events.append(event)
         if event.get("type") == "evaluation":
             if event.get("origin") == "seed":
                 continue
@@ -129,6 +137,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "series": series,
         "failures": {label: taxonomy.count(e for evals in by_task.values() for e in evals)
                      for label, by_task in sorted(by_series.items())},
+        "usage": summarize_usage(call_events, evaluated),
         "tasks": {task_id: tasks[task_id] for task_id in in_catalogue_order(tasks)},
         "series_tasks": {task_id: series_tasks[task_id] for task_id in in_catalogue_order(series_tasks)},
     }
@@ -260,24 +269,9 @@ def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None
 SEEDED_FLAG = "seeded (starts from the shipped seed kernels)"
 
 
-def cost_text(llm: dict[str, Any] | None) -> str:
-    """A method's LLM cost: "$ 1.23", "unpriced" when no answered call has a price (scripted
-    or replayed answers), "$ 1.23 (+4 unpriced calls)" when some have none; "-" without calls."""
-    if not llm or not llm.get("calls"):
-        return "-"
-    unpriced = llm.get("calls_without_cost") or 0
-    answered = llm["calls"] - (llm.get("failed_calls") or 0)
-    if unpriced and unpriced >= answered:
-        return "unpriced"
-    text = f"$ {llm.get('cost', 0.0):.2f}"
-    if unpriced:
-        text += f" (+{unpriced} unpriced call{'s' if unpriced != 1 else ''})"
-    return text
-
-
 def print_summary(summary: dict[str, Any], console: Any) -> None:
     """Rich tables: one row per task, then one row per series (method · target), the LLM calls
-    per method and the failure taxonomy."""
+    and the evaluation time per series (``usage.py``) and the failure taxonomy."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -332,15 +326,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         f"@N for {', '.join(label(n) for n, m in rows_of.items() if m.get('at_k') == k)}: {k}"
         for k in kinds) or None
     console.print(table)
-    with_llm = {name: m["llm"] for name, m in summary["methods"].items() if m.get("llm")}
-    if with_llm:
-        calls = Table(title="LLM calls per method")
-        for col in ("method", "calls", "failed", "input tokens", "output tokens", "cost"):
-            calls.add_column(col, no_wrap=True)
-        for name, llm in with_llm.items():
-            calls.add_row(label(name), str(llm["calls"]), str(llm.get("failed_calls", 0)),
-                          str(llm["input_tokens"]), str(llm["output_tokens"]), cost_text(llm))
-        console.print(calls)
+    print_usage(summary.get("usage"), console, seeded_methods)
     print_failures(summary.get("failures") or {}, console)
     for name in seeded_methods:
         console.print(f"{name}: {SEEDED_FLAG}; compare it with an unseeded method knowingly")
