@@ -241,6 +241,20 @@ SCENARIOS = [
                                                  "interpret_export_error": "claimed"}}),
         "target.export": _export(_correct_kernel)}),
      "unverified", "correct", "no exportable interpret-mode lowering"),
+    # the same claim beside an interpret export: the trusted side runs the module it has, so
+    # the claim can neither hide a wrong kernel nor cost a right one its verdict
+    ("export_error_claimed_beside_a_wrong_export", lambda d, j: _write(d, {
+        "status.json": _status(stages={"lower": {"seconds": 0.1,
+                                                 "interpret_export_error": "claimed"}}),
+        "target.export": _export(_zeros_kernel),
+        "interpret.export": _export(_zeros_kernel, "cpu", True)}),
+     "incorrect", "correct", "got 0, truth"),
+    ("export_error_claimed_beside_a_right_export", lambda d, j: _write(d, {
+        "status.json": _status(stages={"lower": {"seconds": 0.1,
+                                                 "interpret_export_error": "claimed"}}),
+        "target.export": _export(_correct_kernel),
+        "interpret.export": _export(_correct_kernel, "cpu", True)}),
+     "correct", "correct", ""),
 ]
 
 
@@ -382,6 +396,10 @@ GPU_SCENARIOS = [
      "incorrect", "correct", "got 0, truth"),
     ("gpu_interpreter_agrees", lambda d, j: _gpu_probe(d, j, _gpu_truth(j)),
      "unverified", "correct", "its outputs matched the truth, which cannot make it `correct`"),
+    # "cannot run it" is taken as said, and leaves the kernel unverified: never `correct`
+    ("gpu_interpreter_claims_unsupported",
+     lambda d, j: _gpu_exports(d, gpu_interpreter="unsupported: claimed"),
+     "unverified", "correct", "JAX's Mosaic GPU interpreter: unsupported: claimed"),
     # believed only where the installed JAX has no Mosaic GPU interpreter (0.10)
     ("gpu_interpreter_unavailable",
      lambda d, j: _gpu_exports(d, gpu_interpreter="unavailable: no interpreter"),
