@@ -1,7 +1,8 @@
 """What each method does, shown with scripted models and instant evaluators: Autocomp's
-plans x implementations per beam entry, menu dropout, ancestor history and beam rule;
-evolve's islands, archive inspirations, crossover, novelty rejection, parent weights and
-migration; iterative's chain count."""
+plans x implementations per beam entry, menu dropout and beam rule; evolve's islands,
+archive inspirations, crossover, novelty rejection, parent weights and migration;
+iterative's chain count. What the searches show of each measurement, and Autocomp's
+phases, presets and ranking: tests/test_agents_search.py."""
 
 from __future__ import annotations
 
@@ -83,44 +84,27 @@ def test_autocomp_plans_per_beam_entry_implementations_per_plan_and_its_accounti
 def test_autocomp_menu_dropout_per_plan_and_per_target(tmp_path):
     for target in ("tpu", "gpu"):
         run = RunDir.open(tmp_path / target, {})
-        model = get_model(script(tmp_path / f"s{target}", *kernels(target, 9)))
-        optimize(["8p_gemm"], get_method("autocomp", plans=6, implementations=1, menu_dropout=0.5),
-                 model, run, budget=6, target=target, mode="interpret", trials=1, workers=2,
+        model = get_model(script(tmp_path / f"s{target}", *kernels(target, 20)))
+        optimize(["8p_gemm"], get_method("autocomp", beam_width=1, plans=6, implementations=1,
+                                         menu_dropout=0.5),
+                 model, run, budget=12, target=target, mode="interpret", trials=1, workers=2,
                  evaluator=FakeEvaluator())
-        menus = []
+        menus: dict[str, list[tuple[str, ...]]] = {"round0": [], "round1": []}
         for call in events_of(run, "llm_call"):
             if call["kind"] == "plan":
                 section = call["prompt"].split("## Strategies\n")[1].split("\n\n")[0]
                 options = [line.split(". ", 1)[1] for line in section.splitlines()]
-                assert set(options) <= set(TRANSLATION_MENU[target])  # nothing correct yet
-                menus.append(tuple(options))
-        assert len(menus) == 6 and len(set(menus)) > 1  # options dropped at random, per plan
-        assert any(len(m) < len(TRANSLATION_MENU[target]) for m in menus)
+                menus[call["step"].split("/")[0]].append(tuple(options))
+        # translating the reference: the whole translation menu (Autocomp drops none of it)
+        assert menus["round0"] == [TRANSLATION_MENU[target]] * 6
+        optimizing = menus["round1"]  # a correct kernel: the optimization menu, with dropout
+        assert len(optimizing) == 6 and len(set(optimizing)) > 1  # dropped at random, per plan
+        assert all(set(m) <= set(OPTIMIZATION_MENU[target]) for m in optimizing)
+        assert any(len(m) < len(OPTIMIZATION_MENU[target]) for m in optimizing)
     gpu = " ".join(TRANSLATION_MENU["gpu"] + OPTIMIZATION_MENU["gpu"])
     assert "PrefetchScalarGridSpec" not in gpu and "VMEM" not in gpu
     assert "compiler_params=plgpu.CompilerParams" in gpu
     assert any("PrefetchScalarGridSpec" in m for m in OPTIMIZATION_MENU["tpu"])
-
-
-def test_autocomp_prompts_carry_the_ancestors_plans_and_only_improving_children_enter(tmp_path):
-    run = RunDir.open(tmp_path / "run", {})
-    # one plan, one implementation per round: plan, kernel, plan, kernel, ...
-    answers = [plan(0), fast(1.2), plan(1), fast(1.5), plan(2), fast(1.1), plan(3), fast(2.0)]
-    model = get_model(script(tmp_path / "s", *answers))
-    optimize(["8p_gemm"], get_method("autocomp", beam_width=1, plans=1, implementations=1), model,
-             run, budget=4, target="tpu", mode="interpret", trials=1, workers=1,
-             evaluator=SpeedEvaluator())
-    calls = calls_by_step(run)
-    round2 = calls["round2/p0/plan0"]["prompt"]
-    assert "## History of this kernel" in round2 and "PLAN-0" in round2  # ancestors' plans
-    assert "## The plan that produced the current kernel\nPLAN-1" in round2
-    assert "SPEED = 1.5" in round2.split("## Current kernel")[1]
-    # the 1.1x child did not beat its 1.5x parent: round 3 still revises the 1.5x kernel
-    round3 = calls["round3/p0/plan0"]["prompt"]
-    assert "SPEED = 1.5" in round3.split("## Current kernel")[1]
-    assert "SPEED = 1.1" not in round3
-    impl = calls["round1/p0/plan0/impl0"]["prompt"]
-    assert "## Plan\nPLAN-1" in impl and "SPEED = 1.2" in impl
 
 
 def test_autocomp_beam_rule():
@@ -135,7 +119,15 @@ def test_autocomp_beam_rule():
     assert not method.beats(candidate("c", speedup=None), parent)  # cannot show it is faster
     assert not method.beats(candidate("c", status="incorrect"), parent)
     broken = Node(candidate("p", status="compile_error"), "plan", None, "x")
-    assert method.beats(candidate("c", status="incorrect"), broken)  # translation progress
+    assert not method.beats(candidate("c", status="incorrect"), root)  # correct kernels only
+    assert not method.beats(candidate("c", status="incorrect"), broken)
+    legacy = Autocomp(translate_progress=True)  # the harness's earlier translation rule
+    assert legacy.beats(candidate("c", status="incorrect"), root)
+    assert legacy.beats(candidate("c", status="incorrect"), broken)  # got further
+    assert legacy.beats(candidate("c", speedup=0.5), broken)  # the first correct one
+    # the fixed translation rounds let a translation be up to translate_threshold slower
+    assert Autocomp(translate_threshold=2.0).beats(candidate("c", speedup=0.8), parent,
+                                                   translating=True)
     # one child per (parent, plan): the better of two implementations of one plan
     kids = [Node(candidate("c1", speedup=1.7), "plan", parent, "p|plan0"),
             Node(candidate("c2", speedup=1.8), "plan", parent, "p|plan0"),

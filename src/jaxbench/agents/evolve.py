@@ -11,7 +11,10 @@
 - **Archive and inspirations.** A global archive keeps the ``archive_size`` best correct
   kernels. A prompt shows the parent plus inspirations: the best kernel, elites and random
   correct kernels of the parent's island (else of the archive), and the archive's top
-  ones, worst to best so the best comes last.
+  ones, worst to best so the best comes last. Every kernel shown (parent, crossover
+  partner, inspirations) carries its measurement line: status, the error in short, and on
+  a device the speedup and roofline fraction
+  (:func:`jaxbench.agents.prompts.measurement_line`).
 - **Mutations**: SEARCH/REPLACE diff edits, full rewrites, and **crossover** of the parent
   with a second parent from another island (``patch_probabilities`` = diff, full, cross).
 - **Novelty rejection before evaluation.** A proposal whose code (tokens, comments and
@@ -48,7 +51,7 @@ from functools import cached_property, partial
 
 from jaxbench.agents.base import Candidate, CandidateError, Context, Method, Reply, register_method
 from jaxbench.agents.iterative import attempt_section
-from jaxbench.agents.prompts import describe_verdict, extract_code
+from jaxbench.agents.prompts import extract_code, measurement_line
 
 EDIT_BLOCK = re.compile(r"<{5,9} SEARCH[ \t]*\n(.*?)\n?={5,9}[ \t]*\n(.*?)\n?>{5,9} REPLACE", re.DOTALL)
 
@@ -397,7 +400,7 @@ class Evolve(Method):
         if inspirations:
             shown = "\n\n".join(
                 f"### Inspiration {i + 1}\n```python\n{p.candidate.code.rstrip()}\n```\n"
-                f"{describe_verdict(p.candidate.result).splitlines()[0]}"
+                f"Measured: {measurement_line(p.candidate.result)}"
                 for i, p in enumerate(inspirations))
             sections.append("## Other kernels from the archive (worst to best)\n" + shown)
         goal = ("Improve this kernel: make it faster while keeping it correct." if parent.candidate.correct
