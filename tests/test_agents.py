@@ -266,14 +266,15 @@ def test_verdict_feedback_quotes_the_candidates_line():
 
 
 def test_cli_optimize_writes_the_best_kernel_of_each_task(tmp_path):
-    answer = f"```python\n{seed('12p_rmsnorm', 'tpu')}```"
+    code = seed("12p_rmsnorm", "tpu") + "# the model's variant of the seed\n"  # a seed verbatim
+    answer = f"```python\n{code}```"  # would not go to best/ (tests/test_runs.py)
     spec = script(tmp_path / "script", BROKEN, answer)
     result = CliRunner().invoke(main, ["optimize", "--method", "best_of_n", "--model", spec,
                                        "--tasks", "12p_rmsnorm", "--budget", "2", "--mode", "interpret",
                                        "--trials", "1", "--workers", "1", "--no-cache",
                                        "--out", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "run" / "best" / "12p_rmsnorm.py").read_text() == seed("12p_rmsnorm", "tpu")
+    assert (tmp_path / "run" / "best" / "12p_rmsnorm.py").read_text() == code
     evals = events_of(tmp_path / "run", "evaluation")
     assert all(e["source_file"].startswith("sources/") and "source" not in e for e in evals)
 
@@ -436,7 +437,8 @@ def test_apply_edits():
 def test_method_options():
     assert get_method("autocomp").options == {
         "beam_width": 4, "plans": 4, "implementations": 2, "menu_dropout": 0.25,
-        "translate_threshold": 1.2, "invent_probability": 0.2}
+        "translate_threshold": 1.2, "invent_probability": 0.2, "rounds": 0, "translate_rounds": 0,
+        "translate_progress": False, "preset": ""}
     assert get_method("evolve", islands="3").islands == 3
     with pytest.raises(ValueError, match="unknown method"):
         get_method("nope")

@@ -271,3 +271,36 @@ def test_sampling_rejects_unknown_reasoning_efforts():
     with pytest.raises(ValueError, match="reasoning effort 'huge'"):
         Sampling(reasoning_effort="huge")
     assert Sampling().temperature is None  # the provider's default unless asked
+
+
+class CachingProvider(Provider):
+    """Reports 600 of its 1000 input tokens as read from the provider's prompt cache."""
+
+    def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
+        return Completion(text=f"answer to {prompt}", model="gpt-5", input_tokens=1000,
+                          output_tokens=100, cached_input_tokens=600)
+
+
+def test_cached_input_tokens_survive_the_cache_the_record_and_replay(tmp_path):
+    import json
+
+    record = tmp_path / "exchanges.jsonl"
+    client = ModelClient(CachingProvider("caching"), "fake:x", cache_dir=tmp_path / "cache", record=record)
+    assert client.complete("p", sample="0").cached_input_tokens == 600
+    again = ModelClient(CachingProvider("caching"), "fake:x", cache_dir=tmp_path / "cache").complete(
+        "p", sample="0")
+    assert again.cached and again.cached_input_tokens == 600
+    assert json.loads(record.read_text().splitlines()[0])["cached_input_tokens"] == 600
+    assert get_model(f"replay:{record}").complete("p", sample="0").cached_input_tokens == 600
+    # a cache entry written before the field existed still loads (the provider did not say)
+    entry = next((tmp_path / "cache").rglob("*.json"))
+    data = json.loads(entry.read_text())
+    del data["cached_input_tokens"]
+    entry.write_text(json.dumps(data))
+    old = ModelClient(CachingProvider("caching"), "fake:x", cache_dir=tmp_path / "cache").complete(
+        "p", sample="0")
+    assert old.cached and old.cached_input_tokens is None
+    # the test doubles report nothing
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "a.txt").write_text("an answer")
+    assert get_model(f"scripted:{tmp_path / 'answers'}").complete("p", sample="0").cached_input_tokens is None

@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from jaxbench.agents import docs_pack
-from jaxbench.agents.prompts import ANSWER_FORMAT, extract_code, ir_facts, reference_source, task_statement
+from jaxbench.agents.prompts import (
+    ANSWER_FORMAT,
+    PROMPT_MODES,
+    extract_code,
+    ir_facts,
+    reference_source,
+    task_statement,
+)
 from jaxbench.evaluator.result import new_result, source_sha256
 from jaxbench.llm import LLMRequestError, ModelClient, Sampling
 from jaxbench.runs import RunDir
@@ -132,9 +139,12 @@ class Journal:
 
 
 class Prompt(str):
-    """A prompt's text, with the documentation sections it carries (recorded per call)."""
+    """A prompt's text, with the documentation sections it carries (recorded per call) and
+    ``fixed``, the length of its fixed prefix: the characters every prompt of the task and
+    method starts with (a provider that takes explicit cache breakpoints marks it)."""
 
     docs: tuple[str, ...] = ()
+    fixed: int = 0
 
 
 @dataclass
@@ -146,16 +156,17 @@ class Reply:
     truncated: bool = False
 
 
-_STATEMENTS: dict[tuple[str, str, str, str, str | None], tuple[str, str]] = {}
+_STATEMENTS: dict[tuple[str, str, str, str, str | None, str], tuple[str, str]] = {}
 _STATEMENTS_LOCK = threading.Lock()
 
 
-def _statement(task: Task, target: str, size: str, mode: str, device_kind: str | None) -> tuple[str, str]:
+def _statement(task: Task, target: str, size: str, mode: str, device_kind: str | None,
+               prompt_mode: str = "default") -> tuple[str, str]:
     """(task statement, reference source), built once per task and setting."""
-    key = (task.id, target, size, mode, device_kind)
+    key = (task.id, target, size, mode, device_kind, prompt_mode)
     with _STATEMENTS_LOCK:
         if key not in _STATEMENTS:
-            _STATEMENTS[key] = (task_statement(task, target, size, mode, device_kind),
+            _STATEMENTS[key] = (task_statement(task, target, size, mode, device_kind, prompt_mode),
                                 reference_source(task))
         return _STATEMENTS[key]
 
@@ -183,6 +194,8 @@ class Context:
     on_candidate: Callable[[Candidate], None] | None = None
     device_kind: str | None = None
     ir_feedback: bool = True
+    #: "default" or "paper" (``--prompt``); None: the run's config says (``prompt``), else default
+    prompt_mode: str | None = None
     candidates: list[Candidate] = field(default_factory=list)
     planning_calls: int = 0
 
@@ -197,28 +210,67 @@ class Context:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        if self.prompt_mode is None:
+            config = self.run.manifest.get("config") if self.run is not None else None
+            self.prompt_mode = (config or {}).get("prompt") or "default"
+        if self.prompt_mode not in PROMPT_MODES:
+            raise ValueError(f"prompt mode {self.prompt_mode!r}: use one of {', '.join(PROMPT_MODES)}")
         self.statement, self.reference = _statement(self.task, self.target, self.size, self.mode,
-                                                    self.device_kind)
+                                                    self.device_kind, self.prompt_mode)
         self.run_id = (self.run.manifest.get("secret_sha256", "")[:16]
                        if self.run is not None else "")
 
     # -- prompts ---------------------------------------------------------------------------
 
-    def prompt(self, *sections: str, answer: bool = True) -> Prompt:
-        """The task statement, the documentation sections this prompt calls for (with
-        ``docs``), the method's sections, then the answer format."""
+    def prompt(self, *sections: str, answer: bool = True,
+               errors: Sequence[str] | None = None) -> Prompt:
+        """One prompt, its fixed part first so that providers' prompt caching applies: the
+        task statement and (with ``docs``) the sections the task calls for, identical for
+        every call of the task and method; then what varies per call: the method's
+        ``sections``, the documentation the shown errors call for, and the answer format.
+
+        Documentation is chosen from the task and from ``errors``, the evaluator's messages
+        this prompt shows; by default those of this task's failed candidates whose message
+        appears in ``sections`` (never the feedback wording around it, nor their code)."""
         body = [s.strip() for s in sections if s]
-        chosen: list[docs_pack.Section] = []
-        parts = [self.statement]
+        fixed = [self.statement]
+        task_docs: list[docs_pack.Section] = []
+        error_docs: list[docs_pack.Section] = []
         if self.docs:
-            chosen = docs_pack.select(self.task, self.target, self.reference, "\n".join(body))
-            parts.append(docs_pack.render(chosen, self.target))
-        parts += body
+            task_docs = docs_pack.for_task(self.task, self.target, self.reference)
+            fixed.append(docs_pack.render(task_docs, self.target))
+            shown = self.shown_errors(body) if errors is None else list(errors)
+            error_docs = docs_pack.for_errors(self.target, shown, task_docs)
+        varying = list(body)
+        if error_docs:
+            varying.append(docs_pack.render(error_docs, self.target, docs_pack.ERROR_DOCS_TITLE))
         if answer:
-            parts.append(ANSWER_FORMAT)
-        prompt = Prompt("\n\n".join(parts))
-        prompt.docs = tuple(s.name for s in chosen)
+            varying.append(ANSWER_FORMAT)
+        head = "\n\n".join(fixed)
+        prompt = Prompt("\n\n".join([head, *varying]))
+        prompt.docs = tuple(s.name for s in task_docs + error_docs)
+        prompt.fixed = len(head)
         return prompt
+
+    def shown_errors(self, sections: Sequence[str]) -> list[str]:
+        """The evaluator's error messages that ``sections`` show: of this task's failed
+        candidates judged by the evaluator, those whose message's first line (its first 120
+        characters) appears there, each without the lines of the candidate's code it quotes
+        (:func:`docs_pack.evaluator_text`)."""
+        text = "\n".join(sections)
+        if not text:
+            return []
+        with self._lock:
+            candidates = list(self.candidates)
+        found: dict[str, None] = {}
+        for candidate in candidates:
+            message = (candidate.result.get("message") or "").strip()
+            if candidate.correct or not message or candidate.result.get("synthetic"):
+                continue  # a synthetic verdict (no kernel, a failed call) is the harness's text
+            first = message.splitlines()[0].strip()[:120]  # shown whole or cut short
+            if first and first in text:
+                found.setdefault(docs_pack.evaluator_text(message, candidate.code), None)
+        return list(found)
 
     # -- model and evaluator, with replay from the journal ----------------------------------
 
@@ -244,7 +296,8 @@ class Context:
             with self._lock:
                 self.planning_calls += 1
         try:
-            completion = self.model.complete(str(prompt), sample=sample_id, sampling=self.sampling,
+            # the Prompt itself (a str), so a provider can mark its fixed prefix for caching
+            completion = self.model.complete(prompt, sample=sample_id, sampling=self.sampling,
                                              run=self.run_id)
         except LLMRequestError as exc:
             self._append({**event, "response": "", "error": str(exc), "finish_reason": "error",
@@ -253,7 +306,10 @@ class Context:
         self._append({
             **event, "response": completion.text, "finish_reason": completion.finish_reason,
             "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
-            "cost": completion.cost, "latency_s": completion.latency_s, "cached": completion.cached,
+            # cached_input_tokens: read from the provider's prompt cache (None: not reported);
+            # cached: the whole answer came from jaxbench's own response cache
+            "cached_input_tokens": completion.cached_input_tokens, "cost": completion.cost,
+            "latency_s": completion.latency_s, "cached": completion.cached,
             **({"extra": completion.extra} if completion.extra else {}),
         })
         return Reply(completion.text, None, completion.truncated)

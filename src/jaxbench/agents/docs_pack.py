@@ -3,11 +3,20 @@ documentation".
 
 Each section is one Markdown file of ``agents/docs/`` for one or both targets. A few are
 always given for the target (hardware, the Pallas API, the backend's rules, common
-mistakes); the others are chosen by what the task computes (its reference source: GELU
-needs ``erf``, attention needs online softmax, ragged inputs need scalar prefetch), by its
-shapes (edge blocks when a dimension does not divide into tiles) and by what the prompt
-shows the model (the last verdict's error, the kernel being revised): a VMEM overflow
-brings the VMEM section, a Triton size error the size rules. Every prompt records the
+mistakes); the others are chosen from two sources only, never from the harness's own words:
+
+- the task: what its reference computes (GELU needs ``erf``, attention needs online
+  softmax, ragged inputs need scalar prefetch) and its shapes (edge blocks when a
+  dimension does not divide into tiles). These are the same for every call of a task, so
+  they go with the fixed sections into the prompt's fixed prefix (:func:`for_task`);
+- the evaluator's error messages that the prompt shows (a failed evaluation's
+  ``message``, with any of the candidate's own lines it quotes taken out): a VMEM
+  overflow brings the VMEM section, a Triton size error the size rules
+  (:func:`for_errors`). These vary per call and go after the method's sections.
+
+The feedback wording the harness writes around an error (verdict lines, memory facts,
+grids and blocks) and the candidate's code are never matched, so a ``reshape`` in a
+wrapper or the word "VMEM" in a memory fact selects nothing. Every prompt records the
 sections it carried.
 
 Every code block in the pack is executed by the tests (``tests/test_agents_docs.py``): in
@@ -18,7 +27,7 @@ refuses fails CI. Each file's first line names the JAX version it was proven at.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -29,14 +38,17 @@ from jaxbench.tasks import Task
 DOCS_DIR = Path(__file__).parent / "docs"
 DOCS_HEADER = re.compile(r"<!-- jaxbench-docs: describes JAX (\S+)[^>]*-->\n?")
 CHECK_COMMENT = re.compile(r"\n?<!-- check(?:\s[^\n]*)?\n.*?-->\n?", re.DOTALL)
-MAX_CHOSEN = 5  # sections chosen on top of the target's fixed ones
+MAX_CHOSEN = 5  # sections chosen by the task, on top of the target's fixed ones
+MAX_BY_ERRORS = 2  # sections chosen by the errors a prompt shows, on top of those
+TASK_DOCS_TITLE = "# Reference documentation"
+ERROR_DOCS_TITLE = "# Reference documentation for the errors above"
 
 
 @dataclass(frozen=True)
 class Section:
-    """One docs file. ``file`` may hold ``{t}`` (the target). ``reference`` and ``feedback``
+    """One docs file. ``file`` may hold ``{t}`` (the target). ``reference`` and ``errors``
     are regular expressions matched against the task's reference source and against the
-    prompt's method sections (verdicts, kernels); ``shapes`` is a test on the task (its
+    evaluator's error messages shown in the prompt; ``shapes`` is a test on the task (its
     shapes, or what its reference computes)."""
 
     name: str
@@ -44,7 +56,7 @@ class Section:
     targets: tuple[str, ...] = ("tpu", "gpu")
     always: bool = False
     reference: str = ""
-    feedback: str = ""
+    errors: str = ""
     shapes: Callable[[Task], bool] | None = None
 
     def path(self, target: str) -> Path:
@@ -71,6 +83,10 @@ def _not_power_of_two(task: Task) -> bool:
     return False
 
 
+# The ``errors`` patterns name what compilers and the evaluator say when a kernel breaks a
+# rule, not the operations in general: "reshapes" in the evaluator's note that glue may stay
+# in jnp is no reshape error.
+_UNSUPPORTED = r"(?:not supported|unsupported|not implemented|cannot|can't|failed to)"
 SECTIONS: tuple[Section, ...] = (
     Section("hardware", "hardware_{t}", always=True),
     Section("pallas_api", "pallas_api", always=True),
@@ -78,23 +94,25 @@ SECTIONS: tuple[Section, ...] = (
     Section("pallas_gpu", "pallas_gpu", ("gpu",), always=True),
     Section("triton_sizes", "triton_sizes", ("gpu",), always=True),
     Section("rules", "rules_{t}", always=True),
-    Section("erf_gelu", "erf_gelu_{t}", shapes=uses_erf, feedback=r"\berfc?\b"),
+    Section("erf_gelu", "erf_gelu_{t}", shapes=uses_erf, errors=r"\berfc?(?:_p)?\b"),
     Section("edge_blocks_tpu", "edge_blocks_tpu", ("tpu",), shapes=_ragged_tpu_dims,
-            feedback=r"divisible by|block shape|cdiv|out of bounds|edge"),
+            errors=r"divisible by|block shape|out of bounds|\bedge block"),
     Section("vmem_tpu", "vmem_tpu", ("tpu",), reference=r"matmul|einsum|attention|dot|conv",
-            feedback=r"VMEM|vmem|scoped|RESOURCE_EXHAUSTED|memory budget"),
+            errors=r"VMEM|vmem|scoped|RESOURCE_EXHAUSTED|memory budget"),
     Section("reshape_tpu", "reshape_tpu", ("tpu",),
             reference=r"reshape|transpose|swapaxes|moveaxis|\.T\b|einsum|rearrange",
-            feedback=r"reshape|transpose|shape_cast|relayout|layout"),
+            errors=(r"shape_cast|shape cast|relayout|\blayout|vector\.transpose"
+                    rf"|{_UNSUPPORTED}[^\n]{{0,80}}\b(?:reshape|transpose)"
+                    rf"|\b(?:reshape|transpose)[^\n]{{0,80}}{_UNSUPPORTED}")),
     Section("prefetch_tpu", "prefetch_tpu", ("tpu",),
             reference=r"page|indices|gather|\btake\b|ragged|group|top_k|argsort|segment|cu_q",
-            feedback=r"PrefetchScalarGridSpec|scalar prefetch|SMEM|data-dependent"),
+            errors=r"PrefetchScalarGridSpec|scalar prefetch|SMEM|data-dependent"),
     Section("softmax", "softmax_{t}", reference=r"softmax|logsumexp|attention",
-            feedback=r"softmax|logsumexp|running max"),
+            errors=r"softmax|logsumexp|running max"),
     Section("example_matmul", "example_{t}", reference=r"matmul|linear|einsum|\bdot\b|conv|bmm",
-            feedback=r"dot_general|MXU|tensor core|matmul"),
+            errors=r"dot_general|MXU|tensor core"),
     Section("edge_masks_gpu", "edge_masks_gpu", ("gpu",), shapes=_not_power_of_two,
-            feedback=r"power of 2|power-of-two|edge_mask|mask|out of bounds"),
+            errors=r"power of 2|power-of-two|edge_mask|\bmask|out of bounds"),
 )
 
 
@@ -102,16 +120,48 @@ def sections_for(target: str) -> list[Section]:
     return [s for s in SECTIONS if target in s.targets]
 
 
-def select(task: Task, target: str, reference: str, feedback: str = "") -> list[Section]:
-    """The sections for one prompt: the target's fixed ones, then those the feedback calls
-    for, then those the task's operators and shapes call for (at most ``MAX_CHOSEN``)."""
+def for_task(task: Task, target: str, reference: str) -> list[Section]:
+    """The sections every prompt of ``task`` carries: the target's fixed ones, then those the
+    task's operators (its reference source) and shapes call for, at most ``MAX_CHOSEN``.
+    The same for every call of the task, so they belong in the prompt's fixed prefix."""
     fixed = [s for s in sections_for(target) if s.always]
-    by_feedback = [s for s in sections_for(target) if not s.always and s.feedback and feedback
-                   and re.search(s.feedback, feedback)]
-    by_task = [s for s in sections_for(target) if not s.always and s not in by_feedback and (
+    chosen = [s for s in sections_for(target) if not s.always and (
         (s.reference and re.search(s.reference, reference))
         or (s.shapes is not None and s.shapes(task)))]
-    return fixed + (by_feedback + by_task)[:MAX_CHOSEN]
+    return fixed + chosen[:MAX_CHOSEN]
+
+
+def for_errors(target: str, errors: Iterable[str], given: Iterable[Section] = ()) -> list[Section]:
+    """The sections the evaluator's error messages call for that ``given`` does not hold
+    (at most ``MAX_BY_ERRORS``). ``errors`` must be the evaluator's own text: a failed
+    evaluation's ``message`` (see :func:`evaluator_text`), never the harness's feedback
+    around it."""
+    text = "\n".join(e for e in errors if e)
+    if not text.strip():
+        return []
+    held = {s.name for s in given}
+    return [s for s in sections_for(target) if not s.always and s.name not in held and s.errors
+            and re.search(s.errors, text)][:MAX_BY_ERRORS]
+
+
+def select(task: Task, target: str, reference: str, errors: str | Iterable[str] = ()) -> list[Section]:
+    """All the sections of one prompt: :func:`for_task`, then :func:`for_errors` for the
+    evaluator's error messages ``errors`` (one string or several)."""
+    task_sections = for_task(task, target, reference)
+    messages = [errors] if isinstance(errors, str) else list(errors)
+    return task_sections + for_errors(target, messages, task_sections)
+
+
+def evaluator_text(message: str, code: str = "") -> str:
+    """An evaluation's error message without the candidate's own lines it may quote (a
+    traceback's source line, ``at <kernel>:4: y = x.reshape(5, 7)``): what the compiler or
+    the evaluator said, not what the candidate wrote."""
+    text = message or ""
+    lines = sorted({ln.strip() for ln in code.splitlines() if len(ln.strip()) >= 8}, key=len, reverse=True)
+    for line in lines:
+        if line in text:
+            text = text.replace(line, " ")
+    return text
 
 
 @cache
@@ -123,8 +173,8 @@ def section_text(name: str, target: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-def render(sections: list[Section], target: str) -> str:
-    return "# Reference documentation\n\n" + "\n\n".join(section_text(s.name, target) for s in sections)
+def render(sections: list[Section], target: str, title: str = TASK_DOCS_TITLE) -> str:
+    return f"{title}\n\n" + "\n\n".join(section_text(s.name, target) for s in sections)
 
 
 def docs_files() -> list[Path]:

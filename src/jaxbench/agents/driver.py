@@ -51,6 +51,7 @@ def optimize(
     mode: str = "auto",
     trials: int = 3,
     docs: bool = False,
+    prompt: str | None = None,
     workers: int = 4,
     parallel_tasks: int | None = None,
     sampling: Sampling | None = None,
@@ -64,7 +65,8 @@ def optimize(
     event exists is not run again, and an unfinished one replays its finished steps.
     ``workers`` evaluations run at once (on a device, timed one at a time); up to
     ``parallel_tasks`` tasks (default: all, at most 64) run at once. ``evaluator`` defaults
-    to a new one keyed by the run's secret.
+    to a new one keyed by the run's secret. ``prompt`` is the prompt mode ("default" or
+    "paper", ``--prompt``; None: the run's config says, else "default").
     """
     if budget < 1:
         raise ValueError("the budget must be at least 1 sample per task")
@@ -103,7 +105,7 @@ def optimize(
                           trials=trials, docs=docs, model=model, evaluator=evaluator, run=run,
                           budget=Budget(budget, stop), pool=pool, journal=journal, eval_slots=eval_slots,
                           sampling=sampling, on_candidate=on_candidate, device_kind=kind,
-                          ir_feedback=ir_feedback)
+                          ir_feedback=ir_feedback, prompt_mode=prompt)
             method.run(ctx)
             if stop.is_set():
                 raise _Stopped  # another task failed: this one is unfinished, resume continues it

@@ -1,6 +1,12 @@
 """Prompt pieces shared by every method: the task statement (reference, shapes at the sizes
 actually evaluated, the roofline profile, the kernel contract), the verdict of an
 evaluation as feedback, and pulling the code out of an answer.
+
+Two prompt modes (``--prompt``): ``default`` is this harness's statement (with the roofline
+profile and its hint, and the exact-GELU note for tasks that compute erf); ``paper``
+reconstructs the JAXBench paper's arms, whose statement is the task alone (instruction,
+reference, shapes, contract) with no profile, hint or advice, so that ``--docs`` is the only
+difference between its no-docs and +docs arms (docs/agents.md, "Prompts").
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ IMPORTS = {
 # The chip a kernel is lowered for when none is attached (the evaluator's cross-lowering
 # targets), used for the roofline profile in interpret mode.
 PROFILE_CHIP = {"tpu": "TPU v6 lite", "gpu": "NVIDIA H200"}
+
+PROMPT_MODES = ("default", "paper")
 
 ANSWER_FORMAT = ("Answer with the complete kernel module in exactly one ```python code block "
                  "(no other code blocks).")
@@ -207,9 +215,14 @@ def _mode_text(mode: str, target: str) -> str:
 
 
 def task_statement(task: Task, target: str, size: str = "small", mode: str = "interpret",
-                   device_kind: str | None = None) -> str:
+                   device_kind: str | None = None, prompt_mode: str = "default") -> str:
     """What to write: the operator, its shapes at the sizes the harness uses, the profile,
-    the hardware and the kernel contract."""
+    the hardware and the kernel contract. Identical for every call of a task and setting, so
+    prompts start with it (providers cache the longest common prefix). ``prompt_mode``
+    "paper" leaves out the roofline profile and its hint and the exact-GELU advice."""
+    if prompt_mode not in PROMPT_MODES:
+        raise ValueError(f"prompt mode {prompt_mode!r}: use one of {', '.join(PROMPT_MODES)}")
+    advice = prompt_mode == "default"
     others = [s for s in task.sizes if s != size]
     other_shapes = "\n".join(
         f"Size {s}{' (the benchmark times this size)' if s == 'full' else ''}:\n"
@@ -223,7 +236,7 @@ def task_statement(task: Task, target: str, size: str = "small", mode: str = "in
             "kernel to the Mosaic GPU\n  backend instead of Triton and the harness reports a "
             "compile_error.")
     reference = reference_source(task)
-    if uses_erf(task):
+    if advice and uses_erf(task):
         gpu_params += ("\n- The exact GELU (`jax.nn.gelu(x, approximate=False)`, erf-based) does not lower "
                        "inside a kernel: it\n  uses `erfc`. " + (
                            "Write `0.5 * x * (1 + jax.lax.erf(x / math.sqrt(2)))`: `jax.lax.erf` lowers."
@@ -231,6 +244,7 @@ def task_statement(task: Task, target: str, size: str = "small", mode: str = "in
                            "Triton lowers neither erf nor erfc: build erf from `jnp.exp` (e.g. "
                            "Abramowitz-Stegun 7.1.26,\n  |error| < 1.5e-7)."))
     profile_sizes = [size] + (["full"] if size != "full" and "full" in task.sizes else [])
+    profile_text = f"\n\n{describe_profile(task, profile_sizes, target, device_kind)}" if advice else ""
     return f"""You are an expert in writing high-performance Pallas kernels (JAX's kernel language).
 Write a Pallas kernel for {HARDWARE[target]} that computes exactly what the reference below computes,
 faster than XLA compiles the reference.
@@ -251,9 +265,7 @@ Output (shape and dtype must match exactly):
 
 The kernel is also traced at every other size of the task, and its blocks must fit on-chip
 memory there too, so write it for all of these shapes:
-{other_shapes}
-
-{describe_profile(task, profile_sizes, target, device_kind)}
+{other_shapes}{profile_text}
 
 ## Kernel contract
 - Define `kernel({names})`: a function taking the inputs positionally and returning the
@@ -363,6 +375,53 @@ def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
     if facts:
         lines.append("What the evaluator saw: " + "; ".join(facts) + ".")
     return "\n".join(lines)
+
+
+MEASUREMENT_ERROR_CHARS = 160
+
+
+def _short(text: str, limit: int = MEASUREMENT_ERROR_CHARS) -> str:
+    """The first non-empty line of ``text``, cut to ``limit`` characters."""
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return first if len(first) <= limit else first[: limit - 3].rstrip() + "..."
+
+
+def measurement_line(result: dict[str, Any]) -> str:
+    """One line per evaluated kernel, for every kernel a search shows the model (ancestors,
+    parents, inspirations, earlier attempts): its status; for a failure, the stage and the
+    error in short (the worst error against the tolerance when it ran but was wrong); for a
+    timed kernel, its time, speedup over XLA and roofline fraction; in interpret mode, that
+    it was not timed.
+
+    e.g. ``status correct · 0.412 ms · speedup 1.84x over XLA · 41% of roofline``
+    """
+    status = result.get("status") or "unknown"
+    parts = [f"status {status}"]
+    if status == "correct":
+        if result.get("speedup") is not None:
+            if result.get("t_kernel_ms") is not None:
+                parts.append(f"{result['t_kernel_ms']:.4g} ms")
+            parts.append(f"speedup {result['speedup']:.3g}x over XLA")
+            if result.get("roofline_fraction") is not None:
+                parts.append(f"{result['roofline_fraction']:.0%} of roofline")
+        elif result.get("mode") == "interpret":
+            parts.append("not timed (interpret mode)")
+        else:
+            parts.append("not timed")
+        return " · ".join(parts)
+    if result.get("stage"):
+        parts[0] += f" ({result['stage']})"
+    message = _short(result.get("message") or "")
+    if message:
+        parts[0] += f": {message}"
+    if status == "incorrect" and result.get("max_abs_err") is not None:
+        err = f"max abs err {result['max_abs_err']:.2g}"
+        if result.get("tol_fraction") is not None:
+            err += f" ({result['tol_fraction']:.2g}x the tolerance)"
+        parts.append(err)
+    if result.get("truncated"):
+        parts.append("answer cut off at the output-token limit")
+    return " · ".join(parts)
 
 
 _PARAMS = re.compile(r"compiler_params=(\w*CompilerParams)\(")

@@ -48,6 +48,11 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
 @click.option("--budget", type=click.IntRange(1), default=144, show_default=True,
               help="Candidate kernels evaluated per task (never exceeded).")
 @click.option("--docs", is_flag=True, help="Add the documentation block to every prompt.")
+@click.option("--prompt", "prompt_mode", type=click.Choice(["default", "paper"]), default="default",
+              show_default=True,
+              help="default: this harness's prompts (with the roofline profile and its hint); "
+                   "paper: the JAXBench paper's arms, the task alone (no profile, hint or "
+                   "advice), with --docs the only difference (docs/agents.md, \"Prompts\").")
 @click.option("--target", type=TARGET, default="tpu", show_default=True)
 @click.option("--size", type=SIZE, default="small", show_default=True)
 @click.option("--mode", type=MODE, default="auto", show_default=True)
@@ -85,7 +90,8 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
 @click.option("--no-cache", is_flag=True, help=f"Do not use the response cache ({DEFAULT_CACHE}).")
 @executor_options
 def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids: str | None,
-                 budget: int, docs: bool, target: str, size: str, mode: str, trials: int,
+                 budget: int, docs: bool, prompt_mode: str, target: str, size: str, mode: str,
+                 trials: int,
                  out_dir: Path, record: Path | None, options: tuple[str, ...], workers: int,
                  parallel_tasks: int, temperature: float | None, max_tokens: int,
                  seed: int | None,
@@ -128,7 +134,8 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
         raise click.UsageError(str(exc)) from None
     config = {"command": "optimize", "method": method.name, "options": method.options,
               "seeded": method.seeded, "model": model_spec, "tasks": tasks, "budget": budget,
-              "docs": docs, "target": target, "size": size, "mode": mode, "trials": trials,
+              "docs": docs, "prompt": prompt_mode, "target": target, "size": size, "mode": mode,
+              "trials": trials,
               "sampling": sampling.as_dict(), "price_override": price_override}
     try:
         run = RunDir.open(out_dir, config)
@@ -156,7 +163,8 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
             evaluator = make_evaluator("ray", run.secret, ray_address=ray_address) \
                 if executor == "ray" else None  # None: optimize makes a local one
             optimize(tasks, method, model, run, budget=budget, target=target, size=size, mode=mode,
-                     trials=trials, docs=docs, workers=workers, parallel_tasks=parallel_tasks or None,
+                     trials=trials, docs=docs, prompt=prompt_mode, workers=workers,
+                     parallel_tasks=parallel_tasks or None,
                      on_candidate=on_candidate, evaluator=evaluator)
         except (LLMError, LLMConfigError) as exc:
             console.print(f"jaxbench: model call failed: {exc}; rerun the same command to resume",

@@ -77,8 +77,13 @@ class Completion:
 
     text: str
     model: str
+    #: every input token of the call, cached ones included (the same meaning for every provider)
     input_tokens: int | None = None
     output_tokens: int | None = None
+    #: of ``input_tokens``, those the provider read from its prompt cache (OpenAI
+    #: ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens``, Gemini
+    #: ``cached_content_token_count``); None when the provider does not say
+    cached_input_tokens: int | None = None
     cost: float | None = None
     latency_s: float | None = None
     cached: bool = False
@@ -100,6 +105,10 @@ class Provider:
 
     ``spec`` is what follows ``PROVIDER:`` in the model spec. Constructors check the
     SDK and key up front and raise :class:`LLMConfigError` with a one-line fix.
+
+    The prompt may carry ``fixed`` (an int attribute, as the agents' prompts do): the length of
+    its prefix shared by every call of the task and method. A provider with explicit cache
+    breakpoints (Anthropic) marks that prefix; the others cache common prefixes on their own.
     """
 
     name = ""

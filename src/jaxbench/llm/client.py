@@ -154,7 +154,8 @@ class ModelClient:
             "spec": self.spec, "sample": sample, "run": run, "prompt_sha256": prompt_sha256(prompt),
             "sampling": sampling.as_dict(), "prompt": prompt, "response": completion.text,
             "model": completion.model, "input_tokens": completion.input_tokens,
-            "output_tokens": completion.output_tokens, "cost": completion.cost,
+            "output_tokens": completion.output_tokens,
+            "cached_input_tokens": completion.cached_input_tokens, "cost": completion.cost,
             "finish_reason": completion.finish_reason,
         }
         with self._record_lock, open(self.record_path, "a") as f:

@@ -1,4 +1,8 @@
-"""Google Gemini through the ``google-genai`` SDK: ``gemini:gemini-2.5-pro`` (``GEMINI_API_KEY``)."""
+"""Google Gemini through the ``google-genai`` SDK: ``gemini:gemini-2.5-pro`` (``GEMINI_API_KEY``).
+
+Gemini 2.5 models cache common prompt prefixes implicitly; the cached share of a call's input
+is ``usage_metadata.cached_content_token_count`` (included in ``prompt_token_count``),
+recorded as ``cached_input_tokens``."""
 
 from __future__ import annotations
 
@@ -11,6 +15,15 @@ FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter",
 # --reasoning-effort words -> Gemini's thinking levels
 LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "XHIGH",
           "max": "XHIGH"}
+
+
+def _cached_tokens(usage: object) -> int | None:
+    """The cached prompt tokens of a call: the API leaves the count out when it is zero, so
+    a usage with a prompt count and no cached count had none cached."""
+    cached = getattr(usage, "cached_content_token_count", None)
+    if cached is None and getattr(usage, "prompt_token_count", None) is not None:
+        return 0
+    return cached
 
 
 @register_provider("gemini")
@@ -41,7 +54,7 @@ class Gemini(Provider):
 
     def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
         started = time.monotonic()
-        response = self.client.models.generate_content(model=self.model, contents=prompt,
+        response = self.client.models.generate_content(model=self.model, contents=str(prompt),
                                                        config=self.config(sampling, sample))
         usage = response.usage_metadata
         output = None
@@ -58,6 +71,7 @@ class Gemini(Provider):
             model=self.model,
             input_tokens=getattr(usage, "prompt_token_count", None),
             output_tokens=output,
+            cached_input_tokens=_cached_tokens(usage),
             latency_s=time.monotonic() - started,
             finish_reason=finish,
         )

@@ -1,5 +1,9 @@
 """OpenAI-compatible chat completions: OpenAI itself, or any server speaking the API.
 
+Prompt caching is automatic on OpenAI (and on servers with prefix caching); the cached share
+of a call's input comes back as ``usage.prompt_tokens_details.cached_tokens``, recorded as
+``cached_input_tokens`` (None when the server does not report it).
+
 ``openai:gpt-5`` calls OpenAI with ``OPENAI_API_KEY``; ``openai:MODEL@URL`` calls
 a vLLM / SGLang / hosted endpoint at ``URL`` (``OPENAI_API_KEY`` optional there).
 """
@@ -44,7 +48,7 @@ class OpenAICompatible(Provider):
         """The keyword arguments of ``chat.completions.create`` for one call."""
         self.check_sampling(sampling)
         # Hosted reasoning models take max_completion_tokens; older servers only max_tokens.
-        args: dict = {"model": self.model, "messages": [{"role": "user", "content": prompt}],
+        args: dict = {"model": self.model, "messages": [{"role": "user", "content": str(prompt)}],
                       "max_tokens" if self.base_url else "max_completion_tokens": sampling.max_tokens}
         if sampling.temperature is not None:
             args["temperature"] = sampling.temperature
@@ -59,11 +63,14 @@ class OpenAICompatible(Provider):
         response = self.client.chat.completions.create(**self.request(prompt, sampling, sample))
         usage = response.usage
         choice = response.choices[0]
+        details = getattr(usage, "prompt_tokens_details", None)
         return Completion(
             text=choice.message.content or "",
             model=self.model,
             input_tokens=getattr(usage, "prompt_tokens", None),
             output_tokens=getattr(usage, "completion_tokens", None),
+            # OpenAI caches prompts of 1024+ tokens by their longest common prefix, unasked
+            cached_input_tokens=getattr(details, "cached_tokens", None),
             latency_s=time.monotonic() - started,
             finish_reason=getattr(choice, "finish_reason", None),
         )

@@ -42,6 +42,7 @@ class Replay(Provider):
             raise LLMError(f"replay:{self.spec} has no recorded answer for sample {sample!r}")
         return Completion(text=exchange["response"], model=exchange.get("model", "replay"),
                           input_tokens=exchange.get("input_tokens"),
-                          output_tokens=exchange.get("output_tokens"), cost=None,
+                          output_tokens=exchange.get("output_tokens"),
+                          cached_input_tokens=exchange.get("cached_input_tokens"), cost=None,
                           finish_reason=exchange.get("finish_reason"),
                           extra={"recorded_cost": exchange.get("cost")})
