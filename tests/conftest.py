@@ -6,6 +6,12 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Triton's compiler (the optional `triton` extra) adds seconds to every GPU evaluation: off for
 # the suite, on in tests/test_triton_compile.py.
 os.environ.setdefault("JAXBENCH_TRITON_COMPILE", "0")
+# This process checks on the host CPU only, like the tracers and the CPU-only runner, which
+# the evaluator starts with this flag itself (evaluator/result.py): the many small programs a
+# test compiles and runs once compile faster unoptimized; numerics stay IEEE.
+if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_backend_optimization_level=0").strip()
 
 import pytest  # noqa: E402
 

@@ -173,7 +173,7 @@ def test_a_device_mode_optimize_run_never_times_two_kernels_at_once(tmp_path, mo
     fake = FakeDeviceRunners({"ref_s": wall_ref, "kernel_s": wall_kernel, "input_sets": 3,
                               "warmup_rounds": 3}, hold_s=0.3)
     if target == "gpu":
-        fake.meet = threading.Barrier(2, timeout=60)  # two compiles must be in flight at once
+        fake.meet = threading.Barrier(2, timeout=30)  # two compiles must be in flight at once
     source = seed(TASK, target)
     answers = [f"```python\n{source}\n# variant {i}\n```" for i in range(4)]
     model = get_model(script(tmp_path / "model", *answers))

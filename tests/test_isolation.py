@@ -604,3 +604,27 @@ def test_dir_usage_counts_bytes_entries_and_links_once(tmp_path: Path) -> None:
         "its private directory held more than the limit of 20 entries (files and directories)")
     assert pool._dir_over(top, 1 << 19, 1000).startswith("its private directory held 1")
     assert pool._dir_over(top, 1 << 30, 1000) == ""
+
+
+def test_fast_cpu_compiles_only_where_nothing_runs_on_a_device(monkeypatch):
+    """Processes that only check on the host CPU compile unoptimized (many small programs,
+    each run once); the trusted runner keeps XLA's defaults wherever it may use a device,
+    since what it times there must be compiled as users compile it."""
+    from jaxbench.evaluator.pool import tracer_env, worker_env
+    from jaxbench.evaluator.result import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert tracer_env()["XLA_FLAGS"] == CPU_CHECK_XLA_FLAGS
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    assert worker_env()["XLA_FLAGS"] == CPU_CHECK_XLA_FLAGS
+    monkeypatch.setenv("JAX_PLATFORMS", "cuda")
+    assert "XLA_FLAGS" not in worker_env()
+    monkeypatch.delenv("JAX_PLATFORMS")
+    assert "XLA_FLAGS" not in worker_env()
+    # a user's own flags are kept, and their own optimization level wins
+    env = {"XLA_FLAGS": "--xla_dump_to=/tmp/d"}
+    with_cpu_check_flags(env)
+    assert env["XLA_FLAGS"] == f"--xla_dump_to=/tmp/d {CPU_CHECK_XLA_FLAGS}"
+    env = {"XLA_FLAGS": "--xla_backend_optimization_level=2"}
+    with_cpu_check_flags(env)
+    assert env["XLA_FLAGS"] == "--xla_backend_optimization_level=2"

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.result import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
+
 # The end of a worker's stdout/stderr that the parent keeps (untrusted text).
 LOG_TAIL_BYTES = 8192
 # What a tracer's private directory may hold (disk use in bytes, entries of any kind); over
@@ -514,6 +516,8 @@ def tracer_env() -> dict[str, str]:
     env.update(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="", TPU_VISIBLE_CHIPS="",
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONDONTWRITEBYTECODE="1", JAX_ENABLE_COMPILATION_CACHE="false",
+               # it compiles only for the host CPU, for checks (evaluator/result.py)
+               XLA_FLAGS=CPU_CHECK_XLA_FLAGS,
                TF_CPP_MIN_LOG_LEVEL=env.get("TF_CPP_MIN_LOG_LEVEL", "3"))
     return env
 
@@ -521,6 +525,8 @@ def tracer_env() -> dict[str, str]:
 def worker_env() -> dict[str, str]:
     """The trusted runner's environment."""
     env = dict(os.environ)
+    if env.get("JAX_PLATFORMS") == "cpu":  # it can only check on the host CPU
+        with_cpu_check_flags(env)
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     env["PYTHONDONTWRITEBYTECODE"] = "1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import re
 import sys
@@ -20,6 +21,21 @@ SEALED_EXIT = 86
 # (the parent names the real device in device mode).
 CROSS_LOWERING_TPU = "TPU v6 lite"
 CROSS_LOWERING_GPU = "NVIDIA H200"
+# The XLA flag for processes that only check on the host CPU (the tracers always; the trusted
+# runner and the parent where JAX_PLATFORMS=cpu): compiling dominates there (input generators,
+# interpret-mode modules, truths, interpreters: each compiled, then run once on small inputs),
+# so LLVM's optimizations cost more than they save (measured: about a third less CPU per
+# evaluation, docs/measurements.md). Numerics stay IEEE (no fast-math); never set where a
+# device computes or anything is timed.
+CPU_CHECK_XLA_FLAGS = "--xla_backend_optimization_level=0"
+
+
+def with_cpu_check_flags(env: dict[str, str] | os._Environ[str]) -> None:
+    """Adds :data:`CPU_CHECK_XLA_FLAGS` to ``env``'s XLA_FLAGS unless an optimization level
+    is set there already (the user's choice stands)."""
+    flags = env.get("XLA_FLAGS", "")
+    if "--xla_backend_optimization_level" not in flags:
+        env["XLA_FLAGS"] = f"{flags} {CPU_CHECK_XLA_FLAGS}".strip()
 
 
 def size_export(size: str) -> str:

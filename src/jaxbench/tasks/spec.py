@@ -170,12 +170,12 @@ class Task:
 
     def make_inputs(self, key: jax.Array, size: str = "small") -> tuple:
         """Draws the input tuple for ``size`` from a PRNG key (same key, same inputs)."""
-        if self._make_inputs is not None:
-            return tuple(self._make_inputs(key, self.dims(size)))
         if size not in self._draw_jit:  # one compiled program per size, not one per op
-            specs = self.input_specs(size)
+            specs, dims, custom_draw = self.input_specs(size), self.dims(size), self._make_inputs
 
             def draw(k: jax.Array) -> tuple:
+                if custom_draw is not None:
+                    return tuple(custom_draw(k, dims))
                 keys = jax.random.split(k, len(specs))
                 return tuple(spec.draw(kk) for spec, kk in zip(specs, keys, strict=True))
 
