@@ -56,7 +56,11 @@ def record(r: dict, kind: str, wall_s: float) -> dict:
     row.update(kernel=kind, backend=r.get("kernel_backend"), wall_s=round(wall_s, 2),
                spread=time_stage.get("spread"), t_ref_iqr_ms=time_stage.get("t_ref_iqr_ms"),
                t_kernel_iqr_ms=time_stage.get("t_kernel_iqr_ms"),
-               wall_clock=time_stage.get("wall"), device_error=time_stage.get("device_error"))
+               wall_clock=time_stage.get("wall"), device_error=time_stage.get("device_error"),
+               # the device's exclusive share of the evaluation (the lease), and the wait for it
+               time_s=time_stage.get("seconds"), lease_wait_s=time_stage.get("lease_wait_s"),
+               stages={k: v.get("seconds") for k, v in r.get("stages", {}).items()
+                       if isinstance(v, dict)})
     return row
 
 
