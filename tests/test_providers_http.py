@@ -80,6 +80,16 @@ def _optimize(model, out, env_extra):
          "--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
 
 
+def _local_spec(provider: str, server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The model spec of ``provider`` pointed at the local test server (keys and base URLs)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server)
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server)
+    return {"openai": f"openai:local-model@{server}/v1", "anthropic": "anthropic:claude-test",
+            "gemini": "gemini:gemini-test"}[provider]
+
+
 @pytest.mark.parametrize("provider,sdk", [("openai", "openai"), ("anthropic", "anthropic"),
                                           ("gemini", "google.genai")])
 def test_sdk_round_trip_through_optimize(server, tmp_path, provider, sdk):
@@ -116,12 +126,7 @@ def test_reasoning_controls_temperature_and_finish_reason_reach_each_sdk(server,
     pytest.importorskip(sdk)
     from jaxbench.llm import Sampling, get_model
 
-    spec = {"openai": f"openai:local-model@{server}/v1", "anthropic": "anthropic:claude-test",
-            "gemini": "gemini:gemini-test"}[provider]
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server)
-    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server)
+    spec = _local_spec(provider, server, monkeypatch)
     sampling = Sampling(temperature=0.3, max_tokens=4096, reasoning_effort="high",
                         thinking_budget=None if provider == "openai" else 2048)
     model = get_model(spec, sampling=sampling)
@@ -153,12 +158,7 @@ def test_each_sdk_reports_the_cached_input_tokens(server, monkeypatch, provider,
     from jaxbench.agents.base import Prompt
     from jaxbench.llm import get_model
 
-    spec = {"openai": f"openai:local-model@{server}/v1", "anthropic": "anthropic:claude-test",
-            "gemini": "gemini:gemini-test"}[provider]
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server)
-    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
-    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server)
+    spec = _local_spec(provider, server, monkeypatch)
     model = get_model(spec)
     _Handler.cached = True
     prompt = Prompt("the fixed task statement\n\nthe kernel of this step")
