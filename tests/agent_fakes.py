@@ -50,6 +50,17 @@ def kernels(target: str, n: int) -> list[str]:
     return [KERNEL.format(target=target, i=i) for i in range(n)]
 
 
+def fast(speed: float, tag: str = "") -> str:
+    """An answer whose kernel the fake evaluators time at ``speed`` (its ``SPEED`` line)."""
+    return (f"```python\nimport jax\nfrom jax.experimental import pallas as pl\nTARGET = 'tpu'\n"
+            f"SPEED = {speed}\n\ndef kernel(a, b):\n    return pl.pallas_call(body{tag})(a, b)\n```\n")
+
+
+def plan(i: int) -> str:
+    """The ``i``-th scripted planning answer."""
+    return f"PLAN-{i}: tile the output in 512x512 blocks and keep K last."
+
+
 def seed(task_id: str, target: str) -> str:
     return get_task(task_id).kernel_files()[("seed", target)].read_text()
 

@@ -10,7 +10,7 @@ import random
 import re
 
 import pytest
-from agent_fakes import FakeEvaluator, events_of, kernels, script, seed
+from agent_fakes import FakeEvaluator, events_of, fast, kernels, script, seed
 
 from jaxbench.agents import get_method, optimize
 from jaxbench.agents.autocomp import OPTIMIZATION_MENU, TRANSLATION_MENU, Autocomp, Node
@@ -40,15 +40,6 @@ class SpeedEvaluator(FakeEvaluator):
         else:
             result.update(status="compile_error", stage="lower", message="bad block shape")
         return result
-
-
-def fast(speed: float, tag: str = "") -> str:
-    return (f"```python\nimport jax\nfrom jax.experimental import pallas as pl\nTARGET = 'tpu'\n"
-            f"SPEED = {speed}\n\ndef kernel(a, b):\n    return pl.pallas_call(body{tag})(a, b)\n```\n")
-
-
-def plan(i: int) -> str:
-    return f"PLAN-{i}: tile the output in 512x512 blocks and keep K last."
 
 
 def calls_by_step(run: RunDir) -> dict[str, dict]:

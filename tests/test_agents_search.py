@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from agent_fakes import FakeEvaluator, KilledAfter, events_of, kernels, script
+from agent_fakes import FakeEvaluator, KilledAfter, events_of, fast, kernels, plan, script
 
 from jaxbench.agents import get_method, optimize
 from jaxbench.agents.autocomp import (
@@ -61,17 +61,8 @@ class DeviceEvaluator(FakeEvaluator):
         return result
 
 
-def fast(speed: float, tag: str = "") -> str:
-    return (f"```python\nimport jax\nfrom jax.experimental import pallas as pl\nTARGET = 'tpu'\n"
-            f"SPEED = {speed}\n\ndef kernel(a, b):\n    return pl.pallas_call(body{tag})(a, b)\n```\n")
-
-
 def broken(tag: str) -> str:
     return f"```python\nimport jax\nTARGET = 'tpu'\n\ndef kernel(a, b):\n    return a  # {tag}\n```\n"
-
-
-def plan(i: int) -> str:
-    return f"PLAN-{i}: tile the output in 512x512 blocks and keep K last."
 
 
 def timed_line(speed: float) -> str:

@@ -186,6 +186,15 @@ def _deep_directories(directory, job, depth=20_000):
                        "interpret.export": _export(_correct_kernel, "cpu", True)})
 
 
+
+def _claims_no_interpret_export(directory, kernel):
+    """The claim that no interpret export exists, beside both of ``kernel``'s exports."""
+    _write(directory, {
+        "status.json": _status(stages={"lower": {"seconds": 0.1,
+                                                 "interpret_export_error": "claimed"}}),
+        "target.export": _export(kernel),
+        "interpret.export": _export(kernel, "cpu", True)})
+
 SCENARIOS = [
     # name, scenario, status, stage, words
     ("claims_correct", lambda d, j: _write(d, {"status.json": json.dumps(
@@ -243,18 +252,11 @@ SCENARIOS = [
      "unverified", "correct", "no exportable interpret-mode lowering"),
     # the same claim beside an interpret export: the trusted side runs the module it has, so
     # the claim can neither hide a wrong kernel nor cost a right one its verdict
-    ("export_error_claimed_beside_a_wrong_export", lambda d, j: _write(d, {
-        "status.json": _status(stages={"lower": {"seconds": 0.1,
-                                                 "interpret_export_error": "claimed"}}),
-        "target.export": _export(_zeros_kernel),
-        "interpret.export": _export(_zeros_kernel, "cpu", True)}),
-     "incorrect", "correct", "got 0, truth"),
-    ("export_error_claimed_beside_a_right_export", lambda d, j: _write(d, {
-        "status.json": _status(stages={"lower": {"seconds": 0.1,
-                                                 "interpret_export_error": "claimed"}}),
-        "target.export": _export(_correct_kernel),
-        "interpret.export": _export(_correct_kernel, "cpu", True)}),
-     "correct", "correct", ""),
+    ("export_error_claimed_beside_a_wrong_export",
+     lambda d, j: _claims_no_interpret_export(d, _zeros_kernel), "incorrect", "correct",
+     "got 0, truth"),
+    ("export_error_claimed_beside_a_right_export",
+     lambda d, j: _claims_no_interpret_export(d, _correct_kernel), "correct", "correct", ""),
 ]
 
 
