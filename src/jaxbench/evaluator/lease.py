@@ -35,7 +35,7 @@ class DeviceLease:
         self._exclusive = False
         self._waiting = 0  # exclusive holders waiting: they block new shared holders
         self.history: list[tuple[str, float, float]] | None = [] if record else None
-        self._since: dict[int, float] = {}
+        self._since: dict[int, float] = {}  # when each recording thread took its hold
 
     def acquire(self, kind: str) -> None:
         with self._changed:
@@ -51,7 +51,8 @@ class DeviceLease:
                 self._shared += 1
             else:
                 raise ValueError(f"unknown lease kind {kind!r}")
-            self._since[threading.get_ident()] = time.monotonic()
+            if self.history is not None:
+                self._since[threading.get_ident()] = time.monotonic()
 
     def release(self, kind: str) -> None:
         with self._changed:
@@ -61,9 +62,9 @@ class DeviceLease:
             else:
                 assert self._shared > 0, "released a shared lease that is not held"
                 self._shared -= 1
-            start = self._since.pop(threading.get_ident(), None)
-            if self.history is not None and start is not None:
-                self.history.append((kind, start, time.monotonic()))
+            if self.history is not None:
+                self.history.append((kind, self._since.pop(threading.get_ident()),
+                                     time.monotonic()))
             self._changed.notify_all()
 
     @contextmanager
