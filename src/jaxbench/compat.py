@@ -69,13 +69,51 @@ def join_effects(eqns: list[Any]) -> Any:
     return core.join_effects(*(e.effects for e in eqns))
 
 
+@functools.cache
+def compile_simulated_cores_once() -> bool:
+    """JAX's TPU interpreter with several simulated cores (and the Mosaic GPU interpreter, for
+    its warpgroups) runs each core's share of a kernel in a thread of its own through
+    ``thread_map``. In JAX 0.10 its ``_run_jaxpr`` jits a function it defines anew on every
+    call, so the share is traced, lowered and compiled again in every thread on every call
+    (JAX 0.11 and 0.12 jit one module-level function, and JAX's caches serve the repeats).
+    Here one jitted function takes the share's jaxpr as a static argument, so each share
+    compiles once per argument types: the same program on the same inputs, about a third less
+    interpreter time with two cores under 0.10. Installed once, where ``_run_jaxpr`` has the
+    expected form; True when it was."""
+    import inspect
+
+    try:
+        from jax._src.pallas.mosaic.interpret import thread_map
+    except ImportError:
+        return False
+    original = getattr(thread_map, "_run_jaxpr", None)
+    if original is None or list(inspect.signature(original).parameters) != ["jaxpr", "consts",
+                                                                              "args"]:
+        return False
+    from jax._src import core
+
+    def evaluate(jaxpr: Any, consts: Any, *args: Any) -> None:
+        core.eval_jaxpr(jaxpr, consts, *args)
+
+    compiled = jax.jit(evaluate, static_argnums=(0,))
+
+    def run_jaxpr(jaxpr: Any, consts: Any, *args: Any) -> None:
+        compiled(jaxpr, consts, *args)
+
+    thread_map._run_jaxpr = run_jaxpr
+    return True
+
+
 def tpu_interpret_params(**params: Any) -> Any:
     """The TPU interpreter's parameters. A detected race is recorded (read back with
     :func:`tpu_races_found`), never raised: JAX 0.12 added ``on_race`` and raises by default,
-    which would turn the race verdict into a runtime error."""
+    which would turn the race verdict into a runtime error. Each simulated core's share of a
+    kernel is compiled once (:func:`compile_simulated_cores_once`)."""
     import dataclasses
 
     from jax.experimental.pallas import tpu as pltpu
+
+    compile_simulated_cores_once()
 
     fields = {f.name for f in dataclasses.fields(pltpu.InterpretParams)}
     if params.get("detect_races") and "on_race" in fields:
@@ -244,6 +282,7 @@ def gpu_interpreter(detect_races: bool = False) -> Any:
     params = getattr(plgpu, "InterpretGPUParams", None)
     if params is None:
         return None
+    compile_simulated_cores_once()
     options: dict[str, Any] = {}
     if detect_races:
         options["detect_races"] = True
