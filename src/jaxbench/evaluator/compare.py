@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbench.tasks.spec import Task, upcast
+from jaxbench.tasks.spec import Task, float32_reference
 
 
 @dataclass
@@ -60,17 +60,24 @@ class GroundTruth:
 
     def __call__(self, task: Task, size: str, key: Sequence[int]) -> list[np.ndarray]:
         cache_key = (task.id, size, tuple(key))
-        with self._lock, jax.default_device(jax.devices("cpu")[0]):
-            # On the host CPU, always: an accelerator belongs to the trusted runner.
+        with self._lock:
             if cache_key not in self._cache:
-                fn = self._fns.setdefault(task.id, jax.jit(lambda *xs, _t=task: _t.reference(*xs)))
-                inputs = upcast(task.make_inputs(key_from_data(key), size))
-                truth = fn(*inputs)
-                # Copies that own their memory: a view would keep XLA's buffers alive as long
-                # as the cache, and freeing those from a thread at interpreter exit aborts.
-                self._cache[cache_key] = [np.array(x, np.float32, copy=True)
-                                          for x in jax.tree_util.tree_leaves(truth)]
+                with jax.default_device(jax.devices("cpu")[0]):
+                    inputs = task.make_inputs(key_from_data(key), size)
+                self._cache[cache_key] = self.of_inputs(task, inputs)
             return self._cache[cache_key]
+
+    def of_inputs(self, task: Task, inputs: Sequence[Any]) -> list[np.ndarray]:
+        """The truth of inputs already drawn (``task.make_inputs``), uncached: the reference
+        on them upcast to float32, on the host CPU, always (an accelerator belongs to the
+        trusted runner)."""
+        cpu = jax.devices("cpu")[0]
+        with jax.default_device(cpu):
+            fn = self._fns.setdefault(task.id, float32_reference(task))
+            truth = fn(*jax.device_put(tuple(inputs), cpu))
+            # Copies that own their memory: a view would keep XLA's buffers alive as long as
+            # the cache, and freeing those from a thread at interpreter exit aborts.
+            return [np.array(x, np.float32, copy=True) for x in jax.tree_util.tree_leaves(truth)]
 
     def cancel(self) -> None:
         """No more prefetching (an evaluator closing: a full-size truth can take minutes)."""

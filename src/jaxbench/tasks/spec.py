@@ -227,7 +227,14 @@ def upcast(inputs: Sequence[Any]) -> tuple:
     return tuple(out)
 
 
+def float32_reference(task: Task) -> Callable[..., Any]:
+    """The ground truth's function: ``task``'s reference on its inputs upcast to float32, as
+    one jitted program (the upcast inside it, so no program is compiled per input shape)."""
+    reference = task.reference
+    return jax.jit(lambda *xs: reference(*upcast(xs)))
+
+
 __all__ = [
     "DEFAULT_ATOL", "DEFAULT_RTOL", "Dims", "InputSpec", "SIZES", "TARGETS", "Task",
-    "custom", "normal", "randint", "uniform", "upcast", "weight",
+    "custom", "float32_reference", "normal", "randint", "uniform", "upcast", "weight",
 ]

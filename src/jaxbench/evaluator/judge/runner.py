@@ -238,13 +238,13 @@ def _truths(task: Any, size: str, labelled: list[tuple[str, Any]]) -> list[tuple
     import jax
     import numpy as np
 
-    from jaxbench.tasks.spec import upcast
+    from jaxbench.tasks.spec import float32_reference
 
-    fn = jax.jit(lambda *xs: task.reference(*xs))
+    fn = float32_reference(task)
     out = []
     with jax.default_matmul_precision("highest"):
         for label, key in labelled:
-            truth = fn(*upcast(_inputs(task, key, size)))
+            truth = fn(*_inputs(task, key, size))
             # to the host at once, so one truth at a time occupies the device
             out.append((label, key, [np.asarray(x, np.float32)
                                      for x in jax.tree_util.tree_leaves(truth)]))
