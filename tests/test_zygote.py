@@ -79,3 +79,32 @@ def test_a_server_that_does_not_answer_in_time_is_closed(tmp_path):
         os.close(read_end)
         os.close(write_end)
         zygote.close()
+
+
+def test_a_forked_tracer_leads_its_group_before_the_pool_hears_its_pid(tmp_path):
+    """The pool kills a tracer by its process group, so the group must exist when the pid
+    arrives: a pool closed right after a spare was forked used to find no group to kill, and
+    then waited forever for a spare that lived on. Every pid the server hands out names a
+    group leader already; a pool opened and closed at once returns."""
+    from jaxbench.evaluator.pool import Zygote, tracer_env
+
+    zygote = Zygote(tracer_env())
+    try:
+        for i in range(20):
+            directory = tmp_path / str(i)
+            directory.mkdir()
+            read_end, write_end = os.pipe()
+            with open(directory / "log", "wb") as log:
+                pid = zygote.spawn(directory, read_end, log.fileno())
+            os.close(read_end)
+            assert pid is not None
+            assert os.getpgid(pid) == pid  # no window where the group is missing
+            os.killpg(pid, signal.SIGKILL)
+            os.close(write_end)
+            assert zygote.exit_code(pid, timeout=60) == -signal.SIGKILL
+    finally:
+        zygote.close()
+    for _ in range(3):
+        started = time.monotonic()
+        WorkerPool(spares=2, root=str(tmp_path)).close()
+        assert time.monotonic() - started < 60

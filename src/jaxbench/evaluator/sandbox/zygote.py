@@ -44,7 +44,7 @@ def _receive(sock: socket.socket) -> tuple[bytes, list[int]]:
 
 
 def _child(sock: socket.socket, wake: tuple[int, int], fds: list[int], directory: str,
-           server: int) -> None:
+           server: int, grouped: int) -> None:
     """In the fork: drop everything of the server's, become the tracer. Never returns."""
     try:
         sock.close()
@@ -53,6 +53,7 @@ def _child(sock: socket.socket, wake: tuple[int, int], fds: list[int], directory
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()  # a process group of its own, killed whole by the pool
+        os.close(grouped)  # the server may name this pid now: its group exists
         stdin_fd, log_fd = fds
         os.dup2(stdin_fd, 0)
         os.dup2(log_fd, 1)
@@ -118,9 +119,17 @@ def serve(sock: socket.socket) -> None:
             sock.send(b"error " + (b"expected two descriptors" if len(fds) != _MAX_FDS
                                    else b"the server is not single-threaded"))
             continue
+        # The pid goes to the pool only once the child leads its own process group: a pool
+        # that closes at once kills the group, and before setsid there is none (the kill
+        # found nothing and the spare lived on, its pool waiting for it forever).
+        grouped_read, grouped = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _child(sock, wake, fds, message.decode(), server)
+            os.close(grouped_read)
+            _child(sock, wake, fds, message.decode(), server, grouped)
+        os.close(grouped)
+        os.read(grouped_read, 1)  # end of file: the child closed its end (or died)
+        os.close(grouped_read)
         for fd in fds:
             os.close(fd)
         sock.send(f"pid {pid}".encode())
