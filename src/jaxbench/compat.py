@@ -77,9 +77,9 @@ def compile_simulated_cores_once() -> bool:
     call, so the share is traced, lowered and compiled again in every thread on every call
     (JAX 0.11 and 0.12 jit one module-level function, and JAX's caches serve the repeats).
     Here one jitted function takes the share's jaxpr as a static argument, so each share
-    compiles once per argument types: the same program on the same inputs, about a third less
-    interpreter time with two cores under 0.10. Installed once, where ``_run_jaxpr`` has the
-    expected form; True when it was."""
+    compiles once per argument types: the same program on the same inputs, a fifth to a third
+    less interpreter time with two cores under 0.10 (kernels with several calls). Installed
+    once, where ``_run_jaxpr`` has the expected form; True when it was."""
     import inspect
 
     try:

@@ -229,8 +229,8 @@ def baseline(request, tmp_path_factory):
     return tests
 
 
-# Mutants tried at once: two on a small host (each mostly waits on its tracers and runner; two
-# took 1 min 54 s on 2 cores where one took 2 min 47 s, three no less), up to four with more.
+# Mutants tried at once: two on a small host (each mostly waits on its tracers and runner; on 2
+# cores two took 1 min 54 s where one took 3 min 0 s and three 1 min 59 s), up to four with more.
 WORKERS = max(2, min(4, (os.cpu_count() or 2) // 2))
 
 
