@@ -530,9 +530,6 @@ def worker_env() -> dict[str, str]:
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    cache_root = os.environ.get("JAXBENCH_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "jaxbench")
-    env.setdefault("JAXBENCH_XLA_CACHE", os.path.join(cache_root, "xla"))
     return env
 
 
