@@ -148,3 +148,56 @@ def test_worker_leaves_no_process_or_directory(tmp_path):
     assert _tracers(tmp_path, servers) == {}
     if zygote is not None:  # the fork server went with the pool
         assert zygote.proc.poll() is not None
+
+
+def test_without_spares_the_runner_starts_before_the_tracer_gets_its_job():
+    """`jaxbench eval` keeps no spares: its one trusted runner is started as the evaluation
+    begins, so it imports and warms up while the tracer works (started only once the tracer
+    was done, it added its whole start-up to every verdict's wall time)."""
+    from jaxbench.evaluator import Evaluator
+
+    events: list[str] = []
+    with Evaluator(spares=0) as ev:
+        assert ev.runners._idle.empty()  # nothing was started ahead
+        prestart, run = ev.runners.prestart, ev.pool.run
+
+        def starting_runner() -> None:
+            prestart()
+            events.append(f"runner waiting: {not ev.runners._idle.empty()}")
+
+        def tracer_job(*args, **kwargs):
+            events.append("tracer job")
+            return run(*args, **kwargs)
+
+        ev.runners.prestart, ev.pool.run = starting_runner, tracer_job
+        result = ev.evaluate(SEED, "8p_gemm", trials=1, tpu_interpret=False)
+    assert result["status"] == "correct", result["message"]
+    assert events == ["runner waiting: True", "tracer job"]
+
+
+def test_a_prestarted_runner_serves_the_next_request_and_none_starts_twice(tmp_path,
+                                                                           monkeypatch):
+    import sys
+
+    from jaxbench.evaluator.judge.client import RunnerPool
+
+    monkeypatch.setenv("FAKE_DEVICE_LOG", str(tmp_path / "device.log"))
+    fake = (sys.executable, str(Path(__file__).with_name("fake_device_runner.py")))
+    pool = RunnerPool(spares=0, command=fake)
+    started = []
+    spawn = pool._spawn
+    pool._spawn = lambda: started.append(spawn()) or started[-1]
+    try:
+        pool.prestart()
+        pool.prestart()  # one is waiting already
+        assert len(started) == 1
+        outcome = pool.run({"name": "k", "compile_s": 0, "time_s": 0}, 30.0, None)
+        assert outcome.response == {"status": "ran", "name": "k"}
+        assert len(started) == 1  # the request went to the runner started ahead
+        pool.prestart()  # it waits again: nothing new
+        assert len(started) == 1
+    finally:
+        pool.close()
+    pool.prestart()  # a closed pool starts nothing
+    assert len(started) == 1
+    assert started[0].proc.wait(timeout=30) is not None

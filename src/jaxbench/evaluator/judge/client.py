@@ -152,6 +152,14 @@ class RunnerPool:
     def _spawn(self) -> Runner:
         return self._spawner.submit(Runner, self._env, self._command).result()
 
+    def prestart(self) -> None:
+        """Starts a runner now when none is waiting, so that it imports and warms up while the
+        tracer works instead of after it (an evaluator without spares: ``jaxbench eval``).
+        Starting returns at once (the runner reports ready on its first request)."""
+        with self._lock:
+            if not self._closed and self._idle.empty():
+                self._idle.put(self._spawn())
+
     def run(self, payload: dict[str, Any], timeout_s: float,
             memory_bytes: int | None, lease: DeviceLease | None = None) -> RunnerOutcome:
         try:
