@@ -3,6 +3,7 @@ what a cluster offers, the secret's repr, one-line usage errors (also without Ra
 
 import hashlib
 import sys
+import time
 
 import pytest
 
@@ -82,3 +83,79 @@ def test_scratch_of_dead_ray_workers_is_swept(tmp_path):
         _remove_if_orphaned(directory)
     assert not dead.exists() and not reused.exists() and alive.exists()
 
+
+
+def test_a_stopping_driver_leaves_ray_only_after_its_evaluations_left_ray(monkeypatch):
+    """Ctrl-C on a Ray run: the tasks are cancelled, and Ray is shut down only once no
+    evaluation thread is inside a Ray call any more (a Ray call after ``ray.shutdown()`` makes
+    Ray's core worker end the whole driver with status 1 instead of the 130 of a stop)."""
+    import threading
+
+    from jaxbench.executors import ray as ray_executor
+
+    inside = threading.Event()
+    cancelled = threading.Event()
+    log: list[str] = []
+
+    class Cancelled(Exception):
+        pass
+
+    class FakeRay:  # what RayEvaluator calls, with a task that runs until it is cancelled
+        class exceptions:
+            RayTaskError = type("RayTaskError", (Exception,), {})
+            TaskCancelledError = Cancelled
+            RayError = Exception
+
+        def is_initialized(self):
+            return True
+
+        def cancel(self, ref, force):
+            log.append("cancel")
+            cancelled.set()
+
+        def get(self, ref):
+            inside.set()
+            cancelled.wait(10)
+            time.sleep(0.3)  # a cancelled task's get returns a moment after the cancel
+            log.append("get returned")
+            raise Cancelled()
+
+        def shutdown(self):
+            log.append("shutdown")
+
+    class Remote:
+        def options(self, **_):
+            return self
+
+        def remote(self, *_):
+            return object()
+
+    evaluator = object.__new__(ray_executor.RayEvaluator)
+    evaluator.ray, evaluator._remote, evaluator._secret_ref = FakeRay(), Remote(), None
+    evaluator.max_retries, evaluator.cpus_per_evaluation = 0, 1.0
+    evaluator._lock = threading.Lock()
+    evaluator._in_flight, evaluator._aborted, evaluator._calls = set(), False, 0
+    evaluator._left_ray = threading.Condition(evaluator._lock)
+    evaluator._cluster = (time.monotonic() + 3600, {})
+    monkeypatch.setattr(ray_executor, "_LIVE", [evaluator])
+    monkeypatch.setattr(ray_executor, "resolve_cluster_mode", lambda mode, target, cluster: mode)
+    monkeypatch.setattr(ray_executor, "resources_for", lambda *a, **k: {})
+    monkeypatch.setitem(sys.modules, "ray", evaluator.ray)
+    errors = []
+
+    def evaluate():
+        try:
+            evaluator.evaluate("TARGET = 'gpu'\ndef kernel(x):\n    return x\n", "8p_gemm",
+                               mode="interpret")
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    thread = threading.Thread(target=evaluate)
+    thread.start()
+    assert inside.wait(10)
+    ray_executor.abort_all()
+    thread.join(10)
+    assert log == ["cancel", "get returned", "shutdown"]
+    assert [type(e).__name__ for e in errors] == ["EvaluationLost"]
+    with pytest.raises(ray_executor.EvaluationLost, match="stopped before"):
+        evaluator.evaluate("TARGET = 'gpu'\n", "8p_gemm")

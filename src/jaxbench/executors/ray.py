@@ -318,6 +318,8 @@ class RayEvaluator:
         self._lock = threading.Lock()
         self._in_flight: set[Any] = set()
         self._aborted = False
+        self._calls = 0  # evaluate() calls inside Ray now (abort_all waits for them to leave)
+        self._left_ray = threading.Condition(self._lock)
         self._cluster: tuple[float, dict[str, Any]] | None = None
         _LIVE.add(self)
 
@@ -359,8 +361,19 @@ class RayEvaluator:
         target = target or declared_target(source) or "tpu"
         if target not in ("tpu", "gpu"):
             raise ValueError(f"unknown target {target!r}; use tpu or gpu")
-        if self._aborted:
-            raise EvaluationLost("the run was stopped before this evaluation started")
+        with self._lock:
+            if self._aborted:
+                raise EvaluationLost("the run was stopped before this evaluation started")
+            self._calls += 1
+        try:
+            return self._evaluate(source, filename, task_id, target, mode, save_ir, options)
+        finally:
+            with self._lock:
+                self._calls -= 1
+                self._left_ray.notify_all()
+
+    def _evaluate(self, source: str, filename: str, task_id: str, target: str, mode: str,
+                  save_ir: str | os.PathLike[str] | None, options: dict[str, Any]) -> dict[str, Any]:
         cluster = self.cluster()
         mode = resolve_cluster_mode(mode, target, cluster)
         task_options = dict(max_retries=self.max_retries, retry_exceptions=False,
@@ -396,7 +409,8 @@ class RayEvaluator:
     def abort(self) -> None:
         """Stops the evaluations in flight (Ctrl-C): their tasks are cancelled and their worker
         processes killed (the tracers and runners die with them). Callers discard them."""
-        self._aborted = True
+        with self._lock:  # evaluate() checks it and enters Ray under the same lock
+            self._aborted = True
         if not self.ray.is_initialized():  # left already (a Ray call now would start a cluster)
             return
         with self._lock:
@@ -406,6 +420,14 @@ class RayEvaluator:
                 self.ray.cancel(ref, force=True)
             except Exception:  # noqa: BLE001 - already finished, or the cluster is gone
                 pass
+
+    def wait_out_of_ray(self, timeout_s: float) -> bool:
+        """Waits until no :meth:`evaluate` call is inside a Ray call (after :meth:`abort`, a
+        cancelled task's ``ray.get`` returns soon); False if some still were after
+        ``timeout_s``. A Ray call made after ``ray.shutdown()`` ends the whole process with
+        exit status 1 (Ray's core worker is gone), so a stopping driver waits first."""
+        with self._lock:
+            return self._left_ray.wait_for(lambda: self._calls == 0, timeout_s)
 
     def close(self) -> None:
         """Nothing to release on the driver: workers close their evaluators when they exit."""
@@ -424,8 +446,12 @@ def abort_all() -> None:
     """Ctrl-C: :meth:`RayEvaluator.abort` for every Ray evaluator of this process, then this
     driver leaves the cluster (Ray ends the job's tasks; a cluster that ``ray.init`` started
     here is shut down whole, its agents included)."""
-    for evaluator in list(_LIVE):
+    evaluators = list(_LIVE)
+    for evaluator in evaluators:
         evaluator.abort()
+    deadline = time.monotonic() + 10
+    for evaluator in evaluators:
+        evaluator.wait_out_of_ray(max(0.0, deadline - time.monotonic()))
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         try:
