@@ -240,11 +240,9 @@ class Evaluator:
             "save_ir": case.save_ir is not None,
             "nonce": secrets.token_hex(16),
         }
-        if case.mode == "interpret" and not case.debug:
-            # the trusted runner warms up while the tracer works (on a device, where a TPU
-            # admits one process at a time, runners start only when needed)
-            self.runners.prestart()
         if case.mode == "interpret":  # the truth is computed here while the others work
+            if not case.debug:  # and the trusted runner warms up (on a device, where a TPU
+                self.runners.prestart()  # admits one process at a time, only when needed)
             thread = threading.Thread(target=self.truth.prefetch, daemon=True,
                                       args=(task, size, keys["trial"] + keys["probe"]))
             thread.start()

@@ -411,10 +411,9 @@ class RayEvaluator:
         processes killed (the tracers and runners die with them). Callers discard them."""
         with self._lock:  # evaluate() checks it and enters Ray under the same lock
             self._aborted = True
+            refs = list(self._in_flight)
         if not self.ray.is_initialized():  # left already (a Ray call now would start a cluster)
             return
-        with self._lock:
-            refs = list(self._in_flight)
         for ref in refs:
             try:
                 self.ray.cancel(ref, force=True)
