@@ -84,54 +84,61 @@ def test_scratch_of_dead_ray_workers_is_swept(tmp_path):
     assert not dead.exists() and not reused.exists() and alive.exists()
 
 
+class _Cancelled(Exception):
+    pass
 
-def test_a_stopping_driver_leaves_ray_only_after_its_evaluations_left_ray(monkeypatch):
-    """Ctrl-C on a Ray run: the tasks are cancelled, and Ray is shut down only once no
-    evaluation thread is inside a Ray call any more (a Ray call after ``ray.shutdown()`` makes
-    Ray's core worker end the whole driver with status 1 instead of the 130 of a stop)."""
+
+class FakeRay:
+    """What RayEvaluator calls: a task runs until it is cancelled, or for ``runs_s`` and then
+    returns a result (it was never cancelled). ``on_submit`` runs as a task is submitted."""
+
+    class exceptions:
+        RayTaskError = type("RayTaskError", (Exception,), {})
+        TaskCancelledError = _Cancelled
+        RayError = Exception
+
+    def __init__(self, runs_s=10.0, on_submit=lambda: None):
+        import threading
+
+        self.runs_s, self.on_submit = runs_s, on_submit
+        self.inside, self.cancelled = threading.Event(), threading.Event()
+        self.log: list[str] = []
+
+    def is_initialized(self):
+        return True
+
+    def cancel(self, ref, force):
+        self.log.append("cancel")
+        self.cancelled.set()
+
+    def get(self, ref):
+        self.inside.set()
+        if not self.cancelled.wait(self.runs_s):
+            self.log.append("get returned a result")
+            return {"status": "correct"}, {}
+        time.sleep(0.3)  # a cancelled task's get returns a moment after the cancel
+        self.log.append("get returned")
+        raise _Cancelled()
+
+    def shutdown(self):
+        self.log.append("shutdown")
+
+    def options(self, **_):  # the remote function
+        return self
+
+    def remote(self, *_):
+        self.on_submit()
+        return object()
+
+
+def _fake_ray_evaluator(monkeypatch, ray):
+    """A RayEvaluator (its fields as __init__ sets them) on ``ray``, the only one alive."""
     import threading
 
     from jaxbench.executors import ray as ray_executor
 
-    inside = threading.Event()
-    cancelled = threading.Event()
-    log: list[str] = []
-
-    class Cancelled(Exception):
-        pass
-
-    class FakeRay:  # what RayEvaluator calls, with a task that runs until it is cancelled
-        class exceptions:
-            RayTaskError = type("RayTaskError", (Exception,), {})
-            TaskCancelledError = Cancelled
-            RayError = Exception
-
-        def is_initialized(self):
-            return True
-
-        def cancel(self, ref, force):
-            log.append("cancel")
-            cancelled.set()
-
-        def get(self, ref):
-            inside.set()
-            cancelled.wait(10)
-            time.sleep(0.3)  # a cancelled task's get returns a moment after the cancel
-            log.append("get returned")
-            raise Cancelled()
-
-        def shutdown(self):
-            log.append("shutdown")
-
-    class Remote:
-        def options(self, **_):
-            return self
-
-        def remote(self, *_):
-            return object()
-
     evaluator = object.__new__(ray_executor.RayEvaluator)
-    evaluator.ray, evaluator._remote, evaluator._secret_ref = FakeRay(), Remote(), None
+    evaluator.ray, evaluator._remote, evaluator._secret_ref = ray, ray, None
     evaluator.max_retries, evaluator.cpus_per_evaluation = 0, 1.0
     evaluator._lock = threading.Lock()
     evaluator._in_flight, evaluator._aborted, evaluator._calls = set(), False, 0
@@ -140,8 +147,15 @@ def test_a_stopping_driver_leaves_ray_only_after_its_evaluations_left_ray(monkey
     monkeypatch.setattr(ray_executor, "_LIVE", [evaluator])
     monkeypatch.setattr(ray_executor, "resolve_cluster_mode", lambda mode, target, cluster: mode)
     monkeypatch.setattr(ray_executor, "resources_for", lambda *a, **k: {})
-    monkeypatch.setitem(sys.modules, "ray", evaluator.ray)
-    errors = []
+    monkeypatch.setitem(sys.modules, "ray", ray)
+    return evaluator
+
+
+def _evaluate_in_thread(evaluator):
+    """Starts one evaluation on a thread; returns the thread and the list its error goes to."""
+    import threading
+
+    errors: list[Exception] = []
 
     def evaluate():
         try:
@@ -152,10 +166,35 @@ def test_a_stopping_driver_leaves_ray_only_after_its_evaluations_left_ray(monkey
 
     thread = threading.Thread(target=evaluate)
     thread.start()
-    assert inside.wait(10)
+    return thread, errors
+
+
+def test_a_stopping_driver_leaves_ray_only_after_its_evaluations_left_ray(monkeypatch):
+    """Ctrl-C on a Ray run: the tasks are cancelled, and Ray is shut down only once no
+    evaluation thread is inside a Ray call any more (a Ray call after ``ray.shutdown()`` makes
+    Ray's core worker end the whole driver with status 1 instead of the 130 of a stop)."""
+    from jaxbench.executors import ray as ray_executor
+
+    ray = FakeRay()
+    evaluator = _fake_ray_evaluator(monkeypatch, ray)
+    thread, errors = _evaluate_in_thread(evaluator)
+    assert ray.inside.wait(10)
     ray_executor.abort_all()
     thread.join(10)
-    assert log == ["cancel", "get returned", "shutdown"]
+    assert ray.log == ["cancel", "get returned", "shutdown"]
     assert [type(e).__name__ for e in errors] == ["EvaluationLost"]
     with pytest.raises(ray_executor.EvaluationLost, match="stopped before"):
         evaluator.evaluate("TARGET = 'gpu'\n", "8p_gemm")
+
+
+def test_a_task_submitted_while_the_run_stops_is_cancelled_too(monkeypatch):
+    """Ctrl-C between an evaluation's start and its task's listing (while Ray submits it): the
+    stop did not see that task, so the evaluation cancels it itself instead of waiting for its
+    verdict (a whole evaluation, past the driver's wait before it shuts Ray down)."""
+    ray = FakeRay(runs_s=5.0)
+    evaluator = _fake_ray_evaluator(monkeypatch, ray)
+    ray.on_submit = evaluator.abort  # the stop lands while the task is being submitted
+    thread, errors = _evaluate_in_thread(evaluator)
+    thread.join(10)
+    assert ray.log == ["cancel", "get returned"]
+    assert [type(e).__name__ for e in errors] == ["EvaluationLost"]

@@ -384,6 +384,9 @@ class RayEvaluator:
             save_ir is not None)
         with self._lock:
             self._in_flight.add(ref)
+            missed = self._aborted  # stopped while it was being submitted: abort() missed it
+        if missed:
+            self._cancel(ref)
         try:
             result, files = self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as exc:  # the evaluator's own error (bad options)
@@ -409,16 +412,19 @@ class RayEvaluator:
     def abort(self) -> None:
         """Stops the evaluations in flight (Ctrl-C): their tasks are cancelled and their worker
         processes killed (the tracers and runners die with them). Callers discard them."""
-        with self._lock:  # evaluate() checks it and enters Ray under the same lock
+        with self._lock:  # evaluate() checks it, and lists its task, under the same lock
             self._aborted = True
             refs = list(self._in_flight)
         if not self.ray.is_initialized():  # left already (a Ray call now would start a cluster)
             return
         for ref in refs:
-            try:
-                self.ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001 - already finished, or the cluster is gone
-                pass
+            self._cancel(ref)
+
+    def _cancel(self, ref: Any) -> None:
+        try:
+            self.ray.cancel(ref, force=True)
+        except Exception:  # noqa: BLE001 - already finished, or the cluster is gone
+            pass
 
     def wait_out_of_ray(self, timeout_s: float) -> bool:
         """Waits until no :meth:`evaluate` call is inside a Ray call (after :meth:`abort`, a
