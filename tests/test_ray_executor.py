@@ -68,26 +68,23 @@ def _processes(prefix=b""):
     return found
 
 
-def _descends_from_this_process(pid):
-    """Whether ``pid`` is a descendant of this test process: the clusters this file starts are
-    its children, and another pytest-xdist worker runs a cluster of its own at the same time."""
-    me = os.getpid()
-    for _ in range(64):
-        try:
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return False
-        if pid == me:
-            return True
-        if pid <= 1:
-            return False
-    return False
-
-
 def _task_processes():
-    """(pid, parent pid) of this process's clusters' Ray workers running an evaluation now."""
-    return [(pid, ppid) for pid, ppid in _processes(b"ray::evaluate_on_node")
-            if _descends_from_this_process(pid)]
+    """(pid, parent pid) of this process's clusters' Ray workers running an evaluation now: the
+    clusters this file starts descend from it, and another pytest-xdist worker runs a cluster
+    of its own at the same time."""
+    running = _processes(b"ray::evaluate_on_node")
+    parents, me = dict(_processes()), os.getpid()  # read after: each running one is in it
+
+    def ours(pid):
+        for _ in range(64):
+            pid = parents.get(pid, 0)
+            if pid == me:
+                return True
+            if pid <= 1:
+                return False
+        return False
+
+    return [(pid, ppid) for pid, ppid in running if ours(pid)]
 
 
 class Killer(threading.Thread):
