@@ -197,10 +197,26 @@ def tpu_races_found() -> bool:
     return bool(races is not None and races.races_found)
 
 
+_EQN_LINES: list[dict[int, tuple[str, int]]] = []
+
+
+@contextlib.contextmanager
+def eqn_lines(lines: dict[int, tuple[str, int]]) -> Iterator[None]:
+    """Within: :func:`user_frame` answers from ``lines`` (``id(eqn) -> (file, line)``), the
+    lines a jaxpr hand-over carries in place of tracebacks."""
+    _EQN_LINES.append(lines)
+    try:
+        yield
+    finally:
+        _EQN_LINES.pop()
+
+
 def user_frame(eqn: Any) -> tuple[str, int] | None:
     """(file name, line) of the first non-JAX frame that made an equation, or None."""
     from jax._src import source_info_util
 
+    if _EQN_LINES:
+        return _EQN_LINES[-1].get(id(eqn))
     info = getattr(eqn, "source_info", None)
     traceback = getattr(info, "traceback", None)
     if traceback is None:
@@ -401,3 +417,94 @@ def triton_ir_context() -> Iterator[Any]:
     ctx = lowering._new_ir_context()
     with ctx:
         yield ctx
+
+
+# -- walking a jaxpr ---------------------------------------------------------------------------
+def sub_jaxprs(params: dict[str, Any]) -> Iterator[Any]:
+    """The jaxprs held in an equation's parameters (open or closed, alone or in a tuple), as
+    open jaxprs; a Pallas kernel's index maps included."""
+    for value in params.values():
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, ClosedJaxpr):
+                yield item.jaxpr
+            elif isinstance(item, Jaxpr):
+                yield item
+    for block in getattr(params.get("grid_mapping"), "block_mappings", ()) or ():
+        index_map = getattr(block, "index_map_jaxpr", None)
+        if index_map is not None:
+            yield getattr(index_map, "jaxpr", index_map)
+
+
+def walk_eqns(jaxpr: Any, limit: int = 1_000_000) -> Iterator[Any]:
+    """Every equation of ``jaxpr`` and of the jaxprs in its parameters, each distinct jaxpr
+    once (a shared sub-jaxpr is not walked again); at most ``limit`` equations."""
+    seen: set[int] = set()
+    stack = [jaxpr]
+    count = 0
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for eqn in current.eqns:
+            count += 1
+            if count > limit:
+                raise ValueError(f"more than {limit} equations")
+            yield eqn
+            stack.extend(sub_jaxprs(eqn.params))
+
+
+# -- uninitialised memory ----------------------------------------------------------------------
+@contextlib.contextmanager
+def uninitialized_fill(seed: int) -> Iterator[None]:
+    """Within: what Pallas' interpreters leave uninitialised (scratch, block padding, outputs
+    never written) holds random bits from ``seed`` instead of NaN (HLO interpreter:
+    ``pallas.primitives.uninitialized_value``; TPU interpreter: its "nan" fill value, one random
+    finite number per dtype)."""
+    import numpy as np
+    from jax._src.pallas import primitives
+
+    rng = np.random.default_rng(seed)
+    original = primitives.uninitialized_value
+
+    def random_value(shape: Any, dtype: Any) -> Any:
+        import jax.numpy as jnp
+
+        dtype = jnp.dtype(dtype)
+        bits = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}.get(dtype.itemsize)
+        semaphore = getattr(primitives.pallas_core, "SEMAPHORE_INTERPRET_DTYPE", jnp.int16)
+        if bits is None or not (jnp.issubdtype(dtype, jnp.floating) or (
+                jnp.issubdtype(dtype, jnp.integer) and dtype != jnp.dtype(semaphore))):
+            return original(shape, dtype)
+        raw = rng.integers(0, 2**(8 * dtype.itemsize), size=(), dtype=np.dtype(bits).type)
+        key = jax.random.key_data(jax.random.key(int(raw) % 2**31))
+        word = jax.random.bits(jax.random.wrap_key_data(key), tuple(shape), bits)
+        return jax.lax.bitcast_convert_type(word, dtype)
+
+    tpu_utils = None
+    with contextlib.suppress(ImportError):
+        from jax._src.pallas.mosaic.interpret import utils as tpu_utils
+    tpu_original = getattr(tpu_utils, "get_uninitialized_value", None)
+
+    def tpu_value(dtype: Any, uninitialized_memory: Any) -> Any:
+        import jax.numpy as jnp
+
+        if uninitialized_memory == "nan":
+            if jnp.issubdtype(dtype, jnp.floating):
+                return float(rng.uniform(-4.0, 4.0))
+            if jnp.issubdtype(dtype, jnp.integer):
+                info = jnp.iinfo(dtype)
+                return int(rng.integers(max(info.min, -2**15), min(info.max, 2**15)))
+            if jnp.issubdtype(dtype, jnp.bool):
+                return bool(rng.integers(0, 2))
+        return tpu_original(dtype, uninitialized_memory)
+
+    primitives.uninitialized_value = random_value
+    if tpu_original is not None:
+        tpu_utils.get_uninitialized_value = tpu_value
+    try:
+        yield
+    finally:
+        primitives.uninitialized_value = original
+        if tpu_original is not None:
+            tpu_utils.get_uninitialized_value = tpu_original

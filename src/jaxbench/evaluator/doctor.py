@@ -128,7 +128,7 @@ def cross_lowering() -> dict[str, str]:
     import jax.numpy as jnp
 
     from jaxbench import compat
-    from jaxbench.evaluator.sandbox.exporting import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
+    from jaxbench.evaluator.judge.exporting import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
 
     spec = [jax.ShapeDtypeStruct((16, 128), jnp.float32)]
     found = {}
@@ -161,7 +161,7 @@ def triton_compiler(capability: int = 80) -> str:
 
     from jaxbench import compat
     from jaxbench.evaluator.judge import triton_compile
-    from jaxbench.evaluator.sandbox.exporting import CROSS_LOWERING_GPU
+    from jaxbench.evaluator.judge.exporting import CROSS_LOWERING_GPU
 
     if not triton_compile.available():
         return ("not installed (optional: pip install -e '.[triton]' compiles GPU kernels for "

@@ -31,9 +31,8 @@ import numpy as np
 from jaxbench import compat
 from jaxbench.backends import LOWERING_PLATFORM, reset_tpu_interpreter, tpu_check_params
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, key_from_data
-from jaxbench.evaluator.judge import rules
+from jaxbench.evaluator.judge import exporting, rules
 from jaxbench.evaluator.judge.structure import analyze
-from jaxbench.evaluator.sandbox import exporting
 from jaxbench.evaluator.sandbox.chip import as_chip
 from jaxbench.evaluator.static import check_source, declared_target
 from jaxbench.tasks import get_task
@@ -92,8 +91,7 @@ def _budgets_and_races(kernel: Any, closed: Any, target_export: Any, task: Any, 
     """What the evaluator checks besides the structure: the GPU grid race rule, and the memory
     budgets that the judge computes from the target module at every size the task defines
     (traced and exported here for the other sizes). Raises ValueError on a problem."""
-    from jaxbench.evaluator.judge import budgets
-    from jaxbench.evaluator.sandbox import gpu_rules
+    from jaxbench.evaluator.judge import budgets, gpu_rules
 
     if target == "gpu":
         problem = gpu_rules.parallel_write_conflict(closed)

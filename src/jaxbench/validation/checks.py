@@ -178,7 +178,7 @@ def _float32_task(task: Task, size: str) -> bool:
 
 
 def _has_product(jaxpr: Any) -> bool:
-    from jaxbench.evaluator.sandbox.exporting import sub_jaxprs
+    from jaxbench.evaluator.judge.exporting import sub_jaxprs
 
     return any(e.primitive.name in ("dot_general", "conv_general_dilated")
                or any(_has_product(sub) for sub in sub_jaxprs(e.params)) for e in jaxpr.eqns)

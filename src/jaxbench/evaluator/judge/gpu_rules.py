@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxbench.evaluator.sandbox.blocks import block_dims
+from jaxbench.evaluator.judge.blocks import block_dims
 
 # Grid points whose writes are evaluated; a larger grid is a failure ("too large to check").
 MAX_STEPS = 1 << 26
@@ -651,7 +651,7 @@ def _decide(statics: list[_Write], chunks: Any, shapes: list[tuple[int, ...]],
 def parallel_write_conflict(closed: Any) -> str:
     """A message naming the first output location written by two grid programs, or the reason
     the rule cannot prove there is none; '' when every write is proved race-free."""
-    from jaxbench.evaluator.sandbox.exporting import scan
+    from jaxbench.evaluator.judge.exporting import scan
 
     for i, eqn in enumerate(scan(closed).kernel_eqns):
         if eqn.primitive.name != "pallas_call":

@@ -14,7 +14,7 @@ tracer traces every size the task defines and checks each kernel:
   as ``RESOURCE_EXHAUSTED ... vmem`` on the chip.
 - **GPU (Triton)**: Triton's rules on the kernel body's tensors (power-of-two sizes,
   at most 2^20 elements, masked edge blocks, a shared-memory estimate), in
-  :mod:`jaxbench.evaluator.sandbox.triton_rules`. The bytes of the program's blocks
+  :mod:`jaxbench.evaluator.judge.triton_rules`. The bytes of the program's blocks
   are reported beside them (what a block holds is loaded in pieces the kernel
   chooses, so blocks themselves are not limited).
 
@@ -31,7 +31,7 @@ import numpy as np
 
 # The trusted side's budgets (judge/budgets.py) and this early, untrusted rule read one chip table.
 from jaxbench.backends.chips import MiB, chip_or_default, vmem_verdict
-from jaxbench.evaluator.sandbox.blocks import block_dims
+from jaxbench.evaluator.judge.blocks import block_dims
 
 
 def _space(aval: Any) -> str:
@@ -123,8 +123,8 @@ def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
 def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
                locate: Any = None) -> tuple[str, dict[str, Any]]:
     """(problem or '', figures) for one GPU ``pallas_call``: Triton's rules
-    (:mod:`jaxbench.evaluator.sandbox.triton_rules`) for Triton kernels."""
-    from jaxbench.evaluator.sandbox import triton_rules
+    (:mod:`jaxbench.evaluator.judge.triton_rules`) for Triton kernels."""
+    from jaxbench.evaluator.judge import triton_rules
 
     mapping = eqn.params["grid_mapping"]
     nbytes = sum(math.prod(block_dims(b)) * np.dtype(b.array_aval.dtype).itemsize
@@ -144,7 +144,7 @@ def check(closed: Any, target: str, size: str, device_kind: str, gpu_kind: str =
           locate: Any = None) -> tuple[str, list[dict[str, Any]]]:
     """The first budget problem among the kernels of a trace at ``size`` ('' if none), and the
     per-kernel figures."""
-    from jaxbench.evaluator.sandbox.exporting import scan
+    from jaxbench.evaluator.judge.exporting import scan
 
     figures = []
     for index, eqn in enumerate(scan(closed).kernel_eqns):

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from jaxbench.backends.chips import chip_or_default
-from jaxbench.evaluator.sandbox.blocks import block_dims
+from jaxbench.evaluator.judge.blocks import block_dims
 
 MAX_NUMEL = 1 << 20
 DEFAULT_NUM_STAGES = 3  # Pallas Triton's default when CompilerParams leaves num_stages unset
@@ -116,7 +116,7 @@ def _sub_bindings(eqn: Any) -> list[tuple[Any, list[Any]]]:
                 (jaxpr_of(params["body_jaxpr"]), invars[cn:cn + bn] + carry)]
     if name == "cond":
         return [(jaxpr_of(b), invars[1:]) for b in params["branches"]]
-    from jaxbench.evaluator.sandbox.exporting import sub_jaxprs
+    from jaxbench.evaluator.judge.exporting import sub_jaxprs
 
     return [(sub, invars) for sub in sub_jaxprs(params) if len(sub.invars) == len(invars)]
 
@@ -252,7 +252,7 @@ def check_trace(closed: Any, device_kind: str = "NVIDIA H200", locate: Locate | 
                 every_kernel: bool = False) -> list[tuple[int, Violation]]:
     """(pallas_call index, violation) for the Triton kernels of a trace; ``every_kernel``
     checks every ``pallas_call`` as if it were one (a TPU-style kernel ported as is)."""
-    from jaxbench.evaluator.sandbox.exporting import scan
+    from jaxbench.evaluator.judge.exporting import scan
 
     out = []
     for index, eqn in enumerate(scan(closed).kernel_eqns):

@@ -1,0 +1,405 @@
+"""Reading the untrusted tracer's hand-over: its traced jaxprs, as data.
+
+The bytes come from the process that ran candidate code, so they are read as hostile:
+
+1. **caps before anything is built**: at most :data:`MAX_BYTES`; the pickle's opcodes are
+   walked (:mod:`pickletools`, which builds nothing) to count them and to bound the nesting
+   depth of what they would build (a deep structure would exhaust recursion later);
+2. **an allow-list of classes**: :class:`_Reader` resolves only the classes, enums and JAX
+   helper functions in :data:`ALLOWED` (JAX's jaxpr, aval, sharding, Pallas grid, block-spec,
+   compiler-parameter and transform types; NumPy and ml_dtypes arrays and dtypes, never the
+   ``object`` dtype); any other name is ``rejected`` and named;
+3. **primitives by name from JAX's own registry**: a primitive is a persistent reference
+   ``("primitive", name, "module:attribute")``, resolved to the object this process's JAX
+   keeps at that module attribute, whose name must match; no other way to make a primitive
+   exists, so no user primitive or user lowering rule reaches this side;
+4. **the shape of the payload**: a dict of closed jaxprs, one per task size, each walked once
+   (equations bounded in number), with lines for messages as ``(file, line)`` pairs.
+
+Whatever passes is then lowered, checked and run by JAX's own code in this process
+(:mod:`jaxbench.evaluator.judge.runner`). A pickle that crashes the reader's process ends as
+``crashed`` (the runner is replaced), never as a verdict for the kernel.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import pickle
+import pickletools
+import sys
+from typing import Any
+
+from jaxbench.evaluator.result import StageFailure
+
+FORMAT = "jaxbench-jaxpr/1"
+PRIMITIVE_TAG = "primitive"
+MAX_BYTES = 64 << 20
+MAX_OPCODES = 4_000_000
+MAX_DEPTH = 400
+MAX_EQUATIONS = 1_000_000
+PRIMITIVE_ROOTS = ("jax", "jaxlib", "tokamax")
+
+# Everything the hand-over may name, as "module:qualified name"; a name this JAX version does
+# not have is left out (tests/test_handover.py checks every shipped kernel's hand-over against
+# this list on each supported JAX version).
+_ALLOWED_NAMES = (
+    # jaxprs and their values
+    "jax._src.core:ClosedJaxpr", "jax._src.core:Jaxpr", "jax._src.core:JaxprEqn",
+    "jax._src.core:Var", "jax._src.core:DropVar",
+    "jax._src.core:Literal", "jax._src.core:ShapedArray", "jax._src.core:DShapedArray",
+    "jax._src.core:ManualAxisType", "jax._src.core:MemorySpace", "jax._src.core:NamedAxisEffect",
+    "jax._src.linear_util:DebugInfo", "jax._src.core:DebugInfo",
+    "jax._src.literals:TypedInt", "jax._src.literals:TypedFloat",
+    "jax._src.literals:TypedComplex", "jax._src.literals:TypedNdArray",
+    "jax._src.source_info_util:SourceInfo", "jax._src.source_info_util:NameStack",
+    "jax._src.source_info_util:Scope", "jax._src.source_info_util:Transform",
+    "jax._src.frozen_dict:FrozenDict",
+    # shardings and meshes (abstract only: devices are never data)
+    "jax:P", "jax.sharding:PartitionSpec", "jax._src.partition_spec:PartitionSpec",
+    "jax._src.partition_spec:UnconstrainedSingleton",
+    "jax._src.mesh:AbstractDevice", "jax._src.mesh:AbstractMesh", "jax._src.mesh:AxisType",
+    "jax._src.named_sharding:UnspecifiedValue", "jax._src.named_sharding:_unpickle_named_sharding",
+    "jax._src.sharding_impls:UnspecifiedValue",
+    # pytrees (the registries by reference; a custom node's class must be on this list too)
+    "jax._src.tree_util:default_registry", "jax._src.tree_util:tracing_registry",
+    "jaxlib._jax.pytree:PyTreeDef", "jaxlib.xla_extension.pytree:PyTreeDef",
+    # lax parameters
+    "jax._src.lax.lax:Precision", "jax._src.lax.lax:DotAlgorithmPreset",
+    "jax._src.lax.lax:RoundingMethod", "jax._src.lax.lax:AccuracyMode",
+    "jax._src.lax.slicing:GatherDimensionNumbers", "jax._src.lax.slicing:GatherScatterMode",
+    "jax._src.lax.slicing:ScatterDimensionNumbers", "jax._src.lax.convolution:ConvDimensionNumbers",
+    "jax._src.lax.lax:DotDimensionNumbers", "jax._src.lax.parallel:ReduceScatterRule",
+    "jax._src.indexing:Slice", "jax._src.state.indexing:NDIndexer",
+    "jax._src.state.indexing:Slice",
+    # state
+    "jax._src.state.types:AbstractRef", "jax._src.state.types:ReadEffect",
+    "jax._src.state.types:WriteEffect", "jax._src.state.types:AccumEffect",
+    "jax._src.state.types:TransformedRef", "jax._src.state.types:BitcastTransform",
+    "jax._src.state.types:ReshapeTransform", "jax._src.state.types:TransposeTransform",
+    "jax._src.state.types:RefBitcaster", "jax._src.state.types:RefReshaper",
+    # Pallas
+    "jax._src.pallas.core:BlockMapping", "jax._src.pallas.core:GridMapping",
+    "jax._src.pallas.core:Blocked", "jax._src.pallas.core:Element", "jax._src.pallas.core:Squeezed",
+    "jax._src.pallas.core:BoundedSlice", "jax._src.pallas.core:CostEstimate",
+    "jax._src.pallas.core:DynamicGridDim", "jax._src.pallas.core:MemorySpace",
+    "jax._src.pallas.core:MemoryRef", "jax._src.pallas.core:Buffered",
+    "jax._src.pallas.core:NameAndSrcInfo", "jax._src.pallas.core:PallasGridContext",
+    "jax._src.pallas.core:AbstractMemoryRef", "jax._src.pallas.core:ScratchShape",
+    "jax._src.pallas.core:semaphore", "jax._src.pallas.core:Semaphore",
+    "jax._src.pallas.core:SemaphoreType", "jax._src.pallas.core:AbstractSemaphoreTy",
+    "jax._src.pallas.core:barrier_semaphore", "jax._src.pallas.core:dma_semaphore",
+    "jax._src.pallas.core:CoreType",
+    "jax._src.pallas.primitives:DeviceIdType",
+    "jax._src.pallas.mosaic.core:CompilerParams", "jax._src.pallas.mosaic.core:MemorySpace",
+    "jax._src.pallas.mosaic.core:DMASemaphore", "jax._src.pallas.mosaic.core:SemaphoreType",
+    "jax._src.pallas.mosaic.core:GridDimensionSemantics", "jax._src.pallas.mosaic.core:KernelType",
+    "jax._src.pallas.mosaic.core:TensorCoreMesh", "jax._src.pallas.mosaic.core:CoreType",
+    "jax._src.pallas.mosaic.core:dma_semaphore", "jax._src.pallas.mosaic.core:semaphore",
+    "jax._src.pallas.mosaic.core:barrier_semaphore",
+    "jax._src.pallas.mosaic.core:AbstractSemaphoreTy", "jax._src.pallas.mosaic.core:Semaphore",
+    "jax._src.pallas.triton.core:CompilerParams",
+    "jax._src.pallas.mosaic_gpu.core:CompilerParams", "jax._src.pallas.mosaic_gpu.core:Layout",
+    "jax._src.pallas.mosaic_gpu.core:ParameterizedLayout",
+    "jax._src.pallas.mosaic_gpu.core:ReducedLayout", "jax._src.pallas.mosaic_gpu.core:MemorySpace",
+    "jax._src.pallas.mosaic_gpu.core:SwizzleTransform",
+    "jax._src.pallas.mosaic_gpu.core:TilingTransform",
+    "jax._src.pallas.mosaic_gpu.core:UnswizzleRef", "jax._src.pallas.mosaic_gpu.core:UntilingRef",
+    "jax._src.pallas.mosaic_gpu.core:UntilingTransform",
+    "jax._src.pallas.mosaic_gpu.core:TransposeTransform",
+    "jax._src.pallas.mosaic_gpu.core:TransposeRef",
+    "jax._src.pallas.mosaic_gpu.core:PeerMemRef",
+    "jax._src.pallas.mosaic_gpu.core:TraceScope",
+    "jax._src.pallas.mosaic_gpu.core:WGMMAAbstractAccumulatorRef",
+    "jax._src.pallas.mosaic_gpu.core:WGMMAAccumulatorRef",
+    "jax._src.pallas.mosaic_gpu.core:_WGMMAPipelineEffect",
+    "jax._src.pallas.mosaic_gpu.core:MemoryEffect",
+    "jax._src.pallas.mosaic_gpu.core:Mesh", "jax._src.pallas.mosaic_gpu.core:GPUMesh",
+    "jax._src.pallas.mosaic_gpu.core:BarrierType", "jax._src.pallas.mosaic_gpu.core:Barrier",
+    "jax._src.pallas.mosaic_gpu.core:ClusterBarrierType",
+    "jax._src.pallas.mosaic_gpu.core:AbstractTMEMRef", "jax._src.pallas.mosaic_gpu.core:TMEMLayout",
+    "jax._src.pallas.mosaic_gpu.core:SemaphoreType",
+    "jax._src.pallas.mosaic_gpu.core:GPUMemoryRef", "jax._src.pallas.mosaic_gpu.core:RefUnion",
+    "jax._src.pallas.mosaic_gpu.core:AbstractRefUnion",
+    "jax.experimental.mosaic.gpu.core:LoweringSemantics",
+    "jax.experimental.mosaic.gpu.launch_context:OOBFillMode",
+    "jax.experimental.mosaic.gpu.fragmented_array:WGStridedFragLayout",
+    "jax.experimental.mosaic.gpu.fragmented_array:WGSplatFragLayout",
+    "jax.experimental.mosaic.gpu.fragmented_array:TiledLayout",
+    "jax.experimental.mosaic.gpu.fragmented_array:Tiling",
+    "jax.experimental.mosaic.gpu.fragmented_array:Replicated",
+    # NumPy and ml_dtypes (numpy.dtype is wrapped: no object dtype)
+    "numpy:ndarray", "numpy._core.multiarray:_reconstruct", "numpy.core.multiarray:_reconstruct",
+    "numpy._core.multiarray:scalar", "numpy.core.multiarray:scalar",
+    "ml_dtypes:bfloat16", "ml_dtypes:float8_e4m3fn", "ml_dtypes:float8_e5m2",
+    "ml_dtypes:float8_e4m3b11fnuz", "ml_dtypes:float8_e4m3fnuz", "ml_dtypes:float8_e5m2fnuz",
+    "ml_dtypes:float8_e3m4", "ml_dtypes:float8_e4m3", "ml_dtypes:float8_e8m0fnu",
+    "ml_dtypes:float4_e2m1fn", "ml_dtypes:int4", "ml_dtypes:uint4", "ml_dtypes:int2",
+    "ml_dtypes:uint2",
+)
+_SCALAR_TYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float16", "float32", "float64", "complex64", "complex128")
+
+
+def _safe_dtype(*args: Any) -> Any:
+    """``numpy.dtype`` for the unpickler: any dtype but ``object`` (an object array would hold
+    arbitrary objects)."""
+    import numpy as np
+
+    dtype = np.dtype(*args)
+    if dtype.hasobject:
+        raise StageFailure("rejected", "trace", "the hand-over holds an object-dtype array")
+    return dtype
+
+
+_allowed: dict[str, Any] | None = None
+
+
+def allowed() -> dict[str, Any]:
+    """``"module:name" -> object`` for every entry of the allow-list this JAX has."""
+    global _allowed
+    if _allowed is None:
+        import numpy as np
+
+        found: dict[str, Any] = {"numpy:dtype": _safe_dtype}
+        for entry in _ALLOWED_NAMES:
+            module_name, name = entry.split(":")
+            try:
+                value = importlib.import_module(module_name)
+            except ImportError:
+                continue
+            for part in name.split("."):
+                value = getattr(value, part, None)
+            if value is not None:
+                found[entry] = value
+        for name in _SCALAR_TYPES:  # numpy scalar types, by their pickled home
+            scalar = getattr(np, name)
+            found[f"numpy:{name}"] = scalar
+        _allowed = found
+    return _allowed
+
+
+# JAX's modules that define the primitives kernels use, imported before the registry is read
+# (on both sides of the hand-over).
+PRIMITIVE_MODULES = ("jax.experimental.pallas", "jax.experimental.pallas.tpu",
+                     "jax.experimental.pallas.triton", "jax.experimental.pallas.mosaic_gpu",
+                     "jax._src.pallas.mosaic.interpret", "jax._src.custom_batching",
+                     "jax.experimental.sparse")
+
+
+def primitive_registry() -> dict[str, Any]:
+    """``"module:attribute" -> primitive`` for every primitive this process's JAX (and the
+    allowed libraries it has imported) keeps as a module attribute."""
+    from jax._src import core
+
+    for name in PRIMITIVE_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a jaxlib without one of the GPU pieces
+            pass
+
+    registry: dict[str, Any] = {}
+    for name in sorted(sys.modules):
+        module = sys.modules.get(name)
+        if module is None or name.split(".")[0] not in PRIMITIVE_ROOTS:
+            continue
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for attribute, value in items:
+            if isinstance(value, core.Primitive):
+                registry[f"{name}:{attribute}"] = value
+    return registry
+
+
+class _Reader(pickle.Unpickler):
+    def __init__(self, data: bytes, registry: dict[str, Any]) -> None:
+        super().__init__(io.BytesIO(data))
+        self._allowed = allowed()
+        self._registry = registry
+
+    def find_class(self, module: str, name: str) -> Any:
+        value = self._allowed.get(f"{module}:{name}")
+        if value is None:
+            raise StageFailure("rejected", "trace",
+                               f"the traced kernel holds an object of {module}.{name}, which is not "
+                               "on the judge's list of JAX and NumPy data types (the kernel's own "
+                               "classes, functions and other objects cannot be handed over)")
+        return value
+
+    def persistent_load(self, pid: Any) -> Any:
+        if (isinstance(pid, tuple) and len(pid) == 3 and pid[0] == PRIMITIVE_TAG
+                and all(isinstance(p, str) for p in pid)):
+            _, name, key = pid
+            primitive = self._registry.get(key)
+            if primitive is None or primitive.name != name:
+                raise StageFailure("rejected", "trace",
+                                   f"the traced kernel uses the primitive {name[:80]!r} "
+                                   f"({key[:120] or 'no module'}), which is not one of JAX's own "
+                                   "(user-defined primitives and lowering rules are not allowed)")
+            return primitive
+        if isinstance(pid, tuple) and len(pid) == 6 and pid[0] == "eqn_context":
+            return _eqn_context(*pid[1:])
+        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "singleton":
+            value = singletons().get(pid[1]) if isinstance(pid[1], str) else None
+            if value is not None:
+                return value
+        raise StageFailure("rejected", "trace", f"the hand-over holds an unknown reference "
+                                                f"{str(pid)[:80]!r}")
+
+
+# Objects JAX compares by identity (``x is pallas_core.dynamic_grid_dim``): handed over by
+# name and resolved to this process's own object.
+SINGLETONS = (
+    ("jax._src.pallas.core", "dynamic_grid_dim"), ("jax._src.pallas.core", "no_block_spec"),
+    ("jax._src.pallas.core", "squeezed"), ("jax._src.core", "abstract_token"),
+    ("jax._src.mesh", "empty_concrete_mesh"), ("jax._src.mesh", "empty_abstract_mesh"),
+    ("jax._src.named_sharding", "UNSPECIFIED"), ("jax._src.sharding_impls", "UNSPECIFIED"),
+)
+
+
+def singletons() -> dict[str, Any]:
+    """``"module:attribute" -> object`` for the :data:`SINGLETONS` this JAX has."""
+    found = {}
+    for module_name, attribute in SINGLETONS:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if hasattr(module, attribute):
+            found[f"{module_name}:{attribute}"] = getattr(module, attribute)
+    return found
+
+
+def _eqn_context(compute_type: Any, threefry: Any, mesh: Any, remove_size_one: Any,
+                 metadata: Any) -> Any:
+    """An equation's context (compute type, PRNG mode, abstract mesh, XLA metadata), checked."""
+    from jax._src import core
+    from jax._src import mesh as mesh_lib
+
+    if not (compute_type is None or isinstance(compute_type, str)) or not isinstance(
+            threefry, bool) or not isinstance(remove_size_one, bool) or not isinstance(
+            mesh, mesh_lib.AbstractMesh) or not (metadata is None or (isinstance(
+                metadata, tuple) and all(isinstance(kv, tuple) and len(kv) == 2 and isinstance(
+                    kv[0], str) and isinstance(kv[1], (str, int, float, bool)) for kv in metadata))):
+        raise StageFailure("rejected", "trace", "the hand-over holds a malformed equation context")
+    create = getattr(core.JaxprEqnContext, "_create", None)
+    if create is None:  # pragma: no cover - a JAX without it
+        return core.JaxprEqnContext()
+    try:
+        return create(compute_type, threefry, mesh, remove_size_one, metadata)
+    except TypeError:  # pragma: no cover - another JAX's fields
+        return core.JaxprEqnContext()
+
+
+def _prescan(data: bytes) -> None:
+    """Counts the pickle's opcodes and bounds the nesting depth of what it builds, building
+    nothing (a malformed stream is refused here too)."""
+    stack: list[int] = []
+    marks: list[int] = []
+    memo: dict[Any, int] = {}
+    count = 0
+    mark = pickletools.markobject
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            count += 1
+            if count > MAX_OPCODES:
+                raise ValueError(f"more than {MAX_OPCODES} pickle operations")
+            name = opcode.name
+            if name == "MARK":
+                marks.append(len(stack))
+                continue
+            if name in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"):
+                memo[len(memo) if name == "MEMOIZE" else arg] = stack[-1] if stack else 0
+                continue
+            if name in ("GET", "BINGET", "LONG_BINGET"):
+                stack.append(memo.get(arg, 0))
+                continue
+            before = opcode.stack_before
+            popped: list[int] = []
+            if mark in before:
+                if not marks:
+                    raise ValueError("unbalanced MARK")
+                at = marks.pop()
+                popped, stack[at:] = stack[at:], []
+                below = before.index(mark)
+            else:
+                below = len(before)
+            if below:
+                if len(stack) < below:
+                    raise ValueError("stack underflow")
+                popped += stack[-below:]
+                del stack[-below:]
+            depth = 1 + max(popped, default=0)
+            if depth > MAX_DEPTH:
+                raise ValueError(f"nested more than {MAX_DEPTH} deep")
+            stack.extend([depth] * len(opcode.stack_after))
+    except ValueError as exc:
+        raise StageFailure("rejected", "trace", f"the hand-over is not an acceptable pickle: "
+                                                f"{exc}") from None
+
+
+def read(data: bytes, preload: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The hand-over's payload ``{"traces": {size: closed jaxpr}, "lines": {id(eqn): (file,
+    line)}}``, or :class:`StageFailure` (``rejected``) naming what was refused. ``preload``:
+    modules of allowed libraries the kernel imports (their primitives are JAX's, defined when
+    they are imported)."""
+    if len(data) > MAX_BYTES:
+        raise StageFailure("rejected", "trace", f"the hand-over is {len(data)} bytes, over the "
+                                                f"{MAX_BYTES} byte limit")
+    _prescan(data)
+    for name in preload:
+        if name.split(".")[0] in PRIMITIVE_ROOTS:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - not installed, or a name rather than a module
+                pass
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * MAX_DEPTH + 1000))
+    try:
+        payload = _Reader(data, primitive_registry()).load()
+    except StageFailure:
+        raise
+    except Exception as exc:  # noqa: BLE001 - malformed data: never the judge's crash
+        raise StageFailure("rejected", "trace", "the hand-over cannot be read: "
+                                                f"{type(exc).__name__}: {str(exc)[:200]}") from None
+    finally:
+        sys.setrecursionlimit(limit)
+    return _validated(payload)
+
+
+def _validated(payload: Any) -> dict[str, Any]:
+    from jaxbench import compat
+
+    def refuse(why: str) -> StageFailure:
+        return StageFailure("rejected", "trace", f"the hand-over is malformed: {why}")
+
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise refuse("not a jaxbench jaxpr hand-over")
+    traces, lines = payload.get("traces"), payload.get("lines")
+    if not isinstance(traces, dict) or not isinstance(lines, dict):
+        raise refuse("no traces")
+    from jax._src import core
+
+    eqn_lines: dict[int, tuple[str, int]] = {}
+    kept: list[Any] = []
+    for size, closed in traces.items():
+        if not isinstance(size, str) or type(closed) is not compat.ClosedJaxpr:
+            raise refuse("a trace that is not a closed jaxpr")
+        try:
+            for eqn in compat.walk_eqns(closed.jaxpr, MAX_EQUATIONS):
+                if type(eqn) is not core.JaxprEqn or not isinstance(eqn.primitive,
+                                                                    core.Primitive):
+                    raise refuse("an equation that is not JAX's")
+                if not isinstance(eqn.params, dict):
+                    raise refuse("equation parameters that are not a dict")
+        except (ValueError, AttributeError, TypeError) as exc:
+            raise refuse(str(exc)[:200]) from None
+        for item in lines.get(size, ()) if isinstance(lines.get(size), list) else ():
+            if (isinstance(item, tuple) and len(item) == 2 and type(item[0]) is core.JaxprEqn
+                    and isinstance(item[1], tuple) and len(item[1]) == 2
+                    and isinstance(item[1][0], str) and isinstance(item[1][1], int)):
+                eqn_lines[id(item[0])] = (item[1][0][:500], item[1][1])
+                kept.append(item[0])
+    return {"traces": traces, "lines": eqn_lines, "_keep": kept}

@@ -1,0 +1,224 @@
+"""From the hand-over to everything the verdict rests on, in the trusted runner.
+
+The runner never imports candidate code. It reads the tracer's jaxprs
+(:mod:`jaxbench.evaluator.judge.jaxpr_reader`) and, with JAX's own primitives and lowering
+rules, derives every module and every check from them:
+
+- the jaxpr rules: the task's input and output types at every size, a kernel equation at all,
+  no host callback, no ``interpret`` chosen by the kernel, no platform-dependent code;
+- the GPU grid race rule and the on-chip memory estimates (named by the kernel file's line);
+- the target module at every size (cross-lowered for ``tpu`` or ``cuda``) and, in interpret
+  mode, the CPU interpret module, both lowered here from the same jaxpr: what is checked and
+  what runs cannot be told apart by any choice of the candidate's;
+- the interpreters' checks (the TPU interpreter with race detection; JAX's Mosaic GPU
+  interpreter where no interpret module exists), on inputs drawn here.
+
+Uninitialised memory (scratch, padding, outputs never written) is filled with random bits the
+kernel cannot predict, not NaN: a kernel that looks for the interpreter's NaN sees ordinary
+numbers. The interpret module is lowered twice with two fills and must give the same outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+
+from jaxbench import compat
+from jaxbench.evaluator.judge import exporting
+from jaxbench.evaluator.result import StageFailure, short_error
+
+PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}
+
+
+@dataclass
+class Lowered:
+    """What the runner lowered from the hand-over."""
+
+    traces: dict[str, Any]
+    target: dict[str, Any] = field(default_factory=dict)  # size -> jax.export.Exported
+    interpret: Any = None  # the CPU interpret module (interpret mode), fill A
+    interpret_b: Any = None  # the same with fill B
+    interpret_error: str = ""
+    budget_problem: str = ""  # the estimates' first problem, naming the line
+    memory: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _types(specs: Any) -> list[tuple[tuple[int, ...], str]]:
+    return [(tuple(int(d) for d in s.shape), str(s.dtype)) for s in specs]
+
+
+def _check_types(closed: Any, task: Any, size: str, where: str) -> None:
+    """The jaxpr's inputs are the task's at ``size``, its outputs the reference's."""
+    ins = [(tuple(int(d) for d in a.shape), str(a.dtype)) for a in closed.in_avals]
+    outs = [(tuple(int(d) for d in a.shape), str(a.dtype)) for a in closed.out_avals]
+    want_in = _types(task.input_specs(size))
+    want_out = _types(jax.tree_util.tree_leaves(task.output_shapes(size)))
+    if ins != want_in:
+        raise StageFailure("rejected", "trace", f"{where}the traced kernel takes {ins}, not the "
+                                                f"task's inputs {want_in}")
+    if outs != want_out:
+        raise StageFailure("incorrect", "trace", f"{where}the kernel returns {outs}; the reference "
+                                                 f"returns {want_out} (shape and dtype must match "
+                                                 "exactly)")
+
+
+def jaxpr_rules(closed: Any, where: str = "", stage: str = "trace") -> None:
+    """The trace-level rules on one jaxpr (kernel bodies and index maps included)."""
+    found = exporting.scan(closed)
+    problem = ""
+    if found.callbacks:
+        problem = (f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the kernel: "
+                   "all work must run on the device")
+    elif found.own_interpret:
+        problem = (f"the kernel passes interpret={found.own_interpret[0]} to pallas_call itself: "
+                   "kernels never choose interpret mode, the harness does (on a device it would "
+                   "time interpreter code)")
+    elif found.platform_dependent:
+        problem = ("platform-dependent code (lax.platform_dependent) in the kernel: the module "
+                   "checked on the CPU and the module run on the chip would differ")
+    if problem:
+        raise StageFailure("rejected", stage, where + problem)
+    if found.kernels == 0:
+        raise StageFailure("no_pallas", stage,
+                           where + "no pallas_call in the traced kernel: the hot path must be Pallas")
+
+
+@contextlib.contextmanager
+def known_lines(lines: dict[int, tuple[str, int]]) -> Iterator[None]:
+    """Within: the equations' lines from the hand-over answer :func:`compat.user_frame`."""
+    with compat.eqn_lines(lines):
+        yield
+
+
+def _lowering_failure(exc: BaseException, target: str, size: str, main: str,
+                      budget_problem: str) -> StageFailure:
+    text = str(exc)
+    if "custom calls whose targets have no compatibility guarantees" in text or (
+            "callback" in text.lower() and "export" in text.lower()):
+        return StageFailure("rejected", "lower", "host callback in the kernel: it cannot be "
+                                                 "exported, and all work must run on the device "
+                                                 f"({short_error(exc, 200)})")
+    hint = ""
+    if target == "gpu" and "Cannot lower pallas_call on platform" in text:
+        hint = ("GPU kernels must pass compiler_params=plgpu.CompilerParams(...) from "
+                "jax.experimental.pallas.triton (the Triton backend); ")
+    at = "" if size == main else f" at size {size!r}"
+    message = f"lowering for {target}{at}: {hint}{short_error(exc)}"
+    if budget_problem:  # the estimate names the tensor and the line; lowering may not
+        message = f"{budget_problem}; {message}"
+    return StageFailure("compile_error", "lower", message)
+
+
+def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowered:
+    """Every rule on the jaxprs, then the modules, for one request."""
+    from jaxbench.evaluator.judge import gpu_rules, memory_rules
+    from jaxbench.evaluator.judge.triton_rules import location
+
+    size, target, mode = request["size"], request["target"], request["mode"]
+    platform = PLATFORMS[target]
+    traces = payload["traces"]
+    missing = sorted(set(task.inputs) - set(traces))
+    if missing:
+        raise StageFailure("rejected", "trace", f"the hand-over has no trace at size(s) {missing}")
+    order = [size] + [s for s in task.inputs if s != size]
+    chip = request.get("chip") or {}
+    tpu_kind = chip.get("tpu") or exporting.CROSS_LOWERING_TPU
+    gpu_kind = chip.get("gpu") or exporting.CROSS_LOWERING_GPU
+    lowered = Lowered(traces={s: traces[s] for s in order})
+    with known_lines(payload["lines"]):
+        for name in order:
+            where = "" if name == size else f"at size {name!r}: "
+            _check_types(traces[name], task, name, where)
+            jaxpr_rules(traces[name], where, "trace" if name == size else "lower")
+        if target == "gpu" and request.get("gpu_race_rule", True):
+            problem = gpu_rules.parallel_write_conflict(traces[size])
+            if problem:
+                raise StageFailure("incorrect", "lower", f"GPU race rule: {problem}")
+        locate = location(request.get("source"), request.get("filename", "<kernel>"))
+        for name in order:
+            try:
+                problem, found = memory_rules.check(traces[name], target, name, tpu_kind,
+                                                    gpu_kind, locate)
+            except Exception:  # noqa: BLE001 - an estimate that fails decides nothing
+                problem, found = "", []
+            lowered.memory += found
+            if problem:
+                lowered.budget_problem = problem
+                break
+        for name in order:
+            specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(name)]
+            try:
+                lowered.target[name] = exporting.export(
+                    traces[name], specs, platform, tpu_device_kind=tpu_kind,
+                    gpu_device_kind=gpu_kind, portable=mode == "interpret")
+            except Exception as exc:  # noqa: BLE001 - JAX refused to lower the kernel
+                raise _lowering_failure(exc, target, name, size,
+                                        lowered.budget_problem) from None
+        if mode == "interpret":
+            specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(size)]
+            try:
+                with random_fill(secrets.randbits(32)):
+                    lowered.interpret = exporting.export(traces[size], specs, "cpu",
+                                                         interpret=True)
+                with random_fill(secrets.randbits(32)):
+                    lowered.interpret_b = exporting.export(traces[size], specs, "cpu",
+                                                           interpret=True)
+            except Exception as exc:  # noqa: BLE001 - the parent makes this `unverified`
+                lowered.interpret = lowered.interpret_b = None
+                lowered.interpret_error = short_error(exc, 300)
+    return lowered
+
+
+@contextlib.contextmanager
+def random_fill(seed: int) -> Iterator[None]:
+    """Within: memory the interpreters leave uninitialised holds random bits from ``seed``."""
+    with compat.uninitialized_fill(seed):
+        yield
+
+
+def interpreter_runs(lowered: Lowered, request: dict[str, Any], task: Any,
+                     draw: Any) -> tuple[list[tuple[str, Any, Any]], dict[str, Any]]:
+    """The interpreters' checks on the trusted side: ``(runs, info)`` where runs are
+    ``(label, key, outputs)`` and info says what ran ("ran", "unsupported: ...",
+    "unavailable: ...") and whether a race was found."""
+    from jaxbench.backends import reset_tpu_interpreter, tpu_check_params
+
+    size = request["size"]
+    closed = lowered.traces[size]
+    runs: list[tuple[str, Any, Any]] = []
+    info: dict[str, Any] = {}
+    probes = []
+    tpu_key = request.get("tpu_interpreter_key")
+    if tpu_key is not None:
+        probes.append(("tpu_interpreter", tpu_key, lambda: compat.tpu_interpret_params(
+            uninitialized_memory="nan", **tpu_check_params(tpu_key[0]))))
+    gpu_key = request.get("gpu_interpreter_key")
+    if gpu_key is not None and lowered.interpret is None:
+        if compat.gpu_interpreter() is None:
+            info["gpu_interpreter"] = (f"unavailable: JAX {jax.__version__} has no Mosaic GPU "
+                                       "interpreter (JAX 0.11 and later do)")
+        else:
+            probes.append(("gpu_interpreter", gpu_key,
+                           lambda: compat.gpu_interpreter(detect_races=True)))
+    for label, key, make_params in probes:
+        what = "interpreter: " if label == "tpu_interpreter" else "Mosaic GPU interpreter: "
+        try:
+            with random_fill(secrets.randbits(32)), known_lines({}):
+                fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, make_params())))
+                inputs = draw(key)
+                runs.append((label, key, jax.block_until_ready(fn(*inputs))))
+            info[f"{label}_race"] = (compat.tpu_races_found() if label == "tpu_interpreter"
+                                     else compat.gpu_races_found())
+            info[label] = "ran"
+        except NotImplementedError as exc:
+            info[label] = f"unsupported: {short_error(exc, 200)}"
+        except Exception as exc:  # noqa: BLE001
+            if label == "tpu_interpreter":
+                reset_tpu_interpreter()
+            raise StageFailure("runtime_error", "correct", what + short_error(exc)) from None
+    return runs, info

@@ -1,0 +1,164 @@
+"""The one artefact the untrusted tracer hands over: its traced jaxprs, as bytes.
+
+The tracer (the candidate's process) writes nothing else that the judge reads. The bytes are a
+pickle of plain data — JAX's jaxpr, aval and Pallas parameter objects, NumPy arrays, strings —
+in which every JAX primitive is written as a persistent reference, its name and the module
+attribute JAX keeps it under (``("primitive", "add", "jax._src.lax.lax:add_p")``), never as an
+object; the judge (:mod:`jaxbench.evaluator.judge.jaxpr_reader`) resolves those from its own
+JAX and reads the rest with an allow-list of classes. Before pickling:
+
+- custom derivative wrappers (``custom_jvp_call``, ``custom_vjp_call``) are replaced by a
+  ``closed_call`` of their primal computation (their rules are Python callables, which are not
+  data and are never needed to run the forward computation);
+- source information becomes a plain ``file:line`` string per equation of the kernel's own
+  file (kept for messages), tracebacks are dropped, and debug information keeps strings only;
+- device arrays become NumPy arrays.
+
+Nothing here is trusted: it runs beside candidate code, which may have replaced any of it.
+Whatever these bytes say, the judge checks.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxbench import compat
+from jaxbench.evaluator.judge.jaxpr_reader import (
+    FORMAT,
+    PRIMITIVE_TAG,
+    primitive_registry,
+    singletons,
+)
+
+
+def primitive_keys() -> dict[int, str]:
+    """``id(primitive) -> "module:attribute"``: the judge's registry, inverted (the first
+    place in sorted order where a primitive is kept)."""
+    keys: dict[int, str] = {}
+    for key, primitive in sorted(primitive_registry().items(), reverse=True):
+        keys[id(primitive)] = key
+    return keys
+
+
+_CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_vmap_call")
+
+
+def _primal(eqn: Any) -> Any:
+    """A ``closed_call`` of a custom derivative wrapper's primal computation."""
+    from jax._src import core
+
+    inner = eqn.params.get("call_jaxpr", eqn.params.get("call"))
+    if not isinstance(inner, compat.ClosedJaxpr):
+        inner = compat.ClosedJaxpr(inner, ())
+    return eqn.replace(primitive=core.closed_call_p,
+                       params={"call_jaxpr": inline_custom_derivatives(inner)})
+
+
+def _inline_value(value: Any) -> Any:
+    if isinstance(value, compat.ClosedJaxpr):
+        return inline_custom_derivatives(value)
+    if isinstance(value, compat.Jaxpr):
+        return _inline_jaxpr(value)
+    if isinstance(value, tuple) and any(isinstance(v, (compat.ClosedJaxpr, compat.Jaxpr))
+                                        for v in value):
+        items = [_inline_value(v) for v in value]
+        maker = getattr(type(value), "_make", None)
+        return maker(items) if maker is not None else tuple(items)
+    return value
+
+
+def _inline_jaxpr(jaxpr: Any) -> Any:
+    eqns = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in _CUSTOM_DERIVATIVES and isinstance(
+                eqn.params.get("call_jaxpr", eqn.params.get("call")),
+                (compat.ClosedJaxpr, compat.Jaxpr)):
+            eqns.append(_primal(eqn))
+            continue
+        params = {k: _inline_value(v) for k, v in eqn.params.items()}
+        eqns.append(eqn.replace(params=params) if any(
+            params[k] is not eqn.params[k] for k in params) else eqn)
+    return jaxpr.replace(eqns=eqns)
+
+
+def inline_custom_derivatives(closed: Any) -> Any:
+    """``closed`` with every custom derivative wrapper, at any depth, replaced by a call of its
+    primal computation."""
+    return compat.ClosedJaxpr(_inline_jaxpr(closed.jaxpr), closed.consts)
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, file: Any, keys: dict[int, str]) -> None:
+        super().__init__(file, protocol=4)
+        from jax._src import core, source_info_util
+        from jax._src import linear_util as lu
+
+        self._keys = keys
+        self._singletons = {id(value): name for name, value in singletons().items()}
+        self._primitive, self._source_info, self._debug_info = (
+            core.Primitive, source_info_util.SourceInfo, lu.DebugInfo)
+        from jax._src.state import types as state_types
+
+        self._transformed_ref = state_types.TransformedRef
+        from jax._src import literals
+
+        self._typed_array = getattr(literals, "TypedNdArray", None)
+        self._context = core.JaxprEqnContext
+
+    def persistent_id(self, obj: Any) -> Any:
+        if isinstance(obj, self._primitive):
+            return (PRIMITIVE_TAG, str(obj.name), self._keys.get(id(obj), ""))
+        if id(obj) in self._singletons:  # compared by identity: named, not copied
+            return ("singleton", self._singletons[id(obj)])
+        if type(obj) is self._context:
+            # it pickles as "the context current when unpickled"; what it holds is named here
+            metadata = getattr(obj, "xla_metadata", None)
+            return ("eqn_context", obj.compute_type, bool(obj.threefry_partitionable),
+                    obj.cur_abstract_mesh, bool(getattr(obj, "remove_size_one_mesh_axis", False)),
+                    None if metadata is None else tuple(sorted(metadata.items())))
+        return None
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, jax.Array):
+            return np.asarray(obj).__reduce_ex__(4)
+        if isinstance(obj, self._source_info):
+            return (self._source_info, (None, obj.name_stack))
+        if isinstance(obj, self._debug_info):
+            paths = obj.result_paths
+            paths = tuple(str(p) for p in paths) if isinstance(paths, (tuple, list)) else None
+            names = obj.arg_names
+            names = tuple(str(n) for n in names) if isinstance(names, (tuple, list)) else None
+            return (self._debug_info, (str(obj.traced_for), str(obj.func_src_info or ""),
+                                       names, paths))
+        if self._typed_array is not None and type(obj) is self._typed_array:
+            # its own __reduce__ passes a bool where its constructor takes the aval (JAX 0.10)
+            return (self._typed_array, (np.asarray(obj), obj.aval))
+        if isinstance(obj, self._transformed_ref):  # its __getattr__ defeats default unpickling
+            return (self._transformed_ref, (obj.ref, obj.transforms))
+        return NotImplemented
+
+
+def _lines(closed: Any) -> list[tuple[Any, tuple[str, int]]]:
+    """``(equation, (file, line))`` for equations made outside JAX, kernel bodies included:
+    the judge's messages name the kernel file's line."""
+    found = []
+    for eqn in compat.walk_eqns(closed.jaxpr):
+        frame = compat.user_frame(eqn)
+        if frame is not None:
+            found.append((eqn, (str(frame[0]), int(frame[1]))))
+    return found
+
+
+def dumps(traces: dict[str, Any]) -> bytes:
+    """The hand-over: ``traces`` (size -> closed jaxpr of ``kernel``), inlined and pickled."""
+    inlined = {size: inline_custom_derivatives(closed) for size, closed in traces.items()}
+    payload = {"format": FORMAT, "traces": inlined,
+               "lines": {size: _lines(closed) for size, closed in inlined.items()}}
+    buffer = io.BytesIO()
+    _Pickler(buffer, primitive_keys()).dump(payload)
+    return buffer.getvalue()
