@@ -16,8 +16,11 @@ import sys
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from jaxbench.evaluator.inprocess import export_trusted  # noqa: E402
-from jaxbench.evaluator.judge import triton_compile  # noqa: E402
-from jaxbench.evaluator.sandbox import exporting, triton_rules  # noqa: E402
+from jaxbench.evaluator.judge import (  # noqa: E402
+    exporting,
+    triton_compile,  # noqa: E402
+    triton_rules,
+)
 from jaxbench.tasks import list_tasks  # noqa: E402
 
 

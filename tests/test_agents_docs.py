@@ -45,7 +45,7 @@ from jaxbench.agents.docs_pack import (
     select,
 )
 from jaxbench.backends import interpret_mode, tpu_check_params
-from jaxbench.evaluator.sandbox import exporting, gpu_rules, memory_rules
+from jaxbench.evaluator.judge import exporting, gpu_rules, memory_rules
 from jaxbench.tasks import get_task
 
 BLOCK = re.compile(r"```python\n(.*?)```\n(\s*<!-- check\n(.*?)-->)?", re.DOTALL)

@@ -1,7 +1,7 @@
 """On-chip memory budgets computed by the judge from the exported target modules
 (evaluator/judge/budgets.py, and the runner's ``budget_exports``): TPU VMEM read from the
 Mosaic kernels inside ``tpu_custom_call``, Triton's tensor rules read from the Triton IR; they
-agree with the untrusted trace-based rule (sandbox/memory_rules.py) on honest kernels, and
+agree with the untrusted trace-based rule (judge/memory_rules.py) on honest kernels, and
 anything they cannot read or bound is a problem, never a pass."""
 
 import re
@@ -13,8 +13,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from jaxbench import compat
-from jaxbench.evaluator.judge import budgets
-from jaxbench.evaluator.sandbox import exporting, memory_rules
+from jaxbench.evaluator.judge import budgets, exporting, memory_rules
 
 MiB = 1 << 20
 

@@ -41,7 +41,7 @@ def test_vmem_limit_follows_the_kernels_own_setting():
     from jax.experimental.pallas import tpu as pltpu
 
     from jaxbench import compat
-    from jaxbench.evaluator.sandbox import memory_rules
+    from jaxbench.evaluator.judge import memory_rules
 
     def call(limit):
         def body(x_ref, o_ref):

@@ -44,9 +44,8 @@ def test_cumsum_glue_lowers_alike_for_the_target_and_the_interpreter():
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plgpu
 
-    from jaxbench.evaluator.judge import rules
+    from jaxbench.evaluator.judge import exporting, rules
     from jaxbench.evaluator.judge.structure import analyze
-    from jaxbench.evaluator.sandbox import exporting
 
     def body(x_ref, o_ref):
         o_ref[...] = x_ref[...] * 2

@@ -16,7 +16,7 @@ MOSAIC_GPU_SEEDS = ("8p_gemm", "12p_rmsnorm", "1p_flash_attention")
 
 
 def _kernel_eqns(path, task_id, size="small"):
-    from jaxbench.evaluator.sandbox.exporting import scan
+    from jaxbench.evaluator.judge.exporting import scan
 
     namespace: dict = {}
     exec(compile(path.read_text(), str(path), "exec"), namespace)  # trusted shipped kernels
@@ -95,7 +95,7 @@ def test_race_rule_exempts_mosaic_gpu_sequential_axes_only():
     """The Mosaic GPU matmul accumulates along a "sequential" K axis: not a race. The same
     kernel with that axis declared "parallel" writes one output block from several programs
     at once, which the rule must still catch."""
-    from jaxbench.evaluator.sandbox import exporting, gpu_rules
+    from jaxbench.evaluator.judge import exporting, gpu_rules
 
     path = get_task("8p_gemm").kernel_files()[("seed_mosaic_legacy", "gpu")]
     closed, (eqn,) = _kernel_eqns(path, "8p_gemm")

@@ -12,8 +12,7 @@ import numpy as np
 
 from jaxbench.evaluator.arrays import unpack
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
-from jaxbench.evaluator.judge import rules, runner
-from jaxbench.evaluator.sandbox import exporting
+from jaxbench.evaluator.judge import exporting, rules, runner
 from jaxbench.evaluator.timing import summarize
 from jaxbench.tasks import get_task
 

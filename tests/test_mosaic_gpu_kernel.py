@@ -73,7 +73,7 @@ def test_seed_mosaic_is_a_plgpu_kernel_on_every_jax(task_id):
     for the evaluator, with the Mosaic GPU backend."""
     import jax
 
-    from jaxbench.evaluator.sandbox.exporting import scan
+    from jaxbench.evaluator.judge.exporting import scan
     from jaxbench.tasks import get_task
 
     task = get_task(task_id)

@@ -45,7 +45,7 @@ CASES = [
     ("no_pallas", "no_pallas", "trace", "no pallas_call in the traced kernel: the hot path must be Pallas"),
     ("no_pallas", "no_pallas", "lower", "the exported module has no Pallas kernel custom call (a kernel "
      "that passes interpret=True itself, or plain XLA): the hot path must be a compiled Pallas kernel"),
-    # sandbox/memory_rules.py tpu_vmem (reported by parent.py), judge/budgets.py tpu_kernel,
+    # judge/memory_rules.py tpu_vmem (reported by parent.py), judge/budgets.py tpu_kernel,
     # triton_rules.py shared_memory, judge/triton_compile.py, XLA's own
     ("memory_budget", "compile_error", "lower", "memory budget at size 'small', pallas_call #0: needs 48.0 "
      "MiB of VMEM on TPU v6 lite, over the scoped default 32 MiB (limit 32 MiB, physical 128 MiB): "
@@ -71,7 +71,7 @@ CASES = [
      "args[0] in pallas_call kernel.py:41 has block shape (96, 100), array shape (512, 512)"),
     ("block_shape", "compile_error", "trace", "ValueError: Block shape for args[0] (= (8,)) must have the "
      "same number of dimensions as the array shape (64, 128). (at kernel.py:12)"),
-    # sandbox/triton_rules.py, judge/budgets.py triton_kernel, judge/runner.py, Pallas' Triton lowering
+    # judge/triton_rules.py, judge/budgets.py triton_kernel, judge/runner.py, Pallas' Triton lowering
     ("triton_rule", "compile_error", "lower", "Triton's rules at size 'small', pallas_call #0: Triton rule "
      "power_of_two: tensor get -> f32[48,128] has 6,144 elements, not a power of two at kernel.py:22. "
      "Use power-of-two tiles; mask or pad the edges"),
@@ -87,7 +87,7 @@ CASES = [
      "of 2. Encountered an array of shape (48, 128)"),
     ("triton_rule", "compile_error", "lower", "the kernel's Triton IR fails verification (XLA would reject "
      "it on the GPU host): 'tt.load' op operand #0 must be ptr"),
-    # sandbox/gpu_rules.py, reported by the tracer as "GPU race rule: ..."
+    # judge/gpu_rules.py, reported by the tracer as "GPU race rule: ..."
     ("gpu_race", "incorrect", "lower", "GPU race rule: pallas_call #0: output 0's block does not depend "
      "on grid axis 1 (grid (8, 4)): its 4 programs along that axis write the same block; on a GPU "
      "grid programs run in parallel, so they race"),

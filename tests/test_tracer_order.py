@@ -19,7 +19,7 @@ RECORDER = textwrap.dedent("""
 
     import jaxbench.tasks
     from jax.experimental.pallas import tpu, triton  # noqa: F401 - what the tracer preloads
-    from jaxbench.evaluator.sandbox import exporting, guards, tracer
+    from jaxbench.evaluator.judge import exporting, guards, tracer
 
     jaxbench.tasks.list_tasks()
     guards.install_hook()  # as tracer.main does, before the job

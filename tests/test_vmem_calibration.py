@@ -12,8 +12,7 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from jaxbench.evaluator.judge import budgets
-from jaxbench.evaluator.sandbox import exporting, memory_rules
+from jaxbench.evaluator.judge import budgets, exporting, memory_rules
 from jaxbench.evaluator.sandbox.chip import as_chip
 
 MiB = 1 << 20

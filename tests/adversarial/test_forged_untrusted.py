@@ -22,8 +22,8 @@ from jax.experimental import pallas as pl
 from jaxbench import compat
 from jaxbench.evaluator import Evaluator
 from jaxbench.evaluator.arrays import pack
+from jaxbench.evaluator.judge import exporting
 from jaxbench.evaluator.pool import WorkerOutcome
-from jaxbench.evaluator.sandbox import exporting
 from jaxbench.tasks import get_task
 
 TASK = get_task("8p_gemm")

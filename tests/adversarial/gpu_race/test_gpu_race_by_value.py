@@ -1,4 +1,4 @@
-"""The GPU race rule decides by value (evaluator/sandbox/gpu_rules.py): output index maps and
+"""The GPU race rule decides by value (evaluator/judge/gpu_rules.py): output index maps and
 the kernel's own store indices are evaluated for every grid program, so a grid axis mentioned
 without effect (``kk * 0``, ``kk - kk``, ``(kk * 7) % 1``, a where/min), a grid above the old
 2^20-program limit, or a whole-array store whose location ignores the program id by value is
@@ -43,7 +43,7 @@ def test_honest_gpu_kernels_pass_the_rule(evaluator, name):
 
 def _rule(fn, *shapes):
     from jaxbench import compat
-    from jaxbench.evaluator.sandbox import gpu_rules
+    from jaxbench.evaluator.judge import gpu_rules
 
     with compat.abstract_device("cuda", "NVIDIA H200"):
         closed = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])
