@@ -19,7 +19,8 @@ RECORDER = textwrap.dedent("""
 
     import jaxbench.tasks
     from jax.experimental.pallas import tpu, triton  # noqa: F401 - what the tracer preloads
-    from jaxbench.evaluator.judge import exporting, guards, tracer
+    from jaxbench.evaluator.judge import exporting
+    from jaxbench.evaluator.sandbox import guards, tracer
 
     jaxbench.tasks.list_tasks()
     guards.install_hook()  # as tracer.main does, before the job

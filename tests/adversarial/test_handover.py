@@ -1,14 +1,14 @@
-"""The one artefact that crosses the boundary: the tracer's traced jaxprs. Forged, hostile and
-malformed hand-overs are refused by the judge's reader (allow-listed classes, primitives from
-JAX's own registry, caps), and never run anything; kernels that look for the interpreter's
-uninitialised-memory fill see random bits instead."""
+"""The jaxpr hand-over (the tracer's traced jaxprs as data) and its reader on the judge's side:
+forged, hostile and malformed hand-overs are refused (allow-listed classes, primitives from
+JAX's own registry, caps) and never run anything; the judge's random fills of uninitialised
+memory differ and are never NaN. (The evaluator does not use the hand-over yet: see
+docs/evaluator.md, "The jaxpr hand-over".)"""
 
 from __future__ import annotations
 
 import io
 import os
 import pickle
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -19,8 +19,6 @@ from jaxbench.evaluator.judge import jaxpr_reader, lowering
 from jaxbench.evaluator.result import StageFailure
 from jaxbench.evaluator.sandbox import handover
 from jaxbench.tasks import get_task
-
-KERNELS = Path(__file__).parent / "kernels"
 
 
 def _copy_kernel_jaxpr(shape=(8, 128), dtype=jnp.float32):
@@ -173,11 +171,3 @@ def test_random_fills_differ_and_hide_the_nan():
         outs.append(jax.jit(module.call)(jnp.ones((8, 128), jnp.float32))[0])
     assert not bool(jnp.isnan(outs[0][0, 0]) & jnp.isnan(outs[1][0, 0]))
     assert not bool(jnp.array_equal(outs[0], outs[1], equal_nan=True))
-
-
-@pytest.mark.parametrize("name", ["nan_scratch_detector.py", "uninitialised_nudge.py"])
-def test_kernels_that_look_at_uninitialised_memory_are_not_correct(name):
-    from jaxbench.evaluator import evaluate
-
-    result = evaluate(KERNELS / name, "12p_rmsnorm")
-    assert result["status"] == "incorrect", (result["status"], result["message"])
