@@ -23,7 +23,6 @@ Whatever passes is then lowered, checked and run by JAX's own code in this proce
 
 from __future__ import annotations
 
-import importlib
 import io
 import pickle
 import pickletools
@@ -161,12 +160,12 @@ def allowed() -> dict[str, Any]:
     if _allowed is None:
         import numpy as np
 
+        _import_jax_modules()
         found: dict[str, Any] = {"numpy:dtype": _safe_dtype}
         for entry in _ALLOWED_NAMES:
             module_name, name = entry.split(":")
-            try:
-                value = importlib.import_module(module_name)
-            except ImportError:
+            value = sys.modules.get(module_name)
+            if value is None:
                 continue
             for part in name.split("."):
                 value = getattr(value, part, None)
@@ -179,12 +178,26 @@ def allowed() -> dict[str, Any]:
     return _allowed
 
 
-# JAX's modules that define the primitives kernels use, imported before the registry is read
-# (on both sides of the hand-over).
-PRIMITIVE_MODULES = ("jax.experimental.pallas", "jax.experimental.pallas.tpu",
-                     "jax.experimental.pallas.triton", "jax.experimental.pallas.mosaic_gpu",
-                     "jax._src.pallas.mosaic.interpret", "jax._src.custom_batching",
-                     "jax.experimental.sparse")
+def _import_jax_modules() -> None:
+    """JAX's modules that define the primitives and parameter types kernels use, imported
+    before the registry and the allow-list are read (on both sides of the hand-over); the
+    names are looked up in ``sys.modules`` only (no dynamic import on the trusted side)."""
+    import contextlib
+
+    import ml_dtypes  # noqa: F401
+    import numpy  # noqa: F401
+    from jax._src import custom_batching, literals, mesh, named_sharding  # noqa: F401
+    from jax.experimental import pallas  # noqa: F401
+    from jax.experimental.pallas import tpu  # noqa: F401
+
+    with contextlib.suppress(ImportError):  # a jaxlib without the GPU pieces
+        from jax.experimental.pallas import triton  # noqa: F401
+    with contextlib.suppress(ImportError):
+        from jax.experimental.pallas import mosaic_gpu  # noqa: F401
+    with contextlib.suppress(ImportError):
+        from jax.experimental import sparse  # noqa: F401
+    with contextlib.suppress(ImportError):
+        from jax._src.pallas.mosaic import interpret  # noqa: F401
 
 
 def primitive_registry() -> dict[str, Any]:
@@ -192,11 +205,7 @@ def primitive_registry() -> dict[str, Any]:
     allowed libraries it has imported) keeps as a module attribute."""
     from jax._src import core
 
-    for name in PRIMITIVE_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError:  # a jaxlib without one of the GPU pieces
-            pass
+    _import_jax_modules()
 
     registry: dict[str, Any] = {}
     for name in sorted(sys.modules):
@@ -261,13 +270,11 @@ SINGLETONS = (
 
 def singletons() -> dict[str, Any]:
     """``"module:attribute" -> object`` for the :data:`SINGLETONS` this JAX has."""
+    _import_jax_modules()
     found = {}
     for module_name, attribute in SINGLETONS:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        if hasattr(module, attribute):
+        module = sys.modules.get(module_name)
+        if module is not None and hasattr(module, attribute):
             found[f"{module_name}:{attribute}"] = getattr(module, attribute)
     return found
 
@@ -340,21 +347,13 @@ def _prescan(data: bytes) -> None:
                                                 f"{exc}") from None
 
 
-def read(data: bytes, preload: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+def read(data: bytes) -> dict[str, Any]:
     """The hand-over's payload ``{"traces": {size: closed jaxpr}, "lines": {id(eqn): (file,
-    line)}}``, or :class:`StageFailure` (``rejected``) naming what was refused. ``preload``:
-    modules of allowed libraries the kernel imports (their primitives are JAX's, defined when
-    they are imported)."""
+    line)}}``, or :class:`StageFailure` (``rejected``) naming what was refused."""
     if len(data) > MAX_BYTES:
         raise StageFailure("rejected", "trace", f"the hand-over is {len(data)} bytes, over the "
                                                 f"{MAX_BYTES} byte limit")
     _prescan(data)
-    for name in preload:
-        if name.split(".")[0] in PRIMITIVE_ROOTS:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - not installed, or a name rather than a module
-                pass
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * MAX_DEPTH + 1000))
     try:
