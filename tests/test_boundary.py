@@ -117,18 +117,20 @@ def test_ordinary_code_is_not_flagged(snippet):
 
 
 def test_judge_package_stands_alone(tmp_path):
-    """A fresh runner process answers a real request (a plain-XLA export for the TPU: it is
-    deserialized, checked and refused as `no_pallas`) and then holds no sandbox module."""
+    """A fresh runner process answers a real request (a hand-over of plain XLA for the TPU:
+    it is read, checked and refused as `no_pallas`) and then holds no sandbox module."""
     import os
 
-    from jaxbench import compat
+    import jax
+
+    from jaxbench.evaluator.sandbox import handover
     from jaxbench.tasks import get_task
 
     task = get_task("12p_rmsnorm")
-    exported = compat.export_fn(task.reference, task.input_specs("small"), "tpu")
-    (tmp_path / "target.export").write_bytes(exported.serialize())
+    traces = {size: jax.make_jaxpr(task.reference)(*task.input_specs(size)) for size in task.inputs}
+    (tmp_path / "jaxpr.pkl").write_bytes(handover.dumps(traces))
     request = {"dir": str(tmp_path), "task": task.id, "size": "small", "platform": "tpu",
-               "mode": "interpret", "interpret_export": False, "trial_keys": [[0, 1]],
+               "target": "tpu", "mode": "interpret", "trial_keys": [[0, 1]],
                "recheck_keys": [], "max_outside_flops_fraction": 0.1, "timing": {}}
     requests = json.dumps(request) + "\n" + json.dumps({"op": "modules"}) + "\n"
     out = subprocess.run([sys.executable, "-m", "jaxbench.evaluator.judge.runner"], input=requests,
@@ -137,7 +139,7 @@ def test_judge_package_stands_alone(tmp_path):
                               "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
     lines = [json.loads(ln) for ln in out.stdout.splitlines() if ln.startswith("{")]
     verdict, modules = lines
-    assert (verdict["status"], verdict["stage"]) == ("no_pallas", "lower"), verdict
+    assert (verdict["status"], verdict["stage"]) == ("no_pallas", "trace"), verdict
     assert "jaxbench.evaluator.judge.rules" in modules["modules"]
     assert [m for m in modules["modules"] if "sandbox" in m or m == "candidate"] == []
 

@@ -18,10 +18,11 @@ from jaxbench.evaluator.judge import budgets, exporting, memory_rules
 MiB = 1 << 20
 
 
-def _trace_export(fn, shapes, platform="tpu", dtype=jnp.float32):
+def _trace_export(fn, shapes, platform="tpu", dtype=jnp.float32, kind=None):
     specs = [jax.ShapeDtypeStruct(s, d) for s, d in
              (shape if isinstance(shape[0], tuple) else (shape, dtype) for shape in shapes)]
-    kind = exporting.CROSS_LOWERING_TPU if platform == "tpu" else exporting.CROSS_LOWERING_GPU
+    kind = kind or (exporting.CROSS_LOWERING_TPU if platform == "tpu"
+                    else exporting.CROSS_LOWERING_GPU)
     with compat.abstract_device(platform, kind):
         closed = jax.make_jaxpr(fn)(*specs)
     return closed, exporting.export(closed, specs, platform)
@@ -260,62 +261,49 @@ def _relu_tpu(x):
                           compiler_params=pltpu.CompilerParams(vmem_limit_bytes=96 * MiB))(x)
 
 
-@pytest.fixture(scope="module")
-def relu_exports():
+def _relu_handover(tmp_path, full_fn=None, kind=None):
+    """The tracer's hand-over of the l1_relu kernel (``full_fn`` at size full, if given),
+    traced for the TPU ``kind``."""
+    from jaxbench.evaluator.sandbox import handover
     from jaxbench.tasks import get_task
 
     task = get_task("l1_relu")
-    out = {}
-    for size in ("small", "full"):
-        shape = task.input_specs(size)[0].shape
-        out[size] = _trace_export(_relu_tpu, [shape])[1]
-    out["cuda"] = _trace_export(triton_copy((64, 128)), [(256, 512)], "cuda")[1]
-    return out
+    traces = {size: _trace_export(_relu_tpu if size == "small" or full_fn is None else full_fn,
+                                  [task.input_specs(size)[0].shape], kind=kind)[0]
+              for size in task.inputs}
+    (tmp_path / "jaxpr.pkl").write_bytes(handover.dumps(traces))
 
 
-def _request(tmp_path, relu_exports, budget_exports, **extra):
-    for name, key in (("target.export", "small"), ("full.export", "full"),
-                      ("cuda.export", "cuda")):
-        (tmp_path / name).write_bytes(relu_exports[key].serialize())
+def _request(tmp_path, **extra):
     return {"dir": str(tmp_path), "task": "l1_relu", "size": "small", "platform": "tpu",
-            "mode": "interpret", "interpret_export": False, "trial_keys": [[0, 1]],
-            "budget_exports": budget_exports, **extra}
+            "target": "tpu", "mode": "interpret", "trial_keys": [[0, 1]], **extra}
 
 
-def test_runner_returns_budgets_from_every_size(tmp_path, relu_exports):
+def test_runner_returns_budgets_from_every_size(tmp_path):
     from jaxbench.evaluator.judge.runner import judge
 
-    response = judge(_request(tmp_path, relu_exports,
-                              {"small": "target.export", "full": "full.export"},
-                              chip={"tpu": "TPU v6 lite", "gpu": "NVIDIA H200"}))
+    _relu_handover(tmp_path)
+    response = judge(_request(tmp_path, chip={"tpu": "TPU v6 lite", "gpu": "NVIDIA H200"}))
     assert response["budget_problem"] == ""
     assert {(f["size"], f["vmem_bytes"], f["vmem_limit_bytes"]) for f in response["memory"]} == {
         ("small", 2 * 256 * 512 * 4, 96 * MiB), ("full", 4 * 1024 * 4096 * 4, 96 * MiB)}
     # The chip the parent names: a v4's 16 MiB cannot hold the full-size blocks.
-    response = judge(_request(tmp_path, relu_exports,
-                              {"small": "target.export", "full": "full.export"},
-                              chip={"tpu": "TPU v4"}))
+    _relu_handover(tmp_path, kind="TPU v4")
+    response = judge(_request(tmp_path, chip={"tpu": "TPU v4"}))
     assert response["budget_problem"].startswith("memory budget at size 'full', pallas_call #0")
     assert "over the chip's physical VMEM" in response["budget_problem"]
-    assert "budget_problem" not in judge(_request(tmp_path, relu_exports, {}))
 
 
-@pytest.mark.parametrize("exports,words", [
-    ({"full": "cuda.export"}, "memory budget at size 'full': the size 'full' export is for "
-                              "('cuda',), not ('tpu',)"),
-    ({"full": "target.export"}, "memory budget at size 'full': the size 'full' export takes "),
-    ({"full": "missing.export"}, "memory budget at size 'full': the export cannot be checked"),
-    ({"full": "../full.export"}, "memory budget at size 'full': no export file"),
-    ({"huge": "full.export"}, "memory budget at size 'huge': the export cannot be checked"),
-])
-def test_runner_budget_exports_are_checked_like_the_target(tmp_path, relu_exports, exports,
-                                                           words):
-    """Each budget export passes the main export's checks (platform, effects, the size's
-    types); a failure is the budget's problem, not the request's."""
+def test_a_module_at_another_size_is_checked_like_the_target(tmp_path):
+    """The judge lowers the hand-over at every size and checks each module as the main one
+    (platform, effects, the size's types); a failure is the budget's problem."""
     from jaxbench.evaluator.judge.runner import judge
 
-    response = judge(_request(tmp_path, relu_exports, exports))
-    assert response["budget_problem"].startswith(words), response["budget_problem"]
+    _relu_handover(tmp_path, full_fn=lambda x: _relu_tpu(x)[:8])
+    response = judge(_request(tmp_path))
+    assert response["budget_problem"].startswith(
+        "memory budget at size 'full': kernel returns [((8, 4096), 'float32')]"), \
+        response["budget_problem"]
     assert response["memory"] == []
 
 

@@ -39,9 +39,10 @@ def test_eval_refuses_full_size_in_interpret_mode_without_force():
 
 
 def test_a_timeout_blames_the_stage_that_was_running(evaluator):
-    """The kernel traces and lowers in a second, then spins forever in the TPU-interpreter
-    check: the timeout is that check's (stage correct), not the trace's."""
+    """The kernel traces in a second, then spins forever in the trusted runner's checks (the
+    TPU interpreter's): the timeout is the runner's (stage correct), not the trace's."""
     result = evaluator.evaluate(ENDLESS, "8p_gemm", trials=1, timeout_s=10)
     assert (result["status"], result["stage"]) == ("timeout", "correct"), result["message"]
-    assert "while running the TPU-interpreter check at size small" in result["message"]
-    assert "(finished: trace " in result["message"] and ", lower " in result["message"]
+    assert "while the trusted runner lowered, checked and ran the kernel at size small" \
+        in result["message"]
+    assert "(finished: static " in result["message"] and ", trace " in result["message"]

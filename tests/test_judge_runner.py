@@ -1,7 +1,8 @@
 """The trusted runner's device path (timing, recheck, on-device truth), exercised on the CPU.
 
-No accelerator here: the request names platform `cpu` and the module is a CPU
-interpret-mode export, with the kernel-presence rule relaxed for this test only.
+No accelerator here: the request names platform `cpu`, so the runner lowers the handed-over
+jaxpr as the CPU interpreter runs it, with the kernel-presence rule relaxed for this test
+only.
 """
 
 import json
@@ -12,7 +13,8 @@ import numpy as np
 
 from jaxbench.evaluator.arrays import unpack
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
-from jaxbench.evaluator.judge import exporting, rules, runner
+from jaxbench.evaluator.judge import rules, runner
+from jaxbench.evaluator.sandbox import handover
 from jaxbench.evaluator.timing import summarize
 from jaxbench.tasks import get_task
 
@@ -22,22 +24,24 @@ def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch
     source = (task.folder / "seed_gpu.py").read_text()
     namespace: dict = {}
     exec(compile(source, "seed_gpu.py", "exec"), namespace)  # a trusted, shipped seed
-    specs = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in task.input_specs("small")]
-    closed = jax.make_jaxpr(namespace["kernel"])(*specs)
-    (tmp_path / "target.export").write_bytes(
-        exporting.export(closed, specs, "cpu", interpret=True).serialize())
+    traces = {size: jax.make_jaxpr(namespace["kernel"])(*[
+        jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in task.input_specs(size)])
+        for size in task.inputs}
+    (tmp_path / "jaxpr.pkl").write_bytes(handover.dumps(traces))
     check_target = rules.check_target
     monkeypatch.setattr(rules, "check_target", lambda report, flops, frac: check_target(
         report.__class__(**{**report.__dict__, "kernel_calls": 1, "kernel_regions": []}), flops,
         1e9))
     keys = derive_keys(b"s", task.id, "small", 2, "trial")
     request = {"dir": str(tmp_path), "task": task.id, "size": "small", "platform": "cpu",
+               "target": "gpu",
                "mode": "device", "trial_keys": keys,
                "recheck_keys": derive_keys(b"s", task.id, "small", 1, "recheck"),
                "timing_keys": derive_keys(b"s", task.id, "small", 2, "timing"),
                "timing": {"warmup": 1, "min_reps": 4, "max_reps": 6, "budget_s": 0.1,
                           "device_reps": 4}}
     response = json.loads(json.dumps(runner.judge(request), default=str))
+    assert "trials" in response, response.get("budget_problem")
     labels = [t["label"] for t in response["trials"]]
     assert labels == ["trial0", "trial1", "recheck0"]
     figures = summarize(response["timing"])

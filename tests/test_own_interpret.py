@@ -1,7 +1,6 @@
 """A kernel that passes interpret=True to its own pallas_call is never `correct`: on a device the
-harness would time interpreter code. The tracer rejects it by name; and when a compromised
-tracer skips that check and hands in the module such a kernel exports, the trusted judge's
-rule (at least one Pallas kernel custom call in the target export) refuses it."""
+harness would time interpreter code. The judge rejects it by name from the jaxpr it is handed,
+whoever hands it over (a compromised tracer included)."""
 
 import json
 import tempfile
@@ -26,34 +25,35 @@ def test_the_tracer_rejects_it_naming_the_rule(evaluator):
         in result["message"]
 
 
-def _own_interpret_exports(directory: Path, job: dict) -> None:
-    """What a compromised tracer hands in: the kernel's own module, exported as written (its
-    pallas_call interpreted, i.e. plain XLA loops), and a 'traced' claim."""
+def _own_interpret_handover(directory: Path, job: dict) -> None:
+    """What a compromised tracer hands in: the kernel's own jaxprs, its pallas_call set to
+    interpret, and a 'traced' claim."""
+    from jaxbench.evaluator.sandbox import handover
+
     namespace: dict = {}
     exec(compile(OWN_INTERPRET.read_text(), str(OWN_INTERPRET), "exec"), namespace)  # noqa: S102
-    specs = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in TASK.input_specs("small")]
-    for name, platform in (("target.export", "tpu"), ("interpret.export", "cpu")):
-        exported = jax.export.export(jax.jit(namespace["kernel"]), platforms=[platform])(*specs)
-        (directory / name).write_bytes(exported.serialize())
+    traces = {size: jax.make_jaxpr(namespace["kernel"])(*[
+        jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in TASK.input_specs(size)])
+        for size in TASK.inputs}
+    (directory / "jaxpr.pkl").write_bytes(handover.dumps(traces))
     (directory / "status.json").write_text(json.dumps(
-        {"status": "traced", "stages": {"trace": {"seconds": 0.1}, "lower": {"seconds": 0.1}},
-         "nonce": job["nonce"]}))  # a fully compromised tracer has read its job's token
+        {"status": "traced", "stages": {"trace": {"seconds": 0.1}}}))
 
 
-class _SkippingTracer:
+class _CompromisedTracer:
     def run(self, job, timeout_s, memory_bytes):
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-own-interpret-"))
-        _own_interpret_exports(directory, job)
+        _own_interpret_handover(directory, job)
         return WorkerOutcome(0, False, False, 0.1, directory, "")
 
     def close(self):
         pass
 
 
-def test_the_trusted_judge_refuses_it_when_the_tracer_does_not():
+def test_the_trusted_judge_refuses_it_whoever_hands_it_over():
     with Evaluator(spares=0) as ev:
         ev.pool.close()
-        ev.pool = _SkippingTracer()
+        ev.pool = _CompromisedTracer()
         result = ev.evaluate(OWN_INTERPRET, TASK.id, trials=1, tpu_interpret=False)
-    assert (result["status"], result["stage"]) == ("no_pallas", "lower"), result["message"]
-    assert "no Pallas kernel custom call" in result["message"]
+    assert (result["status"], result["stage"]) == ("rejected", "trace"), result["message"]
+    assert "passes interpret=True to pallas_call itself" in result["message"]

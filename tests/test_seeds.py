@@ -44,7 +44,7 @@ EXPECTED_FAILURES = {
     # JAX's interpreter trips over the library's TypedInt refs or its ReshapeTransform
     # (which one first depends on the path taken): an AttributeError inside the interpreter.
     ("7p_ragged_paged_attention", "expert", "tpu"):
-        ("runtime_error", "correct", ("untrusted interpreter: ", "AttributeError: '",
+        ("runtime_error", "correct", ("TPU interpreter: ", "AttributeError: '",
                                       "' object has no attribute '")),
     ("8p_gemm", "seed_mosaic_legacy", "gpu"): _WGMMA_ERROR,
     ("1p_flash_attention", "seed_mosaic_legacy", "gpu"):

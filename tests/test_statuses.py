@@ -134,7 +134,9 @@ def test_worker_leaves_no_process_or_directory(tmp_path):
         servers = {zygote.proc.pid} if zygote is not None else set()
         busy = ev.pool._spares.queue[0].proc.pid  # the tracer the next evaluation takes
         assert _tracers_once_started(tmp_path, servers, {busy: busy}) == {busy: busy}
-        result = ev.evaluate(KERNELS / "endless_loop.py", "8p_gemm", timeout_s=8, trials=1)
+        # endless while it is traced: the tracer is the process that times out
+        endless = Path(__file__).parent / "adversarial/kernels/endless_trace.py"
+        result = ev.evaluate(endless, "8p_gemm", timeout_s=8, trials=1)
         assert result["status"] == "timeout" and result["message"].endswith("tracer killed")
         assert _group_members(busy) == [], "the timed-out tracer outlived its verdict"
         spares = {w.proc.pid for w in list(ev.pool._spares.queue)}

@@ -1,5 +1,5 @@
 """The tracer's order is a property, checked here: every piece of candidate code runs before
-the process is sealed, every export is made and every file the parent reads is written while
+the process is sealed, the hand-over is made and every file the parent reads is written while
 sealed, and status.json is the last file written. Sealed, any audited action with candidate
 code on the stack ends the process before it happens."""
 
@@ -19,8 +19,7 @@ RECORDER = textwrap.dedent("""
 
     import jaxbench.tasks
     from jax.experimental.pallas import tpu, triton  # noqa: F401 - what the tracer preloads
-    from jaxbench.evaluator.judge import exporting
-    from jaxbench.evaluator.sandbox import guards, tracer
+    from jaxbench.evaluator.sandbox import guards, handover, tracer
 
     jaxbench.tasks.list_tasks()
     guards.install_hook()  # as tracer.main does, before the job
@@ -40,11 +39,11 @@ RECORDER = textwrap.dedent("""
             return traced(*args)
         return call
 
-    real_export = exporting.export
+    real_dumps = handover.dumps
 
-    def export(*a, **k):
-        events.append(("export", sealed()))
-        return real_export(*a, **k)
+    def dumps(*a, **k):
+        events.append(("handover", sealed()))
+        return real_dumps(*a, **k)
 
     real_write = tracer.Outbox.write
 
@@ -52,7 +51,7 @@ RECORDER = textwrap.dedent("""
         events.append(("write:" + name, sealed()))
         return real_write(self, name, data)
 
-    jax.make_jaxpr, exporting.export, tracer.Outbox.write = make_jaxpr, export, write
+    jax.make_jaxpr, handover.dumps, tracer.Outbox.write = make_jaxpr, dumps, write
     tracer.run_job(job, directory, "test")
     sys.stdout.write("EVENTS " + json.dumps(events) + "\\n")
     sys.stdout.flush()
@@ -66,9 +65,7 @@ def _job(task_id: str, kernel: Path) -> dict:
             "specs": [[list(s.shape), str(s.dtype)] for s in task.input_specs("small")],
             "size_specs": {n: [[list(s.shape), str(s.dtype)] for s in task.input_specs(n)]
                            for n in task.inputs},
-            "interpret_export": True, "fallback_keys": [], "debug": False,
-            "tpu_interpreter_key": [1, 2], "memory_bytes": None, "save_ir": True,
-            "nonce": "n0"}
+            "debug": False, "memory_bytes": None}
 
 
 def test_candidate_code_runs_only_before_the_seal_and_status_is_written_last(tmp_path):
@@ -85,19 +82,19 @@ def test_candidate_code_runs_only_before_the_seal_and_status_is_written_last(tmp
     assert line, run.stderr[-3000:]
     events = json.loads(line[0][len("EVENTS "):])
     status = json.loads((tmp_path / "dir" / "status.json").read_text())
-    assert status["status"] == "traced" and status["nonce"] == "n0", status.get("message")
+    assert status["status"] == "traced", status.get("message")
     traces = [i for i, (name, _) in enumerate(events) if name == "candidate_trace"]
-    exports = [i for i, (name, _) in enumerate(events) if name == "export"]
+    exports = [i for i, (name, _) in enumerate(events) if name == "handover"]
     files = [i for i, (name, _) in enumerate(events)
              if name.startswith("write:") and name != "write:status.json"]
     assert len(traces) == len(task.inputs)  # one trace per size
     assert exports and files, events
-    assert max(traces) < min(exports), events  # no candidate trace after the first export
+    assert max(traces) < min(exports), events  # no candidate trace after the hand-over
     assert not any(events[i][1] for i in traces), events  # candidate code ran unsealed
-    assert all(events[i][1] for i in exports + files), events  # exports made/written sealed
+    assert all(events[i][1] for i in exports + files), events  # hand-over made/written sealed
     assert events[-1] == ["write:status.json", True], events  # the report is the last file
     written = {name[len("write:"):] for name, _ in events if name.startswith("write:")}
-    assert {"target.export", "interpret.export", "probe.npy", "ir.json"} <= written
+    assert written == {"jaxpr.pkl", "status.json"}
 
 
 SEALED = textwrap.dedent("""

@@ -419,16 +419,35 @@ def triton_ir_context() -> Iterator[Any]:
         yield ctx
 
 
+def module_items(roots: tuple[str, ...]) -> Iterator[tuple[str, str, Any]]:
+    """``(module name, attribute, value)`` for every attribute of every imported module whose
+    top-level package is in ``roots``, modules in sorted order."""
+    import sys
+
+    for name in sorted(sys.modules):
+        module = sys.modules.get(name)
+        if module is None or name.split(".")[0] not in roots:
+            continue
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for attribute, value in items:
+            yield name, attribute, value
+
+
 # -- walking a jaxpr ---------------------------------------------------------------------------
-def sub_jaxprs(params: dict[str, Any]) -> Iterator[Any]:
+def sub_jaxprs(params: dict[str, Any], index_maps: bool = False) -> Iterator[Any]:
     """The jaxprs held in an equation's parameters (open or closed, alone or in a tuple), as
-    open jaxprs; a Pallas kernel's index maps included."""
+    open jaxprs; with ``index_maps``, a Pallas kernel's index maps too."""
     for value in params.values():
         for item in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(item, ClosedJaxpr):
                 yield item.jaxpr
             elif isinstance(item, Jaxpr):
                 yield item
+    if not index_maps:
+        return
     for block in getattr(params.get("grid_mapping"), "block_mappings", ()) or ():
         index_map = getattr(block, "index_map_jaxpr", None)
         if index_map is not None:
@@ -451,7 +470,7 @@ def walk_eqns(jaxpr: Any, limit: int = 1_000_000) -> Iterator[Any]:
             if count > limit:
                 raise ValueError(f"more than {limit} equations")
             yield eqn
-            stack.extend(sub_jaxprs(eqn.params))
+            stack.extend(sub_jaxprs(eqn.params, index_maps=True))
 
 
 # -- uninitialised memory ----------------------------------------------------------------------
@@ -476,9 +495,7 @@ def uninitialized_fill(seed: int) -> Iterator[None]:
         if bits is None or not (jnp.issubdtype(dtype, jnp.floating) or (
                 jnp.issubdtype(dtype, jnp.integer) and dtype != jnp.dtype(semaphore))):
             return original(shape, dtype)
-        raw = rng.integers(0, 2**(8 * dtype.itemsize), size=(), dtype=np.dtype(bits).type)
-        key = jax.random.key_data(jax.random.key(int(raw) % 2**31))
-        word = jax.random.bits(jax.random.wrap_key_data(key), tuple(shape), bits)
+        word = jax.random.bits(jax.random.key(int(rng.integers(2**31))), tuple(shape), bits)
         return jax.lax.bitcast_convert_type(word, dtype)
 
     tpu_utils = None

@@ -61,7 +61,7 @@ CASES = [
     ("endless_trace.py", GEMM, "timeout", "trace", "no verdict within"),
     ("ignores_bias.py", BIAS, "incorrect", "correct", "exceed atol"),
     ("constant_output.py", SOFTMAX, "incorrect", "correct", "exceed atol"),
-    ("partial_write.py", GEMM, "incorrect", "correct", "NaN/Inf"),
+    ("partial_write.py", GEMM, "incorrect", "correct", "depend on uninitialised memory"),
     ("float8_dot.py", GEMM, "incorrect", "correct", "exceed atol"),
     ("trace_count.py", GEMM, "incorrect", "correct", "exceed atol"),
     ("parallel_race.py", GEMM, "runtime_error", "correct", "Revisited block"),
@@ -103,9 +103,13 @@ CASES = [
     ("lowering_rule_patch_obfuscated.py", GEMM, "rejected", "trace",
      "uses primitives JAX does not define (layout_hint)"),
     ("thread_at_import_obfuscated.py", GEMM, "rejected", "trace", "sandbox: starting a thread"),
-    # (its finalizer waits for the trace stage, then finds the garbage collector off: the
-    # TPU interpreter's check runs as it should and sees the race)
-    ("finalizer_after_trace_obfuscated.py", GEMM, "incorrect", "correct", "data race"),
+    # (its finalizer waits for the trace stage and patches the harness: the integrity check
+    # after the next stage names it; the judge's own JAX is never touched)
+    ("finalizer_after_trace_obfuscated.py", GEMM, "rejected", "lower", PATCHED),
+    # interpreter detectors: memory never written holds random bits, two fills must agree
+    ("nan_scratch_detector.py", NORM, "incorrect", "correct", "exceed atol"),
+    ("uninitialised_nudge.py", NORM, "incorrect", "correct",
+     "the outputs depend on uninitialised memory"),
     # escapes
     ("dir_fd_write_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
     ("profiler_trace_obfuscated.py", GEMM, "rejected", "trace", "sandbox: jax.profiler.start_trace"),

@@ -1,62 +1,47 @@
-"""A fully compromised untrusted side: whatever files it leaves, the verdict holds.
+"""A fully compromised untrusted side: whatever it leaves, the verdict holds.
 
-Each scenario replaces the tracer process with a function that writes into the
-tracer's directory what an attacker who controls that process could write
-(forged status claims, exports of other computations, links, FIFOs, malformed
-arrays). The parent must take only export bytes and failure text, and the judge
-must check exactly the module it runs.
+Each scenario replaces the tracer process with a function that writes into the tracer's
+directory what an attacker who controls that process could write (the memory-read forgery of
+issue 35 could write anything): forged status claims, hand-overs of other computations,
+forged exports and probe outputs of the old design, links, FIFOs, hostile pickles. The parent
+takes only the hand-over (``jaxpr.pkl``) and failure text; the judge derives every module,
+check and output from the jaxprs in it, so a forgery can only be judged on its own merits.
 """
 
-import io
 import json
 import os
+import pickle
 import tempfile
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
-from jaxbench import compat
 from jaxbench.evaluator import Evaluator
-from jaxbench.evaluator.arrays import pack
-from jaxbench.evaluator.judge import exporting
 from jaxbench.evaluator.pool import WorkerOutcome
+from jaxbench.evaluator.sandbox import handover
+from jaxbench.evaluator.sandbox.chip import as_chip
 from jaxbench.tasks import get_task
 
 TASK = get_task("8p_gemm")
-SPECS = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in TASK.input_specs("small")]
-FULL_SPECS = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in TASK.input_specs("full")]
-# The job a scenario is answering: a fully compromised tracer has read its token.
-JOB: dict = {}
 
 
-def _copy(x_ref, o_ref):
-    o_ref[...] = x_ref[...]
+def _specs(size):
+    return [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in TASK.input_specs(size)]
 
 
-def _pallas_copy(x):
-    return pl.pallas_call(_copy, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
-
-
-def _xla_matmul(a, b):
-    return jnp.dot(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
-
-
-def _export(fn, platform="tpu", interpret=False, specs=SPECS):
-    closed = jax.make_jaxpr(fn)(*specs)
-    with_kernels = exporting.scan(closed).kernels
-    if platform == "tpu" and with_kernels:
-        with compat.abstract_tpu(exporting.CROSS_LOWERING_TPU):
-            closed = jax.make_jaxpr(fn)(*specs)
-    return exporting.export(closed, specs, platform, interpret=interpret).serialize()
+def _handover(fn) -> bytes:
+    """What an honest tracer would hand over for ``fn`` (traced as for a TPU v6e)."""
+    with as_chip("tpu", "TPU v6 lite"):
+        traces = {size: jax.make_jaxpr(fn)(*_specs(size)) for size in TASK.inputs}
+    return handover.dumps(traces)
 
 
 def _status(**fields):
     return json.dumps({"status": "traced", "stages": {"trace": {"seconds": 0.1}},
-                       "isolation": "forged", "nonce": JOB.get("nonce"), **fields}).encode()
+                       "isolation": "forged", **fields}).encode()
 
 
 def _write(directory: Path, files: dict) -> None:
@@ -67,196 +52,130 @@ def _write(directory: Path, files: dict) -> None:
 class _CompromisedPool:
     """Stands in for the tracer pool: the 'tracer' is an attacker's function."""
 
-    def __init__(self, scenario, full_export=True):
+    def __init__(self, scenario):
         self.scenario = scenario
         self.jobs = []
-        self.full_export = full_export
 
-    def run(self, job, timeout_s, memory_bytes, full_export=True):
+    def run(self, job, timeout_s, memory_bytes):
         self.jobs.append(job)
-        JOB.clear()
-        JOB.update(job)
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-forged-"))
         self.scenario(directory, job)
-        full = directory / exporting.size_export("full")
-        if (directory / "target.export").is_file() and not os.path.lexists(full) \
-                and self.full_export:
-            full.write_bytes(_FULL_EXPORT())  # the other size's module (memory budgets only)
         return WorkerOutcome(0, False, False, 0.1, directory, "")
 
     def close(self):
         pass
 
 
-def _tiled_kernel(a, b):
-    def body(a_ref, b_ref, o_ref):
-        o_ref[...] = jnp.dot(a_ref[...], b_ref[...],
-                             preferred_element_type=jnp.float32).astype(o_ref.dtype)
+def _tiled(body):
+    def kernel(a, b):
+        (m, k), n = a.shape, b.shape[1]
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
+                              grid=(m // 256, n // 512),
+                              in_specs=[pl.BlockSpec((256, k), lambda i, j: (i, 0)),
+                                        pl.BlockSpec((k, 512), lambda i, j: (0, j))],
+                              out_specs=pl.BlockSpec((256, 512), lambda i, j: (i, j)))(a, b)
 
-    (m, k), n = a.shape, b.shape[1]
-    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
-                          grid=(m // 256, n // 512),
-                          in_specs=[pl.BlockSpec((256, k), lambda i, j: (i, 0)),
-                                    pl.BlockSpec((k, 512), lambda i, j: (0, j))],
-                          out_specs=pl.BlockSpec((256, 512), lambda i, j: (i, j)))(a, b)
+    return kernel
 
 
-def _FULL_EXPORT():  # noqa: N802 - built once, on first use
-    if "full" not in _CACHE:  # a kernel whose blocks fit the chip at full size
-        _CACHE["full"] = _export(_tiled_kernel, specs=FULL_SPECS)
-    return _CACHE["full"]
+def _dot_body(a_ref, b_ref, o_ref):
+    o_ref[...] = jnp.dot(a_ref[...], b_ref[...],
+                         preferred_element_type=jnp.float32).astype(o_ref.dtype)
+
+
+def _zeros_body(a_ref, b_ref, o_ref):
+    o_ref[...] = jnp.zeros(o_ref.shape, o_ref.dtype)
+
+
+_correct_kernel, _zeros_kernel = _tiled(_dot_body), _tiled(_zeros_body)
+
+
+def _copy(x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+
+def _xla_matmul_then_copy(a, b):
+    c = jnp.dot(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
+    return pl.pallas_call(_copy, out_shape=jax.ShapeDtypeStruct(c.shape, c.dtype))(c)
+
+
+def _plain_xla(a, b):
+    return jnp.dot(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
 
 
 _CACHE: dict = {}
 
 
-def _honest_interpret():
-    return _export(lambda a, b: _pallas_copy(_xla_matmul(a, b)) * 0 + _xla_matmul(a, b),
-                   "cpu", True)
-
-
-def _zeros_kernel(a, b):
-    def body(a_ref, b_ref, o_ref):
-        o_ref[...] = jnp.zeros(o_ref.shape, o_ref.dtype)
-
-    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((a.shape[0], b.shape[1]),
-                                                               a.dtype))(a, b)
-
-
-def _correct_kernel(a, b):
-    def body(a_ref, b_ref, o_ref):
-        o_ref[...] = jnp.dot(a_ref[...], b_ref[...],
-                             preferred_element_type=jnp.float32).astype(o_ref.dtype)
-
-    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((a.shape[0], b.shape[1]),
-                                                               a.dtype))(a, b)
+def _cached(name, fn):
+    if name not in _CACHE:
+        _CACHE[name] = _handover(fn)
+    return _CACHE[name]
 
 
 def _link(directory, job):
-    real = Path(tempfile.mkdtemp()) / "real.export"
-    real.write_bytes(_export(_correct_kernel))
-    os.symlink(real, directory / "target.export")
-    _write(directory, {"status.json": _status(),
-                       "interpret.export": _export(_correct_kernel, "cpu", True)})
-
-
-def _fifo(directory, job):
-    os.mkfifo(directory / "target.export")
+    target = directory.parent / f"{directory.name}-elsewhere.pkl"
+    target.write_bytes(_cached("correct", _correct_kernel))
+    os.symlink(target, directory / "jaxpr.pkl")
     _write(directory, {"status.json": _status()})
 
 
-def _malformed_probe(directory, job):
-    data, layout = pack([("tpu_interpreter", [0, 0], np.zeros((256, 512), np.float32))])
-    layout[0]["leaves"][0]["dtype"] = "bfloat16"  # declared bf16, stored as f32
-    _write(directory, {
-        "status.json": _status(probe=layout, tpu_interpreter="ran"),
-        "target.export": _export(_correct_kernel),
-        "interpret.export": _export(_correct_kernel, "cpu", True), "probe.npy": data})
+def _fifo(directory, job):
+    os.mkfifo(directory / "jaxpr.pkl")
+    _write(directory, {"status.json": _status()})
 
 
-def _terabyte_probe(directory, job):
-    """A probe whose .npy header claims (2^20, 2^20) float32 (4 TiB) over a few bytes: refused
-    from the header, before anything is allocated."""
-    from numpy.lib import format as npy
+class _Makedirs:
+    def __init__(self, path):
+        self.path = path
 
-    header = io.BytesIO()
-    npy.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False,
-                                        "shape": (1 << 20, 1 << 20)})
-    layout = [{"label": "tpu_interpreter", "key": [0, 0],
-               "leaves": [{"shape": [1 << 20, 1 << 20], "dtype": "float32"}]}]
-    _write(directory, {
-        "status.json": _status(probe=layout, tpu_interpreter="ran"),
-        "target.export": _export(_correct_kernel),
-        "interpret.export": _export(_correct_kernel, "cpu", True),
-        "probe.npy": header.getvalue() + b"\0" * 64})
+    def __reduce__(self):
+        return (os.makedirs, (self.path,))
 
 
-def _deep_directories(directory, job, depth=20_000):
-    """A directory chain deeper than any recursive removal goes, beside honest exports."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        for _ in range(depth):
-            os.mkdir("d", dir_fd=fd)
-            child = os.open("d", os.O_RDONLY, dir_fd=fd)
-            os.close(fd)
-            fd = child
-    finally:
-        os.close(fd)
-    _write(directory, {"status.json": _status(), "target.export": _export(_correct_kernel),
-                       "interpret.export": _export(_correct_kernel, "cpu", True)})
+MARKER = "/tmp/jaxbench_forged_handover_marker"
 
 
+def _hostile_pickle(directory, job):
+    _write(directory, {"status.json": _status(), "jaxpr.pkl": pickle.dumps(
+        {"format": "jaxbench-jaxpr/1", "traces": {"small": _Makedirs(MARKER)}, "lines": {}})})
 
-def _claims_no_interpret_export(directory, kernel):
-    """The claim that no interpret export exists, beside both of ``kernel``'s exports."""
-    _write(directory, {
-        "status.json": _status(stages={"lower": {"seconds": 0.1,
-                                                 "interpret_export_error": "claimed"}}),
-        "target.export": _export(kernel),
-        "interpret.export": _export(kernel, "cpu", True)})
 
 SCENARIOS = [
-    # name, scenario, status, stage, words
-    ("claims_correct", lambda d, j: _write(d, {"status.json": json.dumps(
+    # name, scenario, status, stage, words in the message
+    ("claims_correct_without_a_handover", lambda d, j: _write(d, {"status.json": json.dumps(
         {"status": "correct", "speedup": 99.0}).encode()}), "crashed", "trace",
-     "before reporting a verdict"),
-    ("traced_without_exports", lambda d, j: _write(d, {"status.json": _status()}),
-     "crashed", "lower", "no target export"),
-    ("plain_xla_export", lambda d, j: _write(d, {
-        "status.json": _status(), "target.export": _export(_xla_matmul),
-        "interpret.export": _export(_xla_matmul, "cpu")}),
-     "no_pallas", "lower", "no Pallas kernel custom call"),
+     "handed over no traced jaxpr"),
+    ("traced_without_a_handover", lambda d, j: _write(d, {"status.json": _status()}),
+     "crashed", "trace", "handed over no traced jaxpr"),
+    # the forgery of issue 35: a kernel whose Pallas part writes zeros, the rest plain XLA, and
+    # the old design's files (exports, probe outputs, a "ran" claim) beside it
+    ("zeros_kernel_with_forged_exports_and_claims", lambda d, j: _write(d, {
+        "status.json": _status(tpu_interpreter="unsupported: forged", probe=[]),
+        "jaxpr.pkl": _cached("zeros", _zeros_kernel),
+        "target.export": b"forged", "interpret.export": b"forged", "probe.npy": b"forged"}),
+     "incorrect", "correct", "got 0, truth"),
+    ("plain_xla_handover", lambda d, j: _write(d, {
+        "status.json": _status(), "jaxpr.pkl": _cached("xla", _plain_xla)}),
+     "no_pallas", "trace", "no pallas_call"),
     ("kernel_copies_xla_result", lambda d, j: _write(d, {
-        "status.json": _status(),
-        "target.export": _export(lambda a, b: _pallas_copy(_xla_matmul(a, b))),
-        "interpret.export": _export(lambda a, b: _pallas_copy(_xla_matmul(a, b)), "cpu", True)}),
+        "status.json": _status(), "jaxpr.pkl": _cached("copy", _xla_matmul_then_copy)}),
      "rejected", "lower", "work outside pallas_call"),
-    ("swapped_interpret_export", lambda d, j: _write(d, {
-        "status.json": _status(), "target.export": _export(_zeros_kernel),
-        "interpret.export": _export(_xla_matmul, "cpu")}),
-     "rejected", "lower", "must come from one trace"),
-    ("interpret_export_from_other_kernel_plus_xla", lambda d, j: _write(d, {
-        "status.json": _status(), "target.export": _export(_zeros_kernel),
-        "interpret.export": _honest_interpret()}),
-     "rejected", "lower", "must come from one trace"),
-    ("target_export_for_cpu", lambda d, j: _write(d, {
-        "status.json": _status(), "target.export": _export(_correct_kernel, "cpu", True),
-        "interpret.export": _export(_correct_kernel, "cpu", True)}),
-     "rejected", "lower", "export is for ('cpu',)"),
-    ("symlinked_export", _link, "crashed", "lower", "no target export"),
-    ("fifo_export", _fifo, "crashed", "lower", "no target export"),
+    ("symlinked_handover", _link, "crashed", "trace", "handed over no traced jaxpr"),
+    ("fifo_handover", _fifo, "crashed", "trace", "handed over no traced jaxpr"),
+    ("hostile_pickle", _hostile_pickle, "rejected", "trace", "makedirs"),
+    ("garbage_handover", lambda d, j: _write(d, {
+        "status.json": _status(), "jaxpr.pkl": os.urandom(1 << 16)}),
+     "rejected", "trace", "hand-over"),
     ("oversized_status", lambda d, j: _write(d, {
-        "status.json": b" " * (2 << 20) + _status(), "target.export": _export(_correct_kernel)}),
-     "crashed", "trace", "before reporting a verdict"),
-    ("malformed_untrusted_outputs", _malformed_probe, "rejected", "correct",
-     "do not match their layout"),
+        "status.json": b" " * (2 << 20), "jaxpr.pkl": _cached("correct", _correct_kernel)}),
+     "correct", "correct", ""),
     ("failure_claim_is_believed", lambda d, j: _write(d, {"status.json": json.dumps(
-        {"status": "runtime_error", "stage": "correct", "message": "m"}).encode()}),
-     "runtime_error", "correct", "m"),
-    # the parent cannot be crashed by hostile files
-    ("deeply_nested_status", lambda d, j: _write(d, {"status.json": b"[" * 200_000}),
-     "crashed", "trace", "before reporting a verdict"),
-    ("terabyte_probe_header", _terabyte_probe, "rejected", "correct",
-     "header claims more bytes than the stream holds"),
-    # a report in the harness's form, without the job's token: candidate code wrote it
-    ("report_without_token", lambda d, j: _write(d, {
-        "status.json": json.dumps({"status": "traced", "stages": {}}).encode(),
-        "target.export": _export(_correct_kernel),
-        "interpret.export": _export(_correct_kernel, "cpu", True)}),
-     "crashed", "lower", "not written by the harness's last step"),
-    # no interpret-mode module: nothing trusted ran the kernel, so never `correct`
-    ("no_interpret_export_claimed", lambda d, j: _write(d, {
-        "status.json": _status(stages={"lower": {"seconds": 0.1,
-                                                 "interpret_export_error": "claimed"}}),
-        "target.export": _export(_correct_kernel)}),
-     "unverified", "correct", "no exportable interpret-mode lowering"),
-    # the same claim beside an interpret export: the trusted side runs the module it has, so
-    # the claim can neither hide a wrong kernel nor cost a right one its verdict
-    ("export_error_claimed_beside_a_wrong_export",
-     lambda d, j: _claims_no_interpret_export(d, _zeros_kernel), "incorrect", "correct",
-     "got 0, truth"),
-    ("export_error_claimed_beside_a_right_export",
-     lambda d, j: _claims_no_interpret_export(d, _correct_kernel), "correct", "correct", ""),
+        {"status": "compile_error", "stage": "trace", "message": "forged failure"}).encode(),
+        "jaxpr.pkl": _cached("correct", _correct_kernel)}),
+     "compile_error", "trace", "forged failure"),
+    ("deeply_nested_status", lambda d, j: _write(d, {
+        "status.json": b"[" * 200_000, "jaxpr.pkl": _cached("correct", _correct_kernel)}),
+     "correct", "correct", ""),
 ]
 
 
@@ -270,16 +189,16 @@ def test_forged_untrusted_side_gets_its_verdict(name, scenario, status, stage, w
     assert (result["status"], result["stage"]) == (status, stage), result["message"]
     assert words in result["message"], result["message"]
     assert result["speedup"] is None
+    assert not os.path.lexists(MARKER)
 
 
 def test_forged_figures_are_ignored():
-    """An honest pair of exports with forged claims beside them: the parent takes the exports,
+    """An honest hand-over with forged claims beside it: the parent takes the hand-over,
     computes the figures itself, and keeps none of the claimed ones."""
     def scenario(d, j):
         _write(d, {"status.json": _status(speedup=50.0, trials=[], stages={
             "trace": {"seconds": 0.1}, "time": {"speedup": 50.0}, "correct": {"forged": True}}),
-            "target.export": _export(_correct_kernel),
-            "interpret.export": _export(_correct_kernel, "cpu", True)})
+            "jaxpr.pkl": _cached("correct", _correct_kernel)})
 
     with Evaluator(spares=0) as ev:
         ev.pool.close()
@@ -290,39 +209,46 @@ def test_forged_figures_are_ignored():
     assert result["isolation"] != "forged"  # what the parent set up, not the tracer's word
     assert result["speedup"] is None and "time" not in result["stages"]
     assert "forged" not in result["stages"].get("correct", {})
-    # the untrusted side never saw the trial keys
-    assert "trial_keys" not in pool.jobs[0] and "recheck_keys" not in pool.jobs[0]
+    # the untrusted side never saw any key, nor the trusted side's settings
+    assert not any("key" in name for name in pool.jobs[0]), sorted(pool.jobs[0])
+
+
+def test_the_tpu_interpreter_check_runs_on_the_trusted_side():
+    """No report from the tracer is needed (or read) for the TPU interpreter's check: the judge
+    runs it from the hand-over and says so."""
+    def scenario(d, j):
+        _write(d, {"status.json": _status(), "jaxpr.pkl": _cached("correct", _correct_kernel)})
+
+    with Evaluator(spares=0) as ev:
+        ev.pool.close()
+        ev.pool = _CompromisedPool(scenario)
+        result = ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=1, tpu_interpret=True)
+    assert result["status"] == "correct", result["message"]
+    assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+
+
+def _deep_directories(directory, job, depth=20_000):
+    """A directory chain deeper than any recursive removal goes, beside an honest hand-over."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+    _write(directory, {"status.json": _status(), "jaxpr.pkl": _cached("correct", _correct_kernel)})
 
 
 def _evaluate_forged(scenario, **options):
-    full_export = options.pop("full_export", True)
     with Evaluator(spares=0) as ev:
         ev.pool.close()
-        ev.pool = _CompromisedPool(scenario, full_export)
+        ev.pool = _CompromisedPool(scenario)
         return ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=2, **options)
 
 
-def test_missing_size_export_is_a_failure():
-    """The judge computes the memory budgets from the target module at every size: a tracer
-    that leaves out the other size's module does not skip them."""
-    result = _evaluate_forged(lambda d, j: _write(d, {
-        "status.json": _status(), "target.export": _export(_correct_kernel),
-        "interpret.export": _export(_correct_kernel, "cpu", True)}),
-        tpu_interpret=False, full_export=False)
-    assert (result["status"], result["stage"]) == ("crashed", "lower"), result["message"]
-    assert "no target export at size(s) ['full']" in result["message"]
-
-
-def test_missing_probe_is_a_failure():
-    """The TPU-interpreter check was asked for; a report without it is a failure, not a pass."""
-    result = _evaluate_forged(lambda d, j: _write(d, {
-        "status.json": _status(), "target.export": _export(_correct_kernel),
-        "interpret.export": _export(_correct_kernel, "cpu", True)}), tpu_interpret=True)
-    assert (result["status"], result["stage"]) == ("crashed", "correct"), result["message"]
-    assert "did not report the TPU-interpreter check" in result["message"]
-
-
-def test_deep_directory_chain_is_removed_and_the_parent_survives(monkeypatch):
+def test_deep_directory_chain_is_removed_and_the_parent_survives():
     made = []
 
     def scenario(d, j):
@@ -342,82 +268,7 @@ def test_an_evaluator_error_is_a_crashed_verdict(monkeypatch):
 
     monkeypatch.setattr(Evaluator, "_judge", broken)
     result = _evaluate_forged(lambda d, j: _write(d, {
-        "status.json": _status(), "target.export": _export(_correct_kernel),
-        "interpret.export": _export(_correct_kernel, "cpu", True)}), tpu_interpret=False)
+        "status.json": _status(), "jaxpr.pkl": _cached("correct", _correct_kernel)}),
+        tpu_interpret=False)
     assert (result["status"], result["stage"]) == ("crashed", "lower"), result["message"]
     assert "the evaluator failed on this kernel: RecursionError" in result["message"]
-
-
-# --- a GPU kernel with no trusted interpret export (plgpu.kernel): the Mosaic GPU interpreter's
-# check is due; it can only find the kernel wrong, and a report without it is a failure ------
-
-def _mosaic_gpu_body(a_ref, b_ref, o_ref):  # an empty Mosaic GPU kernel: only its shape counts
-    del a_ref, b_ref, o_ref
-
-
-def _mosaic_gpu_kernel(a, b):
-    from jax.experimental.pallas import mosaic_gpu as plgpu
-
-    out = jax.ShapeDtypeStruct((a.shape[0], b.shape[1]), a.dtype)
-    return plgpu.kernel(_mosaic_gpu_body, out_type=out, grid=(2,), grid_names=("g",))(a, b)
-
-
-def _gpu_exports(directory: Path, **status_fields) -> None:
-    """Target exports of a Mosaic GPU kernel at both sizes, and the claim that no interpret
-    export exists, with ``status_fields`` (the interpreter's report) beside them."""
-    closed = {name: jax.make_jaxpr(_mosaic_gpu_kernel)(*specs)
-              for name, specs in (("small", SPECS), ("full", FULL_SPECS))}
-    _write(directory, {
-        "status.json": _status(stages={"lower": {"seconds": 0.1, "interpret_export_error":
-                                                 "NotImplementedError: claimed"}},
-                               **status_fields),
-        "target.export": exporting.export(closed["small"], SPECS, "cuda").serialize(),
-        exporting.size_export("full"): exporting.export(closed["full"], FULL_SPECS,
-                                                        "cuda").serialize()})
-
-
-def _gpu_probe(directory: Path, job: dict, outputs) -> None:
-    data, layout = pack([("gpu_interpreter", job["gpu_interpreter_key"], outputs)])
-    (directory / "probe.npy").write_bytes(data)
-    _gpu_exports(directory, probe=layout, gpu_interpreter="ran")
-
-
-def _gpu_truth(job: dict):
-    from jaxbench.tasks.spec import upcast
-
-    inputs = TASK.make_inputs(jax.random.wrap_key_data(
-        np.asarray(job["gpu_interpreter_key"], np.uint32)), "small")
-    return np.asarray(TASK.reference(*upcast(inputs))).astype(jnp.bfloat16)
-
-
-GPU_SCENARIOS = [
-    ("gpu_interpreter_not_reported", lambda d, j: _gpu_exports(d),
-     "crashed", "correct", "did not report the Mosaic GPU interpreter check"),
-    ("gpu_interpreter_finds_it_wrong",
-     lambda d, j: _gpu_probe(d, j, np.zeros((256, 512), jnp.bfloat16)),
-     "incorrect", "correct", "got 0, truth"),
-    ("gpu_interpreter_agrees", lambda d, j: _gpu_probe(d, j, _gpu_truth(j)),
-     "unverified", "correct", "its outputs matched the truth, which cannot make it `correct`"),
-    # "cannot run it" is taken as said, and leaves the kernel unverified: never `correct`
-    ("gpu_interpreter_claims_unsupported",
-     lambda d, j: _gpu_exports(d, gpu_interpreter="unsupported: claimed"),
-     "unverified", "correct", "JAX's Mosaic GPU interpreter: unsupported: claimed"),
-    # believed only where the installed JAX has no Mosaic GPU interpreter (0.10)
-    ("gpu_interpreter_unavailable",
-     lambda d, j: _gpu_exports(d, gpu_interpreter="unavailable: no interpreter"),
-     *(("unverified", "correct", "JAX's Mosaic GPU interpreter: unavailable: no interpreter")
-       if compat.gpu_interpreter() is None else
-       ("crashed", "correct", "did not report the Mosaic GPU interpreter check"))),
-]
-
-
-@pytest.mark.parametrize("name,scenario,status,stage,words", GPU_SCENARIOS,
-                         ids=[s[0] for s in GPU_SCENARIOS])
-def test_mosaic_gpu_interpreter_is_add_only(name, scenario, status, stage, words):
-    with Evaluator(spares=0) as ev:
-        ev.pool.close()
-        ev.pool = pool = _CompromisedPool(scenario)
-        result = ev.evaluate(TASK.folder / "seed_gpu.py", TASK.id, trials=2)
-    assert pool.jobs[0]["gpu_interpreter_key"] is not None
-    assert (result["status"], result["stage"]) == (status, stage), result["message"]
-    assert words in result["message"], result["message"]

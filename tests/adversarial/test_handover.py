@@ -1,8 +1,7 @@
 """The jaxpr hand-over (the tracer's traced jaxprs as data) and its reader on the judge's side:
 forged, hostile and malformed hand-overs are refused (allow-listed classes, primitives from
 JAX's own registry, caps) and never run anything; the judge's random fills of uninitialised
-memory differ and are never NaN. (The evaluator does not use the hand-over yet: see
-docs/evaluator.md, "The jaxpr hand-over".)"""
+memory differ and are never NaN (the kernels that look for the NaN are in test_adversarial)."""
 
 from __future__ import annotations
 
@@ -82,12 +81,12 @@ def _with_primitive(name: str, key: str) -> bytes:
 
 def test_a_primitive_of_the_candidates_own_is_refused_by_name():
     failure = _refused(_with_primitive("pallas_call", "candidate:my_pallas_call_p"))
-    assert "'pallas_call'" in failure.message and "not one of JAX's own" in failure.message
+    assert "primitives JAX does not define (pallas_call" in failure.message
 
 
 def test_a_primitive_under_a_real_key_but_another_name_is_refused():
     failure = _refused(_with_primitive("not_pallas", "jax._src.pallas.pallas_call:pallas_call_p"))
-    assert "not one of JAX's own" in failure.message
+    assert "primitives JAX does not define (not_pallas" in failure.message
 
 
 def test_a_deeply_nested_pickle_is_refused_before_it_is_built():
@@ -171,3 +170,42 @@ def test_random_fills_differ_and_hide_the_nan():
         outs.append(jax.jit(module.call)(jnp.ones((8, 128), jnp.float32))[0])
     assert not bool(jnp.isnan(outs[0][0, 0]) & jnp.isnan(outs[1][0, 0]))
     assert not bool(jnp.array_equal(outs[0], outs[1], equal_nan=True))
+
+
+def test_a_jaxpr_with_a_forged_type_is_refused():
+    """A type written into the hand-over that its primitive does not give (here a
+    pallas_call's output claimed twice as large) is refused before anything is lowered."""
+    from jax._src import core
+
+    closed = jax.make_jaxpr(lambda a: _copy_kernel_jaxpr_fn(a) + 1.0)(
+        jax.ShapeDtypeStruct((8, 128), jnp.float32))
+    eqn = closed.jaxpr.eqns[0]
+    bigger = core.ShapedArray((16, 128), jnp.float32)
+    forged_out = core.Var(bigger)
+    eqns = [eqn.replace(outvars=[forged_out])] + [
+        e.replace(invars=[forged_out if v is eqn.outvars[0] else v for v in e.invars])
+        for e in closed.jaxpr.eqns[1:]]
+    forged = closed.replace(jaxpr=closed.jaxpr.replace(eqns=eqns))
+    payload = jaxpr_reader.read(handover.dumps({"small": forged}))
+    with pytest.raises(StageFailure) as caught:
+        lowering.well_formed(payload["traces"]["small"], "TPU v6 lite", "tpu")
+    assert caught.value.status == "rejected" and "does not type-check" in caught.value.message
+
+
+def test_an_equation_lowered_for_another_chip_is_refused():
+    from jaxbench.evaluator.sandbox.chip import as_chip
+
+    with as_chip("tpu", "TPU v5 lite"):
+        closed = _copy_kernel_jaxpr()
+    payload = jaxpr_reader.read(handover.dumps({"small": closed}))
+    lowering.well_formed(payload["traces"]["small"], "TPU v5 lite", "tpu")
+    with pytest.raises(StageFailure) as caught:
+        lowering.well_formed(payload["traces"]["small"], "TPU v6 lite", "tpu")
+    assert caught.value.status == "rejected" and "'TPU v5 lite'" in caught.value.message
+
+
+def _copy_kernel_jaxpr_fn(a):
+    def copy(x_ref, o_ref):
+        o_ref[...] = x_ref[...]
+
+    return pl.pallas_call(copy, out_shape=a)(a)

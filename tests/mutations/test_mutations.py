@@ -43,11 +43,11 @@ MUTATIONS = [
         "        pass  # mutant: the tracer is left running\n",
         ("tests/test_statuses.py::test_worker_leaves_no_process_or_directory",)),
     Mutation(
-        "tpu_interpreter_reports_unsupported", "evaluator/sandbox/tracer.py",
-        '                outbox.status[label] = "ran"',
-        '                outbox.status[label] = "unsupported: mutant"',
-        ("tests/test_seeds.py::test_shipped_kernel_is_correct_in_interpret_mode"
-         "[12p_rmsnorm-seed_tpu]",)),
+        "tpu_interpreter_outputs_dropped", "evaluator/judge/lowering.py",
+        "                runs.append((label, key, jax.block_until_ready(fn(*inputs))))",
+        "                jax.block_until_ready(fn(*inputs))  # mutant: outputs not compared",
+        ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
+         "[interpreter_detect_race.py]",)),
     Mutation(
         "library_exemption_removed", "evaluator/sandbox/tracer.py",
         '_PRELOADED_ROOTS = ("tokamax"', '_PRELOADED_ROOTS = ("not-tokamax"',
@@ -97,25 +97,49 @@ MUTATIONS = [
     # the trust boundary (issue: every verdict decided on the trusted side)
     Mutation(
         "tracer_never_sealed", "evaluator/sandbox/tracer.py",
-        "    _seal(bound)\n", "    pass  # mutant: exports made unsealed\n",
+        "    _seal(bound)\n", "    pass  # mutant: hand-over made unsealed\n",
         ("tests/test_tracer_order.py::test_candidate_code_runs_only_before_the_seal_and_status"
          "_is_written_last",)),
+    # the jaxpr hand-over: the judge's reader
     Mutation(
-        "missing_probe_accepted", "evaluator/untrusted.py",
-        '    if said == "ran" and label in probe:',
-        '    if True:  # mutant: a missing interpreter report passes',
-        ("tests/adversarial/test_forged_untrusted.py::test_missing_probe_is_a_failure",)),
+        "reader_resolves_any_class", "evaluator/judge/jaxpr_reader.py",
+        '        value = self._allowed.get(f"{module}:{name}")',
+        '        value = self._allowed.get(f"{module}:{name}") or super().find_class(module, name)',
+        ("tests/adversarial/test_handover.py::test_a_pickle_naming_a_class_off_the_list_runs"
+         "_nothing",)),
+    Mutation(
+        "reader_resolves_primitives_by_name_alone", "evaluator/judge/jaxpr_reader.py",
+        "            primitive = self._registry.get(key)",
+        "            primitive = next((p for p in self._registry.values() if p.name == name),"
+        " None)",
+        ("tests/adversarial/test_handover.py::test_a_primitive_of_the_candidates_own_is_refused"
+         "_by_name",)),
+    Mutation(
+        "handed_over_types_believed", "evaluator/judge/lowering.py",
+        "        core.check_jaxpr(closed.jaxpr)", "        pass  # mutant: types not checked",
+        ("tests/adversarial/test_handover.py::test_a_jaxpr_with_a_forged_type_is_refused",)),
+    Mutation(
+        "reader_depth_unbounded", "evaluator/judge/jaxpr_reader.py",
+        "            if depth > MAX_DEPTH:", "            if False:",
+        ("tests/adversarial/test_handover.py::test_a_deeply_nested_pickle_is_refused_before_it"
+         "_is_built",)),
+    Mutation(
+        "interpreters_fill_with_nan_again", "compat.py",
+        "    primitives.uninitialized_value = random_value\n",
+        "    pass  # mutant: the interpreters' own NaN fill\n",
+        ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
+         "[nan_scratch_detector.py]",)),
+    Mutation(
+        "two_fills_not_compared", "evaluator/judge/runner.py",
+        "            _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))",
+        "            pass  # mutant: one fill only",
+        ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
+         "[uninitialised_nudge.py]",)),
     Mutation(
         "lookups_are_free_again", "evaluator/judge/pricing.py",
         "LOOKUP_FLOPS_PER_ELEMENT = 2.0", "LOOKUP_FLOPS_PER_ELEMENT = 0.0",
         ("tests/test_structure.py::test_gather_from_a_computed_table_by_data_is_priced_per"
          "_element",)),
-    Mutation(
-        "interpret_export_compared_by_name_only", "evaluator/judge/rules.py",
-        "    if mine_ops != theirs_ops:",
-        "    if [o.split('(')[0] for o in mine_ops] != [o.split('(')[0] for o in theirs_ops]:",
-        ("tests/test_structure.py::test_interpret_export_differing_in_a_type_or_attribute_is"
-         "_rejected",)),
     Mutation(
         "integrity_ignores_swapped_code", "evaluator/sandbox/integrity.py",
         "if now is not value or (code is not None and now.__code__ is not code):",
@@ -154,21 +178,6 @@ MUTATIONS = [
         ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
          "[frame_obfuscated.py]",)),
     # a Mosaic GPU kernel with no trusted interpret export: the interpreter's check it was
-    # asked for, left unreported, would pass unnoticed
-    Mutation(
-        "gpu_interpreter_report_not_required", "evaluator/untrusted.py",
-        '    elif case.target == "gpu" and _interpret_export_failed(status):',
-        '    elif False:',
-        ("tests/adversarial/test_forged_untrusted.py::test_mosaic_gpu_interpreter_is_add_only"
-         "[gpu_interpreter_not_reported]",)),
-    # the untrusted Mosaic GPU interpreter's outputs, never compared: a wrong kernel is
-    # `unverified` instead of `incorrect`
-    Mutation(
-        "gpu_interpreter_outputs_ignored", "evaluator/parent.py",
-        '            if "gpu_interpreter" in probe:  # add-only',
-        '            if False:  # add-only',
-        ("tests/adversarial/test_forged_untrusted.py::test_mosaic_gpu_interpreter_is_add_only"
-         "[gpu_interpreter_finds_it_wrong]",)),
     # the device lease: a runner's request for the device alone, granted without taking it
     Mutation(
         "lease_never_exclusive", "evaluator/judge/client.py",

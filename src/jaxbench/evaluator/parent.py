@@ -44,20 +44,23 @@ from jaxbench.evaluator.result import (
     STATUSES,
     StageFailure,
     new_result,
-    size_export,
 )
-from jaxbench.evaluator.static import check_source, declared_target, parses, wrong_target_hint
+from jaxbench.evaluator.static import (
+    check_source,
+    declared_target,
+    parses,
+    preloaded,
+    wrong_target_hint,
+)
 from jaxbench.evaluator.timeouts import default_timeout
 from jaxbench.evaluator.untrusted import (
-    MAX_EXPORT_BYTES,
+    HANDOVER,
+    MAX_HANDOVER_BYTES,
     keep_untrusted_text,
     next_stage,
-    parse_json,
     read_file,
     read_probe,
     read_untrusted_status,
-    require_probe,
-    untrusted_text,
     untrusted_verdict,
 )
 from jaxbench.tasks import get_task
@@ -225,21 +228,14 @@ class Evaluator:
             "specs": [[list(s.shape), str(s.dtype)] for s in task.input_specs(size)],
             "size_specs": {name: [[list(s.shape), str(s.dtype)] for s in task.input_specs(name)]
                            for name in task.inputs},
-            "interpret_export": case.mode == "interpret",
-            "fallback_keys": keys["untrusted"][:1] if case.debug else [],
             "debug": case.debug,
-            "tpu_interpreter_key": keys["probe"][0] if (
-                case.mode == "interpret" and case.target == "tpu" and case.tpu_interpret) else None,
-            # Mosaic GPU's interpreter, for a GPU kernel with no trusted interpret export
-            "gpu_interpreter_key": keys["probe"][0] if (
-                case.mode == "interpret" and case.target == "gpu" and not case.debug) else None,
             "memory_bytes": case.memory_bytes, "file_bytes": 1 << 30,
             # the chip it is judged for (the attached one in device mode): its identity while
-            # traced, its limits in the sandbox's early rules, the chip it is lowered for
+            # traced (the judge lowers for it)
             f"{case.target}_device_kind": case.chip,
-            "save_ir": case.save_ir is not None,
-            "nonce": secrets.token_hex(16),
         }
+        if case.debug:  # the one run on the untrusted side, which never counts
+            job["fallback_keys"] = keys["untrusted"][:1]
         if case.mode == "interpret":  # the truth is computed here while the others work
             if not case.debug:  # and the trusted runner warms up (on a device, where a TPU
                 self.runners.prestart()  # admits one process at a time, only when needed)
@@ -250,53 +246,42 @@ class Evaluator:
         outcome = self.pool.run(job, case.timeout_s, case.memory_bytes)
         # What the parent set up and saw before any candidate code ran, never the tracer's word.
         result["isolation"] = getattr(outcome, "isolation", None) or "unknown"
-        sizes = {name: size_export(name) for name in task.inputs if name != size}
         try:
             status = read_untrusted_status(outcome.dir)
             stages = status.get("stages")
-            if isinstance(stages, dict):
-                result["stages"].update({k: stages[k] for k in ("trace", "lower", "probe")
-                                         if isinstance(stages.get(k), dict)})
+            if isinstance(stages, dict):  # its timings, shown only
+                result["stages"].update({k: {"seconds": stages[k]["seconds"]} for k in (
+                    "trace", "handover") if isinstance(stages.get(k), dict) and isinstance(
+                        stages[k].get("seconds"), (int, float))})
             keep_untrusted_text(result, status, outcome, case)
-            untrusted_verdict(status, outcome, case, job["nonce"])
-            if isinstance(status.get("memory"), list) and "lower" in result["stages"]:
-                result["stages"]["lower"]["memory"] = status["memory"][:64]
-            names = ["target.export", "interpret.export", *sizes.values()]
-            exports = {name: read_file(outcome.dir / name, MAX_EXPORT_BYTES) for name in names}
-            probe = read_probe(outcome.dir, status)
-            if case.save_ir is not None:
-                ir = read_file(outcome.dir / "ir.json", MAX_EXPORT_BYTES)
-                result["_ir"] = parse_json(ir) if ir else {}
+            untrusted_verdict(status, outcome, case)
+            handover = read_file(outcome.dir / HANDOVER, MAX_HANDOVER_BYTES)
+            probe = read_probe(outcome.dir, status) if case.debug else {}
         finally:
             remove_tree(outcome.dir)
         if case.debug:
             return self._judge_debug(result, case, probe, keys)
-        if exports["target.export"] is None:
-            raise StageFailure("crashed", "lower", "the untrusted side produced no target export")
-        interpret_error = result["stages"].get("lower", {}).get("interpret_export_error")
-        if case.mode == "interpret" and exports["interpret.export"] is None:
-            if not interpret_error:
-                raise StageFailure("crashed", "lower",
-                                   "the untrusted side produced no interpret export")
-        self._judge(result, case, exports, probe, keys, sizes, status)
+        if handover is None:
+            raise StageFailure("crashed", "lower", "the untrusted side handed over no traced "
+                                                   "jaxpr (or one over the size limit)")
+        self._judge(result, case, handover, keys, source, filename)
 
     # -- the trusted side ----------------------------------------------------------------------
-    def _judge(self, result: dict[str, Any], case: Case, exports: dict[str, bytes | None],
-               probe: dict[str, list[Any]], keys: dict[str, list[list[int]]],
-               sizes: dict[str, str], status: dict[str, Any]) -> None:
+    def _judge(self, result: dict[str, Any], case: Case, handover: bytes,
+               keys: dict[str, list[list[int]]], source: str, filename: str) -> None:
         task, size = case.task, case.size
-        use_export = case.mode == "device" or exports["interpret.export"] is not None
-        missing = sorted(name for name, file in sizes.items() if exports[file] is None)
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-judge-"))
+        interpret = case.mode == "interpret"
         try:
-            for name, data in exports.items():
-                if data is not None:
-                    (directory / name).write_bytes(data)
+            (directory / HANDOVER).write_bytes(handover)
             request = {"dir": str(directory), "task": task.id, "size": size,
-                       "platform": PLATFORM[case.target], "mode": case.mode,
-                       "interpret_export": use_export,
-                       "budget_exports": {size: "target.export", **{
-                           name: file for name, file in sizes.items() if name not in missing}},
+                       "platform": PLATFORM[case.target], "target": case.target, "mode": case.mode,
+                       "source": source, "filename": filename, "tokamax": any(
+                           name.split(".")[0] == "tokamax" for name in preloaded(source)),
+                       "tpu_interpreter_key": keys["probe"][0] if (
+                           interpret and case.target == "tpu" and case.tpu_interpret) else None,
+                       "gpu_interpreter_key": keys["probe"][0] if (
+                           interpret and case.target == "gpu") else None,
                        "chip": {"tpu": job_chip(case, "tpu"), "gpu": job_chip(case, "gpu")},
                        "trial_keys": keys["trial"], "recheck_keys": keys["recheck"],
                        "max_outside_flops_fraction": case.max_outside_fraction,
@@ -312,26 +297,22 @@ class Evaluator:
                     outcome = self.runners.run(request, case.timeout_s, None, self.lease)
             else:
                 outcome = self.runners.run(request, case.timeout_s, case.memory_bytes)
-            # The budgets that decide are the judge's, from the exported modules; the untrusted
-            # side's own estimate can only add a failure, and when it has one its message is
-            # shown (it names the kernel's source line).
-            budget = status.get("budget_problem")
-            if not (isinstance(budget, str) and budget) and outcome.response and isinstance(
-                    outcome.response.get("budget_problem"), str) \
+            # The budgets: the judge's estimate from the jaxpr (it names the kernel's line) or
+            # its count on the lowered modules, whichever found a problem first.
+            budget = None
+            if outcome.response and isinstance(outcome.response.get("budget_problem"), str) \
                     and outcome.response["budget_problem"]:
                 budget = outcome.response["budget_problem"]
             try:
-                response = _runner_verdict(outcome, case)
+                response = _runner_verdict(outcome, case, result["stages"])
             except StageFailure as failure:
+                if failure.status == "incorrect" and failure.stage == "correct":
+                    result["judged_on"] = "trusted_export"  # the judge ran it and saw it wrong
                 # The judge's structure rules come first; then a kernel the chip would refuse
                 # at some size fails before any correctness verdict.
                 if failure.stage != "lower" and isinstance(budget, str):
                     raise StageFailure("compile_error", "lower", budget[:2000]) from None
                 raise
-            if missing:  # after the structure rules: a module they refuse is refused first
-                raise StageFailure("crashed", "lower", "the untrusted side produced no target "
-                                                       f"export at size(s) {missing} (memory "
-                                                       "budgets)")
             if isinstance(budget, str):
                 raise StageFailure("compile_error", "lower", budget[:2000])
             if case.target == "gpu":
@@ -339,13 +320,12 @@ class Evaluator:
                 result["lowering_fidelity"] = lowering_fidelity(
                     case.target, case.mode, case.chip, result["kernel_backend"])
                 _require_chip_features(result["kernel_backend"], case.chip)
-            require_probe(status, probe, case)
             if case.target == "gpu" and case.mode == "interpret":
                 _triton_compile(result, response.get("triton_kernels"), case.chip)
             outputs, truths = {}, {}
             # The trusted runner's streams: capped by what the outputs can take (4 bytes an
             # element covers float32 truths), with room for the .npy headers.
-            runs = len(request["trial_keys"]) + len(request["recheck_keys"])
+            runs = len(request["trial_keys"]) + len(request["recheck_keys"]) + 1
             cap = runs * (4 * sum(math.prod(x.shape) for x in jax.tree_util.tree_leaves(
                 task.output_shapes(size))) + (1 << 16))
             try:
@@ -358,18 +338,21 @@ class Evaluator:
                 raise StageFailure("crashed", "correct", f"judge output unreadable: {exc}") from None
         finally:
             remove_tree(directory)
+        result["stages"].update(response.get("stages", {}))
         if isinstance(response.get("memory"), list):
             result["stages"].setdefault("lower", {})["memory"] = response["memory"][:64]
             _warn_uncertain_vmem(result, response["memory"])
-        result["stages"].update(response.get("stages", {}))
         for field in ("compile_s", "device_kind", "backend", "kernel_backend"):
             if response.get(field) is not None:
                 result[field] = response[field]
         result["structure"] = response.get("structure")
         if case.save_ir is not None:
             self._save_artifacts(result, response, Path(case.save_ir))
-        result.pop("_ir", None)
-        if use_export:
+        error = result["stages"].get("lower", {}).get("interpret_export_error")
+        for label in RACE_CHECKS:
+            if isinstance(response.get(label), str):
+                result["stages"].setdefault("correct", {})[label] = response[label][:300]
+        if case.mode == "device" or not error:
             result["judged_on"] = "trusted_export"
             judged = [(label, key) for label, key in zip(
                 [f"trial{i}" for i in range(case.trials)], keys["trial"], strict=True)]
@@ -378,33 +361,26 @@ class Evaluator:
             missing = [label for label, _ in judged if label not in outputs]
             if missing:
                 raise StageFailure("crashed", "correct", f"the judge returned no outputs for {missing}")
-        else:  # nothing the trusted side ran vouches for the outputs: never `correct`
-            said = status.get("gpu_interpreter")
-            said = untrusted_text(said, 300) if isinstance(said, str) else None
-            if said is not None:
-                result["stages"].setdefault("correct", {})["gpu_interpreter"] = said
+        else:  # nothing the judge could run vouches for the outputs: never `correct`
+            said = response.get("gpu_interpreter")
             seen = ""
-            if "gpu_interpreter" in probe:  # add-only: it can find the kernel wrong, no more
-                self._compare(result, case, {"gpu_interpreter": probe["gpu_interpreter"]},
+            if "gpu_interpreter" in outputs:  # it can find the kernel wrong, no more
+                self._compare(result, case, {"gpu_interpreter": outputs["gpu_interpreter"]},
                               [("gpu_interpreter", keys["probe"][0])],
-                              bool(status.get("gpu_interpreter_race")), {})
-                seen = ("; JAX's Mosaic GPU interpreter ran it on the untrusted side and its "
-                        "outputs matched the truth, which cannot make it `correct`")
-            elif said is not None:
+                              bool(response.get("gpu_interpreter_race")), {})
+                seen = ("; JAX's Mosaic GPU interpreter ran it and its outputs matched the "
+                        "truth, which cannot make it `correct`")
+            elif isinstance(said, str):
                 seen = f"; JAX's Mosaic GPU interpreter: {said}"
-            error = result["stages"].get("lower", {}).get("interpret_export_error")
             raise StageFailure("unverified", "correct", (
-                "the kernel has no exportable interpret-mode lowering, so the trusted side "
-                "cannot run it on this CPU and nothing vouches for its outputs (it passed "
-                "every check up to lowering; evaluate it on the chip with --mode device): "
+                "the kernel has no exportable interpret-mode lowering, so the judge cannot run "
+                "it on this CPU and nothing vouches for its outputs (it passed every check up "
+                "to lowering; evaluate it on the chip with --mode device): "
                 f"{error}{seen}")[:2000])
-        if "tpu_interpreter" in probe:
+        if "tpu_interpreter" in outputs:
             judged.append(("tpu_interpreter", keys["probe"][0]))
-            outputs["tpu_interpreter"] = probe["tpu_interpreter"]
-        self._compare(result, case, outputs, judged, bool(status.get("tpu_interpreter_race")),
+        self._compare(result, case, outputs, judged, bool(response.get("tpu_interpreter_race")),
                       truths)
-        if isinstance(status.get("tpu_interpreter"), str):
-            result["stages"].setdefault("correct", {})["tpu_interpreter"] = status["tpu_interpreter"]
         if response.get("timing"):
             from jaxbench.evaluator.timing import summarize
 
@@ -480,7 +456,8 @@ class Evaluator:
     def _save_artifacts(result: dict[str, Any], response: dict[str, Any], directory: Path) -> None:
         from jaxbench.evaluator.artifacts import write_artifacts
 
-        data = dict(result.get("_ir") or {})  # jaxpr, kernel IR: as the untrusted side wrote them
+        # the jaxpr the judge read and lowered, and its kernels' IR as the judge lowered them
+        data = {"jaxpr": response.get("jaxpr"), "kernel_ir": response.get("kernel_ir")}
         data.update(response.get("compiled_artifacts") or {})
         data["stablehlo"] = response.get("stablehlo")  # the module the judge checked and ran
         data["structure"] = response.get("structure")
@@ -641,11 +618,16 @@ def judged_chip(suite: str, target: str, mode: str, asked: str | None) -> str:
     return wanted or default_chip(suite, target)
 
 
-def _runner_verdict(outcome: RunnerOutcome, case: Case) -> dict[str, Any]:
+def _runner_verdict(outcome: RunnerOutcome, case: Case,
+                    stages: dict[str, Any]) -> dict[str, Any]:
     if outcome.timed_out:
+        done = ", ".join(f"{name} {info['seconds']:.1f} s" for name, info in stages.items()
+                         if isinstance(info, dict) and isinstance(info.get("seconds"), float))
         raise StageFailure("timeout", "correct",
-                           f"no verdict within {case.timeout_s:g} s (wall clock) running the "
-                           "exported module; runner killed")
+                           f"no verdict within {case.timeout_s:g} s (wall clock) while the "
+                           "trusted runner lowered, checked and ran the kernel at size "
+                           f"{case.size} (the interpreters' checks and the trials)"
+                           + (f" (finished: {done})" if done else "") + "; runner killed")
     if outcome.memory_exceeded:
         raise StageFailure("crashed", "correct", f"the exported module exceeded the "
                                                  f"{case.memory_bytes / 2**30:g} GiB memory limit")

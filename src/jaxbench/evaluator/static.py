@@ -413,3 +413,24 @@ def wrong_target_hint(source: str, target: str) -> str:
     other = platforms[module]
     return (f"this looks like a {other.upper()} kernel (it imports {module}) but was lowered for "
             f'{target}: set TARGET = "{other}" in the file (or pass --target {other})')
+
+
+# Installed libraries whose modules the judge imports before reading a kernel's hand-over, when
+# the kernel imports them (modules that define JAX primitives, such as jax.experimental.sparse).
+LIBRARY_ROOTS = ("jax", "tokamax")
+
+
+def preloaded(source: str) -> list[str]:
+    """The modules under :data:`LIBRARY_ROOTS` that ``source`` imports (from its text only)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return sorted(n for n in names if n.split(".")[0] in LIBRARY_ROOTS)[:64]

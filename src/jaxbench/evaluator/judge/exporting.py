@@ -136,13 +136,7 @@ class Scan:
         self.primitives: dict[int, Any] = {}  # every primitive used, kernel bodies included
 
 
-def sub_jaxprs(params: dict[str, Any]) -> Any:
-    for value in params.values():
-        for item in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(item, compat.ClosedJaxpr):
-                yield item.jaxpr
-            elif isinstance(item, compat.Jaxpr):
-                yield item
+sub_jaxprs = compat.sub_jaxprs
 
 
 def _scan(jaxpr: Any, found: Scan) -> None:

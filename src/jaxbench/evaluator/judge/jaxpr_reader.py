@@ -53,7 +53,10 @@ _ALLOWED_NAMES = (
     "jax._src.literals:TypedComplex", "jax._src.literals:TypedNdArray",
     "jax._src.source_info_util:SourceInfo", "jax._src.source_info_util:NameStack",
     "jax._src.source_info_util:Scope", "jax._src.source_info_util:Transform",
-    "jax._src.frozen_dict:FrozenDict",
+    "jax._src.frozen_dict:FrozenDict", "jax._src.api:Inline", "jax._src.util:Either",
+    "jax._src.layout:LayoutMode",
+    "jax._src.flattree:FTTuple", "jax._src.flattree:FTSingleton", "jax._src.flattree:FTFiltered",
+    "jax._src.numpy.hijax:SearchSorted",
     # shardings and meshes (abstract only: devices are never data)
     "jax:P", "jax.sharding:PartitionSpec", "jax._src.partition_spec:PartitionSpec",
     "jax._src.partition_spec:UnconstrainedSingleton",
@@ -66,6 +69,8 @@ _ALLOWED_NAMES = (
     # lax parameters
     "jax._src.lax.lax:Precision", "jax._src.lax.lax:DotAlgorithmPreset",
     "jax._src.lax.lax:RoundingMethod", "jax._src.lax.lax:AccuracyMode",
+    "jax._src.lax.lax:RaggedDotDimensionNumbers", "jax.experimental.sparse.util:SparseInfo",
+    "jax._src.lax.control_flow.solves:_LinearSolveTuple",
     "jax._src.lax.slicing:GatherDimensionNumbers", "jax._src.lax.slicing:GatherScatterMode",
     "jax._src.lax.slicing:ScatterDimensionNumbers", "jax._src.lax.convolution:ConvDimensionNumbers",
     "jax._src.lax.lax:DotDimensionNumbers", "jax._src.lax.parallel:ReduceScatterRule",
@@ -136,6 +141,7 @@ _ALLOWED_NAMES = (
     "ml_dtypes:float4_e2m1fn", "ml_dtypes:int4", "ml_dtypes:uint4", "ml_dtypes:int2",
     "ml_dtypes:uint2",
 )
+
 _SCALAR_TYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                  "float16", "float32", "float64", "complex64", "complex128")
 
@@ -162,6 +168,12 @@ def allowed() -> dict[str, Any]:
 
         _import_jax_modules()
         found: dict[str, Any] = {"numpy:dtype": _safe_dtype}
+        import jax.numpy as jnp
+
+        for name in _SCALAR_TYPES:  # a scalar type as a parameter (preferred_element_type)
+            found[f"numpy:{name}"] = getattr(np, name)
+            found[f"jax.numpy:{name}"] = getattr(jnp, name)
+        found["jax.numpy:bfloat16"] = jnp.bfloat16
         for entry in _ALLOWED_NAMES:
             module_name, name = entry.split(":")
             value = sys.modules.get(module_name)
@@ -171,9 +183,6 @@ def allowed() -> dict[str, Any]:
                 value = getattr(value, part, None)
             if value is not None:
                 found[entry] = value
-        for name in _SCALAR_TYPES:  # numpy scalar types, by their pickled home
-            scalar = getattr(np, name)
-            found[f"numpy:{name}"] = scalar
         _allowed = found
     return _allowed
 
@@ -207,19 +216,11 @@ def primitive_registry() -> dict[str, Any]:
 
     _import_jax_modules()
 
-    registry: dict[str, Any] = {}
-    for name in sorted(sys.modules):
-        module = sys.modules.get(name)
-        if module is None or name.split(".")[0] not in PRIMITIVE_ROOTS:
-            continue
-        try:
-            items = list(vars(module).items())
-        except TypeError:
-            continue
-        for attribute, value in items:
-            if isinstance(value, core.Primitive):
-                registry[f"{name}:{attribute}"] = value
-    return registry
+    from jaxbench import compat
+
+    return {f"{name}:{attribute}": value
+            for name, attribute, value in compat.module_items(PRIMITIVE_ROOTS)
+            if isinstance(value, core.Primitive)}
 
 
 class _Reader(pickle.Unpickler):
@@ -230,11 +231,15 @@ class _Reader(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         value = self._allowed.get(f"{module}:{name}")
+        if value is None and module.split(".")[0] == "candidate":  # the tracer's name for it
+            raise StageFailure("rejected", "trace",
+                               "the kernel passes objects of its own classes as parameters of JAX "
+                               f"operations ({module}.{name}): only JAX's own parameter classes "
+                               "can be handed to the judge")
         if value is None:
             raise StageFailure("rejected", "trace",
                                f"the traced kernel holds an object of {module}.{name}, which is not "
-                               "on the judge's list of JAX and NumPy data types (the kernel's own "
-                               "classes, functions and other objects cannot be handed over)")
+                               "on the judge's list of JAX and NumPy data types it reads")
         return value
 
     def persistent_load(self, pid: Any) -> Any:
@@ -244,12 +249,17 @@ class _Reader(pickle.Unpickler):
             primitive = self._registry.get(key)
             if primitive is None or primitive.name != name:
                 raise StageFailure("rejected", "trace",
-                                   f"the traced kernel uses the primitive {name[:80]!r} "
-                                   f"({key[:120] or 'no module'}), which is not one of JAX's own "
-                                   "(user-defined primitives and lowering rules are not allowed)")
+                                   f"the kernel uses primitives JAX does not define "
+                                   f"({name[:80]}): kernels may not define primitives or lowering "
+                                   f"rules (handed over as {key[:120] or 'no JAX module'!r})")
             return primitive
-        if isinstance(pid, tuple) and len(pid) == 6 and pid[0] == "eqn_context":
-            return _eqn_context(*pid[1:])
+        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "eqn_context":
+            return _eqn_context(pid[1])
+        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "abstract":
+            from jax._src import core
+
+            if isinstance(pid[1], core.AbstractValue):
+                return pid[1]  # a value of a trace that ended: its type only
         if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "singleton":
             value = singletons().get(pid[1]) if isinstance(pid[1], str) else None
             if value is not None:
@@ -265,6 +275,7 @@ SINGLETONS = (
     ("jax._src.pallas.core", "squeezed"), ("jax._src.core", "abstract_token"),
     ("jax._src.mesh", "empty_concrete_mesh"), ("jax._src.mesh", "empty_abstract_mesh"),
     ("jax._src.named_sharding", "UNSPECIFIED"), ("jax._src.sharding_impls", "UNSPECIFIED"),
+    ("jax._src.layout", "AutoLayout"),
 )
 
 
@@ -279,25 +290,35 @@ def singletons() -> dict[str, Any]:
     return found
 
 
-def _eqn_context(compute_type: Any, threefry: Any, mesh: Any, remove_size_one: Any,
-                 metadata: Any) -> Any:
-    """An equation's context (compute type, PRNG mode, abstract mesh, XLA metadata), checked."""
+def _eqn_context(fields: Any) -> Any:
+    """An equation's context (compute type, PRNG mode, abstract mesh, XLA metadata, ...), its
+    fields checked against this JAX's own and typed data only, interned as JAX interns it."""
+    import enum
+
     from jax._src import core
     from jax._src import mesh as mesh_lib
 
-    if not (compute_type is None or isinstance(compute_type, str)) or not isinstance(
-            threefry, bool) or not isinstance(remove_size_one, bool) or not isinstance(
-            mesh, mesh_lib.AbstractMesh) or not (metadata is None or (isinstance(
-                metadata, tuple) and all(isinstance(kv, tuple) and len(kv) == 2 and isinstance(
-                    kv[0], str) and isinstance(kv[1], (str, int, float, bool)) for kv in metadata))):
-        raise StageFailure("rejected", "trace", "the hand-over holds a malformed equation context")
-    create = getattr(core.JaxprEqnContext, "_create", None)
-    if create is None:  # pragma: no cover - a JAX without it
-        return core.JaxprEqnContext()
-    try:
-        return create(compute_type, threefry, mesh, remove_size_one, metadata)
-    except TypeError:  # pragma: no cover - another JAX's fields
-        return core.JaxprEqnContext()
+    slots = [s for s in core.JaxprEqnContext.__slots__ if s not in ("configs", "__weakref__")]
+    malformed = StageFailure("rejected", "trace", "the hand-over holds a malformed equation "
+                                                  "context")
+    if not (isinstance(fields, tuple) and [f[0] if isinstance(f, tuple) and len(f) == 2 else None
+                                           for f in fields] == slots):
+        raise malformed
+    values = []
+    for name, value in fields:
+        if name == "cur_abstract_mesh":
+            ok = isinstance(value, mesh_lib.AbstractMesh)
+        elif name == "xla_metadata":
+            ok = value is None or (isinstance(value, tuple) and all(
+                isinstance(kv, tuple) and len(kv) == 2 and isinstance(kv[0], str)
+                and isinstance(kv[1], (str, int, float, bool)) for kv in value))
+        else:
+            ok = value is None or isinstance(value, (str, bool, int, enum.Enum)) or (
+                isinstance(value, frozenset) and all(isinstance(v, str) for v in value))
+        if not ok:
+            raise malformed
+        values.append(value)
+    return core.JaxprEqnContext._create(*values)
 
 
 def _prescan(data: bytes) -> None:
@@ -382,8 +403,8 @@ def _validated(payload: Any) -> dict[str, Any]:
     from jax._src import core
 
     eqn_lines: dict[int, tuple[str, int]] = {}
-    kept: list[Any] = []
     for size, closed in traces.items():
+        walked: set[int] = set()
         if not isinstance(size, str) or type(closed) is not compat.ClosedJaxpr:
             raise refuse("a trace that is not a closed jaxpr")
         try:
@@ -393,12 +414,13 @@ def _validated(payload: Any) -> dict[str, Any]:
                     raise refuse("an equation that is not JAX's")
                 if not isinstance(eqn.params, dict):
                     raise refuse("equation parameters that are not a dict")
+                walked.add(id(eqn))
         except (ValueError, AttributeError, TypeError) as exc:
             raise refuse(str(exc)[:200]) from None
         for item in lines.get(size, ()) if isinstance(lines.get(size), list) else ():
-            if (isinstance(item, tuple) and len(item) == 2 and type(item[0]) is core.JaxprEqn
+            # only equations of the traces themselves (they stay alive with the traces)
+            if (isinstance(item, tuple) and len(item) == 2 and id(item[0]) in walked
                     and isinstance(item[1], tuple) and len(item[1]) == 2
                     and isinstance(item[1][0], str) and isinstance(item[1][1], int)):
                 eqn_lines[id(item[0])] = (item[1][0][:500], item[1][1])
-                kept.append(item[0])
-    return {"traces": traces, "lines": eqn_lines, "_keep": kept}
+    return {"traces": traces, "lines": eqn_lines}

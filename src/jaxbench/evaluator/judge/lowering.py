@@ -44,8 +44,8 @@ class Lowered:
     interpret: Any = None  # the CPU interpret module (interpret mode), fill A
     interpret_b: Any = None  # the same with fill B
     interpret_error: str = ""
+    kernel_ir: list[str] = field(default_factory=list)  # the kernels' own IR (``--save-ir``)
     budget_problem: str = ""  # the estimates' first problem, naming the line
-    memory: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _types(specs: Any) -> list[tuple[tuple[int, ...], str]]:
@@ -53,18 +53,37 @@ def _types(specs: Any) -> list[tuple[tuple[int, ...], str]]:
 
 
 def _check_types(closed: Any, task: Any, size: str, where: str) -> None:
-    """The jaxpr's inputs are the task's at ``size``, its outputs the reference's."""
+    """The jaxpr's inputs are the task's at ``size`` (its outputs are checked on the lowered
+    module, as every module's are: :func:`jaxbench.evaluator.judge.rules.check_export`)."""
     ins = [(tuple(int(d) for d in a.shape), str(a.dtype)) for a in closed.in_avals]
-    outs = [(tuple(int(d) for d in a.shape), str(a.dtype)) for a in closed.out_avals]
     want_in = _types(task.input_specs(size))
-    want_out = _types(jax.tree_util.tree_leaves(task.output_shapes(size)))
     if ins != want_in:
         raise StageFailure("rejected", "trace", f"{where}the traced kernel takes {ins}, not the "
                                                 f"task's inputs {want_in}")
-    if outs != want_out:
-        raise StageFailure("incorrect", "trace", f"{where}the kernel returns {outs}; the reference "
-                                                 f"returns {want_out} (shape and dtype must match "
-                                                 "exactly)")
+
+
+def well_formed(closed: Any, device_kind: str, target: str, where: str = "") -> None:
+    """The jaxpr type-checks (JAX's own checker: every equation's output types are what its
+    primitive gives for its inputs, so no type written into the hand-over is a lie the
+    lowering would believe), and no equation asks to be lowered for another chip than the one
+    judged (an equation's context carries the abstract mesh lowering asks for the chip)."""
+    from jax._src import core
+
+    try:
+        core.check_jaxpr(closed.jaxpr)
+    except Exception as exc:  # noqa: BLE001 - JAX's checker refuses it, whatever the error
+        raise StageFailure("rejected", "trace", f"{where}the handed-over jaxpr does not "
+                                                f"type-check: {short_error(exc, 300)}") from None
+    from jaxbench.backends.chips import chip_or_default
+
+    judged = chip_or_default(device_kind, target).device_kind  # as the tracer's chip context
+    for eqn in compat.walk_eqns(closed.jaxpr):
+        device = getattr(getattr(eqn.ctx, "cur_abstract_mesh", None), "abstract_device", None)
+        kind = getattr(device, "device_kind", None)
+        if kind is not None and kind not in (device_kind, judged):
+            raise StageFailure("rejected", "trace", f"{where}an equation of the handed-over "
+                                                    f"jaxpr is lowered for {kind!r}, not for the "
+                                                    f"judged {device_kind!r}")
 
 
 def jaxpr_rules(closed: Any, where: str = "", stage: str = "trace") -> None:
@@ -120,7 +139,9 @@ def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowere
     from jaxbench.evaluator.judge.triton_rules import location
 
     size, target, mode = request["size"], request["target"], request["mode"]
-    platform = PLATFORMS[target]
+    # the target's platform; "cpu" (a test's stand-in for a device) lowers the kernels as the
+    # interpreter runs them, the only way Pallas lowers for the CPU
+    platform = request.get("platform") or PLATFORMS[target]
     traces = payload["traces"]
     missing = sorted(set(task.inputs) - set(traces))
     if missing:
@@ -135,6 +156,7 @@ def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowere
             where = "" if name == size else f"at size {name!r}: "
             _check_types(traces[name], task, name, where)
             jaxpr_rules(traces[name], where, "trace" if name == size else "lower")
+            well_formed(traces[name], tpu_kind if target == "tpu" else gpu_kind, target, where)
         if target == "gpu" and request.get("gpu_race_rule", True):
             problem = gpu_rules.parallel_write_conflict(traces[size])
             if problem:
@@ -142,20 +164,25 @@ def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowere
         locate = location(request.get("source"), request.get("filename", "<kernel>"))
         for name in order:
             try:
-                problem, found = memory_rules.check(traces[name], target, name, tpu_kind,
-                                                    gpu_kind, locate)
+                problem = memory_rules.check(traces[name], target, name, tpu_kind, gpu_kind,
+                                             locate)[0]
             except Exception:  # noqa: BLE001 - an estimate that fails decides nothing
-                problem, found = "", []
-            lowered.memory += found
+                problem = ""
             if problem:
                 lowered.budget_problem = problem
                 break
+        from jaxbench.evaluator.artifacts import capture_kernel_ir
+
         for name in order:
             specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(name)]
+            capture = name == size and request.get("save_ir")
             try:
-                lowered.target[name] = exporting.export(
-                    traces[name], specs, platform, tpu_device_kind=tpu_kind,
-                    gpu_device_kind=gpu_kind, portable=mode == "interpret")
+                with capture_kernel_ir() if capture else contextlib.nullcontext([]) as ir:
+                    lowered.target[name] = exporting.export(
+                        traces[name], specs, platform, interpret=platform == "cpu",
+                        tpu_device_kind=tpu_kind, gpu_device_kind=gpu_kind,
+                        portable=mode == "interpret")
+                lowered.kernel_ir += ir
             except Exception as exc:  # noqa: BLE001 - JAX refused to lower the kernel
                 raise _lowering_failure(exc, target, name, size,
                                         lowered.budget_problem) from None
@@ -206,7 +233,7 @@ def interpreter_runs(lowered: Lowered, request: dict[str, Any], task: Any,
             probes.append(("gpu_interpreter", gpu_key,
                            lambda: compat.gpu_interpreter(detect_races=True)))
     for label, key, make_params in probes:
-        what = "interpreter: " if label == "tpu_interpreter" else "Mosaic GPU interpreter: "
+        what = "TPU interpreter: " if label == "tpu_interpreter" else "Mosaic GPU interpreter: "
         try:
             with random_fill(secrets.randbits(32)), known_lines({}):
                 fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, make_params())))

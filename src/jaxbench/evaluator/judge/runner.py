@@ -1,15 +1,18 @@
-"""The trusted runner: checks and runs exported modules; never imports candidate code.
+"""The trusted runner: derives, checks and runs modules; never imports candidate code.
 
 Started as ``python -m jaxbench.evaluator.judge.runner`` and kept warm across
-evaluations (it runs no candidate Python, only modules that passed the rules).
-It reads one JSON request per line on stdin and answers one JSON line on its
-private copy of stdout. A request names a directory, written by the parent,
-holding ``target.export`` and (interpret mode) ``interpret.export``. The runner
-deserializes them, applies :mod:`jaxbench.evaluator.judge.rules`, draws the
-trial inputs from the keys in the request (the only place besides the parent
-that ever holds real inputs), runs the module, writes the outputs to
-``outputs.npy`` in that directory, and on a device times the target module
-against the reference and runs it once more on new inputs. The parent compares
+evaluations (it runs no candidate Python, only JAX's own lowering of data it has
+checked). It reads one JSON request per line on stdin and answers one JSON line
+on its private copy of stdout. A request names a directory, written by the
+parent, holding the tracer's hand-over (``jaxpr.pkl``). The runner reads it
+(:mod:`jaxbench.evaluator.judge.jaxpr_reader`), applies the jaxpr rules and
+lowers the target module at every size and the interpret module itself
+(:mod:`jaxbench.evaluator.judge.lowering`), applies
+:mod:`jaxbench.evaluator.judge.rules` and the budgets, runs the interpreters'
+checks, draws the trial inputs from the keys in the request (the only place
+besides the parent that ever holds real inputs), runs the module, writes the
+outputs to ``outputs.npy`` in that directory, and on a device times the target
+module against the reference and runs it once more on new inputs. The parent compares
 the outputs with the float32 truth and computes every figure. On a device the
 runner asks the parent for the device lease before timing and gives it back after
 (``{"lease": "exclusive"|"shared"}`` lines, answered ``go`` on stdin), so that
@@ -18,6 +21,7 @@ concurrent evaluations never time while another compiles or times.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 _perf_counter = time.perf_counter
+HANDOVER = "jaxpr.pkl"  # the tracer's traced jaxprs, the one thing it hands over
 CLEAR_CACHES_EVERY = 16
 
 
@@ -69,38 +74,27 @@ def _triton_kernels(exported: Any) -> list[dict[str, Any]] | str:
         return f"reading the Triton IR failed: {short_error(exc, 250)}"
 
 
-def _budgets(request: dict[str, Any], directory: Path, task: Any, platform: str,
-             target: Any) -> tuple[str, list[dict[str, Any]]]:
-    """(problem or '', figures): the on-chip memory budgets of the target exports at every size
-    in ``request["budget_exports"]``, each checked as the main export is (platform, effects,
-    the size's types). Anything unread or unchecked is a problem, never a pass."""
+def _budgets(request: dict[str, Any], task: Any, platform: str,
+             lowered: Any) -> tuple[str, list[dict[str, Any]]]:
+    """(problem or '', figures): the on-chip memory budgets of the target modules this runner
+    lowered at every size, each checked as the main one is (platform, effects, the size's
+    types)."""
     import jax
 
-    from jaxbench import compat
     from jaxbench.evaluator.judge import budgets, rules
     from jaxbench.evaluator.result import StageFailure, short_error
 
-    exported = {}
-    for size, name in dict(request["budget_exports"]).items():
+    for size, module in lowered.target.items():
         try:
-            if name == "target.export" and size == request["size"]:
-                module = target
-            elif not isinstance(name, str) or Path(name).name != name or name.startswith("."):
-                return f"memory budget at size {size!r}: no export file {name!r}", []
-            else:
-                module = compat.deserialize((directory / name).read_bytes())
             outs = jax.tree_util.tree_leaves(task.output_shapes(size))
             rules.check_export(module, platform, _spec_types(task.input_specs(size)),
                                _spec_types(outs), f"the size {size!r}")
         except StageFailure as failure:
             return f"memory budget at size {size!r}: {failure.message}", []
-        except Exception as exc:  # noqa: BLE001 - missing, malformed, an unknown size
-            return (f"memory budget at size {size!r}: the export cannot be checked: "
-                    f"{short_error(exc, 200)}"), []
-        exported[size] = module
     chip = request.get("chip") or {}
     try:
-        return budgets.check(exported, platform, chip.get("tpu") or budgets.DEFAULT_TPU,
+        return budgets.check(dict(lowered.target), platform,
+                             chip.get("tpu") or budgets.DEFAULT_TPU,
                              chip.get("gpu") or budgets.DEFAULT_GPU)
     except Exception as exc:  # noqa: BLE001 - a judge bug still fails the budget
         return f"memory budget: the judge could not compute it: {short_error(exc, 300)}", []
@@ -108,15 +102,15 @@ def _budgets(request: dict[str, Any], directory: Path, task: Any, platform: str,
 
 def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: None
           ) -> dict[str, Any]:
-    """One evaluation's trusted work; raises StageFailure for a verdict other than 'ran'.
-    ``lease(kind)`` returns once the device lease (:mod:`jaxbench.evaluator.lease`) is held
-    that way: the timing is the only part that holds it exclusively."""
+    """One evaluation's trusted work, from the tracer's jaxpr hand-over; raises StageFailure
+    for a verdict other than 'ran'. ``lease(kind)`` returns once the device lease
+    (:mod:`jaxbench.evaluator.lease`) is held that way: the timing is the only part that holds
+    it exclusively."""
     import jax
 
-    from jaxbench import compat
     from jaxbench.backends import device_kind, kernel_backend_of_calls
     from jaxbench.evaluator.arrays import pack
-    from jaxbench.evaluator.judge import rules
+    from jaxbench.evaluator.judge import jaxpr_reader, lowering, rules
     from jaxbench.evaluator.result import StageFailure, short_error
     from jaxbench.tasks import get_task
 
@@ -129,37 +123,56 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
                                 "stages": {}}
 
     t0 = _perf_counter()
-    try:
-        target = compat.deserialize((directory / "target.export").read_bytes())
-    except Exception as exc:  # noqa: BLE001 - a malformed module is the candidate's failure
-        raise StageFailure("compile_error", "lower",
-                           f"the target export does not deserialize: {short_error(exc, 200)}") from None
+    if request.get("tokamax"):  # an allowed library the kernel imports: its primitives are known
+        with contextlib.suppress(ImportError):
+            import tokamax  # noqa: F401
+    payload = jaxpr_reader.read((directory / HANDOVER).read_bytes())
+    response["stages"]["read"] = {"seconds": round(_perf_counter() - t0, 4)}
+    t0 = _perf_counter()
+    lowered = lowering.lower(payload, request, task)
+    response["stages"]["lower"] = {"seconds": round(_perf_counter() - t0, 4)}
+    if lowered.interpret_error:
+        response["stages"]["lower"]["interpret_export_error"] = lowered.interpret_error
+    response["budget_problem"] = lowered.budget_problem  # the estimate's, naming the line
+    t0 = _perf_counter()
+    target = lowered.target[size]
     rules.check_export(target, platform, in_types, out_types, "target")
     target_report = _structure(target, platform)
     response["structure"] = rules.check_target(target_report, task.flops(size),
                                                request.get("max_outside_flops_fraction", 0.1))
     response["kernel_backend"] = kernel_backend_of_calls(response["structure"]["custom_calls"])
-    if request.get("budget_exports"):  # a budget never fails the request: the parent decides
-        response["budget_problem"], response["memory"] = _budgets(request, directory, task,
-                                                                  platform, target)
+    # (a "cpu" target, a test's stand-in for a device, has no chip whose memory to count)
+    problem, figures = _budgets(request, task, platform, lowered) if platform != "cpu" \
+        else ("", [])
+    if problem and not response["budget_problem"]:
+        response["budget_problem"] = problem
+    response["memory"] = figures
     if platform == "cuda" and mode == "interpret":  # no GPU here: check the Triton IR ourselves
         response["triton_kernels"] = _triton_kernels(target)
-    interpret = None
-    if mode == "interpret" and request.get("interpret_export", True):
-        try:
-            interpret = compat.deserialize((directory / "interpret.export").read_bytes())
-        except Exception as exc:  # noqa: BLE001
-            raise StageFailure("compile_error", "lower", "the interpret-mode export does not "
-                                                         f"deserialize: {short_error(exc, 200)}") from None
+    interpret = lowered.interpret
+    if interpret is not None:
         rules.check_export(interpret, "cpu", in_types, out_types, "interpret-mode")
-        rules.check_interpret(_structure(interpret, "cpu"), target_report)
     response["stages"]["check"] = {"seconds": round(_perf_counter() - t0, 4)}
     if request.get("save_ir"):
         response["stablehlo"] = target.mlir_module()
-    if mode == "interpret" and interpret is None:
-        return response  # no exportable interpret lowering: the parent makes it `unverified`
-
+        response["jaxpr"] = str(lowered.traces[size])[:2_000_000]
+        response["kernel_ir"] = "\n\n".join(lowered.kernel_ir)
     runs: list[tuple[str, Any, Any]] = []
+    if response["budget_problem"]:
+        return response  # the parent refuses it (after the structure rules above)
+    t0 = _perf_counter()
+    probes, info = lowering.interpreter_runs(lowered, request, task,
+                                             lambda key: _inputs(task, key, size))
+    response.update(info)
+    runs += probes
+    if probes or info:
+        response["stages"]["probe"] = {"seconds": round(_perf_counter() - t0, 4)}
+    if mode == "interpret" and interpret is None:
+        data, layout = pack(runs)
+        (directory / "outputs.npy").write_bytes(data)
+        response["trials"] = layout
+        return response  # no interpret lowering: the parent makes it `unverified`
+
     module = interpret if mode == "interpret" else target
     t0 = _perf_counter()
     try:
@@ -167,9 +180,14 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
         compiled = jax.jit(module.call).lower(*first).compile()
         response["compile_s"] = round(_perf_counter() - t0, 4)
         t0 = _perf_counter()
+        trials = []
         for i, key in enumerate(request["trial_keys"]):
             inputs = first if i == 0 else _inputs(task, key, size)
-            runs.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
+            trials.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
+        if mode == "interpret":  # the same first trial with other uninitialised memory
+            other = jax.jit(lowered.interpret_b.call).lower(*first).compile()
+            _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))
+        runs += trials
     except StageFailure:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -230,6 +248,25 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
         (directory / "truth.npy").write_bytes(data)
         response["truth"] = layout
     return response
+
+
+def _same_outputs(a: Any, b: Any) -> None:
+    """Outputs of one input set under two random fills of uninitialised memory must be equal
+    bit for bit: a kernel whose outputs depend on memory it never wrote (or that looks for an
+    interpreter's NaN fill) differs."""
+    import jax
+    import numpy as np
+
+    from jaxbench.evaluator.result import StageFailure
+
+    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.tobytes() != y.tobytes():
+            raise StageFailure("incorrect", "correct",
+                               "the outputs depend on uninitialised memory (e.g. an output never "
+                               "written, or scratch read before it is written): two runs on the "
+                               "same inputs, with that memory filled with different random bits, "
+                               "differ")
 
 
 def _truths(task: Any, size: str, labelled: list[tuple[str, Any]]) -> list[tuple[str, Any, Any]]:

@@ -7,9 +7,10 @@ attribute JAX keeps it under (``("primitive", "add", "jax._src.lax.lax:add_p")``
 object; the judge (:mod:`jaxbench.evaluator.judge.jaxpr_reader`) resolves those from its own
 JAX and reads the rest with an allow-list of classes. Before pickling:
 
-- custom derivative wrappers (``custom_jvp_call``, ``custom_vjp_call``) are replaced by a
-  ``closed_call`` of their primal computation (their rules are Python callables, which are not
-  data and are never needed to run the forward computation);
+- custom derivative and custom vmap wrappers are replaced by a ``closed_call`` of their primal
+  computation (their rules are Python callables, which are not data and are never needed to
+  run the forward computation); a host callback's functions become their type names (the
+  judge refuses the callback itself);
 - source information becomes a plain ``file:line`` string per equation of the kernel's own
   file (kept for messages), tracebacks are dropped, and debug information keeps strings only;
 - device arrays become NumPy arrays.
@@ -72,9 +73,18 @@ def _inline_value(value: Any) -> Any:
     return value
 
 
+# Host callbacks: their Python function is not data. The judge refuses the primitive by name,
+# so the function is handed over as its name only.
+_CALLBACKS = ("pure_callback", "io_callback", "debug_callback", "callback")
+
+
 def _inline_jaxpr(jaxpr: Any) -> Any:
     eqns = []
     for eqn in jaxpr.eqns:
+        if eqn.primitive.name in _CALLBACKS:
+            eqns.append(eqn.replace(params={k: f"<{type(v).__name__}>" if callable(v) else v
+                                            for k, v in eqn.params.items()}))
+            continue
         if eqn.primitive.name in _CUSTOM_DERIVATIVES and isinstance(
                 eqn.params.get("call_jaxpr", eqn.params.get("call")),
                 (compat.ClosedJaxpr, compat.Jaxpr)):
@@ -88,7 +98,7 @@ def _inline_jaxpr(jaxpr: Any) -> Any:
 
 def inline_custom_derivatives(closed: Any) -> Any:
     """``closed`` with every custom derivative wrapper, at any depth, replaced by a call of its
-    primal computation."""
+    primal computation, and host callbacks' functions replaced by their type names."""
     return compat.ClosedJaxpr(_inline_jaxpr(closed.jaxpr), closed.consts)
 
 
@@ -104,7 +114,7 @@ class _Pickler(pickle.Pickler):
             core.Primitive, source_info_util.SourceInfo, lu.DebugInfo)
         from jax._src.state import types as state_types
 
-        self._transformed_ref = state_types.TransformedRef
+        self._transformed_ref, self._tracer = state_types.TransformedRef, core.Tracer
         from jax._src import literals
 
         self._typed_array = getattr(literals, "TypedNdArray", None)
@@ -113,14 +123,24 @@ class _Pickler(pickle.Pickler):
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, self._primitive):
             return (PRIMITIVE_TAG, str(obj.name), self._keys.get(id(obj), ""))
+        if isinstance(obj, self._tracer):
+            # JAX 0.12 leaves the enclosing trace's values attached to some inner jaxprs
+            # (Mosaic GPU's run_scoped); lowering reads their types only
+            return ("abstract", obj.aval)
         if id(obj) in self._singletons:  # compared by identity: named, not copied
             return ("singleton", self._singletons[id(obj)])
         if type(obj) is self._context:
-            # it pickles as "the context current when unpickled"; what it holds is named here
-            metadata = getattr(obj, "xla_metadata", None)
-            return ("eqn_context", obj.compute_type, bool(obj.threefry_partitionable),
-                    obj.cur_abstract_mesh, bool(getattr(obj, "remove_size_one_mesh_axis", False)),
-                    None if metadata is None else tuple(sorted(metadata.items())))
+            # it pickles as "the context current when unpickled"; what it holds is named here,
+            # field by field in the order of its slots (the order JAX's constructor takes)
+            fields = []
+            for slot in type(obj).__slots__:
+                if slot in ("configs", "__weakref__"):
+                    continue
+                value = getattr(obj, slot, None)
+                if slot == "xla_metadata" and value is not None:
+                    value = tuple(sorted(value.items()))
+                fields.append((slot, value))
+            return ("eqn_context", tuple(fields))
         return None
 
     def reducer_override(self, obj: Any) -> Any:

@@ -3,7 +3,8 @@ output block), whose race only the TPU interpreter's check sees. When traced at 
 other size, candidate code writes the tracer's report itself: the honest exports of its own
 trace (made with the harness's exporter), a status saying "traced" with the TPU-interpreter
 check "unsupported", and ends the process with exit status 0, before the harness's own last
-step. Refused: the report carries no job token, so it was not the harness's."""
+step. Refused: the parent reads nothing but the jaxpr hand-over (there is none) and failure
+text; the forged exports are never read."""
 import operator
 import typing
 
