@@ -147,11 +147,10 @@ def abstract_device(platform: str, device_kind: str, num_cores: int | None = Non
 def portable_glue(platform: str) -> Iterator[None]:
     """Lowers cumulative reductions (``jnp.cumsum`` & co.) for ``platform`` with JAX's generic
     rule (``reduce_window``), as on the CPU. From JAX 0.11 a GPU export turns ``cumsum`` into
-    a ``chlo.scan`` composite (a loop), the CPU export into a ``reduce_window``; in interpret
-    mode the judge requires the target and interpret-mode exports to match outside kernels,
-    so an honest kernel with a cumsum in its glue would be refused. (XLA:CPU cannot run the
-    composite, so the CPU export cannot follow the GPU's rule instead.) Only for exports that
-    are not run on the chip: a device-mode export keeps the GPU's own rule."""
+    a ``chlo.scan`` composite (a loop), the CPU export into a ``reduce_window``. In interpret
+    mode the target module is checked, not run, and its glue is priced in the form the CPU
+    interpret module runs (XLA:CPU cannot run the composite). Only for modules that are not
+    run on the chip: a device-mode module keeps the GPU's own rule."""
     from jax._src.interpreters import mlir
     from jax._src.lax.control_flow import loops
 

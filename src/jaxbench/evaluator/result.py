@@ -38,11 +38,6 @@ def with_cpu_check_flags(env: dict[str, str] | os._Environ[str]) -> None:
         env["XLA_FLAGS"] = f"{flags} {CPU_CHECK_XLA_FLAGS}".strip()
 
 
-def size_export(size: str) -> str:
-    """The file of the target export at another size than the evaluated one (budgets only)."""
-    return f"target.{len(size)}-{''.join(c if c.isalnum() else '_' for c in size)}.export"
-
-
 class StageFailure(Exception):
     """A candidate failed a stage: carries the status and the stage it stopped at."""
 

@@ -1,12 +1,11 @@
-"""From one traced jaxpr to the modules the judge runs (untrusted side).
+"""From the handed-over jaxpr to the modules the judge checks and runs (trusted side).
 
-The candidate's ``kernel`` is traced exactly once. Everything after derives from
-that one jaxpr without calling candidate Python again: every kernel equation
-(``pallas_call``, ``core_map``) is wrapped in its own named ``jit`` (so the
-judge can find kernel regions in the exported module) and gets the ``interpret``
-parameter the export needs: ``False`` for the target platform (Mosaic TPU,
-Triton or Mosaic GPU custom calls inside), ``True`` for the CPU interpret-mode
-module, the TPU interpreter's parameters for the untrusted race check.
+Everything derives from the jaxpr the tracer handed over, without candidate Python:
+every kernel equation (``pallas_call``, ``core_map``) is wrapped in its own named
+``jit`` (so the judge can find kernel regions in the lowered module) and gets the
+``interpret`` parameter the module needs: ``False`` for the target platform
+(Mosaic TPU, Triton or Mosaic GPU custom calls inside), ``True`` for the CPU
+interpret-mode module, the interpreters' parameters for their race checks.
 """
 
 from __future__ import annotations
@@ -20,12 +19,11 @@ import jax
 from jaxbench import compat
 
 KERNEL_PREFIX = "jaxbench_kernel"
-# The chips kernels are lowered for when none is attached, and the file names of the target
-# module at other sizes: contracts with the parent, kept in evaluator/result.py.
+# The chips kernels are lowered for when none is attached: a contract with the parent, kept in
+# evaluator/result.py.
 from jaxbench.evaluator.result import (  # noqa: E402, F401 - re-exported
     CROSS_LOWERING_GPU,
     CROSS_LOWERING_TPU,
-    size_export,
 )
 
 # Triton's custom call has no export compatibility guarantee; the judge allow-lists it itself.
@@ -165,69 +163,3 @@ def scan(closed: Any) -> Scan:
     found = Scan()
     _scan(closed.jaxpr, found)
     return found
-
-
-def _candidate_class(cls: type, untrusted: Any) -> str:
-    """The name of the first class in ``cls``'s MRO with a method, property or other code that
-    the candidate compiled; '' when none."""
-    for klass in getattr(cls, "__mro__", ()):
-        for value in list(vars(klass).values()):
-            for fn in (value, getattr(value, "__func__", None), getattr(value, "fget", None),
-                       getattr(value, "fset", None), getattr(value, "__get__", None)):
-                code = getattr(fn, "__code__", None)
-                if code is not None and untrusted(code.co_filename):
-                    return klass.__name__
-    return ""
-
-
-def candidate_parameters(closed: Any, untrusted: Any, limit: int = 100_000) -> list[str]:
-    """Equation parameters (anywhere in the jaxpr, kernel bodies and index maps included) that
-    are objects of classes with candidate code: lowering reads parameters, so such an object
-    could answer differently when the target module and when the interpret module is made."""
-    found: list[str] = []
-    seen: set[int] = set()
-    checked: dict[type, str] = {}
-    budget = [limit]
-
-    def visit(value: Any, where: str, depth: int) -> None:
-        if budget[0] <= 0 or depth > 8 or id(value) in seen:
-            return
-        budget[0] -= 1
-        seen.add(id(value))
-        cls = type(value)
-        if cls not in checked:
-            checked[cls] = _candidate_class(cls, untrusted)
-        if checked[cls]:
-            found.append(f"{where}: an object of the kernel's own class {checked[cls]}")
-            return
-        if isinstance(value, (compat.ClosedJaxpr, compat.Jaxpr)):
-            for const in getattr(value, "consts", ()):
-                visit(const, "a constant", depth + 1)
-            jaxpr = getattr(value, "jaxpr", value)
-            for eqn in jaxpr.eqns:
-                for name, param in eqn.params.items():
-                    visit(param, f"{eqn.primitive.name}.{name}", depth + 1)
-            return
-        if isinstance(value, (str, bytes, int, float, bool, complex, type(None))):
-            return
-        if isinstance(value, dict):
-            items = list(value.items())
-            for k, v in items:
-                visit(k, where, depth + 1)
-                visit(v, where, depth + 1)
-            return
-        if isinstance(value, (list, tuple, set, frozenset)):
-            for item in list(value):
-                visit(item, where, depth + 1)
-            return
-        fields = getattr(value, "__dataclass_fields__", None)
-        attrs = list(fields) if isinstance(fields, dict) else []
-        attrs += [a for a in getattr(cls, "__slots__", ()) if isinstance(a, str)]
-        for attr in attrs:
-            try:
-                visit(object.__getattribute__(value, attr), where, depth + 1)
-            except AttributeError:
-                pass
-
-    visit(closed, "kernel", 0)
-    return found[:4]
