@@ -143,10 +143,10 @@ def _hostile_pickle(directory, job):
 SCENARIOS = [
     # name, scenario, status, stage, words in the message
     ("claims_correct_without_a_handover", lambda d, j: _write(d, {"status.json": json.dumps(
-        {"status": "correct", "speedup": 99.0}).encode()}), "crashed", "trace",
+        {"status": "correct", "speedup": 99.0}).encode()}), "crashed", "lower",
      "handed over no traced jaxpr"),
     ("traced_without_a_handover", lambda d, j: _write(d, {"status.json": _status()}),
-     "crashed", "trace", "handed over no traced jaxpr"),
+     "crashed", "lower", "handed over no traced jaxpr"),
     # the forgery of issue 35: a kernel whose Pallas part writes zeros, the rest plain XLA, and
     # the old design's files (exports, probe outputs, a "ran" claim) beside it
     ("zeros_kernel_with_forged_exports_and_claims", lambda d, j: _write(d, {
@@ -160,8 +160,8 @@ SCENARIOS = [
     ("kernel_copies_xla_result", lambda d, j: _write(d, {
         "status.json": _status(), "jaxpr.pkl": _cached("copy", _xla_matmul_then_copy)}),
      "rejected", "lower", "work outside pallas_call"),
-    ("symlinked_handover", _link, "crashed", "trace", "handed over no traced jaxpr"),
-    ("fifo_handover", _fifo, "crashed", "trace", "handed over no traced jaxpr"),
+    ("symlinked_handover", _link, "crashed", "lower", "handed over no traced jaxpr"),
+    ("fifo_handover", _fifo, "crashed", "lower", "handed over no traced jaxpr"),
     ("hostile_pickle", _hostile_pickle, "rejected", "trace", "makedirs"),
     ("garbage_handover", lambda d, j: _write(d, {
         "status.json": _status(), "jaxpr.pkl": os.urandom(1 << 16)}),
