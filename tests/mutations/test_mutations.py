@@ -125,7 +125,8 @@ MUTATIONS = [
          "_is_built",)),
     Mutation(
         "interpreters_fill_with_nan_again", "compat.py",
-        "    primitives.uninitialized_value = random_value\n",
+        "    primitives.uninitialized_value = random_value\n    if tpu_original is not None:\n"
+        "        tpu_utils.get_uninitialized_value = tpu_value\n",
         "    pass  # mutant: the interpreters' own NaN fill\n",
         ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
          "[nan_scratch_detector.py]",)),
