@@ -208,3 +208,25 @@ def test_counts_read_as_english():
     assert count_text({"regression": 2, "missing": 1, "status": 1, "improvement": 1, "new": 0,
                        "same": 3}) == "2 regressions, 1 missing, 1 status change, 1 improvement, 3 unchanged"
     assert count_text({"regression": 1, "status": 2}) == "1 regression, 2 status changes"
+
+
+ESCAPING_KERNEL = '''
+TARGET = "tpu"
+
+
+def kernel(x, scale):
+    raise ValueError("\\x1b[2J\\x1b]0;owned\\x07\\x1b[31mred\\x1b[0m text\\x00")
+'''
+
+
+def test_terminal_escapes_from_the_kernel_never_reach_the_result(evaluator):
+    """Whatever verdict carries it, text the kernel controls is made printable: no escape
+    sequence or control character reaches the result (printed by eval and run, stored in
+    events.jsonl)."""
+    import json
+
+    result = evaluator.evaluate(ESCAPING_KERNEL, "12p_rmsnorm", trials=1)
+    assert result["status"] == "compile_error", result["message"]
+    assert "red" in result["message"] and "text" in result["message"]
+    stored = json.dumps(result, default=str)
+    assert "\\u001b" not in stored and "\\u0007" not in stored and "\\u0000" not in stored

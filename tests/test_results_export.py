@@ -171,3 +171,22 @@ def test_tolerance_columns_come_from_the_evaluation(tmp_path):
     task = get_task("8p_gemm")
     assert (nan["atol"], nan["rtol"]) == (task.atol, task.rtol)
     assert nan["tol_fraction"] is None and nan["max_abs_err"] is None
+
+
+def test_csv_cells_that_would_start_a_formula_are_text(tmp_path):
+    """A kernel's message (text its author controls) that starts like a spreadsheet formula is
+    written with a leading apostrophe, and reads back as that text."""
+    from report_runs import evaluation
+
+    from jaxbench.runs.directory import RunDir
+
+    run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "seed", "target": "tpu",
+                                         "mode": "interpret", "size": "small"})
+    for i, message in enumerate(("=HYPERLINK(\"http://x\")", "+1+1", "-2", "@SUM(A1)", "plain")):
+        run.append(evaluation(f"t{i}", "incorrect", mode="interpret", message=message))
+    run.finish(wall_s=1.0)
+    out = tmp_path / "out.csv"
+    export.write(run.path, "csv", out)
+    with open(out, newline="") as f:
+        messages = [row["message"] for row in csv.DictReader(f)]
+    assert messages == ["'=HYPERLINK(\"http://x\")", "'+1+1", "'-2", "'@SUM(A1)", "plain"]

@@ -115,6 +115,14 @@ MUTATIONS = [
         ("tests/adversarial/test_handover.py::test_a_primitive_of_the_candidates_own_is_refused"
          "_by_name",)),
     Mutation(
+        "results_not_made_printable", "evaluator/parent.py",
+        "        return printable_result(result)", "        return result",
+        ("tests/test_messages.py::test_terminal_escapes_from_the_kernel_never_reach_the_result",)),
+    Mutation(
+        "csv_formulas_left_live", "export/tables.py",
+        "{k: _inert(v) for k, v in row.items()}", "{k: v for k, v in row.items()}",
+        ("tests/test_results_export.py::test_csv_cells_that_would_start_a_formula_are_text",)),
+    Mutation(
         "handed_over_types_believed", "evaluator/judge/lowering.py",
         "        core.check_jaxpr(closed.jaxpr)", "        pass  # mutant: types not checked",
         ("tests/adversarial/test_handover.py::test_a_jaxpr_with_a_forged_type_is_refused",)),

@@ -58,6 +58,7 @@ from jaxbench.evaluator.untrusted import (
     MAX_HANDOVER_BYTES,
     keep_untrusted_text,
     next_stage,
+    printable_result,
     read_file,
     read_probe,
     read_untrusted_status,
@@ -214,7 +215,7 @@ class Evaluator:
             result.update(status=failure.status, stage=failure.stage, message=message)
         result["wall_s"] = round(time.monotonic() - started, 3)
         assert result["status"] in STATUSES, result["status"]
-        return result
+        return printable_result(result)
 
     # -- the untrusted side ------------------------------------------------------------------
     def _evaluate(self, result: dict[str, Any], case: Case, source: str, filename: str) -> None:

@@ -85,12 +85,30 @@ _ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@
 OUTPUT_BYTES = 2048
 
 
-def untrusted_text(raw: str, limit: int) -> str:
-    """Text from the untrusted side made safe to print and store: no terminal escapes or
-    control characters, at most ``limit`` characters (its end). Never parsed."""
+def printable(raw: str) -> str:
+    """Text made safe to print and store: no terminal escapes, control characters shown as
+    U+FFFD (newlines and tabs kept)."""
     text = _ESCAPES.sub("", raw)
-    text = "".join(c if c in "\n\t" or c.isprintable() else "\ufffd" for c in text)
-    return text[-limit:]
+    return "".join(c if c in "\n\t" or c.isprintable() else "\ufffd" for c in text)
+
+
+def untrusted_text(raw: str, limit: int) -> str:
+    """Text from the untrusted side made safe to print and store, at most ``limit``
+    characters (its end). Never parsed."""
+    return printable(raw)[-limit:]
+
+
+def printable_result(value: Any) -> Any:
+    """Every string in a result (its message, warnings, frames, output, stage notes) made
+    printable: whatever verdict it carries, text from the kernel can reach it (an exception's
+    words, a name in the kernel's jaxpr), and the result is printed and stored."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {key: printable_result(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [printable_result(item) for item in value]
+    return value
 
 
 def keep_untrusted_text(result: dict[str, Any], status: dict[str, Any], outcome: WorkerOutcome,

@@ -251,6 +251,19 @@ def require_pyarrow() -> Any:
     return pyarrow
 
 
+# A spreadsheet opening the CSV runs a cell that starts with one of these as a formula; the
+# text (a kernel's message, its file name) may come from the kernel's author.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: a string that would start a formula gets a
+    leading apostrophe (the spreadsheets' own escape); other values are unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def write(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathLike[str]) -> int:
     """Writes the run's rows to ``out`` as ``fmt``; returns the number of rows."""
     if fmt not in FORMATS:
@@ -269,7 +282,7 @@ def write(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathLike[str]
         with open(tmp, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=COLUMN_NAMES)
             writer.writeheader()
-            writer.writerows(data)
+            writer.writerows({k: _inert(v) for k, v in row.items()} for row in data)
     else:
         import pyarrow.parquet as pq
 
