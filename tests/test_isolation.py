@@ -365,7 +365,10 @@ def test_python_read_roots_are_disjoint_and_existing() -> None:
         assert os.path.exists(r)
         assert not any(r != o and r.startswith(o.rstrip("/") + "/") for o in roots), r
     assert any(os.path.realpath(sys.prefix).startswith(r) for r in roots)
-    assert "/proc" in roots
+    # of procfs, its own directory and the machine's description only (not other processes)
+    assert f"/proc/{os.getpid()}" in roots and "/proc" not in roots
+    assert [r for r in roots if r.startswith("/proc/") and r[6:].split("/")[0].isdigit()] == [
+        f"/proc/{os.getpid()}"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -120,6 +120,7 @@ CASES = [
     ("kill_parent_obfuscated.py", GEMM, "rejected", "trace", "sandbox: os.kill"),
     ("pidfd_signal_parent_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
     ("env_api_key_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
+    ("proc_cmdlines_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
     # GPU races
     ("gpu_reduction_race.py", GEMM, "incorrect", "lower", "GPU race rule"),
     ("gpu_full_block_race.py", GEMM, "incorrect", "lower", "GPU race rule"),

@@ -115,6 +115,12 @@ MUTATIONS = [
         ("tests/adversarial/test_handover.py::test_a_primitive_of_the_candidates_own_is_refused"
          "_by_name",)),
     Mutation(
+        "tracer_reads_all_of_proc", "evaluator/sandbox/isolation.py",
+        '    return [os.path.realpath("/proc/self"), *_PROC_MACHINE_FILES]',
+        '    return ["/proc"]',
+        ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
+         "[proc_cmdlines_obfuscated.py]",)),
+    Mutation(
         "results_not_made_printable", "evaluator/parent.py",
         "        return printable_result(result)", "        return result",
         ("tests/test_messages.py::test_terminal_escapes_from_the_kernel_never_reach_the_result",)),

@@ -636,7 +636,8 @@ def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
             continue
         candidates.append(real)
     candidates += ["/usr/lib", "/lib", "/lib64", "/usr/lib64", "/etc/ld.so.cache", "/etc/localtime",
-                   "/proc", "/sys/devices/system/cpu", "/sys/devices/system/node", "/sys/fs/cgroup"]
+                   *own_procfs(), "/sys/devices/system/cpu", "/sys/devices/system/node",
+                   "/sys/fs/cgroup"]
 
     resolved = sorted({os.path.realpath(c) for c in candidates if c and os.path.exists(c)})
     roots: list[str] = []
@@ -644,6 +645,20 @@ def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
         if not any(_beneath(path, r) for r in roots):
             roots.append(path)
     return sorted(p for root in roots for p in _split_around(root, excluded))
+
+
+# System-wide procfs files that describe the machine, not other processes.
+_PROC_MACHINE_FILES = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/loadavg",
+                       "/proc/version", "/proc/filesystems", "/proc/sys")
+
+
+def own_procfs() -> list[str]:
+    """The procfs a process may read of itself: its own ``/proc/<pid>`` (what ``/proc/self``
+    and ``/proc/thread-self`` resolve to) and the machine's description, never another
+    process's directory nor the listing of ``/proc`` (other processes' command lines and
+    environments). Landlock grants by path, so this stands in for a PID namespace with its
+    own procfs."""
+    return [os.path.realpath("/proc/self"), *_PROC_MACHINE_FILES]
 
 
 def _split_around(root: str, excluded: list[str]) -> list[str]:
