@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 SEED = ROOT / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_gpu.py"
+RMSNORM_TPU = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_tpu.py"
 BAD = ROOT / "tests/kernels/wrong_shape.py"
 
 
@@ -104,6 +105,53 @@ def test_run_writes_manifest_and_events(tmp_path):
     from jaxbench.runs import verify_secret
 
     assert verify_secret(out_dir)
+
+
+def _kernels_with_symlinks(tmp_path):
+    """A kernel directory holding a copy of the 12p_rmsnorm TPU seed and symlinks out of it:
+    to a kernel file (8p_gemm.py) and to the directory holding it (linked/)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "8p_gemm.py").write_text(SEED.read_text())
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "12p_rmsnorm.py").write_text(RMSNORM_TPU.read_text())
+    (kernels / "8p_gemm.py").symlink_to(outside / "8p_gemm.py")
+    (kernels / "linked").symlink_to(outside, target_is_directory=True)
+    return kernels, outside
+
+
+def test_a_kernel_directory_never_follows_symlinks(tmp_path, monkeypatch):
+    from jaxbench.runs import directory_jobs
+
+    kernels, outside = _kernels_with_symlinks(tmp_path)
+    (kernels / "1p_flash_attention.py").symlink_to(outside, target_is_directory=True)
+    (kernels / "2p_gqa_attention.py").mkdir()  # named like a kernel, but not a file
+    read = []
+    read_text = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: read.append(self) or
+                        read_text(self, *a, **k))
+    skipped = []
+    jobs = directory_jobs(kernels, None, ("tpu", "gpu"), skipped)
+    assert [(j.task, j.path) for j in jobs] == [("12p_rmsnorm", kernels / "12p_rmsnorm.py")]
+    assert skipped == ["1p_flash_attention.py (a symlink; symlinks are not followed)",
+                       "2p_gqa_attention.py (not a regular file)",
+                       "8p_gemm.py (a symlink; symlinks are not followed)"]
+    assert read == [kernels / "12p_rmsnorm.py"]  # nothing read through a symlink
+
+
+def test_run_skips_symlinked_kernels_with_a_note(tmp_path):
+    kernels, outside = _kernels_with_symlinks(tmp_path)
+    out_dir = tmp_path / "run"
+    out = jaxbench("run", "--kernels", kernels, "--out", out_dir, "--trials", "1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "1/1 correct" in out.stdout
+    notes = [line for line in out.stderr.splitlines() if line.startswith("jaxbench: skipping")]
+    assert notes == ["jaxbench: skipping 8p_gemm.py (a symlink; symlinks are not followed)"]
+    events = [json.loads(line) for line in (out_dir / "events.jsonl").read_text().splitlines()]
+    evaluated = [(e["task"], e["kernel_file"]) for e in events if e["type"] == "evaluation"]
+    assert evaluated == [("12p_rmsnorm", str(kernels / "12p_rmsnorm.py"))]
+    assert str(outside) not in (out_dir / "events.jsonl").read_text()
 
 
 def test_run_directory_with_unknown_task_file_is_a_usage_error(tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -102,8 +103,9 @@ def shipped_jobs(tasks: Iterable[Task], kind: str, targets: Iterable[str]) -> li
 def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Iterable[str],
                    skipped: list[str] | None = None) -> list[Job]:
     """``<task_id>.py`` files of a directory. Files that cannot be run (no such task, a TARGET
-    that names no platform) and files for other targets are left out; when ``skipped`` is
-    given, one line per file left out is appended to it."""
+    that names no platform), files for other targets and entries that are not regular files
+    (a symlink is never followed: it could lead out of the directory) are left out; when
+    ``skipped`` is given, one line per file left out is appended to it."""
     from jaxbench.evaluator.static import parses, target_declaration
     from jaxbench.tasks import UnknownTaskError
 
@@ -120,6 +122,10 @@ def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Itera
             continue
         if wanted is not None and task.id not in wanted:
             continue
+        refused = _not_a_regular_file(path)
+        if refused:
+            notes.append(f"{path.name} ({refused})")
+            continue
         source = path.read_text(errors="replace")
         declared, problem = target_declaration(source)
         if problem:
@@ -132,6 +138,21 @@ def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Itera
         else:
             notes.append(f"{path.name} (TARGET {target}, not selected by --target)")
     return jobs
+
+
+def _not_a_regular_file(path: Path) -> str | None:
+    """Why a directory entry is not read as a kernel file, or None for a regular file. Judged
+    on the entry itself (``lstat``), so a symlink, wherever it points, is refused and not
+    followed."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError as exc:
+        return f"unreadable: {exc.strerror}"
+    if stat.S_ISLNK(mode):
+        return "a symlink; symlinks are not followed"
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    return None
 
 
 def select_tasks(suite: str | None, task_ids: str | None) -> list[Task] | None:
