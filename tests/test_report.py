@@ -361,3 +361,115 @@ def test_usage_per_model_when_a_method_used_several(tmp_path):
         ["", "all models", "1 plan", "$ 0.20", "", "", ""],
         ["", "all models", "3 all", "$ 0.30 (+1 unpriced call)", "", "", ""],
     ]
+
+
+# Events of a hand-edited (or foreign) events.jsonl whose fields hold other JSON types: each
+# is skipped with one warning naming the file, the line and the field.
+MALFORMED = [
+    ({"speedup": "fast"}, '"speedup" is a string ("fast"), not a number or null'),
+    ({"wall_s": "x"}, '"wall_s" is a string ("x"), not a number or null'),
+    ({"t_kernel_ms": "1e3ms"}, '"t_kernel_ms" is a string ("1e3ms"), not a number or null'),
+    ({"trials": "three"}, '"trials" is a string ("three"), not an integer or null'),
+    ({"status": {"verdict": "correct"}},
+     '"status" is an object ({"verdict": "correct"}), not a string or null'),
+    ({"message": ["a", "list"]}, '"message" is an array (["a", "list"]), not a string or null'),
+    ({"task": ["8p_gemm"]}, '"task" is an array (["8p_gemm"]), not a string'),
+]
+
+
+def _malformed_run(path):
+    """A finished `jaxbench run` whose events.jsonl holds, between good evaluations of
+    12p_rmsnorm and 8p_gemm, the MALFORMED evaluations (of 1p_flash_attention) and a line that
+    is no JSON object; returns the run's path and its warnings by line number."""
+    from report_runs import evaluation
+
+    run = RunDir.open(path, {"command": "run", "kernels": "seed", "target": "gpu",
+                             "mode": "device", "size": "full"})
+    events = path / "events.jsonl"
+    warnings = {}
+    run.append(evaluation("12p_rmsnorm", "correct", times=(0.61, 0.5), kind="seed"))
+    for fields, said in MALFORMED:
+        run.append({**evaluation("1p_flash_attention", "correct", times=(22.7, 3.9), kind="seed"),
+                    **fields})
+        warnings[len(events.read_text().splitlines())] = f"evaluation event whose {said}"
+    with open(events, "a") as f:
+        f.write('["not", "an", "event"]\n')
+    warnings[len(events.read_text().splitlines())] = "an array, not a JSON object"
+    run.append(evaluation("8p_gemm", "incorrect", kind="seed", message="wrong answer"))
+    run.finish(wall_s=1.0)
+    return path, warnings
+
+
+def _assert_warned_once(stderr, events, warnings):
+    lines = [line for line in stderr.splitlines() if line.startswith("jaxbench: warning:")]
+    assert lines == [f"jaxbench: warning: {events}, line {n}: skipped: {said}"
+                     for n, said in sorted(warnings.items())]
+
+
+def test_malformed_events_are_skipped_with_one_warning_each(tmp_path, capsys):
+    from jaxbench.runs import read_events
+
+    path, warnings = _malformed_run(tmp_path / "run")
+    tasks = [e.get("task") for e in read_events(path) if e["type"] == "evaluation"]
+    assert tasks == ["12p_rmsnorm", "8p_gemm"]
+    assert len(list(read_events(path))) == 4  # read again: no second warning
+    _assert_warned_once(capsys.readouterr().err, path / "events.jsonl", warnings)
+
+
+@pytest.mark.parametrize("event,problem", [
+    ({"type": "evaluation", "task": "8p_gemm", "speedup": None, "sample": None}, None),
+    ({"type": "evaluation", "task": "8p_gemm", "speedup": 2, "trials": 3}, None),
+    ({"type": "retime", "speedup": "not checked"}, None),
+    ({"type": "evaluation", "status": "correct"}, 'evaluation event without "task"'),
+    ({"type": "evaluation", "task": "8p_gemm", "speedup": True},
+     'evaluation event whose "speedup" is a boolean (true), not a number or null'),
+    ({"type": "evaluation", "task": "8p_gemm", "sample": 1.5},
+     'evaluation event whose "sample" is a number (1.5), not an integer or null'),
+    ({"type": "llm_call", "method": "best_of_n", "cost": "$1"},
+     'llm_call event whose "cost" is a string ("$1"), not a number or null'),
+    ({"type": "run_end", "secret": 12}, 'run_end event whose "secret" is a number (12), not a string '
+                                      'or null'),
+    ("text", "a string, not a JSON object"),
+])
+def test_event_problem(event, problem):
+    from jaxbench.runs.directory import event_problem
+
+    assert event_problem(event) == problem
+
+
+@pytest.mark.parametrize("args", [
+    ["report", "{run}"],
+    ["report", "{run}", "--json"],
+    ["report", "{run}", "--html", "{tmp}/report.html"],
+    ["compare", "{clean}", "{run}", "--json"],
+    ["compare", "{run}", "{clean}"],
+    ["export", "{run}", "--format", "jsonl", "--out", "{tmp}/rows.jsonl"],
+    ["export", "{run}", "--format", "csv", "--out", "{tmp}/rows.csv"],
+    ["export", "{run}", "--format", "sakana", "--out", "{tmp}/sakana.json"],
+], ids=lambda args: " ".join(a for a in args if not a.startswith("{")))
+def test_commands_report_the_good_events_of_a_malformed_run(tmp_path, args):
+    from report_runs import evaluation
+
+    path, warnings = _malformed_run(tmp_path / "run")
+    clean = RunDir.open(tmp_path / "clean", {"command": "run", "kernels": "seed"})
+    for task in ("12p_rmsnorm", "8p_gemm"):  # 12p_rmsnorm as fast as in the run, 8p_gemm correct
+        clean.append(evaluation(task, "correct", times=(0.61, 0.5), kind="seed"))
+    clean.finish(wall_s=1.0)
+    args = [a.format(run=path, clean=clean.path, tmp=tmp_path) for a in args]
+    result = CliRunner().invoke(main, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    _assert_warned_once(result.stderr, path / "events.jsonl", warnings)
+    out = result.stdout
+    if args[0] == "export":
+        out = (tmp_path / args[-1].rsplit("/", 1)[-1]).read_text()
+    elif "--html" in args:
+        out = (tmp_path / "report.html").read_text()
+    assert "12p_rmsnorm" in out and "8p_gemm" in out and "1p_flash_attention" not in out
+    if "--json" in args and args[0] == "report":
+        assert list(json.loads(out)["tasks"]) == ["8p_gemm", "12p_rmsnorm"]
+    if "--json" in args and args[0] == "compare":
+        rows = json.loads(out)["rows"]
+        assert [(r["task"], r["change"]) for r in rows] == [("8p_gemm", "regression"),
+                                                            ("12p_rmsnorm", "same")]

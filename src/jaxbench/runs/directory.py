@@ -16,6 +16,7 @@ import os
 import platform
 import secrets
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -254,20 +255,102 @@ def _drop_torn_tail(events_path: Path) -> None:
             f.truncate(data.rfind(b"\n") + 1)
 
 
+# The JSON types of the event fields that reports, comparisons, exports and resumed runs
+# compute with, format, sort or look up, by event type; any of them may also be null or
+# missing, except the fields of REQUIRED_FIELDS.
+_JSON_TYPES: dict[str, tuple[type, ...]] = {"number": (int, float), "integer": (int,),
+                                            "string": (str,), "object": (dict,)}
+EVENT_FIELDS: dict[str, dict[str, str]] = {
+    "evaluation": {
+        **dict.fromkeys(("speedup", "t_ref_ms", "t_kernel_ms", "max_abs_err", "rel_err",
+                         "tol_fraction", "compile_s", "wall_s", "timeout_s", "roofline_fraction",
+                         "peak_flops", "peak_bytes_per_s"), "number"),
+        **dict.fromkeys(("trials", "sample"), "integer"),
+        **dict.fromkeys(("task", "status", "stage", "target", "mode", "size", "message", "method",
+                         "kind", "origin", "step", "parent", "job", "kernel_file", "source_file",
+                         "source_sha256", "device_kind", "backend"), "string"),
+        "versions": "object",
+    },
+    "llm_call": {
+        **dict.fromkeys(("input_tokens", "output_tokens", "cached_input_tokens", "cost",
+                         "latency_s"), "number"),
+        **dict.fromkeys(("method", "model", "kind"), "string"),
+    },
+    "task_done": dict.fromkeys(("task", "method"), "string"),
+    "run_end": {"secret": "string"},
+}
+REQUIRED_FIELDS = {"evaluation": ("task",)}
+
+
+def _json_kind(value: Any) -> str:
+    """How JSON names the type of a decoded value: "a string", "an array", "null", ..."""
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", str: "a string", dict: "an object", list: "an array"}
+    return names.get(type(value), "a number")
+
+
+def event_problem(event: Any) -> str | None:
+    """What makes a decoded events.jsonl line unusable, or None: not a JSON object, a field of
+    :data:`EVENT_FIELDS` holding another type (a boolean is not a number), or a field of
+    :data:`REQUIRED_FIELDS` missing; e.g. 'evaluation event whose "speedup" is a string
+    ("fast"), not a number or null'."""
+    if not isinstance(event, dict):
+        return f"{_json_kind(event)}, not a JSON object"
+    kind = event.get("type")
+    if not isinstance(kind, str) or kind not in EVENT_FIELDS:
+        return None
+    required = REQUIRED_FIELDS.get(kind, ())
+    for field, wanted in EVENT_FIELDS[kind].items():
+        value = event.get(field)
+        if value is None:
+            if field in required:
+                return f'{kind} event without "{field}"'
+            continue
+        # a JSON boolean is no number, though Python's bool is an int
+        if isinstance(value, bool) or not isinstance(value, _JSON_TYPES[wanted]):
+            shown = json.dumps(value)
+            shown = shown if len(shown) <= 40 else shown[:39] + "…"
+            article = "an" if wanted[0] in "aeiou" else "a"
+            null = "" if field in required else " or null"
+            return (f'{kind} event whose "{field}" is {_json_kind(value)} ({shown}), not '
+                    f"{article} {wanted}{null}")
+    return None
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """Says on stderr, once per process, that an event was skipped: a command reads a run
+    directory several times (the summary and the HTML page, both runs of a comparison)."""
+    if message not in _warned:
+        _warned.add(message)
+        print(f"jaxbench: warning: {message}", file=sys.stderr, flush=True)
+
+
 def read_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Events of a run directory; a torn last line (a kill mid-write) is skipped."""
+    """Events of a run directory. A line that is not JSON (a torn last line: a kill
+    mid-write) is skipped; so is an unusable event (:func:`event_problem`: someone else wrote
+    or edited the file), with one warning on stderr naming the file and line, so the rest of
+    the run is still read."""
     events_path = Path(path) / EVENTS
     if not events_path.exists():
         return
     with open(events_path) as f:
-        for line in f:
+        for number, line in enumerate(f, start=1):
             line = line.strip()
             if not line:
                 continue
             try:
-                yield json.loads(line)
+                event = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            problem = event_problem(event)
+            if problem:
+                _warn_once(f"{events_path}, line {number}: skipped: {problem}")
+                continue
+            yield event
 
 
 def verify_secret(path: str | os.PathLike[str]) -> bool:
@@ -280,5 +363,6 @@ def verify_secret(path: str | os.PathLike[str]) -> bool:
     return False
 
 
-__all__ = ["EVENTS", "MANIFEST", "RunDir", "RunError", "best_evaluations", "event_source",
-           "read_events", "verify_secret", "write_best"]
+__all__ = ["EVENTS", "EVENT_FIELDS", "MANIFEST", "REQUIRED_FIELDS", "RunDir", "RunError",
+           "best_evaluations", "event_problem", "event_source", "read_events", "verify_secret",
+           "write_best"]
