@@ -61,7 +61,8 @@ CASES = [
     ("endless_trace.py", GEMM, "timeout", "trace", "no verdict within"),
     ("ignores_bias.py", BIAS, "incorrect", "correct", "exceed atol"),
     ("constant_output.py", SOFTMAX, "incorrect", "correct", "exceed atol"),
-    ("partial_write.py", GEMM, "incorrect", "correct", "depend on uninitialised memory"),
+    # (the unwritten half holds random bits: NaN/Inf or values off the truth)
+    ("partial_write.py", GEMM, "incorrect", "correct", "elements"),
     ("float8_dot.py", GEMM, "incorrect", "correct", "exceed atol"),
     ("trace_count.py", GEMM, "incorrect", "correct", "exceed atol"),
     ("parallel_race.py", GEMM, "runtime_error", "correct", "Revisited block"),

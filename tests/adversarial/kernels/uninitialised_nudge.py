@@ -1,7 +1,7 @@
 """Cheat (reads memory it never wrote): outputs that depend, within tolerance, on a scratch
-element the kernel reads without ever writing it (its low bits, squashed to a nudge of about
-one bf16 ulp). The judge runs the same inputs with two random fills of uninitialised memory
-and requires the same bits."""
+element the kernel reads without ever writing it (its low bits, squashed to a nudge of at most
+half a bf16 ulp, applied before the output's rounding). The judge runs the same inputs with
+two random fills of uninitialised memory and requires the same bits."""
 
 import functools
 
@@ -17,10 +17,10 @@ def _rmsnorm_kernel(x_ref, s_ref, o_ref, probe_ref, *, eps):
     x = x_ref[...].astype(jnp.float32)
     ms = jnp.mean(x * x, axis=-1, keepdims=True)
     y = (x * jax.lax.rsqrt(ms + eps)).astype(o_ref.dtype)
-    honest = (y.astype(jnp.float32) * s_ref[...].astype(jnp.float32)).astype(o_ref.dtype)
-    low_bits = jax.lax.bitcast_convert_type(probe_ref[0, 0], jnp.int32) & 0xFF
-    nudge = 6e-3 * low_bits.astype(jnp.float32) / 255.0  # up to ~1.5 bf16 ulps
-    o_ref[...] = (honest.astype(jnp.float32) * (1.0 + nudge)).astype(o_ref.dtype)
+    honest = y.astype(jnp.float32) * s_ref[...].astype(jnp.float32)  # before the final rounding
+    low_bits = jax.lax.bitcast_convert_type(probe_ref[0, 0], jnp.int32) & 0xFFFF
+    nudge = 2e-3 * low_bits.astype(jnp.float32) / 65535.0  # at most half a bf16 ulp
+    o_ref[...] = (honest * (1.0 + nudge)).astype(o_ref.dtype)
 
 
 def kernel(x, scale):

@@ -184,7 +184,7 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
         for i, key in enumerate(request["trial_keys"]):
             inputs = first if i == 0 else _inputs(task, key, size)
             trials.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
-        if mode == "interpret":  # the same first trial with other uninitialised memory
+        if lowered.interpret_b is not None:  # the first trial with other uninitialised memory
             other = jax.jit(lowered.interpret_b.call).lower(*first).compile()
             _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))
         runs += trials
