@@ -327,13 +327,17 @@ def serve(reply: Any) -> None:
 
 
 def _warm_up() -> None:
+    """What every request needs, loaded before the first one (while the tracer works): the
+    tasks, the rules, and the hand-over's reader with JAX's Pallas modules behind it."""
     import jax
     import jax.numpy as jnp
 
     import jaxbench.tasks
-    from jaxbench.evaluator.judge import structure  # noqa: F401
+    from jaxbench.evaluator.judge import gpu_rules, jaxpr_reader, lowering, structure  # noqa: F401
 
     jaxbench.tasks.list_tasks()
+    jaxpr_reader.allowed()
+    jaxpr_reader.primitive_registry()
     jax.block_until_ready(jax.jit(lambda x: x + 1)(jnp.ones((8, 128))))
 
 
