@@ -50,8 +50,8 @@ _WGMMA = ("JAX 0.10 cannot interpret Mosaic GPU's wgmma on a CPU host (no generi
           "rule; the Mosaic GPU interpreter takes only whole-array blocks); it is verified up to "
           "lowering (docs/gpu-and-ray.md)")
 _PLGPU_KERNEL = ("a plgpu.kernel kernel has no callback-free interpret lowering, so nothing "
-                 "trusted can run it on a CPU host (from JAX 0.11 the untrusted Mosaic GPU "
-                 "interpreter runs it and can only find it wrong); it is verified up to lowering "
+                 "trusted can run it on a CPU host (from JAX 0.11 JAX's Mosaic GPU interpreter "
+                 "runs it in the trusted runner and can only find it wrong); it is verified up to lowering "
                  "(docs/suites.md, GPU seeds)")
 KNOWN_INTERPRET_FAILURES = {
     ("7p_ragged_paged_attention", "expert", "tpu"):
