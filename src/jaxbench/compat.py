@@ -453,6 +453,32 @@ def sub_jaxprs(params: dict[str, Any], index_maps: bool = False) -> Iterator[Any
             yield getattr(index_map, "jaxpr", index_map)
 
 
+def rewrite_jaxpr(jaxpr: Any, rewrite: Any) -> Any:
+    """``jaxpr`` with each equation replaced by ``rewrite(eqn)`` where that returns one, and
+    otherwise with the jaxprs in its parameters rewritten the same way, at any depth
+    (namedtuple parameters stay namedtuples)."""
+    def value(v: Any) -> Any:
+        if isinstance(v, ClosedJaxpr):
+            return ClosedJaxpr(rewrite_jaxpr(v.jaxpr, rewrite), v.consts)
+        if isinstance(v, Jaxpr):
+            return rewrite_jaxpr(v, rewrite)
+        if isinstance(v, tuple) and any(isinstance(x, (ClosedJaxpr, Jaxpr)) for x in v):
+            items = [value(x) for x in v]
+            maker = getattr(type(v), "_make", None)
+            return maker(items) if maker is not None else tuple(items)
+        return v
+
+    eqns = []
+    for eqn in jaxpr.eqns:
+        new = rewrite(eqn)
+        if new is None:
+            params = {k: value(v) for k, v in eqn.params.items()}
+            new = eqn.replace(params=params) if any(
+                params[k] is not eqn.params[k] for k in params) else eqn
+        eqns.append(new)
+    return jaxpr.replace(eqns=eqns, effects=join_effects(eqns))
+
+
 def walk_eqns(jaxpr: Any, limit: int = 1_000_000) -> Iterator[Any]:
     """Every equation of ``jaxpr`` and of the jaxprs in its parameters, each distinct jaxpr
     once (a shared sub-jaxpr is not walked again); at most ``limit`` equations."""

@@ -69,34 +69,11 @@ def _semantics_for_every_axis(params: dict[str, Any]) -> Any:
     return padded(compiler_params)
 
 
-def _rewrite_value(value: Any, interpret: Any, counter: Any) -> Any:
-    if isinstance(value, compat.ClosedJaxpr):
-        return compat.ClosedJaxpr(_rewrite_jaxpr(value.jaxpr, interpret, counter), value.consts)
-    if isinstance(value, compat.Jaxpr):
-        return _rewrite_jaxpr(value, interpret, counter)
-    if isinstance(value, tuple) and any(isinstance(v, (compat.ClosedJaxpr, compat.Jaxpr))
-                                        for v in value):
-        items = [_rewrite_value(v, interpret, counter) for v in value]
-        maker = getattr(type(value), "_make", None)  # namedtuple parameters stay namedtuples
-        return maker(items) if maker is not None else tuple(items)
-    return value
-
-
-def _rewrite_jaxpr(jaxpr: Any, interpret: Any, counter: Any) -> Any:
-    eqns = []
-    for eqn in jaxpr.eqns:
-        if compat.is_kernel(eqn):
-            eqns.append(_kernel_wrapper(eqn, interpret, next(counter)))
-            continue
-        params = {k: _rewrite_value(v, interpret, counter) for k, v in eqn.params.items()}
-        eqns.append(eqn.replace(params=params) if params != eqn.params else eqn)
-    return jaxpr.replace(eqns=eqns, effects=compat.join_effects(eqns))
-
-
 def with_interpret(closed: Any, interpret: Any) -> Any:
     """``closed`` with every kernel equation wrapped in a named jit and set to ``interpret``."""
-    return compat.ClosedJaxpr(_rewrite_jaxpr(closed.jaxpr, interpret, itertools.count()),
-                              closed.consts)
+    counter = itertools.count()
+    return compat.ClosedJaxpr(compat.rewrite_jaxpr(closed.jaxpr, lambda eqn: _kernel_wrapper(
+        eqn, interpret, next(counter)) if compat.is_kernel(eqn) else None), closed.consts)
 
 
 def export(closed: Any, specs: list[Any], platform: str, interpret: Any = False,

@@ -11,8 +11,8 @@ JAX and reads the rest with an allow-list of classes. Before pickling:
   computation (their rules are Python callables, which are not data and are never needed to
   run the forward computation); a host callback's functions become their type names (the
   judge refuses the callback itself);
-- source information becomes a plain ``file:line`` string per equation of the kernel's own
-  file (kept for messages), tracebacks are dropped, and debug information keeps strings only;
+- tracebacks are dropped: each equation made outside JAX keeps its ``(file, line)`` for
+  messages, and debug information keeps strings only;
 - device arrays become NumPy arrays.
 
 Nothing here is trusted: it runs beside candidate code, which may have replaced any of it.
@@ -60,65 +60,43 @@ def _primal(eqn: Any) -> Any:
                        params={"call_jaxpr": inline_custom_derivatives(inner)})
 
 
-def _inline_value(value: Any) -> Any:
-    if isinstance(value, compat.ClosedJaxpr):
-        return inline_custom_derivatives(value)
-    if isinstance(value, compat.Jaxpr):
-        return _inline_jaxpr(value)
-    if isinstance(value, tuple) and any(isinstance(v, (compat.ClosedJaxpr, compat.Jaxpr))
-                                        for v in value):
-        items = [_inline_value(v) for v in value]
-        maker = getattr(type(value), "_make", None)
-        return maker(items) if maker is not None else tuple(items)
-    return value
-
-
 # Host callbacks: their Python function is not data. The judge refuses the primitive by name,
 # so the function is handed over as its name only.
 _CALLBACKS = ("pure_callback", "io_callback", "debug_callback", "callback")
 
 
-def _inline_jaxpr(jaxpr: Any) -> Any:
-    eqns = []
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in _CALLBACKS:
-            eqns.append(eqn.replace(params={k: f"<{type(v).__name__}>" if callable(v) else v
-                                            for k, v in eqn.params.items()}))
-            continue
-        if eqn.primitive.name in _CUSTOM_DERIVATIVES and isinstance(
-                eqn.params.get("call_jaxpr", eqn.params.get("call")),
-                (compat.ClosedJaxpr, compat.Jaxpr)):
-            eqns.append(_primal(eqn))
-            continue
-        params = {k: _inline_value(v) for k, v in eqn.params.items()}
-        eqns.append(eqn.replace(params=params) if any(
-            params[k] is not eqn.params[k] for k in params) else eqn)
-    return jaxpr.replace(eqns=eqns)
+def _handed_over(eqn: Any) -> Any:
+    """An equation as it is handed over, or None when only its sub-jaxprs change."""
+    if eqn.primitive.name in _CUSTOM_DERIVATIVES and isinstance(
+            eqn.params.get("call_jaxpr", eqn.params.get("call")),
+            (compat.ClosedJaxpr, compat.Jaxpr)):
+        return _primal(eqn)
+    if eqn.primitive.name in _CALLBACKS:
+        return eqn.replace(params={k: f"<{type(v).__name__}>" if callable(v) else v
+                                   for k, v in eqn.params.items()})
+    return None
 
 
 def inline_custom_derivatives(closed: Any) -> Any:
     """``closed`` with every custom derivative wrapper, at any depth, replaced by a call of its
     primal computation, and host callbacks' functions replaced by their type names."""
-    return compat.ClosedJaxpr(_inline_jaxpr(closed.jaxpr), closed.consts)
+    return compat.ClosedJaxpr(compat.rewrite_jaxpr(closed.jaxpr, _handed_over), closed.consts)
 
 
 class _Pickler(pickle.Pickler):
     def __init__(self, file: Any, keys: dict[int, str]) -> None:
         super().__init__(file, protocol=4)
-        from jax._src import core, source_info_util
+        from jax._src import core, literals, source_info_util
         from jax._src import linear_util as lu
+        from jax._src.state import types as state_types
 
         self._keys = keys
         self._singletons = {id(value): name for name, value in singletons().items()}
-        self._primitive, self._source_info, self._debug_info = (
-            core.Primitive, source_info_util.SourceInfo, lu.DebugInfo)
-        from jax._src.state import types as state_types
-
-        self._transformed_ref, self._tracer = state_types.TransformedRef, core.Tracer
-        from jax._src import literals
-
+        self._primitive, self._tracer, self._context = (core.Primitive, core.Tracer,
+                                                        core.JaxprEqnContext)
+        self._source_info, self._debug_info = source_info_util.SourceInfo, lu.DebugInfo
+        self._transformed_ref = state_types.TransformedRef
         self._typed_array = getattr(literals, "TypedNdArray", None)
-        self._context = core.JaxprEqnContext
 
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, self._primitive):
