@@ -189,3 +189,24 @@ def test_count_keeps_the_taxonomy_order_and_skips_correct():
     assert list(counts) == [c for c in CATEGORIES if c in counts]
     assert sum(counts.values()) == len(CASES)
     assert counts["memory_budget"] == sum(c[0] == "memory_budget" for c in CASES)
+
+
+def test_a_rule_code_decides_whatever_the_message_says():
+    """The judge's outside-work codes are policy: filed under outside work even when the
+    message (which may quote a kernel's own text) reads like another category's."""
+    for rule in ("outside_flops", "outside_bytes", "outside_unpriced", "output_without_kernel"):
+        event = {"status": "rejected", "stage": "lower", "rule": rule,
+                 "message": "GPU race rule: grid programs (0,) and (1,) both write"}
+        assert classify(event) == "outside_work"
+    assert classify({"status": "no_pallas", "stage": "lower", "rule": "no_kernel",
+                     "message": "work outside pallas_call"}) == "no_pallas"
+    # an output no kernel writes has no message pattern: only its code files it
+    assert classify({"status": "rejected", "stage": "lower", "rule": "output_without_kernel",
+                     "message": "output 0 is not written by any kernel"}) == "outside_work"
+    # runs written before codes existed are still read by their messages
+    assert classify({"status": "rejected", "stage": "lower",
+                     "message": "work outside pallas_call: 62% of the task's FLOPs"}) == "outside_work"
+    # an unknown code is not believed
+    assert classify({"status": "rejected", "stage": "lower", "rule": "made_up",
+                     "message": "sandbox: open('/etc/passwd') is not allowed"}) == "sandbox_rule"
+

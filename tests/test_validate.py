@@ -337,3 +337,37 @@ def test_validate_prints_progress_lines_when_not_a_terminal():
     assert "validating: 2 jobs" in proc.stderr
     assert "[1/2] l1_relu ok (0 failed so far" in proc.stderr
     assert "[2/2] l1_tanh ok" in proc.stderr and "ETA" in proc.stderr
+
+
+# --- the task's currency (work) ------------------------------------------------------------------
+
+
+def _gather_task(work):
+    # float32, as l1_embedding_lookup: XLA's CPU cost analysis counts a bf16 gather's converts
+    # as FLOPs (0.5 per byte), and a table of a few rows becomes a one-hot product
+    return tiny(lambda t, i: t[i], lambda d: [normal("t", (d.V, 384), dtype="float32"),
+                                              randint("i", (d.N,), 0, d.V)],
+                sizes={"small": dict(N=64, V=600), "full": dict(N=64, V=600)}, work=work)
+
+
+def test_a_data_movement_task_must_declare_bytes():
+    check = validate_mod.check_work(_gather_task("flops"), "small")
+    assert not check.ok and "declare work='bytes'" in check.note
+    assert validate_mod.check_work(_gather_task("bytes"), "small").ok
+
+
+def test_a_computing_task_may_not_declare_bytes():
+    task = tiny(lambda x: jnp.tanh(x) * x, x_spec, work="bytes")
+    check = validate_mod.check_work(task, "small")
+    assert not check.ok and "the reference computes" in check.note
+
+
+def test_the_shipped_data_movement_task_declares_it():
+    assert get_task("l1_embedding_lookup").work == "bytes"
+    assert validate_mod.check_work(get_task("l1_embedding_lookup"), "small").ok
+    assert validate_mod.check_work(get_task("8p_gemm"), "small").ok
+
+
+def test_an_unknown_currency_is_refused():
+    with pytest.raises(ValueError, match="work must be one of"):
+        tiny(lambda x: x, x_spec, work="joules")

@@ -479,6 +479,14 @@ def rewrite_jaxpr(jaxpr: Any, rewrite: Any) -> Any:
     return jaxpr.replace(eqns=eqns, effects=join_effects(eqns))
 
 
+def dce_jaxpr(jaxpr: Any) -> Any:
+    """``jaxpr`` (open) without the equations whose results reach no output and no effect
+    (JAX's own dead-code elimination; reads and writes of refs are effects and stay)."""
+    from jax._src.interpreters import partial_eval as pe
+
+    return pe.dce_jaxpr(jaxpr, True, instantiate=True)[0]
+
+
 def walk_eqns(jaxpr: Any, limit: int = 1_000_000) -> Iterator[Any]:
     """Every equation of ``jaxpr`` and of the jaxprs in its parameters, each distinct jaxpr
     once (a shared sub-jaxpr is not walked again); at most ``limit`` equations."""

@@ -207,6 +207,44 @@ MUTATIONS = [
         "                                     1 if mode == \"device\" else workers)",
         ("tests/test_device_assembly.py::test_a_device_mode_optimize_run_never_times_two_kernels_at_once"
          "[gpu]",)),
+    # issue 36: the kernel does the work
+    Mutation(
+        "splat_constants_are_raw_input_again", "evaluator/judge/structure.py",
+        "            if data == ():\n",
+        "            if op.name == \"stablehlo.constant\":\n                out = True\n"
+        "            elif data == ():\n",
+        ("tests/adversarial/outside_work/test_outside_work.py::test_work_left_in_xla_is_refused_by_its_rule[one_hot_splat_concat.py]",
+         "tests/adversarial/outside_work/test_outside_work.py::test_work_left_in_xla_is_refused_by_its_rule[relu_sign_table.py]")),
+    Mutation(
+        "outside_share_of_the_module_unchecked", "evaluator/judge/rules.py",
+        'if work == "flops" and not glue and figures["outside_share"] > max_fraction:',
+        "if False:",
+        ("tests/adversarial/outside_work/test_outside_work.py::test_work_left_in_xla_is_refused_by_its_rule[gemv_shortcut_in_xla.py]",)),
+    Mutation(
+        "data_movement_bytes_unchecked", "evaluator/judge/rules.py",
+        '        if work == "bytes":', "        if False:",
+        ("tests/adversarial/outside_work/test_outside_work.py::test_work_left_in_xla_is_refused_by_its_rule[embedding_gather_in_xla.py]",)),
+    Mutation(
+        "kernel_flops_ignore_the_grid", "evaluator/judge/kernel_work.py",
+        "flops = times * programs * (", "flops = times * (",
+        ("tests/test_kernel_work.py::test_a_tiled_matmul_counts_2mkn_and_its_operands",)),
+    Mutation(
+        "outputs_without_kernel_not_recorded", "evaluator/judge/kernel_work.py",
+        "    work.unreached = outputs_without_kernel(closed, lines)",
+        "    work.unreached = []",
+        ("tests/test_kernel_work.py::test_every_output_must_come_out_of_a_kernel",)),
+    Mutation(
+        "taxonomy_ignores_rule_codes", "report/taxonomy.py",
+        "    if isinstance(rule, str) and rule in _RULE_CATEGORIES:", "    if False:",
+        ("tests/test_report_taxonomy.py::test_a_rule_code_decides_whatever_the_message_says",)),
+    Mutation(
+        "rule_code_lost_between_judge_and_parent", "evaluator/parent.py",
+        "rule=rule if rule in RULES else None)", "rule=None)",
+        ("tests/adversarial/outside_work/test_outside_work.py::test_work_left_in_xla_is_refused_by_its_rule[gemv_shortcut_in_xla.py]",)),
+    Mutation(
+        "validator_accepts_undeclared_data_movement", "validation/checks.py",
+        '    if movement and task.work != "bytes":', "    if False:",
+        ("tests/test_validate.py::test_a_data_movement_task_must_declare_bytes",)),
 ]
 
 

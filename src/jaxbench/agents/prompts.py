@@ -21,6 +21,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from jaxbench.evaluator.result import OUTSIDE_WORK_RULES
 from jaxbench.tasks import Task
 
 HARDWARE = {
@@ -340,6 +341,9 @@ def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
             lines.append("Timing: not measured (no accelerator; correctness checked in interpret mode).")
     else:
         lines = [f"Verdict: {status} (failed at the {stage} stage)"]
+        if result.get("rule") in OUTSIDE_WORK_RULES:
+            lines.append(f"Rule: {result['rule']}: honest work left in XLA over the glue budget "
+                         "(a policy refusal, not a cheat); move that work into the kernel.")
         if result.get("truncated"):
             lines.append("The answer was cut off at the output-token limit before it ended.")
         if message:

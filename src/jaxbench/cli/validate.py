@@ -85,7 +85,7 @@ def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
     if not as_json:
         table = Table(title=f"jaxbench validate ({size}, {seeds} seeds)")
         for col in ("task", "finite", "non-constant", "inputs-matter", "tol-calibration\n(worst err/tol)",
-                    "flags", "s"):
+                    "work\n(XLA/nominal)", "flags", "s"):
             table.add_column(col, overflow="fold")
         for r in reports:
             n_in = len(r.inputs)
@@ -96,6 +96,7 @@ def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
                 r.task, _mark(r.finite), _mark(r.non_constant),
                 _mark(r.inputs_matter, f"{n_ok}/{n_in}" + (f" ({n_inert} inert)" if n_inert else "")),
                 _mark(r.tolerance, _fmt(r.tolerance.value)),
+                _mark(r.work, f"{r.work.value:.3g}" if r.work.value is not None else ""),
                 "\n".join(notes) or "-", f"{r.seconds:.1f}")
         out.print(table)
         out.print(f"{len(reports) - len(flagged)}/{len(reports)} tasks pass; "

@@ -40,6 +40,7 @@ from jaxbench.evaluator.judge.client import RunnerOutcome, RunnerPool
 from jaxbench.evaluator.lease import DeviceLease
 from jaxbench.evaluator.pool import WorkerPool, remove_tree
 from jaxbench.evaluator.result import (
+    RULES,
     STAGES,
     STATUSES,
     StageFailure,
@@ -212,7 +213,8 @@ class Evaluator:
                 message = f"{hint}; {message}" if hint else message
             if result.get("candidate_frames"):  # where in the kernel file it went wrong
                 message += f" (at {result['candidate_frames'][-1].split(': ', 1)[0]})"
-            result.update(status=failure.status, stage=failure.stage, message=message)
+            result.update(status=failure.status, stage=failure.stage, rule=failure.rule,
+                          message=message)
         result["wall_s"] = round(time.monotonic() - started, 3)
         assert result["status"] in STATUSES, result["status"]
         return printable_result(result)
@@ -639,8 +641,10 @@ def _runner_verdict(outcome: RunnerOutcome, case: Case,
                                                  "module" + (": " + " | ".join(tail)[-300:] if tail else ""))
     if response.get("status") != "ran":
         status = response.get("status")
+        rule = response.get("rule")
         raise StageFailure(status if status in STATUSES else "crashed",
-                           response.get("stage", "correct"), response.get("message", ""))
+                           response.get("stage", "correct"), response.get("message", ""),
+                           rule=rule if rule in RULES else None)
     return response
 
 

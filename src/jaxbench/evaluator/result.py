@@ -15,6 +15,18 @@ STATUSES = (
     "compile_error", "runtime_error", "timeout", "crashed", "unverified",
 )
 STAGES = ("static", "trace", "lower", "correct", "time", "recheck")
+# Rule codes: which rule a failure broke, carried by `StageFailure` into the result's ``rule``
+# (None where no coded rule decided). The taxonomy and the agents' feedback read the code, never
+# the message. The outside-work rules are policy (honest work left in XLA, over the glue
+# budget), apart from the rules that catch gaming the check.
+RULE_NO_KERNEL = "no_kernel"  # no Pallas kernel call in the module
+RULE_UNPRICED = "outside_unpriced"  # ops outside kernels the analysis cannot price
+RULE_OUTSIDE_FLOPS = "outside_flops"  # XLA's share of the FLOPs over the budget
+RULE_OUTSIDE_BYTES = "outside_bytes"  # XLA's share of a data-movement task's bytes over it
+RULE_OUTPUT_WITHOUT_KERNEL = "output_without_kernel"  # an output no kernel's result reaches
+OUTSIDE_WORK_RULES = frozenset({RULE_UNPRICED, RULE_OUTSIDE_FLOPS, RULE_OUTSIDE_BYTES,
+                                RULE_OUTPUT_WITHOUT_KERNEL})
+RULES = frozenset({RULE_NO_KERNEL, *OUTSIDE_WORK_RULES})
 # Exit status of a tracer whose candidate code acted after it was sealed for its exports.
 SEALED_EXIT = 86
 # The chips kernels are lowered for when none is attached: JAXBench's TPU v6e, and an H200
@@ -41,12 +53,14 @@ def with_cpu_check_flags(env: dict[str, str] | os._Environ[str]) -> None:
 class StageFailure(Exception):
     """A candidate failed a stage: carries the status and the stage it stopped at."""
 
-    def __init__(self, status: str, stage: str, message: str) -> None:
+    def __init__(self, status: str, stage: str, message: str, rule: str | None = None) -> None:
         assert status in STATUSES, status
+        assert rule is None or rule in RULES, rule
         super().__init__(message)
         self.status = status
         self.stage = stage
         self.message = message
+        self.rule = rule
 
 
 def source_sha256(source: str) -> str:
@@ -100,6 +114,7 @@ def new_result(task: str, target: str, mode: str, size: str, source: str) -> dic
         "size": size,
         "status": None,
         "stage": None,
+        "rule": None,
         "message": "",
         "max_abs_err": None,
         "rel_err": None,

@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from jaxbench.evaluator.result import OUTSIDE_WORK_RULES, RULE_NO_KERNEL
+
 # key -> (label, one-line meaning), in the order reports list them (earliest stage first).
 CATEGORIES: dict[str, tuple[str, str]] = {
     "static_policy": ("static policy", "rejected before tracing: the source uses something kernels "
@@ -42,8 +44,10 @@ CATEGORIES: dict[str, tuple[str, str]] = {
                     "2^20 elements, masked edge blocks"),
     "gpu_race": ("GPU grid race", "two GPU grid programs write the same output location (or the "
                  "rule cannot prove they do not)"),
-    "outside_work": ("outside work", "work outside the kernels over budget: heavy XLA ops, or more "
-                     "than the allowed fraction of the task's FLOPs"),
+    "outside_work": ("outside work (policy)", "honest work left in XLA over the glue budget: "
+                     "ops the analysis cannot price, more than the allowed share of the module's "
+                     "FLOPs (or of a data-movement task's bytes), or an output no kernel writes; "
+                     "a policy refusal, not a cheat"),
     "compile_error": ("compile / lowering error", "lowering or compiling the kernel failed "
                       "(Pallas, Mosaic, Triton, XLA), or its export does not deserialize"),
     "runtime_error": ("runtime error", "the compiled kernel raised when run"),
@@ -93,13 +97,22 @@ _SANDBOX = re.compile(
 _OTHER_SIZE = re.compile(r"(^|; )tracing at size '")
 
 
+# Rule codes (``evaluator/result.py``) -> category: decided by the code, whatever the message.
+_RULE_CATEGORIES = {**{rule: "outside_work" for rule in OUTSIDE_WORK_RULES},
+                    RULE_NO_KERNEL: "no_pallas"}
+
+
 def classify(event: dict[str, Any]) -> str | None:
     """The category of one evaluation event (None when it is correct); from its ``status``,
-    ``stage`` and ``message`` only."""
+    ``stage``, ``rule`` and ``message`` only. A rule code decides first; the message patterns
+    are for rules that have no code yet and for runs written before codes existed."""
     status, stage = event.get("status"), event.get("stage")
     message = str(event.get("message") or "")
     if status == "correct":
         return None
+    rule = event.get("rule")
+    if isinstance(rule, str) and rule in _RULE_CATEGORIES:
+        return _RULE_CATEGORIES[rule]
     if status in ("timeout", "unverified", "no_pallas"):
         return status
     if stage == "static" and status in ("rejected", "compile_error"):  # evaluator/static.py

@@ -93,6 +93,9 @@ def custom(name: str, shape: Sequence[int], dtype: str = "int32") -> InputSpec:
 Dims = SimpleNamespace
 
 
+WORKS = ("flops", "bytes")
+
+
 class Task:
     """One operator to optimize.
 
@@ -114,6 +117,10 @@ class Task:
         unrepaired_reference: for a repaired task whose math changed, the published
             version's reference, kept for the record (never used to judge).
         description: what the task computes (defaults to the module docstring).
+        work: the task's currency: ``"flops"`` (compute; the default) or ``"bytes"`` (its work
+            is data movement: a gather, transpose, pad or concatenate). The outside-work rule
+            counts XLA's share in that currency; the validator checks the choice against what
+            XLA's optimised reference computes.
     """
 
     def __init__(
@@ -132,6 +139,7 @@ class Task:
         meta: Mapping[str, Any] | None = None,
         unrepaired_reference: Callable[..., Any] | None = None,
         description: str = "",
+        work: str = "flops",
     ) -> None:
         missing = [s for s in SIZES if s not in sizes]
         if missing:
@@ -141,6 +149,9 @@ class Task:
         self.sizes = {k: dict(v) for k, v in sizes.items()}
         self._inputs = inputs
         self._flops = flops
+        if work not in WORKS:
+            raise ValueError(f"task {id}: work must be one of {WORKS}, not {work!r}")
+        self.work = work
         self._bytes = bytes
         self._make_inputs = make_inputs
         self.atol = atol

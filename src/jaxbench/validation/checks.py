@@ -72,7 +72,13 @@ MATTER_REL = 1e-3        # an input matters if the output moves > 1e-3 * (max|ou
 _BASE_STREAM = 0x6A78    # key data [stream, seed]: base draws
 _ALT_STREAM = 0x616C74   # alternative draws for the perturbation check
 
-CHECKS = ("finite", "non_constant", "inputs_matter", "tolerance")
+CHECKS = ("finite", "non_constant", "inputs_matter", "tolerance", "work")
+# XLA's optimised reference doing fewer FLOPs than this per byte it moves is data movement: the
+# task must declare ``work="bytes"`` (and a task that declares it must be one). Measured: the one
+# data-movement task, l1_embedding_lookup, at 0.0002 FLOPs per byte; every other at >= 0.08.
+# (XLA's CPU cost analysis counts a bf16 gather's converts as FLOPs, 0.5 per byte: a bf16
+# data-movement task would need its declaration checked by hand.)
+DATA_MOVEMENT_FLOPS_PER_BYTE = 0.01
 
 
 @dataclass
@@ -107,6 +113,7 @@ class TaskReport:
     inputs: list[InputResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    work: Check = field(default_factory=lambda: Check(True, "not checked"))
 
     @property
     def flags(self) -> list[str]:
@@ -307,7 +314,36 @@ def _validate(task: Task, size: str, seeds: int, perturb_seeds: int) -> TaskRepo
     warnings = [f"ignorable {r.name}: replacing it moves the output by at most {r.change:.3g}, "
                 f"within tolerance" for r in inputs if r.matters and not r.detectable and not r.inert]
     return TaskReport(task.id, size, seeds, finite, non_constant, inputs_matter, tolerance,
-                      inputs, warnings, round(time.monotonic() - started, 2))
+                      inputs, warnings, round(time.monotonic() - started, 2),
+                      work=check_work(task, size))
+
+
+def xla_cost(task: Task, size: str) -> tuple[float, float]:
+    """(FLOPs including transcendentals, bytes accessed) of XLA's optimised reference at
+    ``size``, from the compiled program's own cost analysis."""
+    specs = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in task.input_specs(size)]
+    cost = jax.jit(task.reference).lower(*specs).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    return (float(cost.get("flops", 0.0)) + float(cost.get("transcendentals", 0.0)),
+            float(cost.get("bytes accessed", 0.0)))
+
+
+def check_work(task: Task, size: str) -> Check:
+    """The task's currency against what XLA's optimised reference does: a reference of under
+    :data:`DATA_MOVEMENT_FLOPS_PER_BYTE` moves data, and the outside-work rule must count its
+    bytes (``work="bytes"``); the ratio of XLA's FLOPs to the nominal count is the value."""
+    flops, moved = xla_cost(task, size)
+    per_byte = flops / moved if moved else 0.0
+    nominal = task.flops(size)
+    ratio = flops / nominal if nominal else None
+    note = (f"XLA: {flops:.3g} FLOPs, {per_byte:.3g} per byte; "
+            f"{_fmt(ratio)}x the nominal {nominal:.3g}")
+    movement = per_byte < DATA_MOVEMENT_FLOPS_PER_BYTE
+    if movement and task.work != "bytes":
+        return Check(False, f"{note}: the reference moves data; declare work='bytes'", ratio)
+    if not movement and task.work == "bytes":
+        return Check(False, f"{note}: declared work='bytes' but the reference computes", ratio)
+    return Check(True, note, ratio)
 
 
 def _perturbation(task: Task, size: str, f32: Any, base_inputs: list[tuple],

@@ -40,6 +40,7 @@ __all__ = [
     "Work",
     "constant_cost",
     "elementwise",
+    "written_bytes",
 ]
 
 # Custom calls that do no work: sharding annotations, shape checks, buffer allocation.
@@ -126,6 +127,7 @@ _COMPLEX_CONTRACTION_WEIGHT = 4.0
 @dataclass
 class Work:
     flops: float = 0.0
+    bytes: float = 0.0  # bytes the ops write (see `written_bytes`), times their loops' trips
     ops: Counter = field(default_factory=Counter)  # op name -> flops
     heavy: Counter = field(default_factory=Counter)
     kernel_calls: int = 0
@@ -152,6 +154,7 @@ class Work:
 
     def add(self, other: Work, scale: float = 1.0) -> None:
         self.add_static(other)
+        self.bytes += other.bytes * scale
         if other.flops and scale:
             self.flops += other.flops * scale
             for k, v in other.ops.items():
@@ -172,6 +175,39 @@ class Walker(Protocol):
 
 # ---------------------------------------------------------------------------------------------
 # What an op costs.
+
+# Ops that write no array of their own (a view, a name, a token, a nested op whose body's ops
+# are counted instead): no bytes. Every other op outside kernels writes its results.
+_NO_BYTES = frozenset({
+    "stablehlo.reshape", "stablehlo.bitcast_convert", "stablehlo.get_tuple_element",
+    "stablehlo.tuple", "stablehlo.return", "func.return", "stablehlo.optimization_barrier",
+    "stablehlo.after_all", "stablehlo.create_token", "stablehlo.partition_id",
+    "stablehlo.replica_id", "stablehlo.get_dimension_size", "stablehlo.set_dimension_size",
+    "stablehlo.dynamic_reshape", "func.call", "stablehlo.composite", "stablehlo.while",
+    "stablehlo.case", "stablehlo.if", "stablehlo.custom_call",
+})
+
+
+def _element_bytes(elem: str) -> float:
+    if elem.startswith("complex<"):
+        return 2 * _element_bytes(elem[len("complex<"):-1])
+    digits = re.findall(r"\d+", elem)
+    return max(1, int(digits[0]) // 8) if digits else 4.0
+
+
+def written_bytes(op: Any) -> float:
+    """Bytes an op outside kernels writes (its results; a splat constant none): what the
+    data-movement rule counts. Views, names, tokens and nested ops write nothing themselves."""
+    name = op.name
+    if name in _NO_BYTES or name.startswith("sdy.") or (
+            name == "stablehlo.constant" and not constant_cost(op)):
+        return 0.0
+    total = 0.0
+    for r in op.results:
+        tt = tensor_type(r.type)
+        if tt is not None and tt.static:
+            total += float(tt.size) * _element_bytes(tt.elem)  # type: ignore[arg-type]
+    return total
 
 
 def constant_cost(op: Any) -> int:

@@ -18,7 +18,14 @@ from typing import Any
 
 from jaxbench.evaluator.judge.pricing import FREE_CUSTOM_CALL_TARGETS
 from jaxbench.evaluator.judge.structure import ModuleReport
-from jaxbench.evaluator.result import StageFailure
+from jaxbench.evaluator.result import (
+    RULE_NO_KERNEL,
+    RULE_OUTPUT_WITHOUT_KERNEL,
+    RULE_OUTSIDE_BYTES,
+    RULE_OUTSIDE_FLOPS,
+    RULE_UNPRICED,
+    StageFailure,
+)
 
 LOWER = "lower"
 
@@ -53,13 +60,49 @@ def _heavy_message(heavy: dict[str, int]) -> str:
             "countable ops (counted as heavy); compute in Pallas instead")
 
 
-def check_target(report: ModuleReport, task_flops: float, max_fraction: float) -> dict[str, Any]:
-    """Kernel presence, allow-lists and the outside-work budget; returns the figures."""
+def _where(line: Any) -> str:
+    if not line:
+        return ""
+    file, number = line
+    return f" at {str(file).rsplit('/', 1)[-1]}:{number}"
+
+
+def _heaviest(kernels: Any) -> str:
+    """The kernel file's equation that puts the most work in XLA, named with its line."""
+    eqns = [e for e in (getattr(kernels, "outside_eqns", None) or []) if e[0] > 0]
+    if not eqns:
+        return ""
+    flops, name, line = eqns[0]
+    return f"; the largest is {name}{_where(line)} ({flops:.3g} FLOPs)"
+
+
+def _top(ops: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.3g}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:3])
+
+
+def _outside_failure(rule: str, text: str) -> StageFailure:
+    return StageFailure("rejected", LOWER, f"work outside pallas_call: {text} (over the glue "
+                                           "budget: a policy refusal, not a cheat)", rule=rule)
+
+
+# Outside FLOPs up to this many per element of the task's inputs and outputs are glue whatever
+# the kernels do (index clamps, scalar epilogues): the share rule does not look below it. (A
+# kernel that only copies does no FLOPs, so any glue at all would be 100% of the module's.)
+GLUE_FLOPS_PER_ELEMENT = 0.125
+
+
+def check_target(report: ModuleReport, task_flops: float, max_fraction: float,
+                 kernels: Any = None, work: str = "flops", elements: int = 0) -> dict[str, Any]:
+    """Kernel presence, allow-lists, the data flow and the outside-work budget; returns the
+    figures. ``kernels``: the kernels' own work (:class:`.kernel_work.KernelWork`; without it
+    only the task's nominal FLOPs bound the outside work); ``work``: the task's currency,
+    "flops" or "bytes" (a task whose work is data movement); ``elements``: of the task's
+    inputs and outputs (the glue floor, :data:`GLUE_FLOPS_PER_ELEMENT`)."""
     if report.kernel_calls == 0:
         raise StageFailure("no_pallas", LOWER,
                            "the exported module has no Pallas kernel custom call (a kernel that "
                            "passes interpret=True itself, or plain XLA): the hot path must be a "
-                           "compiled Pallas kernel")
+                           "compiled Pallas kernel", rule=RULE_NO_KERNEL)
     empty = [r.name for r in report.kernel_regions if r.call_sites and not r.kernel_calls]
     if empty:
         raise StageFailure("rejected", LOWER,
@@ -68,17 +111,42 @@ def check_target(report: ModuleReport, task_flops: float, max_fraction: float) -
     # Work inside kernel regions besides the kernel calls is part of the outside work.
     heavy, outside, ops = dict(report.heavy), report.outside_flops, dict(report.outside_ops)
     if heavy:
-        raise StageFailure("rejected", LOWER, _heavy_message(heavy))
+        raise StageFailure("rejected", LOWER, _heavy_message(heavy), rule=RULE_UNPRICED)
+    inside = float(getattr(kernels, "flops", 0.0) or 0.0)
+    kernel_bytes = float(getattr(kernels, "bytes", 0.0) or 0.0)
+    outside_bytes = float(report.outside_bytes)
     figures = {"kernel_calls": report.kernel_calls, "outside_flops": outside,
                "task_flops": task_flops, "outside_ops": ops,
-               "custom_calls": dict(report.custom_call_targets)}
+               "custom_calls": dict(report.custom_call_targets), "work": work,
+               "kernel_flops": inside, "outside_bytes": outside_bytes,
+               "kernel_bytes": kernel_bytes}
+    if kernels is not None:
+        for index, what, line in getattr(kernels, "unreached", []):
+            raise StageFailure(
+                "rejected", LOWER, f"output {index} is not written by any kernel: it is made by "
+                f"{what}{_where(line)} in XLA, and no Pallas kernel's result reaches it (every "
+                "output must come out of a kernel)", rule=RULE_OUTPUT_WITHOUT_KERNEL)
+        figures["outside_share"] = outside / (outside + inside) if outside else 0.0
+        glue = outside <= GLUE_FLOPS_PER_ELEMENT * elements
+        if work == "flops" and not glue and figures["outside_share"] > max_fraction:
+            raise _outside_failure(RULE_OUTSIDE_FLOPS, (
+                f"{figures['outside_share']:.0%} of the module's FLOPs run in XLA ({_top(ops)} "
+                f"FLOPs outside, {inside:.3g} in the kernels){_heaviest(kernels)}; at most "
+                f"{max_fraction:.0%} may"))
+        if work == "bytes":
+            total = outside_bytes + kernel_bytes
+            figures["outside_bytes_share"] = outside_bytes / total if total else 0.0
+            if figures["outside_bytes_share"] > max_fraction:
+                raise _outside_failure(RULE_OUTSIDE_BYTES, (
+                    f"this task's work is data movement, and {figures['outside_bytes_share']:.0%}"
+                    f" of the bytes the module writes are written by XLA ({outside_bytes:.3g} "
+                    f"outside, {kernel_bytes:.3g} moved by the kernels); at most "
+                    f"{max_fraction:.0%} may: gather, slice and pad inside the kernel"))
     if task_flops > 0 and outside > max_fraction * task_flops:
-        top = ", ".join(f"{k} {v:.3g}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:3])
-        raise StageFailure(
-            "rejected", LOWER,
-            f"work outside pallas_call: {outside / task_flops:.0%} of the task's FLOPs run in XLA "
-            f"({top} FLOPs); at most {max_fraction:.0%} may (glue like reshapes, casts and "
-            "padding is free)")
+        raise _outside_failure(RULE_OUTSIDE_FLOPS, (
+            f"{outside / task_flops:.0%} of the task's FLOPs run in XLA ({_top(ops)} FLOPs"
+            f"{_heaviest(kernels)}); at most {max_fraction:.0%} may (glue like reshapes, casts "
+            "and padding is free)"))
     return figures
 
 

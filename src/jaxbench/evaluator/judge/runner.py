@@ -46,6 +46,12 @@ def _inputs(task: Any, key: list[int], size: str) -> Any:
     return task.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)), size)
 
 
+def _elements(types: list[tuple[tuple[int, ...], str]]) -> int:
+    import math
+
+    return sum(math.prod(shape) for shape, _ in types)
+
+
 def _structure(exported: Any, platform: str) -> Any:
     from jaxbench.evaluator.judge.structure import analyze
     from jaxbench.evaluator.result import StageFailure, short_error
@@ -110,7 +116,7 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
 
     from jaxbench.backends import device_kind, kernel_backend_of_calls
     from jaxbench.evaluator.arrays import pack
-    from jaxbench.evaluator.judge import jaxpr_reader, lowering, rules
+    from jaxbench.evaluator.judge import jaxpr_reader, kernel_work, lowering, rules
     from jaxbench.evaluator.result import StageFailure, short_error
     from jaxbench.tasks import get_task
 
@@ -138,8 +144,17 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
     target = lowered.target[size]
     rules.check_export(target, platform, in_types, out_types, "target")
     target_report = _structure(target, platform)
+    uncounted = ""
+    try:
+        kernels = kernel_work.count(lowered.traces[size], payload["lines"])
+    except Exception as exc:  # noqa: BLE001 - the judge's own counter failing: the nominal
+        kernels, uncounted = None, short_error(exc, 300)  # count alone bounds outside work
     response["structure"] = rules.check_target(target_report, task.flops(size),
-                                               request.get("max_outside_flops_fraction", 0.1))
+                                               request.get("max_outside_flops_fraction", 0.1),
+                                               kernels, task.work,
+                                               _elements(in_types + out_types))
+    if uncounted:
+        response["structure"]["kernel_work_error"] = uncounted
     response["kernel_backend"] = kernel_backend_of_calls(response["structure"]["custom_calls"])
     # (a "cpu" target, a test's stand-in for a device, has no chip whose memory to count)
     problem, figures = _budgets(request, task, platform, lowered) if platform != "cpu" \
@@ -316,7 +331,8 @@ def serve(reply: Any) -> None:
         try:
             response = {"status": "ran", **judge(request, lease)}
         except StageFailure as failure:
-            response = {"status": failure.status, "stage": failure.stage, "message": failure.message}
+            response = {"status": failure.status, "stage": failure.stage,
+                        "message": failure.message, "rule": failure.rule}
         except Exception as exc:  # noqa: BLE001 - a harness bug: report, keep serving
             response = {"status": "crashed", "stage": "correct",
                         "message": f"judge error: {short_error(exc, 300)}"}
@@ -333,7 +349,7 @@ def _warm_up() -> None:
     import jax.numpy as jnp
 
     import jaxbench.tasks
-    from jaxbench.evaluator.judge import gpu_rules, jaxpr_reader, lowering, structure  # noqa: F401
+    from jaxbench.evaluator.judge import gpu_rules, jaxpr_reader, kernel_work, lowering, structure  # noqa: F401
 
     jaxbench.tasks.list_tasks()
     jaxpr_reader.allowed()

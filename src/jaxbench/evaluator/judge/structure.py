@@ -55,8 +55,8 @@ from jaxbench.evaluator.judge.pricing import (
     LOOKUP_FLOPS_PER_ELEMENT,
     OP_PRICES,
     Work,
-    constant_cost,
     elementwise,
+    written_bytes,
 )
 
 __all__ = [
@@ -137,6 +137,8 @@ class ModuleReport:
     # Every op outside kernel regions, in walk order (nested blocks between "^bb(...)" and
     # "^end"), as a canonical string: the interpret-mode export must equal the target's.
     outside_op_list: list[str] = field(default_factory=list)
+    # Bytes the ops outside kernel calls write (loops multiplied by their trip counts).
+    outside_bytes: float = 0.0
 
 
 class _Analyzer:
@@ -215,6 +217,7 @@ class _Analyzer:
             w.targets.update(cw.targets)
             w.heavy.update(cw.heavy)
             w.flops += cw.flops
+            w.bytes += cw.bytes
             for k, v in cw.ops.items():
                 w.ops[k] += v
             return
@@ -242,6 +245,8 @@ class _Analyzer:
         name = op.name
         w.op_counts[name] += 1
         w.op_list.append(canonical(op, self.inlined_symbol(op, name)))
+        if count_flops:
+            w.bytes += written_bytes(op)
         self.priced_op(op, name, w, count_flops)
         self.mark(op, name)
 
@@ -327,8 +332,10 @@ class _Analyzer:
         return True  # not walked (yet): assume the worst
 
     def raw(self, v: Any, depth: int = 0) -> bool:
-        """Whether `v` is the task's input data, only moved: an argument of @main, or a splat,
-        through layout ops (reshape, slice, convert, concatenate, gather...)."""
+        """Whether `v` is the task's input data, only moved: an argument of @main through layout
+        ops (reshape, slice, convert, concatenate, gather...). A constant of any spelling is
+        not: splats joined, padded or sliced make any piecewise-constant table, and a table
+        indexed by data is priced as a lookup whatever built it."""
         if v in self.raw_memo:
             return self.raw_memo[v]
         owner = v.owner
@@ -345,9 +352,7 @@ class _Analyzer:
             op = operation(owner)
             data = LAYOUT_DATA_OPERANDS.get(op.name, ())
             operands = list(op.operands)
-            if op.name == "stablehlo.constant":
-                out = constant_cost(op) == 0
-            elif data == ():
+            if data == ():
                 out = False
             else:
                 picked = operands if data is None else [operands[i] for i in data
@@ -360,13 +365,16 @@ class _Analyzer:
 
     def branches(self, op: Any, w: Work) -> None:
         best: Work | None = None
+        most_bytes = 0.0
         for region in op.regions:
             bw = Work()
             for block in region.blocks:
                 bw.add(self.block_work(block))
             w.add_static(bw)
+            most_bytes = max(most_bytes, bw.bytes)
             if best is None or bw.flops > best.flops:
                 best = bw
+        w.bytes += most_bytes
         if best is not None and best.flops:
             w.flops += best.flops
             w.ops.update(best.ops)
@@ -442,4 +450,5 @@ def analyze(module_text: str, platform: str, *, kernel_prefix: str = "jaxbench_k
         outside_op_list=list(main.op_list),
         main_signature=signature,
         kernel_calls_outside_regions=main.kernel_calls_outside_regions,
+        outside_bytes=main.bytes,
     )
