@@ -41,11 +41,12 @@ def _plgpu_kernel(words_from_0_11: str) -> tuple[str, str, tuple[str, ...]]:
 
 _AGREES = "its outputs matched the truth, which cannot make it `correct`"
 EXPECTED_FAILURES = {
-    # JAX's interpreter trips over the library's TypedInt refs or its ReshapeTransform
-    # (which one first depends on the path taken): an AttributeError inside the interpreter.
+    # JAX's interpreters crash inside their own code on the library's TypedInt refs (the
+    # interpret-mode lowering) and its ReshapeTransform (the TPU interpreter): not the kernel's
+    # fault, and nothing trusted ran it (evaluator/judge/tool_faults.py).
     ("7p_ragged_paged_attention", "expert", "tpu"):
-        ("runtime_error", "correct", ("TPU interpreter: ", "AttributeError: '",
-                                      "' object has no attribute '")),
+        ("unverified", "correct", ("crashed inside its own code (JAX ", "AttributeError: '",
+                                   "' object has no attribute '")),
     ("8p_gemm", "seed_mosaic_legacy", "gpu"): _WGMMA_ERROR,
     ("1p_flash_attention", "seed_mosaic_legacy", "gpu"):
         ("unverified", "correct", (_NO_INTERPRET_EXPORT,

@@ -121,26 +121,125 @@ def tpu_interpret_params(**params: Any) -> Any:
     return pltpu.InterpretParams(**params)
 
 
-@contextlib.contextmanager
-def abstract_device(platform: str, device_kind: str, num_cores: int | None = None
-                    ) -> Iterator[None]:
-    """Lowering for a chip that is not attached: Mosaic asks the "current device" for its TPU
-    generation, and from JAX 0.11 Pallas' Triton lowering asks it for the GPU's compute
-    capability; an abstract mesh naming the chip answers both. ``num_cores`` is what JAX's
-    concrete meshes put there: a TPU device's TensorCores (default 1), a GPU's SM count."""
+def _chip_mesh(platform: str, device_kind: str, num_cores: int | None = None) -> Any:
+    """A mesh without axes whose device is the chip: what Mosaic's and (from JAX 0.11) Pallas'
+    Triton lowering ask for the "current device" (TPU generation, GPU compute capability),
+    and nothing else (no axis a sharding or ``shard_map`` could meet). ``num_cores`` is what
+    JAX's concrete meshes put there: a TPU device's TensorCores (default 1), a GPU's SMs."""
     from jax._src import mesh as mesh_lib
 
     kind = "tpu" if platform == "tpu" else "gpu"
     if kind == "tpu" and num_cores is None:
         num_cores = 1
     device = mesh_lib.AbstractDevice(device_kind=device_kind, num_cores=num_cores, platform=kind)
-    # Auto axes, as JAX 0.10 defaults to: from 0.12 the default is Explicit, and an explicit
-    # mesh axis leaks into the traced values' shardings (the interpreter then refuses
-    # dynamic_update_slice between a sharded block and an unsharded buffer).
-    mesh = jax.sharding.AbstractMesh((1,), ("cross_lowering",), abstract_device=device,
-                                     axis_types=(jax.sharding.AxisType.Auto,))
-    with jax.sharding.use_abstract_mesh(mesh):
+    return jax.sharding.AbstractMesh((), (), abstract_device=device)
+
+
+@contextlib.contextmanager
+def abstract_device(platform: str, device_kind: str, num_cores: int | None = None
+                    ) -> Iterator[None]:
+    """Lowering a function (not a handed-over jaxpr: see :func:`on_chip`) for a chip that is
+    not attached, inside an abstract mesh naming the chip (:func:`_chip_mesh`)."""
+    with jax.sharding.use_abstract_mesh(_chip_mesh(platform, device_kind, num_cores)):
         yield
+
+
+def tpu_info_modules() -> list[Any]:
+    """The modules whose ``get_device_kind`` and ``get_num_device_cores`` Pallas'
+    ``get_tpu_info`` and ``is_tpu_device`` call: where they are defined
+    (``jax._src.pallas.mosaic.tpu_info`` in JAX 0.10, ``jax._src.tpu_info`` from 0.12) and the
+    Pallas module that re-exports them."""
+    import sys
+
+    from jax.experimental.pallas import tpu as pltpu
+
+    function = pltpu.get_tpu_info
+    function = getattr(function, "__wrapped__", function)  # behind JAX's cache from 0.12
+    names = [function.__module__, "jax._src.tpu_info", "jax._src.pallas.mosaic.tpu_info"]
+    found = []
+    for name in dict.fromkeys(names):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "get_device_kind"):
+            found.append(module)
+    return found
+
+
+def forget_tpu_info() -> None:
+    """Empties the cache of Pallas' ``get_tpu_info`` (keyed by the trace context, not by what
+    ``get_device_kind`` answers): an answer for one chip is not kept for another, nor for
+    the host."""
+    for module in tpu_info_modules():
+        clear = getattr(getattr(module, "get_tpu_info", None), "cache_clear", None)
+        if clear is not None:
+            clear()
+
+
+def eqn_mesh_device(eqn: Any) -> Any:
+    """The abstract device an equation's context names (its abstract mesh's), or None."""
+    return getattr(getattr(eqn.ctx, "cur_abstract_mesh", None), "abstract_device", None)
+
+
+def on_chip(closed: Any, platform: str, device_kind: str, num_cores: int | None = None) -> Any:
+    """``closed`` with the chip named in every equation's context, at any depth (kernel bodies
+    and index maps included): what lowering asks for the "current device" is the context of
+    the equation it lowers. An equation traced outside any mesh gets the chip's one-device mesh
+    (:func:`_chip_mesh`, no axes); one inside a mesh (``shard_map``'s, ``jax.set_mesh``'s) keeps its
+    axes and gets the chip as its device. The trusted side's channel for the chip: nothing the
+    traced program could see or choose."""
+    import dataclasses
+
+    from jax._src import core
+
+    chip_mesh = _chip_mesh(platform, device_kind, num_cores)
+    device = chip_mesh.abstract_device
+    slots = [s for s in core.JaxprEqnContext.__slots__ if s not in ("configs", "__weakref__")]
+    contexts: dict[int, Any] = {}
+
+    def context(ctx: Any) -> Any:
+        new = contexts.get(id(ctx))
+        if new is None:
+            mesh = ctx.cur_abstract_mesh
+            mesh = chip_mesh if mesh.empty else mesh.update(abstract_device=device)
+            values = []
+            for slot in slots:
+                value = mesh if slot == "cur_abstract_mesh" else getattr(ctx, slot, None)
+                if slot == "xla_metadata" and value is not None:
+                    value = tuple(sorted(value.items()))
+                values.append(value)
+            new = contexts[id(ctx)] = (ctx, core.JaxprEqnContext._create(*values))
+        return new[1]
+
+    def index_maps(params: dict[str, Any]) -> dict[str, Any]:
+        mapping = params.get("grid_mapping")
+        blocks = getattr(mapping, "block_mappings", None)
+        if not blocks:
+            return params
+        new_blocks = []
+        for block in blocks:
+            index_map = getattr(block, "index_map_jaxpr", None)
+            if isinstance(index_map, ClosedJaxpr):
+                block = dataclasses.replace(block, index_map_jaxpr=ClosedJaxpr(
+                    rewrite_jaxpr(index_map.jaxpr, rewrite), index_map.consts))
+            new_blocks.append(block)
+        return {**params, "grid_mapping": dataclasses.replace(mapping,
+                                                              block_mappings=tuple(new_blocks))}
+
+    def value(v: Any) -> Any:
+        if isinstance(v, ClosedJaxpr):
+            return ClosedJaxpr(rewrite_jaxpr(v.jaxpr, rewrite), v.consts)
+        if isinstance(v, Jaxpr):
+            return rewrite_jaxpr(v, rewrite)
+        if isinstance(v, tuple) and any(isinstance(x, (ClosedJaxpr, Jaxpr)) for x in v):
+            items = [value(x) for x in v]
+            maker = getattr(type(v), "_make", None)
+            return maker(items) if maker is not None else tuple(items)
+        return v
+
+    def rewrite(eqn: Any) -> Any:
+        params = {k: value(v) for k, v in index_maps(eqn.params).items()}
+        return eqn.replace(params=params, ctx=context(eqn.ctx))
+
+    return ClosedJaxpr(rewrite_jaxpr(closed.jaxpr, rewrite), closed.consts)
 
 
 @contextlib.contextmanager
@@ -477,6 +576,43 @@ def rewrite_jaxpr(jaxpr: Any, rewrite: Any) -> Any:
                 params[k] is not eqn.params[k] for k in params) else eqn
         eqns.append(new)
     return jaxpr.replace(eqns=eqns, effects=join_effects(eqns))
+
+
+@functools.cache
+def _jit_params(n_in: int, n_out: int) -> dict[str, Any]:
+    """The parameters JAX gives a ``jit`` equation of ``n_in`` inputs and ``n_out`` outputs
+    (shardings and layouts unspecified, nothing donated), read off a traced one: their set
+    differs between JAX versions."""
+    import jax.numpy as jnp
+
+    def identity(*args: Any) -> tuple[Any, ...]:
+        return tuple(args[0] if args else jnp.float32(0) for _ in range(n_out))
+
+    traced = jax.make_jaxpr(jax.jit(identity))(*[jnp.float32(0)] * n_in)
+    (eqn,) = traced.jaxpr.eqns
+    return dict(eqn.params)
+
+
+def as_jit_call(eqn: Any, closed: Any, name: str) -> Any | None:
+    """``eqn`` as a ``jit`` equation of ``closed`` (a closed jaxpr with the same inputs and
+    outputs): what every Pallas backend lowers inside a kernel and XLA outside one (Mosaic
+    has no rule for ``closed_call``). None where an input is a reference (a ``jit`` takes
+    values only)."""
+    from jax._src.state.types import AbstractRef
+
+    if any(isinstance(v.aval, AbstractRef) for v in eqn.invars):
+        return None
+    params = dict(_jit_params(len(eqn.invars), len(eqn.outvars)))
+    params.update(jaxpr=closed, name=name)
+    return eqn.replace(primitive=_jit_primitive(), params=params)
+
+
+@functools.cache
+def _jit_primitive() -> Any:
+    """JAX's ``jit`` primitive (``pjit_p`` / ``jit_p`` by version), from a traced call."""
+    import jax.numpy as jnp
+
+    return jax.make_jaxpr(jax.jit(lambda x: x))(jnp.float32(0)).jaxpr.eqns[0].primitive
 
 
 def dce_jaxpr(jaxpr: Any) -> Any:

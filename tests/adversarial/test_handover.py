@@ -193,15 +193,28 @@ def test_a_jaxpr_with_a_forged_type_is_refused():
 
 
 def test_an_equation_lowered_for_another_chip_is_refused():
-    from jaxbench.evaluator.sandbox.chip import as_chip
+    """The trace names no chip; an equation whose context names one (a mesh's device: what
+    Mosaic's lowering would ask) must name the judged chip."""
+    from jax.sharding import AbstractDevice, AbstractMesh, AxisType
 
-    with as_chip("tpu", "TPU v5 lite"):
+    v5e = AbstractDevice(device_kind="TPU v5 lite", num_cores=1, platform="tpu")
+    with jax.sharding.use_abstract_mesh(AbstractMesh((1,), ("x",), (AxisType.Auto,),
+                                                     abstract_device=v5e)):
         closed = _copy_kernel_jaxpr()
     payload = jaxpr_reader.read(handover.dumps({"small": closed}))
     lowering.well_formed(payload["traces"]["small"], "TPU v5 lite", "tpu")
     with pytest.raises(StageFailure) as caught:
         lowering.well_formed(payload["traces"]["small"], "TPU v6 lite", "tpu")
     assert caught.value.status == "rejected" and "'TPU v5 lite'" in caught.value.message
+
+
+def test_a_trace_for_the_chip_names_no_chip_and_is_judged_for_any():
+    from jaxbench.evaluator.sandbox.chip import as_chip
+
+    with as_chip("tpu", "TPU v5 lite"):
+        closed = _copy_kernel_jaxpr()
+    payload = jaxpr_reader.read(handover.dumps({"small": closed}))
+    lowering.well_formed(payload["traces"]["small"], "TPU v6 lite", "tpu")
 
 
 def _copy_kernel_jaxpr_fn(a):

@@ -14,12 +14,26 @@ CASES = [
     ("tpu_megablox_gmm.py", "11p_megablox_gmm"),           # pallas.ops.tpu.megablox.gmm
     ("tpu_library_matmul.py", "8p_gemm"),                  # pallas.ops.tpu.matmul
     ("gpu_attention.py", "1p_flash_attention"),            # pallas.ops.gpu.attention.mha
+    # its default blocks on the A100: Triton decides shared memory, else a warning
+    ("gpu_mha_default_blocks.py", "l3_multi_head_attention"),
     ("gpu_rms_norm.py", "12p_rmsnorm"),                    # pallas.ops.gpu.rms_norm
     ("gpu_softmax_composed.py", "50k_matmul_gelu_softmax"),  # own matmul+gelu, ops.gpu.softmax
     ("tpu_fori_bias_relu.py", "19k_matmul_subtract_multiply_relu"),  # grid + fori_loop
     ("tpu_scalar_prefetch.py", "8p_gemm"),                 # PrefetchScalarGridSpec, scratch, when
     ("tpu_rmsnorm_rows.py", "12p_rmsnorm"),                # reductions inside the kernel
     ("tpu_self_tuning_gemm.py", "8p_gemm"),                # tiles from get_tpu_info, device kind
+    ("tpu_one_device_shard_map.py", "12p_rmsnorm"),        # shard_map, NamedSharding, one device
+    ("tpu_set_mesh_shard_map.py", "8p_gemm"),              # jax.set_mesh, reshard, shard_map
+    ("gpu_ragged_rows_masked.py", "14p_ragged_dot"),       # disjoint masked rows, shared block
+]
+# Tokamax's public API (the optional `jaxbench[tokamax]` extra), as users call it: it asks the
+# default device whether it supports the implementation before it traces anything.
+TOKAMAX_CASES = [
+    ("tpu_tokamax_ragged_dot.py", "11p_megablox_gmm"),     # tokamax.ragged_dot, "mosaic"
+    ("gpu_tokamax_layer_norm.py", "l1_layernorm"),         # tokamax.layer_norm, "triton"
+    # Triton ragged dot: programs share an output block, store disjoint masked rows of it
+    ("gpu_tokamax_ragged_dot.py", "14p_ragged_dot"),       # tokamax.ragged_dot, "triton"
+    ("gpu_tokamax_ragged_dot_op.py", "14p_ragged_dot"),    # its op class, uneven groups
 ]
 # Not covered: jax.experimental.pallas.ops.gpu.layer_norm (no task computes a plain layer norm;
 # 12p is RMSNorm, whose GPU op is covered by gpu_rms_norm.py).
@@ -33,5 +47,14 @@ def test_legit_kernel_is_correct(evaluator, name, task):
         assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
 
 
+@pytest.mark.parametrize("name,task", TOKAMAX_CASES, ids=[c[0] for c in TOKAMAX_CASES])
+def test_legit_tokamax_kernel_is_correct(evaluator, name, task):
+    pytest.importorskip("tokamax", reason="the optional jaxbench[tokamax] extra is not installed")
+    result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=300)
+    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
+    if result["target"] == "tpu":
+        assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+
+
 def test_every_legit_file_is_covered():
-    assert {p.name for p in KERNELS.glob("*.py")} == {c[0] for c in CASES}
+    assert {p.name for p in KERNELS.glob("*.py")} == {c[0] for c in CASES + TOKAMAX_CASES}

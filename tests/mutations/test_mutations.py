@@ -165,9 +165,8 @@ MUTATIONS = [
     # trace as the chip
     Mutation(
         "tracer_answers_as_the_host_cpu", "evaluator/sandbox/chip.py",
-        "        jax.devices, jax.local_devices, jax.default_backend = \\\n"
-        "            devices, local_devices, default_backend\n",
-        "        pass  # mutant: the kernel asks the host CPU\n",
+        "                setattr(namespace, question.name, answer)\n",
+        "                pass  # mutant: the kernel asks the host CPU\n",
         ("tests/legit/test_legit.py::test_legit_kernel_is_correct[tpu_self_tuning_gemm.py]",
          "tests/test_chip.py::test_jax_ragged_paged_attention_chooses_its_blocks_for_the_chip")),
     Mutation(
@@ -245,6 +244,143 @@ MUTATIONS = [
         "validator_accepts_undeclared_data_movement", "validation/checks.py",
         '    if movement and task.work != "bytes":', "    if False:",
         ("tests/test_validate.py::test_a_data_movement_task_must_declare_bytes",)),
+    # issue 37: exact or unsure
+    Mutation(
+        "default_device_answers_the_host", "evaluator/sandbox/chip.py",
+        "        return asked.device\n\n    return get_default_device",
+        "        return asked.original()\n\n    return get_default_device",
+        ("tests/test_chip.py::test_each_question_answers_as_the_chip_and_as_the_host_after"
+         "[get_default_device-NVIDIA A100]",
+         "tests/legit/test_legit.py::test_legit_tokamax_kernel_is_correct[gpu_tokamax_layer_norm.py]")),
+    Mutation(
+        "tpu_info_questions_unanswered", "compat.py",
+        '    names = [function.__module__, "jax._src.tpu_info", "jax._src.pallas.mosaic.tpu_info"]',
+        "    names = []",
+        ("tests/test_chip.py::test_each_question_answers_as_the_chip_and_as_the_host_after"
+         "[get_device_kind-TPU v5p]",
+         "tests/legit/test_legit.py::test_legit_tokamax_kernel_is_correct[tpu_tokamax_ragged_dot.py]")),
+    Mutation(
+        "tpu_info_cache_kept", "compat.py",
+        '        clear = getattr(getattr(module, "get_tpu_info", None), "cache_clear", None)',
+        "        clear = None",
+        ("tests/test_chip.py::test_a_tpu_kernel_sees_its_tpu",)),
+    Mutation(
+        "make_mesh_over_the_host", "evaluator/sandbox/chip.py",
+        "            devices = [asked.device]", "            pass",
+        ("tests/test_chip.py::test_each_question_answers_as_the_chip_and_as_the_host_after"
+         "[make_mesh-TPU v5p]",
+         "tests/legit/test_legit.py::test_legit_kernel_is_correct[tpu_one_device_shard_map.py]")),
+    Mutation(
+        "config_platform_answers_the_host", "evaluator/sandbox/chip.py",
+        '        "jax_platforms": "tpu" if asked.chip.platform == "tpu" else "cuda",',
+        '        "jax_platforms": asked.original.jax_platforms,',
+        ("tests/test_chip.py::test_each_question_answers_as_the_chip_and_as_the_host_after"
+         "[config-TPU v5p]",)),
+    Mutation(
+        "chip_context_mesh_entered", "evaluator/sandbox/chip.py",
+        "        yield chip\n",
+        "        yield jax.sharding.use_abstract_mesh(jax.sharding.AbstractMesh((1,), ('c',), "
+        "(jax.sharding.AxisType.Auto,))).__enter__() or chip\n",
+        ("tests/test_chip.py::test_no_context_the_program_can_see",
+         "tests/legit/test_legit.py::test_legit_kernel_is_correct[tpu_one_device_shard_map.py]")),
+    Mutation(
+        "concrete_mesh_handed_over", "evaluator/sandbox/handover.py",
+        "        if isinstance(obj, self._mesh):", "        if False:",
+        ("tests/test_chip.py::test_the_judge_names_the_chip_to_lowering_and_the_interpret_run_agrees"
+         "[tpu-one_device_shard_map]",
+         "tests/legit/test_legit.py::test_legit_kernel_is_correct[tpu_one_device_shard_map.py]")),
+    Mutation(
+        "judge_names_no_chip", "evaluator/judge/exporting.py",
+        "    closed = compat.on_chip(closed, chip_platform, kind, cores)", "    pass",
+        ("tests/test_chip.py::test_the_judge_names_the_chip_to_lowering_and_the_interpret_run_agrees"
+         "[tpu-plain]",)),
+    Mutation(
+        "any_chip_in_a_context_accepted", "evaluator/judge/lowering.py",
+        "        if kind is not None and kind not in (device_kind, judged):", "        if False:",
+        ("tests/adversarial/test_handover.py::test_an_equation_lowered_for_another_chip_is_refused",)),
+    Mutation(
+        "custom_derivatives_handed_over_as_closed_call", "evaluator/sandbox/handover.py",
+        "    called = compat.as_jit_call(eqn, inner, eqn.primitive.name)",
+        "    called = None",
+        ("tests/test_tokamax.py::test_tokamax_expert_is_correct[13p_cross_entropy-tpu]",)),
+    Mutation("tool_faults_counts_a_raise_as_a_crash", "evaluator/judge/tool_faults.py",
+        '        if not statement or statement.startswith("raise"):',
+        '        if not statement:',
+        ("tests/test_tool_faults.py::test_an_out_of_bounds_access_the_tpu_interpreter_finds_stays_the_kernels",)),
+    Mutation("tool_faults_ignores_callback_exceptions", "evaluator/judge/tool_faults.py",
+        '    if captured and type(_diagnosis(exc)).__name__ in WRAPPERS:',
+        '    if False:',
+        ("tests/test_tool_faults.py::test_a_tpu_interpreter_crash_leaves_the_kernel_to_the_interpret_mode_trials",)),
+    Mutation("tpu_interpreter_crash_charged_to_the_kernel", "evaluator/judge/lowering.py",
+        '                    fault = tool_faults.classify_run(exc, captured, INTERPRETERS[label])',
+        '                    fault = None',
+        ("tests/test_tool_faults.py::test_a_tpu_interpreter_crash_leaves_the_kernel_to_the_interpret_mode_trials",)),
+    Mutation("lowering_crash_charged_to_the_kernel", "evaluator/judge/lowering.py",
+        '''                fault = tool_faults.classify(exc, f"JAX's lowering for {target}")''',
+        '''                fault = None''',
+        ("tests/test_tool_faults.py::test_a_crash_of_jaxs_lowering_is_unverified_not_a_compile_error",)),
+    Mutation("interpret_run_crash_charged_to_the_kernel", "evaluator/judge/runner.py",
+        '            raise StageFailure("unverified", "correct", fault.describe()[:2000]) from None',
+        '            raise StageFailure("runtime_error", "correct", fault.describe()[:2000]) from None',
+        ("tests/test_tool_faults.py::test_a_crash_of_the_interpret_mode_run_is_unverified",)),
+    Mutation("tool_faults_not_warned", "evaluator/parent.py",
+        '        _warn_tool_faults(result, response.get("tool_faults"))',
+        '        _warn_tool_faults(result, None)',
+        ("tests/test_tool_faults.py::test_a_kernel_both_jax_interpreters_crash_on_is_unverified_with_the_jax_frames",)),
+    Mutation("smem_estimate_refuses_alone", "evaluator/judge/triton_rules.py",
+        '    if shared > limit and least > limit:  # over under every layout Triton can choose',
+        '    if shared > limit:  # over under every layout Triton can choose',
+        ("tests/test_shared_memory.py::test_jax_gpu_attention_with_its_default_blocks_is_correct_on_the_a100",)),
+    Mutation("smem_bound_counts_both_operands", "evaluator/judge/triton_rules.py",
+        '                best = max(best, staged, min(sizes))',
+        '                best = max(best, staged, sum(sizes))',
+        ("tests/test_shared_memory.py::test_the_lower_bound_is_never_above_what_triton_allocates",)),
+    Mutation("smem_bound_without_pipeline_buffers", "evaluator/judge/triton_rules.py",
+        '                staged = sum(sizes) * (stages - 1) if looped and stages >= 2 else 0',
+        '                staged = 0',
+        ("tests/test_shared_memory.py::test_shared_memory_surely_over_the_limit_is_still_refused",)),
+    Mutation("smem_uncertain_not_warned", "evaluator/parent.py",
+        '                if not decided:  # shared memory the estimate cannot decide: a warning',
+        '                if decided:  # shared memory the estimate cannot decide: a warning',
+        ("tests/test_shared_memory.py::test_jax_gpu_attention_with_its_default_blocks_is_correct_on_the_a100",)),
+    Mutation(
+        "gpu_race_store_masks_ignored", "evaluator/judge/gpu_rules.py",
+        "                selected = ins[chosen.position]\n",
+        "                selected = None  # mutant: a store's mask is ignored\n",
+        ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_store_masks_decide_a_shared_block",
+         "tests/legit/test_legit.py::test_legit_kernel_is_correct[gpu_ragged_rows_masked.py]")),
+    Mutation(
+        "gpu_race_doubtful_store_counts_as_sure", "evaluator/judge/gpu_rules.py",
+        "out, ncells, sure = w.output, cells[w.output], not w.doubt",
+        "out, ncells, sure = w.output, cells[w.output], True",
+        ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_a_mask_or_guard_read_from_data_is_unknown_never_a_race",)),
+    Mutation(
+        "gpu_race_unknown_charged_as_incorrect", "evaluator/judge/lowering.py",
+        'raise StageFailure("unverified", "lower", f"GPU race rule: {race_unknown}")',
+        'raise StageFailure("incorrect", "lower", f"GPU race rule: {race_unknown}")',
+        ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_offsets_from_data_are_unverified_not_incorrect",)),
+    Mutation(
+        "gpu_race_operands_outside_kernel_not_computed", "evaluator/judge/gpu_rules.py",
+        "            found[id(eqn)] = ins\n",
+        "            found[id(eqn)] = [UNKNOWN] * len(ins)  # mutant\n",
+        ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_offsets_computed_outside_the_kernel_are_evaluated",
+         "tests/legit/test_legit.py::test_legit_kernel_is_correct[gpu_ragged_rows_masked.py]")),
+    Mutation(
+        "gpu_race_mask_edges_not_in_cells", "evaluator/judge/gpu_rules.py",
+        'if kind == "range" and stride == 1 and mask.shape[1 + d] > 1:',
+        "if False:  # mutant: cells ignore where a mask changes",
+        ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_store_masks_decide_a_shared_block",)),
+    Mutation(
+        "gpu_race_sample_passes_a_large_grid", "evaluator/judge/gpu_rules.py",
+        "    if not found and sampled:\n",
+        "    if False:  # mutant: the sample of a large grid passes it\n",
+        ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_above_the_limit_the_first_and_last_programs_decide_a_race_only",
+         "tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_a_grid_too_large_to_check_is_a_failure_not_a_pass")),
+    Mutation(
+        "gpu_race_overwritten_operand_believed", "evaluator/judge/gpu_rules.py",
+        "            if _known(value) and i not in changed:",
+        "            if _known(value):  # mutant: an input the kernel writes is believed",
+        ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_an_operand_the_kernel_overwrites_is_not_believed",)),
 ]
 
 

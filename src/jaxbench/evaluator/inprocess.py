@@ -33,7 +33,7 @@ from jaxbench.backends import LOWERING_PLATFORM, reset_tpu_interpreter, tpu_chec
 from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, key_from_data
 from jaxbench.evaluator.judge import exporting, rules
 from jaxbench.evaluator.judge.structure import analyze
-from jaxbench.evaluator.sandbox.chip import as_chip
+from jaxbench.evaluator.sandbox.chip import ChipDevice, as_chip
 from jaxbench.evaluator.static import check_source, declared_target
 from jaxbench.tasks import get_task
 
@@ -65,6 +65,35 @@ def _chip(target: str) -> tuple[str, str]:
         ("cuda", exporting.CROSS_LOWERING_GPU)
 
 
+def _holds_chip_mesh(closed: Any) -> bool:
+    """An equation parameter is a mesh over the chip's device, or a sharding over one (a
+    ``shard_map``'s, a ``NamedSharding``'s), at any depth."""
+    mesh_type = jax.sharding.Mesh
+
+    def chip_mesh(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return any(chip_mesh(v) for v in value)
+        mesh = value if isinstance(value, mesh_type) else getattr(value, "mesh", None)
+        return isinstance(mesh, mesh_type) and any(
+            isinstance(d, ChipDevice) for d in getattr(mesh.devices, "flat", ()))
+
+    return any(chip_mesh(v) for eqn in compat.walk_eqns(closed.jaxpr) for v in eqn.params.values())
+
+
+def _traced(kernel: Any, specs: list[Any], target: str) -> Any:
+    """The closed jaxpr of ``kernel`` traced with the chip's answers. A mesh's devices are the
+    chip's, which is not attached here either: a trace holding such a mesh is taken as the judge
+    reads it after the hand-over (the mesh abstract)."""
+    from jaxbench.evaluator.judge.jaxpr_reader import read
+    from jaxbench.evaluator.sandbox.handover import dumps
+
+    with as_chip(*_chip(target)):  # the chip's answers, as the tracer gives them
+        closed = jax.make_jaxpr(kernel)(*specs)
+    if not _holds_chip_mesh(closed):
+        return closed
+    return read(dumps({"trace": closed}))["traces"]["trace"]
+
+
 def trace_trusted(path: Any, task_id: str, size: str = "full", target: str = "gpu") -> Any:
     """The closed jaxpr of a trusted kernel file traced at ``size`` under the target's abstract
     chip: for scripts and tests that inspect shipped kernels (Triton's rules and compiler)."""
@@ -74,15 +103,14 @@ def trace_trusted(path: Any, task_id: str, size: str = "full", target: str = "gp
     kernel = load_trusted(path.read_text(), str(path)).kernel
     specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype))
              for s in get_task(task_id).input_specs(size)]
-    with as_chip(*_chip(target)):
-        return jax.make_jaxpr(kernel)(*specs)
+    return _traced(kernel, specs, target)
 
 
 def export_trusted(path: Any, task_id: str, size: str = "full", target: str = "gpu") -> tuple:
     """(closed jaxpr, its export for the target's platform) of a trusted kernel file."""
     closed = trace_trusted(path, task_id, size, target)
     specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in closed.in_avals]
-    # exporting.export enters the same abstract chip itself (CROSS_LOWERING_TPU / _GPU)
+    # exporting.export names the same chip to lowering itself (CROSS_LOWERING_TPU / _GPU)
     return closed, exporting.export(closed, specs, LOWERING_PLATFORM[target])
 
 
@@ -103,8 +131,7 @@ def _budgets_and_races(kernel: Any, closed: Any, target_export: Any, task: Any, 
             continue
         specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype))
                  for s in task.input_specs(other)]
-        with as_chip(*_chip(target)):
-            traced = jax.make_jaxpr(kernel)(*specs)
+        traced = _traced(kernel, specs, target)
         exported[other] = exporting.export(traced, specs, platform, portable=True)
     problem, _ = budgets.check(exported, platform, exporting.CROSS_LOWERING_TPU,
                                exporting.CROSS_LOWERING_GPU)
@@ -152,8 +179,7 @@ def check_in_process(
     _absl_flags_parsed()
     specs = [jax.ShapeDtypeStruct(s.shape, jax.numpy.dtype(s.dtype)) for s in task.input_specs(size)]
     platform = LOWERING_PLATFORM[target]
-    with as_chip(*_chip(target)):  # the chip the tracer traces under
-        closed = jax.make_jaxpr(kernel)(*specs)
+    closed = _traced(kernel, specs, target)
     target_export = exporting.export(closed, specs, platform, portable=run)
     report = analyze(target_export.mlir_module(), platform)
     figures = rules.check_target(report, task.flops(size), 1.0)
@@ -165,7 +191,7 @@ def check_in_process(
         _budgets_and_races(kernel, closed, target_export, task, size, target, platform)
         if target == "gpu" and triton:
             _triton_compile(target_export)
-        interpret = exporting.export(closed, specs, "cpu", interpret=True)
+        interpret = exporting.export(closed, specs, "cpu", interpret=True, target=target)
         rules.check_interpret(analyze(interpret.mlir_module(), "cpu"), report)
         truth = truth or GroundTruth()
         expected = task.output_shapes(size)
@@ -180,7 +206,8 @@ def check_in_process(
                 if kind == "tpu":
                     params = compat.tpu_interpret_params(uninitialized_memory="nan",
                                                          **tpu_check_params(key[0]))
-                    fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, params)))
+                    fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(
+                        exporting.on_judged_chip(closed, target), params)))
                     got = jax.block_until_ready(fn(*inputs))
                     if compat.tpu_races_found():
                         out.update(ok=False, message="[tpu interpreter] data race detected")

@@ -65,7 +65,7 @@ from jaxbench.evaluator.untrusted import (
     read_untrusted_status,
     untrusted_verdict,
 )
-from jaxbench.tasks import get_task
+from jaxbench.tasks import get_task, task_file_of
 
 DEFAULT_MEMORY_GB = 8.0
 TIMING_CACHE_BYTES = 64 * 2**20
@@ -277,7 +277,8 @@ class Evaluator:
         interpret = case.mode == "interpret"
         try:
             (directory / HANDOVER).write_bytes(handover)
-            request = {"dir": str(directory), "task": task.id, "size": size,
+            request = {"dir": str(directory), "task": task.id, "task_file": task_file_of(task.id),
+                       "size": size,
                        "platform": PLATFORM[case.target], "target": case.target, "mode": case.mode,
                        "source": source, "filename": filename, "tokamax": any(
                            name.split(".")[0] == "tokamax" for name in preloaded(source)),
@@ -324,7 +325,9 @@ class Evaluator:
                     case.target, case.mode, case.chip, result["kernel_backend"])
                 _require_chip_features(result["kernel_backend"], case.chip)
             if case.target == "gpu" and case.mode == "interpret":
-                _triton_compile(result, response.get("triton_kernels"), case.chip)
+                decided = _triton_compile(result, response.get("triton_kernels"), case.chip)
+                if not decided:  # shared memory the estimate cannot decide: a warning
+                    _warn_uncertain_smem(result, response.get("smem_uncertain"))
             outputs, truths = {}, {}
             # The trusted runner's streams: capped by what the outputs can take (4 bytes an
             # element covers float32 truths), with room for the .npy headers.
@@ -355,6 +358,7 @@ class Evaluator:
         for label in RACE_CHECKS:
             if isinstance(response.get(label), str):
                 result["stages"].setdefault("correct", {})[label] = response[label][:300]
+        _warn_tool_faults(result, response.get("tool_faults"))
         if case.mode == "device" or not error:
             result["judged_on"] = "trusted_export"
             judged = [(label, key) for label, key in zip(
@@ -484,6 +488,24 @@ def _warn_uncertain_vmem(result: dict[str, Any], figures: list[Any]) -> None:
             "vmem_limit_bytes in pltpu.CompilerParams to be sure (docs/vmem-calibration.md)")
 
 
+def _warn_tool_faults(result: dict[str, Any], faults: Any) -> None:
+    """A warning per check whose tool crashed inside its own code (the judge's
+    :mod:`jaxbench.evaluator.judge.tool_faults`): not the kernel's fault, so no verdict from it;
+    the verdict rests on the other checks."""
+    for fault in faults if isinstance(faults, list) else []:
+        if not isinstance(fault, dict) or not isinstance(fault.get("text"), str):
+            continue
+        missed = {"the TPU interpreter": " (its race detection between two simulated cores "
+                                         "and shuffled parallel grid did not run: the verdict "
+                                         "rests on the interpret-mode trials)",
+                  "the Mosaic GPU interpreter": " (its run did not happen)"}.get(
+                      fault.get("tool"), "")
+        result.setdefault("warnings", []).append(f"tool fault: {fault['text']}{missed}"[:600])
+        result.setdefault("tool_faults", []).append(
+            {k: str(fault.get(k, ""))[:300] for k in ("tool", "error", "frame", "version",
+                                                       "known")})
+
+
 # The untrusted interpreters' runs, which look for data races as they go.
 RACE_CHECKS = {
     "tpu_interpreter": "the TPU interpreter (two simulated cores, shuffled parallel grid)",
@@ -541,19 +563,44 @@ def triton_enabled() -> bool:
     return triton_compile.enabled()
 
 
+def _warn_uncertain_smem(result: dict[str, Any], figures: Any) -> None:
+    """A warning per kernel and size whose shared memory the judge's estimate puts over the
+    chip's limit while what Triton surely needs fits (``smem_uncertain``, from
+    :mod:`jaxbench.evaluator.judge.triton_rules`), where Triton's own compiler did not decide."""
+    for f in figures if isinstance(figures, list) else []:
+        if not (isinstance(f, dict) and f.get("smem_uncertain")):
+            continue
+        limit = int(f.get("shared_limit_bytes") or 0)
+        where = f" ({f['smem_where']})" if isinstance(f.get("smem_where"), str) and \
+            f["smem_where"] else ""
+        result.setdefault("smem_uncertain", []).append(
+            {k: f.get(k) for k in ("kernel", "size", "dot_shared_bytes_estimate",
+                                   "dot_shared_bytes_lower_bound", "shared_limit_bytes")})
+        result.setdefault("warnings", []).append((
+            f"smem_uncertain: pallas_call #{f.get('kernel')} at size {f.get('size')!r}: its "
+            f"dots' operands need an estimated "
+            f"{int(f.get('dot_shared_bytes_estimate') or 0) / 1024:.0f} KiB of shared memory, "
+            f"over the chip's {limit / 1024:.0f} KiB, but Triton surely needs only "
+            f"{int(f.get('dot_shared_bytes_lower_bound') or 0) / 1024:.0f} KiB{where}: "
+            "accepted; Triton's compiler, which decides, did not run here (the `triton` extra, "
+            "pip install -e '.[triton]', with JAXBENCH_TRITON_COMPILE not 0), and the chip may "
+            "refuse it")[:600])
+
+
 def _triton_compile(result: dict[str, Any], kernels: list[dict[str, Any]] | str | None,
-                    chip: str) -> None:
+                    chip: str) -> bool:
     """Compiles for the chip's compute capability (sm_80 on an A100), where Triton is
     installed, the Triton kernels the trusted runner read (and verified) from the module it
     runs (interpret mode on a host without a GPU); a compiler error or a shared-memory need
-    over the chip's limit is a `compile_error`."""
+    over the chip's limit is a `compile_error`. True when Triton's compiler checked every
+    kernel (its shared memory then decided)."""
     from jaxbench.evaluator.judge import triton_compile
 
     if isinstance(kernels, str):
         result["triton_compile"] = f"skipped: {kernels}"[:300]
-        return
+        return False
     if not kernels or not triton_enabled():
-        return
+        return False
     try:
         report = triton_compile.compile_all(kernels, capability(chip_or_default(chip, "gpu")))
     except triton_compile.TritonUnusable as exc:  # the environment's fault: no verdict from it
@@ -563,7 +610,7 @@ def _triton_compile(result: dict[str, Any], kernels: list[dict[str, Any]] | str 
             "the kernel's: see `jaxbench doctor`; reinstall with pip install -e '.[triton]', or "
             "set JAXBENCH_TRITON_COMPILE=0)"[:600])
         result["lowering_fidelity"] += "; Triton's compiler was unusable here and did not run"
-        return
+        return False
     except Exception as exc:  # noqa: BLE001 - the compiler process crashed or hung on this IR
         raise StageFailure("compile_error", "lower",
                            f"Triton's compiler failed on the kernel's IR: {exc}"[:2000]) from None
@@ -579,8 +626,14 @@ def _triton_compile(result: dict[str, Any], kernels: list[dict[str, Any]] | str 
                                                             report["triton_version"])) else ""))
         result["lowering_fidelity"] += (f"; Triton's compiler could not parse the IR of {names} "
                                         "(jaxlib/Triton skew) and did not check it")
+    for fault in report.get("tool_faults") or []:  # Triton's own crashes: not the kernel's
+        result.setdefault("warnings", []).append(f"tool fault: {fault['text']}; Triton's "
+                                                 "compiler did not check it"[:600])
+        result.setdefault("tool_faults", []).append(
+            {k: str(fault.get(k, ""))[:300] for k in ("tool", "error", "frame", "version")})
     if report["problem"]:
         raise StageFailure("compile_error", "lower", report["problem"][:2000])
+    return not report["not_checked"] and not report.get("tool_faults")
 
 
 def _require_chip_features(backend: Any, chip: str) -> None:

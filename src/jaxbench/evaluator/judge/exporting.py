@@ -44,7 +44,8 @@ def _kernel_wrapper(eqn: Any, interpret: Any, index: int) -> Any:
 
     body.__name__ = body.__qualname__ = f"{KERNEL_PREFIX}_{index}"
     avals = [v.aval for v in eqn.invars]
-    wrapped = jax.make_jaxpr(jax.jit(body))(*avals)
+    with eqn.ctx.manager:  # the wrapper in the kernel's own context (mesh, chip)
+        wrapped = jax.make_jaxpr(jax.jit(body))(*avals)
     (call,) = wrapped.jaxpr.eqns
     return call.replace(invars=list(eqn.invars), outvars=list(eqn.outvars))
 
@@ -78,21 +79,50 @@ def with_interpret(closed: Any, interpret: Any) -> Any:
 
 def export(closed: Any, specs: list[Any], platform: str, interpret: Any = False,
            tpu_device_kind: str = CROSS_LOWERING_TPU,
-           gpu_device_kind: str = CROSS_LOWERING_GPU, portable: bool = False) -> Any:
+           gpu_device_kind: str = CROSS_LOWERING_GPU, portable: bool = False,
+           target: str | None = None) -> Any:
     """The ``jax.export.Exported`` of the traced computation for ``platform``. ``portable``:
     the glue lowered as for the CPU where JAX's rules differ per platform (the target export
-    of an interpret-mode evaluation, which must match the interpret-mode export)."""
+    of an interpret-mode evaluation, which must match the interpret-mode export). The chip
+    (``tpu_device_kind`` for ``tpu``, ``gpu_device_kind`` for ``cuda``, and for a ``cpu``
+    export the chip of ``target``, "tpu" or "gpu", if given) is named in every equation's
+    context (:func:`jaxbench.compat.on_chip`): what Mosaic's and Triton's lowering ask for
+    the current device. The trace itself names no chip."""
     disabled = UNSTABLE_KERNEL_TARGETS.get(platform, ())
-    if platform in ("tpu", "cuda"):
-        kind = tpu_device_kind if platform == "tpu" else gpu_device_kind
-        # The kernel wrappers are built inside the chip's context too: each records the
-        # abstract mesh it was traced under, and lowering asks that one for the chip.
-        with compat.abstract_device(platform, kind), \
-                compat.portable_glue(platform) if portable else contextlib.nullcontext():
-            fn = compat.jaxpr_as_fun(with_interpret(closed, interpret))
-            return compat.export_fn(fn, specs, platform, disabled)
-    return compat.export_fn(compat.jaxpr_as_fun(with_interpret(closed, interpret)), specs,
-                            platform, disabled)
+    chip_platform = platform if platform in ("tpu", "cuda") else \
+        {"tpu": "tpu", "gpu": "cuda"}.get(target or "")
+    if chip_platform is None:
+        return compat.export_fn(compat.jaxpr_as_fun(with_interpret(closed, interpret)), specs,
+                                platform, disabled)
+    kind, cores = judged_chip(chip_platform, tpu_device_kind if chip_platform == "tpu"
+                              else gpu_device_kind)
+    closed = compat.on_chip(closed, chip_platform, kind, cores)
+    if platform == "cpu":  # the interpret module: the CPU's own lowering around the kernels
+        return compat.export_fn(compat.jaxpr_as_fun(with_interpret(closed, interpret)), specs,
+                                platform, disabled)
+    with compat.abstract_device(chip_platform, kind, cores), \
+            compat.portable_glue(platform) if portable else contextlib.nullcontext():
+        fn = compat.jaxpr_as_fun(with_interpret(closed, interpret))
+        return compat.export_fn(fn, specs, platform, disabled)
+
+
+def on_judged_chip(closed: Any, target: str, tpu_device_kind: str = CROSS_LOWERING_TPU,
+                   gpu_device_kind: str = CROSS_LOWERING_GPU) -> Any:
+    """``closed`` with the chip of ``target`` ("tpu" or "gpu") named in every equation's
+    context, for what the judge runs from the jaxpr itself (the interpreters)."""
+    platform = "tpu" if target == "tpu" else "cuda"
+    kind, cores = judged_chip(platform, tpu_device_kind if target == "tpu" else gpu_device_kind)
+    return compat.on_chip(closed, platform, kind, cores)
+
+
+def judged_chip(platform: str, device_kind: str) -> tuple[str, int | None]:
+    """(the device kind, the cores) lowering is told for ``device_kind``: the chip table's
+    entry, as the tracer answered the kernel's questions (TensorCores of a TPU, SMs of a
+    GPU)."""
+    from jaxbench.backends.chips import chip_or_default
+
+    entry = chip_or_default(device_kind, "tpu" if platform == "tpu" else "gpu")
+    return entry.device_kind, entry.num_cores if entry.platform == "tpu" else entry.core_count
 
 
 CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "debug_callback", "callback")

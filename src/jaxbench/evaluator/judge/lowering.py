@@ -31,10 +31,13 @@ from typing import Any
 import jax
 
 from jaxbench import compat
-from jaxbench.evaluator.judge import exporting
+from jaxbench.evaluator.judge import exporting, tool_faults
 from jaxbench.evaluator.result import StageFailure, short_error
 
 PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}
+# The interpreters the judge runs for their checks, as a fault of theirs names them.
+INTERPRETERS = {"tpu_interpreter": "the TPU interpreter",
+                "gpu_interpreter": "the Mosaic GPU interpreter"}
 
 
 @dataclass
@@ -48,6 +51,7 @@ class Lowered:
     interpret_error: str = ""
     kernel_ir: list[str] = field(default_factory=list)  # the kernels' own IR (``--save-ir``)
     budget_problem: str = ""  # the estimates' first problem, naming the line
+    smem_uncertain: list[dict[str, Any]] = field(default_factory=list)  # per kernel and size
 
 
 def _types(specs: Any) -> list[tuple[tuple[int, ...], str]]:
@@ -68,7 +72,9 @@ def well_formed(closed: Any, device_kind: str, target: str, where: str = "") -> 
     """The jaxpr type-checks (JAX's own checker: every equation's output types are what its
     primitive gives for its inputs, so no type written into the hand-over is a lie the
     lowering would believe), and no equation asks to be lowered for another chip than the one
-    judged (an equation's context carries the abstract mesh lowering asks for the chip)."""
+    judged: the judge names the chip in the contexts of the equations it lowers
+    (:func:`jaxbench.compat.on_chip`), and a context that already names a device (a mesh's)
+    must name this one."""
     from jax._src import core
 
     try:
@@ -78,10 +84,10 @@ def well_formed(closed: Any, device_kind: str, target: str, where: str = "") -> 
                                                 f"type-check: {short_error(exc, 300)}") from None
     from jaxbench.backends.chips import chip_or_default
 
-    judged = chip_or_default(device_kind, target).device_kind  # as the tracer's chip context
+    judged = chip_or_default(device_kind, target).device_kind  # as the tracer's ChipDevice
     for eqn in compat.walk_eqns(closed.jaxpr):
-        device = getattr(getattr(eqn.ctx, "cur_abstract_mesh", None), "abstract_device", None)
-        kind = getattr(device, "device_kind", None)
+        # the trace names no chip of its own; a mesh over the chip's device names it
+        kind = getattr(compat.eqn_mesh_device(eqn), "device_kind", None)
         if kind is not None and kind not in (device_kind, judged):
             raise StageFailure("rejected", "trace", f"{where}an equation of the handed-over "
                                                     f"jaxpr is lowered for {kind!r}, not for the "
@@ -159,17 +165,22 @@ def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowere
             _check_types(traces[name], task, name, where)
             jaxpr_rules(traces[name], where, "trace" if name == size else "lower")
             well_formed(traces[name], tpu_kind if target == "tpu" else gpu_kind, target, where)
+        race_unknown = ""
         if target == "gpu" and request.get("gpu_race_rule", True):
-            problem = gpu_rules.parallel_write_conflict(traces[size])
-            if problem:
-                raise StageFailure("incorrect", "lower", f"GPU race rule: {problem}")
+            verdict = gpu_rules.race_verdict(traces[size])
+            if verdict.race:
+                raise StageFailure("incorrect", "lower", f"GPU race rule: {verdict.race}")
+            race_unknown = verdict.unknown  # never a race charged to the kernel: `unverified`
         locate = location(request.get("source"), request.get("filename", "<kernel>"))
         for name in order:
             try:
-                problem = memory_rules.check(traces[name], target, name, tpu_kind, gpu_kind,
-                                             locate)[0]
+                problem, figures = memory_rules.check(traces[name], target, name, tpu_kind,
+                                                      gpu_kind, locate)
             except Exception:  # noqa: BLE001 - an estimate that fails decides nothing
-                problem = ""
+                problem, figures = "", []
+            # shared memory between what Triton surely needs and the estimate: Triton's own
+            # compile decides where it runs, else the result warns
+            lowered.smem_uncertain += [f for f in figures if f.get("smem_uncertain")]
             if problem:
                 lowered.budget_problem = problem
                 break
@@ -179,28 +190,42 @@ def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowere
             specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(name)]
             capture = name == size and request.get("save_ir")
             try:
-                with capture_kernel_ir() if capture else contextlib.nullcontext([]) as ir:
+                with capture_kernel_ir() if capture else contextlib.nullcontext([]) as ir, \
+                        tool_faults.watch():
                     lowered.target[name] = exporting.export(
                         traces[name], specs, platform, interpret=platform == "cpu",
                         tpu_device_kind=tpu_kind, gpu_device_kind=gpu_kind,
-                        portable=mode == "interpret")
+                        portable=mode == "interpret", target=target)
                 lowered.kernel_ir += ir
             except Exception as exc:  # noqa: BLE001 - JAX refused to lower the kernel
+                fault = tool_faults.classify(exc, f"JAX's lowering for {target}")
+                if fault is not None and not lowered.budget_problem:
+                    at = "" if name == size else f" at size {name!r}"
+                    raise StageFailure("unverified", "lower", (
+                        f"lowering for {target}{at}: {fault.describe()}: the judge cannot "
+                        "check or run the kernel with this JAX (the chip's own lowering is "
+                        "the same code)")[:2000]) from None
                 raise _lowering_failure(exc, target, name, size,
                                         lowered.budget_problem) from None
         if mode == "interpret":
             specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(size)]
+            chip = {"tpu_device_kind": tpu_kind, "gpu_device_kind": gpu_kind, "target": target}
             try:
-                with random_fill(secrets.randbits(32)):
-                    lowered.interpret = exporting.export(traces[size], specs, "cpu",
-                                                         interpret=True)
-                if may_read_uninitialized(traces[size]):
+                with tool_faults.watch():
                     with random_fill(secrets.randbits(32)):
-                        lowered.interpret_b = exporting.export(traces[size], specs, "cpu",
-                                                               interpret=True)
+                        lowered.interpret = exporting.export(traces[size], specs, "cpu",
+                                                             interpret=True, **chip)
+                    if may_read_uninitialized(traces[size]):
+                        with random_fill(secrets.randbits(32)):
+                            lowered.interpret_b = exporting.export(traces[size], specs, "cpu",
+                                                                   interpret=True, **chip)
             except Exception as exc:  # noqa: BLE001 - the parent makes this `unverified`
                 lowered.interpret = lowered.interpret_b = None
-                lowered.interpret_error = short_error(exc, 300)
+                fault = tool_faults.classify(exc, "JAX's interpret-mode lowering")
+                lowered.interpret_error = (fault.describe() if fault is not None
+                                           else short_error(exc, 300))[:300]
+    if race_unknown and not lowered.budget_problem:  # (a budget problem is refused later)
+        raise StageFailure("unverified", "lower", f"GPU race rule: {race_unknown}")
     return lowered
 
 
@@ -244,7 +269,10 @@ def interpreter_runs(lowered: Lowered, request: dict[str, Any], task: Any,
     from jaxbench.backends import reset_tpu_interpreter, tpu_check_params
 
     size = request["size"]
-    closed = lowered.traces[size]
+    chip = request.get("chip") or {}
+    closed = exporting.on_judged_chip(lowered.traces[size], request["target"],
+                                      chip.get("tpu") or exporting.CROSS_LOWERING_TPU,
+                                      chip.get("gpu") or exporting.CROSS_LOWERING_GPU)
     runs: list[tuple[str, Any, Any]] = []
     info: dict[str, Any] = {}
     probes = []
@@ -262,11 +290,30 @@ def interpreter_runs(lowered: Lowered, request: dict[str, Any], task: Any,
                            lambda: compat.gpu_interpreter(detect_races=True)))
     for label, key, make_params in probes:
         what = "TPU interpreter: " if label == "tpu_interpreter" else "Mosaic GPU interpreter: "
+        fault: tool_faults.ToolFault | None = None
         try:
-            with random_fill(secrets.randbits(32)), known_lines({}):
-                fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed, make_params())))
-                inputs = draw(key)
-                runs.append((label, key, jax.block_until_ready(fn(*inputs))))
+            with random_fill(secrets.randbits(32)), known_lines({}), \
+                    tool_faults.watch() as captured:
+                try:
+                    fn = jax.jit(compat.jaxpr_as_fun(exporting.with_interpret(closed,
+                                                                              make_params())))
+                    inputs = draw(key)
+                    runs.append((label, key, jax.block_until_ready(fn(*inputs))))
+                except NotImplementedError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - whose fault: the kernel's or JAX's
+                    fault = tool_faults.classify_run(exc, captured, INTERPRETERS[label])
+                    if fault is None:
+                        raise
+            if fault is not None:
+                # A crash inside JAX's interpreter is not the kernel's: the kernel is still
+                # judged by every other check (the interpret-mode trials, where they exist),
+                # and the result warns that this one did not run.
+                if label == "tpu_interpreter":
+                    reset_tpu_interpreter()
+                info[label] = f"failed: {fault.describe()}"[:300]
+                info.setdefault("tool_faults", []).append(fault.as_dict())
+                continue
             info[f"{label}_race"] = (compat.tpu_races_found() if label == "tpu_interpreter"
                                      else compat.gpu_races_found())
             info[label] = "ran"

@@ -118,11 +118,12 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
     from jaxbench.evaluator.arrays import pack
     from jaxbench.evaluator.judge import jaxpr_reader, kernel_work, lowering, rules
     from jaxbench.evaluator.result import StageFailure, short_error
-    from jaxbench.tasks import get_task
+    from jaxbench.tasks import load_task
 
     directory = Path(request["dir"])
-    task, size, platform, mode = (get_task(request["task"]), request["size"], request["platform"],
-                                  request["mode"])
+    # a task file's task: loaded here from the path the parent gives (never in the tracer)
+    task, size, platform, mode = (load_task(request["task"], request.get("task_file")),
+                                  request["size"], request["platform"], request["mode"])
     in_types = _spec_types(task.input_specs(size))
     out_types = _spec_types(jax.tree_util.tree_leaves(task.output_shapes(size)))
     response: dict[str, Any] = {"device_kind": device_kind(), "backend": jax.default_backend(),
@@ -140,6 +141,7 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
     if lowered.interpret_error:
         response["stages"]["lower"]["interpret_export_error"] = lowered.interpret_error
     response["budget_problem"] = lowered.budget_problem  # the estimate's, naming the line
+    response["smem_uncertain"] = lowered.smem_uncertain  # Triton's compile decides, or a warning
     t0 = _perf_counter()
     target = lowered.target[size]
     rules.check_export(target, platform, in_types, out_types, "target")
@@ -164,6 +166,14 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
     response["memory"] = figures
     if platform == "cuda" and mode == "interpret":  # no GPU here: check the Triton IR ourselves
         response["triton_kernels"] = _triton_kernels(target)
+        # and at the other sizes whose shared memory only Triton's compiler can decide
+        for other in sorted({f.get("size") for f in lowered.smem_uncertain} - {size}):
+            more = _triton_kernels(lowered.target[other]) if other in lowered.target else []
+            if isinstance(response["triton_kernels"], list) and isinstance(more, list):
+                seen = {k["ttir"] for k in response["triton_kernels"]}
+                response["triton_kernels"] += [{**k, "name": f"{k['name']}@{other}",
+                                                "size": other} for k in more
+                                               if k["ttir"] not in seen]
     interpret = lowered.interpret
     if interpret is not None:
         rules.check_export(interpret, "cpu", in_types, out_types, "interpret-mode")
@@ -188,24 +198,32 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
         response["trials"] = layout
         return response  # no interpret lowering: the parent makes it `unverified`
 
+    from jaxbench.evaluator.judge import tool_faults
+
     module = interpret if mode == "interpret" else target
     t0 = _perf_counter()
     try:
-        first = _inputs(task, request["trial_keys"][0], size)
-        compiled = jax.jit(module.call).lower(*first).compile()
-        response["compile_s"] = round(_perf_counter() - t0, 4)
-        t0 = _perf_counter()
-        trials = []
-        for i, key in enumerate(request["trial_keys"]):
-            inputs = first if i == 0 else _inputs(task, key, size)
-            trials.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
-        if lowered.interpret_b is not None:  # the first trial with other uninitialised memory
-            other = jax.jit(lowered.interpret_b.call).lower(*first).compile()
-            _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))
+        with tool_faults.watch() as captured:
+            first = _inputs(task, request["trial_keys"][0], size)
+            compiled = jax.jit(module.call).lower(*first).compile()
+            response["compile_s"] = round(_perf_counter() - t0, 4)
+            t0 = _perf_counter()
+            trials = []
+            for i, key in enumerate(request["trial_keys"]):
+                inputs = first if i == 0 else _inputs(task, key, size)
+                trials.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
+            if lowered.interpret_b is not None:  # the first trial, other uninitialised memory
+                other = jax.jit(lowered.interpret_b.call).lower(*first).compile()
+                _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))
         runs += trials
     except StageFailure:
         raise
     except Exception as exc:  # noqa: BLE001
+        # A crash inside JAX's own code is not the kernel's, and nothing vouches for the outputs
+        fault = tool_faults.classify_run(exc, captured, "JAX's interpret-mode run" if
+                                         mode == "interpret" else "JAX's run of the module")
+        if fault is not None:
+            raise StageFailure("unverified", "correct", fault.describe()[:2000]) from None
         status = "crashed" if "RESOURCE_EXHAUSTED" in str(exc) else "runtime_error"
         raise StageFailure(status, "correct", short_error(exc)) from None
     response["stages"]["correct"] = {"seconds": round(_perf_counter() - t0, 4)}

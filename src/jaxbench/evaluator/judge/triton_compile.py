@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +203,25 @@ def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABIL
     report["problem"] = ""
     report["not_checked"] = [k["name"] for k in report["kernels"]
                              if not k["ok"] and UNPARSABLE in (k["error"] or "")]
+    # A crash inside Triton's own code (not its diagnosis of the IR) is not the kernel's
+    # (jaxbench.evaluator.judge.tool_faults): that kernel is set aside as not checked by it.
+    from jaxbench.evaluator.judge.tool_faults import classify_frames
+
+    report["tool_faults"] = []
     for k in report["kernels"]:
-        if k["name"] in report["not_checked"]:
+        frame = k.get("frame")
+        if k["ok"] or k["name"] in report["not_checked"] or not isinstance(frame, list) \
+                or len(frame) != 4:
+            continue
+        fault = classify_frames(str(k.get("error_type")), str(k.get("message") or ""),
+                                [(str(frame[0]), int(frame[1]), str(frame[2]), str(frame[3]))],
+                                f"Triton's compiler for sm_{capability}",
+                                f"Triton {report.get('triton_version')}")
+        if fault is not None:
+            report["tool_faults"].append({"name": k["name"], **fault.as_dict()})
+    faulty = {f["name"] for f in report["tool_faults"]}
+    for k in report["kernels"]:
+        if k["name"] in report["not_checked"] or k["name"] in faulty:
             continue
         if not k["ok"]:
             report["problem"] = (f"Triton {report['triton_version']} could not compile kernel "
@@ -241,6 +259,17 @@ def _worker(capability: int) -> None:
         except Exception as exc:  # noqa: BLE001 - the compiler's message is the finding
             text = str(exc).strip().splitlines()
             entry["error"] = f"{type(exc).__name__}: {' '.join(text)[-600:]}"
+            # where it arose (innermost frame, inside Triton's package or not), for the judge's
+            # question whose fault it is
+            frames = traceback.extract_tb(exc.__traceback__)
+            if frames:
+                last, root = frames[-1], os.path.dirname(os.path.realpath(triton.__file__))
+                path = os.path.realpath(last.filename)
+                inside = "triton/" + os.path.relpath(path, root) \
+                    if path.startswith(root + os.sep) else ""
+                entry.update(error_type=type(exc).__name__, message=str(exc)[:400],
+                             frame=[inside, last.lineno or 0, last.name,
+                                    (last.line or "").strip()[:200]])
         out.append(entry)
     print(json.dumps({"triton_version": triton.__version__, "capability": capability,
                       "kernels": out}))

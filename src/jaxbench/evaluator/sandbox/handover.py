@@ -7,13 +7,14 @@ attribute JAX keeps it under (``("primitive", "add", "jax._src.lax.lax:add_p")``
 object; the judge (:mod:`jaxbench.evaluator.judge.jaxpr_reader`) resolves those from its own
 JAX and reads the rest with an allow-list of classes. Before pickling:
 
-- custom derivative and custom vmap wrappers are replaced by a ``closed_call`` of their primal
+- custom derivative and custom vmap wrappers are replaced by a ``jit`` call of their primal
   computation (their rules are Python callables, which are not data and are never needed to
   run the forward computation); a host callback's functions become their type names (the
   judge refuses the callback itself);
 - tracebacks are dropped: each equation made outside JAX keeps its ``(file, line)`` for
   messages, and debug information keeps strings only;
-- device arrays become NumPy arrays.
+- device arrays become NumPy arrays, and concrete meshes (a ``shard_map``'s, a
+  ``NamedSharding``'s) their abstract meshes: axes and the device kind they name.
 
 Nothing here is trusted: it runs beside candidate code, which may have replaced any of it.
 Whatever these bytes say, the judge checks.
@@ -50,14 +51,18 @@ _CUSTOM_DERIVATIVES = ("custom_jvp_call", "custom_vjp_call", "custom_vjp_call_ja
 
 
 def _primal(eqn: Any) -> Any:
-    """A ``closed_call`` of a custom derivative wrapper's primal computation."""
+    """A ``jit`` call of a custom derivative wrapper's primal computation (what every Pallas
+    backend lowers inside a kernel), or a ``closed_call`` where it takes references."""
     from jax._src import core
 
     inner = eqn.params.get("call_jaxpr", eqn.params.get("call"))
     if not isinstance(inner, compat.ClosedJaxpr):
         inner = compat.ClosedJaxpr(inner, ())
-    return eqn.replace(primitive=core.closed_call_p,
-                       params={"call_jaxpr": inline_custom_derivatives(inner)})
+    inner = inline_custom_derivatives(inner)
+    called = compat.as_jit_call(eqn, inner, eqn.primitive.name)
+    if called is not None:
+        return called
+    return eqn.replace(primitive=core.closed_call_p, params={"call_jaxpr": inner})
 
 
 # Host callbacks: their Python function is not data. The judge refuses the primitive by name,
@@ -97,6 +102,7 @@ class _Pickler(pickle.Pickler):
         self._source_info, self._debug_info = source_info_util.SourceInfo, lu.DebugInfo
         self._transformed_ref = state_types.TransformedRef
         self._typed_array = getattr(literals, "TypedNdArray", None)
+        self._mesh = jax.sharding.Mesh
 
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, self._primitive):
@@ -124,6 +130,10 @@ class _Pickler(pickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, jax.Array):
             return np.asarray(obj).__reduce_ex__(4)
+        if isinstance(obj, self._mesh):
+            # a concrete mesh (shard_map's, a NamedSharding's) holds devices, which are not
+            # data: handed over as its abstract mesh (axes and the device it names)
+            return obj.abstract_mesh.__reduce_ex__(4)
         if isinstance(obj, self._source_info):
             return (self._source_info, (None, obj.name_stack))
         if isinstance(obj, self._debug_info):

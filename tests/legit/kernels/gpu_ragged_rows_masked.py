@@ -1,0 +1,58 @@
+"""14p_ragged_dot in the style of Tokamax's Triton ragged dot: the rows of all groups are one
+(G*M, K) matrix, cut into uneven sub-groups (their offsets are constants built outside the
+kernel); grid (sub-group, row block, column block). Every program of a column holds the same
+(G*M, BN) output block and stores its own rows of it, masked to its sub-group, so programs
+along two grid axes share the block and write disjoint elements. No race: the rule must
+evaluate the masks and pass it."""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plgpu
+
+TARGET = "gpu"
+BM, BN, BK = 64, 128, 64
+CUTS = (0, 40, 72)  # each group's rows are cut here: sub-groups of uneven size
+
+
+def _kernel(x_ref, w_ref, lo_ref, hi_ref, o_ref, *, k):
+    lo, hi = lo_ref[...], hi_ref[...]
+    start = lo + pl.program_id(1) * BM
+
+    @pl.when(start < hi)
+    def _():
+        rows = pl.ds(start, BM)
+        keep = (start + jnp.arange(BM)) < hi
+
+        def step(kk, acc):
+            a = plgpu.load(x_ref.at[rows, pl.ds(kk * BK, BK)], mask=keep[:, None], other=0.0)
+            return acc + jnp.dot(a, w_ref[pl.ds(kk * BK, BK), :],
+                                 preferred_element_type=jnp.float32)
+
+        acc = lax.fori_loop(0, k // BK, step, jnp.zeros((BM, BN), jnp.float32))
+        plgpu.store(o_ref.at[rows], acc.astype(o_ref.dtype), mask=keep[:, None])
+
+
+def kernel(x, weights):
+    g, m, k = x.shape
+    n = weights.shape[2]
+    cuts = [c for c in CUTS if c < m]
+    starts = np.array([gi * m + c for gi in range(g) for c in cuts], np.int32)
+    ends = np.append(starts[1:], g * m).astype(np.int32)
+    lo, hi = jnp.asarray(starts), jnp.asarray(ends)
+    per = len(cuts)
+    out = pl.pallas_call(
+        functools.partial(_kernel, k=k),
+        out_shape=jax.ShapeDtypeStruct((g * m, n), x.dtype),
+        grid=(len(starts), pl.cdiv(m, BM), n // BN),
+        in_specs=[pl.BlockSpec((g * m, k), lambda s, i, j: (0, 0)),
+                  pl.BlockSpec((None, k, BN), lambda s, i, j: (s // per, 0, j)),
+                  pl.BlockSpec((None,), lambda s, i, j: (s,)),
+                  pl.BlockSpec((None,), lambda s, i, j: (s,))],
+        out_specs=pl.BlockSpec((g * m, BN), lambda s, i, j: (0, j)),
+        compiler_params=plgpu.CompilerParams(num_warps=4, num_stages=2),
+    )(x.reshape(g * m, k), weights, lo, hi)
+    return out.reshape(g, m, n)
