@@ -65,7 +65,7 @@ from jaxbench.evaluator.untrusted import (
     read_untrusted_status,
     untrusted_verdict,
 )
-from jaxbench.tasks import get_task, task_file_of
+from jaxbench.tasks import get_task
 
 DEFAULT_MEMORY_GB = 8.0
 TIMING_CACHE_BYTES = 64 * 2**20
@@ -277,8 +277,7 @@ class Evaluator:
         interpret = case.mode == "interpret"
         try:
             (directory / HANDOVER).write_bytes(handover)
-            request = {"dir": str(directory), "task": task.id, "task_file": task_file_of(task.id),
-                       "size": size,
+            request = {"dir": str(directory), "task": task.id, "size": size,
                        "platform": PLATFORM[case.target], "target": case.target, "mode": case.mode,
                        "source": source, "filename": filename, "tokamax": any(
                            name.split(".")[0] == "tokamax" for name in preloaded(source)),
