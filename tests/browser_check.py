@@ -153,8 +153,8 @@ def render(report: Path, screenshot: Path | None = None, *, width: int = 1400,
         sorted_tasks = None
         if sort_by is not None:
             header = driver.execute_script(
-                "return Array.from(document.querySelectorAll('#tasks th'))"
-                ".findIndex(function (th) { return th.textContent === arguments[0]; });", sort_by)
+                "var want = arguments[0]; return Array.from(document.querySelectorAll('#tasks th'))"
+                ".findIndex(function (th) { return th.textContent === want; });", sort_by)
             th = driver.find_elements("css selector", "#tasks th")[header]
             th.click()
             th.click()
@@ -169,6 +169,109 @@ def render(report: Path, screenshot: Path | None = None, *, width: int = 1400,
         errors = [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
         return {"console_errors": errors, "charts": charts, "notes": notes,
                 "sorted_tasks": sorted_tasks}
+    finally:
+        driver.quit()
+
+
+def _wait(driver: Any, script: str, timeout_s: float, *args: Any) -> Any:
+    """Runs ``script`` in the page until it returns something truthy (or the time is up)."""
+    deadline = time.monotonic() + timeout_s
+    found = None
+    while time.monotonic() < deadline:
+        found = driver.execute_script(script, *args)
+        if found:
+            return found
+        time.sleep(0.02)
+    return found
+
+
+_SAMPLE = """
+var d = document.querySelector('details.sv-sample.sv-target[open] .sv-detail') ||
+        document.querySelector('details.sv-sample[open] .sv-detail');
+if (!d) { return null; }
+function text(sel) { var el = d.querySelector(sel); return el ? el.textContent : null; }
+var facts = {};
+d.querySelectorAll('dl dt').forEach(function (dt) {
+  facts[dt.textContent] = dt.nextElementSibling.textContent;
+});
+return {facts: facts, message: text('.sv-message pre'), prompt: text('.sv-prompt pre'),
+        prompt_summary: text('.sv-prompt summary'), prompt_open: !!d.querySelector('.sv-prompt[open]'),
+        answer: text('.sv-answer pre'), kernel: text('.sv-kernel pre'), diff: text('.sv-diff'),
+        added: d.querySelectorAll('.sv-diff .add').length,
+        removed: d.querySelectorAll('.sv-diff .del').length};
+"""
+
+
+def sample_view(report: Path, task: str, step: str, *, width: int = 1280, timeout_s: float = 30.0,
+                filter_status: str | None = None) -> dict[str, Any]:
+    """Opens the sample view of ``report`` (its page ``NAME.samples.html``) as a person would, in
+    headless Chromium: waits until the page is interactive, opens ``task`` (its samples load
+    then), opens the sample ``step``, then its prompt; then opens the report and follows its task
+    table's link to the task's best sample. Returns
+    ``ready_ms`` (from navigation start until the page's scripts have run and the sample view
+    answers: ``window.jaxbenchSamplesReady``), ``open_ms`` (the click on the task until its
+    samples are listed), ``sample`` (what the opened sample shows: facts, message, prompt,
+    answer, kernel, diff), ``best`` (the same for the best kernel's linked sample), with
+    ``filter_status`` the statuses listed after choosing it, and console errors."""
+    driver = _driver(width, 1000)
+    report = Path(report)
+    try:
+        driver.get(report.with_name(report.stem + ".samples.html").resolve().as_uri())
+        ready = _wait(driver, "return window.jaxbenchSamplesReady || null;", timeout_s)
+        out: dict[str, Any] = {"ready_ms": ready}
+        index = driver.execute_script(
+            "var want = arguments[0], t = JSON.parse(document.getElementById('sv-index').textContent).tasks;"
+            "return t.findIndex(function (x) { return x.task === want; });", task)
+        summary = driver.find_element("css selector", f"#sv-task-{index} > summary")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", summary)
+        started = time.monotonic()
+        summary.click()
+        listed = _wait(driver, f"return document.querySelectorAll('#sv-task-{index} "
+                               f"details.sv-sample').length;", timeout_s)
+        out["open_ms"] = (time.monotonic() - started) * 1000
+        out["listed"] = listed
+        if not listed:  # the task's samples did not load: nothing more to open
+            out["console_errors"] = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+            return out
+        item = driver.execute_script(
+            f"var want = arguments[0]; return Array.from(document.querySelectorAll("
+            f"'#sv-task-{index} details.sv-sample > summary'))"
+            ".find(function (s) { return s.querySelector('b').textContent === want; });", step)
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", item)
+        item.click()
+        _wait(driver, "return !!document.querySelector('details.sv-sample[open] .sv-detail');", timeout_s)
+        prompt = item.find_element("xpath", "..").find_element("css selector", ".sv-prompt > summary")
+        out["prompt_collapsed"] = not driver.execute_script(
+            "return arguments[0].parentElement.open;", prompt)
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", prompt)
+        prompt.click()
+        _wait(driver, "return arguments[0].parentElement.querySelector('pre').textContent.length;", timeout_s,
+              prompt)
+        out["sample"] = _wait(driver, _SAMPLE, timeout_s)
+        if filter_status is not None:
+            from selenium.webdriver.support.ui import Select
+
+            Select(driver.find_element("css selector", "#sv-status")).select_by_value(filter_status)
+            out["filtered"] = driver.execute_script(
+                f"return Array.from(document.querySelectorAll('#sv-task-{index} details.sv-sample .pill'))"
+                ".map(function (p) { return p.textContent; });")
+            out["count"] = driver.execute_script("return document.getElementById('sv-count').textContent;")
+            Select(driver.find_element("css selector", "#sv-status")).select_by_value("")
+        out["console_errors"] = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+        driver.get(report.resolve().as_uri())
+        _wait_for_charts(driver, timeout_s)
+        link = driver.execute_script(
+            "var want = arguments[0]; return Array.from(document.querySelectorAll('#tasks a.sample-link'))"
+            ".find(function (a) { return a.closest('tr').cells[1].textContent === want; });", task)
+        if link is not None:
+            out["best_step"] = link.text
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", link)
+            link.click()
+            out["best"] = _wait(driver, "var t = document.querySelector('details.sv-sample.sv-target[open]');"
+                                        "return t && t.querySelector('.sv-detail') ? "
+                                        "t.querySelector('summary b').textContent : null;", timeout_s)
+        out["console_errors"] += [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+        return out
     finally:
         driver.quit()
 

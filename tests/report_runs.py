@@ -82,6 +82,7 @@ def interpret_run(path: Path, statuses: dict[str, str] | None = None) -> Path:
         run.append(evaluation(task, status, mode="interpret", target="tpu", kind="seed",
                               message="" if status == "correct" else f"{status}: details of {task}",
                               compile_s=None if status in ("compile_error", "timeout") else 0.4,
+                              tol_fraction=0.25 if status == "correct" else None,
                               job=f"{task}|seed|tpu|0"))
     run.finish(wall_s=1.0)
     return run.path
@@ -217,7 +218,8 @@ def agent_run(path: Path, *, budget: int = 8, stop_after: int | None = None) -> 
             compiled = stage in ("correct", "time", "recheck")
             run.append(evaluation(task, status, method="best_of_n", sample=sample, mode="interpret",
                                   target="tpu", stage=stage, message=message,
-                                  compile_s=round(0.4 + rng.random() * 6, 2) if compiled else None))
+                                  compile_s=round(0.4 + rng.random() * 6, 2) if compiled else None,
+                                  tol_fraction=round(0.02 + sample / 10, 3) if ok else None))
         run.append({"type": "task_done", "task": task, "method": "best_of_n", "samples": budget,
                     "seeded": False})
     if stop_after is None:
@@ -273,5 +275,91 @@ def usage_run(path: Path) -> Path:
     run.append(evaluation("8p_gemm", "runtime_error", method="autocomp", sample=4, wall_s=10.0, **tpu))
     run.append(evaluation("8p_gemm", "correct", method="best_of_n", sample=0, wall_s=4.0, **tpu))
     run.append(evaluation("8p_gemm", "incorrect", method="best_of_n", sample=1, wall_s=6.0, **tpu))
+    run.finish()
+    return run.path
+
+
+def evolve_run(path: Path, tasks: tuple[str, ...] = ("8p_gemm", "12p_rmsnorm"), budget: int = 8) -> Path:
+    """`jaxbench optimize --method evolve` as the driver writes it, with the scripted model of
+    ``agent_fakes`` (distinct kernels, some wrong, some not kernels at all) and its instant
+    evaluator: seeds, islands, parents, diff edits that do not apply and are asked again,
+    prompts and answers."""
+    from agent_fakes import FakeEvaluator, kernels, script
+
+    from jaxbench.agents import get_method, optimize
+    from jaxbench.llm import get_model
+
+    answers = []
+    for i, kernel in enumerate(kernels("tpu", 3 * budget * len(tasks))):
+        answers.append(kernel if i % 5 != 3 else "I would rather not write a kernel today.")
+    config = {"command": "optimize", "method": "evolve", "options": {"islands": 2}, "seeded": True,
+              "model": "scripted:answers", "tasks": list(tasks), "budget": budget, "target": "tpu",
+              "size": "small", "mode": "interpret", "trials": 1}
+    run = RunDir.open(path, config)
+    model = get_model(script(path.parent / f"{path.name}-answers", *answers))
+    optimize(list(tasks), get_method("evolve", islands=2, children=2), model, run, budget=budget,
+             target="tpu", mode="interpret", trials=1, workers=1, evaluator=FakeEvaluator())
+    run.finish()
+    return run.path
+
+
+PROMPT_HEAD = ("You are writing a Pallas TPU kernel for the task below. Reference:\n\n"
+               "def reference(x, w):\n    return jax.nn.gelu(x @ w)\n\n" + "Shapes and rules. " * 120)
+
+
+def big_agent_run(path: Path, tasks: int = 50, samples: int = 144, chains: int = 4) -> Path:
+    """A synthetic `jaxbench optimize --method iterative` run at the paper's per-method scale:
+    ``tasks`` x ``samples`` samples (7,200 by default), each with a model call (a 2 KB shared
+    prompt head, its own feedback, an answer holding its kernel), a kept source and a verdict,
+    in ``chains`` refinement chains per task (each sample's parent is the chain's previous one).
+    The events are written in one go (not fsynced one by one: this is a fixture)."""
+    import hashlib
+    import json
+    import time
+
+    from jaxbench.tasks import list_tasks
+
+    task_ids = [t.id for t in list_tasks("jaxbench")][:tasks]
+    config = {"command": "optimize", "method": "iterative", "options": {"chains": chains}, "seeded": False,
+              "model": "openai:example-model", "tasks": task_ids, "budget": samples, "target": "tpu",
+              "size": "small", "mode": "interpret", "trials": 1}
+    run = RunDir.open(path, config)
+    (path / "sources").mkdir(exist_ok=True)
+    lines = [json.dumps({"type": "run_start", "time": time.time()})]
+    failures = AGENT_FAILURES
+    for t, task in enumerate(task_ids):
+        for sample in range(samples):
+            chain, turn = sample % chains, sample // chains
+            step = f"c{chain}/t{turn}"
+            parent = f"c{chain}/t{turn - 1}" if turn else None
+            source = (f"import jax\nfrom jax.experimental import pallas as pl\n\nTARGET = 'tpu'\nBLOCK = "
+                      f"{128 * (1 + sample % 4)}\n\n\ndef _body(x_ref, o_ref):\n"
+                      f"    o_ref[...] = x_ref[...] * {turn}  # {task} chain {chain}\n\n\n"
+                      f"def kernel(x):\n    return pl.pallas_call(_body, "
+                      f"out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x)\n")
+            sha = hashlib.sha256(source.encode()).hexdigest()
+            (path / "sources" / f"{sha}.py").write_text(source)
+            ok = (t * 7 + sample * 3) % 5 < 2
+            status, stage, message = CORRECT if ok else failures[(t + sample) % len(failures)]
+            prompt = PROMPT_HEAD + f"\nTask {task}. Turn {turn} of chain {chain}: your previous kernel " \
+                                   f"{parent or '(none)'} was judged: {message or 'correct'}\n"
+            lines.append(json.dumps({
+                "type": "llm_call", "time": time.time(), "task": task, "method": "iterative", "step": step,
+                "kind": "kernel", "sample": sample, "sample_id": f"{task}/iterative/{step}",
+                "model": "openai:example-model", "docs": [], "prompt": prompt,
+                "response": f"Here is the kernel for turn {turn}.\n```python\n{source}```\n",
+                "finish_reason": "stop", "input_tokens": 2000, "output_tokens": 400, "cost": 0.01,
+                "latency_s": 20.0}))
+            lines.append(json.dumps(evaluation(
+                task, status, method="iterative", sample=sample, mode="interpret", target="tpu",
+                stage=stage, message=message, step=step, parent=parent,
+                origin="refine" if parent else "sample",
+                compile_s=0.5 if stage in ("correct", "time", "recheck") else None,
+                tol_fraction=round(0.05 + (sample % 17) / 20, 3) if ok else None,
+                source_sha256=sha, candidate_sha256=sha, source_file=f"sources/{sha}.py")))
+        lines.append(json.dumps({"type": "task_done", "time": time.time(), "task": task,
+                                 "method": "iterative", "samples": samples, "seeded": False}))
+    with open(path / "events.jsonl", "a") as f:
+        f.write("\n".join(lines) + "\n")
     run.finish()
     return run.path

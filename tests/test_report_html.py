@@ -26,7 +26,8 @@ from jaxbench.report.html import write_report  # noqa: E402
 
 TIMED_CHARTS = {"status-chart", "rates-chart", "speedup-chart", "fast-p-chart", "fast-p-at-n-chart",
                 "roofline-chart", "compile-chart", "task-status-chart", "failures-chart"}
-INTERPRET_CHARTS = {"status-chart", "rates-chart", "compile-chart", "task-status-chart", "failures-chart"}
+INTERPRET_CHARTS = {"status-chart", "rates-chart", "compile-chart", "task-status-chart", "failures-chart",
+                    "tolerance-chart"}
 FOUR = {"12p_rmsnorm": "correct", "8p_gemm": "incorrect", "2p_gqa_attention": "compile_error",
         "19k_matmul_subtract_multiply_relu": "correct"}
 
@@ -53,12 +54,20 @@ def test_timed_report_has_every_chart_and_the_header(reports):
         assert fact in text, fact
 
 
-def test_report_is_self_contained(reports):
+def test_report_opens_offline_with_one_shared_plotly_file(reports):
+    """Every page of a folder loads the one plotly.js written beside them (a relative file, so
+    no network), instead of carrying its own 4.8 MB copy: a page stays small."""
+    import plotly
+
+    folder = next(iter(reports.values())).parent
+    library = folder / f"plotly-{plotly.__version__}.min.js"
+    assert re.search(r"\* plotly\.js v\d+\.\d+\.\d+\n", library.read_text())  # the library itself
+    assert [p.name for p in folder.glob("plotly-*.js")] == [library.name]  # one copy for 5 pages
     for path in reports.values():
         text = path.read_text()
-        assert not re.search(r'<script[^>]+src=', text), "no external script"
+        assert re.findall(r'<script[^>]+src="([^"]*)"', text) == [library.name], "only the local library"
         assert not re.search(r'<link[^>]+href="?https?:', text), "no external stylesheet"
-        assert re.search(r"\* plotly\.js v\d+\.\d+\.\d+\n", text)  # the library itself, inlined
+        assert "* plotly.js v" not in text and path.stat().st_size < 1_000_000, path
 
 
 def test_interpret_report_keeps_statuses_errors_and_compile_times(reports):
@@ -195,8 +204,15 @@ def test_run_end_counting_more_than_the_events_is_incomplete(tmp_path):
 
 
 def _js(text: str) -> str:
-    """``text`` as Plotly writes it into the page (JSON, with "/" and non-ASCII escaped)."""
-    return json.dumps(text).replace("/", "\\u002f")
+    """``text`` as Plotly writes it into the page (JSON, with "/" escaped; non-ASCII as it is,
+    read through :func:`_plain`, as older Plotly releases escaped it)."""
+    return json.dumps(text, ensure_ascii=False).replace("/", "\\u002f")
+
+
+def _plain(page: str) -> str:
+    """``page`` with the non-ASCII characters some Plotly releases escape (\\u00b7) unescaped."""
+    return re.sub(r"\\u([0-9a-fA-F]{4})",
+                  lambda m: chr(int(m.group(1), 16)) if int(m.group(1), 16) >= 0x80 else m.group(0), page)
 
 
 def _table(page: str, table_id: str) -> str:
@@ -209,7 +225,7 @@ def test_failure_taxonomy_per_method_and_target(reports):
     summary alike; categories that did not occur are not listed."""
     from jaxbench.report.summary import summarize
 
-    page = reports["suite"].read_text()
+    page = _plain(reports["suite"].read_text())
     failures = summarize(reports["suite"].parent.parent / "suite")["failures"]
     assert set(failures) == {"run:seed · gpu", "run:seed · tpu"}
     assert set(failures["run:seed · gpu"]) == {"memory_budget", "triton_rule", "gpu_race", "runtime_error",
@@ -224,7 +240,8 @@ def test_failure_taxonomy_per_method_and_target(reports):
     assert re.findall(r'data-v="(\d+)"', vmem) == [str(failures["run:seed · gpu"]["memory_budget"]),
                                                    str(failures["run:seed · tpu"]["memory_budget"])]
     assert "Triton rule shared_memory" in vmem  # its example: the first one, run:seed · gpu's
-    for name in ("GPU grid race", "Triton rule", "block shape", "outside work", "NaN / Inf", "unverified"):
+    for name in ("GPU grid race", "Triton rule", "block shape", "outside work (policy)", "NaN / Inf",
+                 "unverified"):
         assert name in table and f'"name":{_js(name)}' in page  # a row and a bar of the chart
 
 
@@ -249,7 +266,7 @@ def test_task_table_leaves_out_empty_columns_and_fits_its_text(reports):
 
 def test_one_series_label_method_target_everywhere(reports):
     """Every chart, legend and table of a run names its series the same way: method · target."""
-    page = reports["suite"].read_text()
+    page = _plain(reports["suite"].read_text())
     series = {"run:seed · gpu", "run:seed · tpu"}
     both = f'"y":[{_js("run:seed · gpu")},{_js("run:seed · tpu")}]'
     for chart in ("status-chart", "rates-chart", "failures-chart"):
@@ -260,7 +277,7 @@ def test_one_series_label_method_target_everywhere(reports):
     assert set(re.findall(r"<td>(run:seed · \w+)</td>", _table(page, "metrics"))) == series
     assert set(re.findall(r"<td data-v=\"(run:[^\"]+)\">", _table(page, "tasks"))) == series
     assert "[tpu]" not in page and "[gpu]" not in page  # the old "method [target]" labels
-    device = reports["device"].read_text()
+    device = _plain(reports["device"].read_text())
     for chart in ("speedup-chart", "fast-p-chart", "roofline-chart", "compile-chart"):
         figure = device[device.index(f'"{chart}"'):]
         assert f'"name":{_js("best_of_n · gpu")}' in figure[:30000], chart
@@ -293,7 +310,7 @@ def test_task_labels_are_short_unique_and_full_names_are_on_hover(reports):
     assert task_labels(["abcdefghijklmnopqrstuvwxyz_1", "abcdefghijklmnopqrstuvwxyz_2"], 10) == {
         "abcdefghijklmnopqrstuvwxyz_1": "abcdefghijklmnopqrstuvwxyz_1",
         "abcdefghijklmnopqrstuvwxyz_2": "abcdefghijklmnopqrstuvwxyz_2"}
-    page = reports["suite"].read_text()
+    page = _plain(reports["suite"].read_text())
     grid = page[page.index('"task-status-chart"'):]
     grid = grid[:grid.index("</script>")]
     assert r"46k_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp\u003cbr\u003e" in grid  # hover
@@ -333,7 +350,7 @@ def test_layout_reads_at_suite_scale_and_small_in_a_1280px_window(reports, tmp_p
     suite = layout(reports["suite"])
     figures = _check_layout(suite, 50)
     assert {c["id"] for c in suite["charts"]} == INTERPRET_CHARTS
-    assert figures["task-status-chart px/task"] == figures["compile-chart px/task"]  # rows line up
+    assert figures["task-status-chart px/task"] == figures["tolerance-chart px/task"]  # rows line up
     assert suite["table"]["rows"] == 100 and "speedup" not in suite["table"]["columns"]
     _check_layout(layout(reports["four"]), 4)
     _check_layout(layout(reports["device"]), 5)
@@ -410,3 +427,149 @@ def test_run_without_llm_calls_has_the_evaluation_time_only(reports):
                                                        "eval p50"]
     assert ('<td class="nowrap">run:seed · tpu</td><td>5</td><td class="num">45.0 s</td>'
             '<td class="num">9.00 s</td>' in table)
+
+
+# -- the report's small things: colors, units, the interpret-mode chart, empty runs, skipped
+# kernel files, the page's size ---------------------------------------------------------------
+
+def _hue(color: str) -> float:
+    import colorsys
+
+    r, g, b = (int(color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return colorsys.rgb_to_hsv(r, g, b)[0] * 360
+
+
+def test_failing_statuses_are_red_or_orange_everywhere(reports):
+    """Every status but correct is a red, orange or brown (hue 0-45 or 340-360 degrees), in the
+    status chart, the task grid, the pills and the sample view alike (one table of colors)."""
+    from jaxbench.report.html import STATUS_COLORS
+
+    assert _hue(STATUS_COLORS["correct"]) > 90
+    for status, color in STATUS_COLORS.items():
+        if status != "correct":
+            assert _hue(color) <= 45 or _hue(color) >= 340, (status, color, _hue(color))
+    from jaxbench.report.html import CATEGORY_COLORS
+
+    for category, color in CATEGORY_COLORS.items():  # every category is a failure
+        assert _hue(color) <= 45 or _hue(color) >= 340, (category, color, _hue(color))
+    page = reports["suite"].read_text()
+    for chart in ("status-chart", "task-status-chart"):
+        figure = page[page.index(f'"{chart}"'):]
+        figure = figure[:figure.index("</script>")]
+        pattern = r'"color":"(#[0-9a-f]{6})"[^{}]*\},(?:"mode":"markers",)?"name":"(\w+)"'
+        used = set(re.findall(pattern, figure))
+        assert ("#b2182b", "compile_error") in used, chart  # compile_error is no longer purple
+        assert all(color == STATUS_COLORS[status] for color, status in used), used
+    pills = re.findall(r'<span class="pill" style="background:(#[0-9a-f]{6})">(\w+)', page)
+    assert pills and all(STATUS_COLORS[s] == c for c, s in pills)
+
+
+def test_duration_columns_have_one_unit(tmp_path):
+    """Latencies of 2 s and 12 min in one column are both written in minutes (the column's
+    unit is its longest value's); in the HTML and terminal tables alike."""
+    from jaxbench.report import usage
+    from jaxbench.runs import RunDir
+
+    assert usage.seconds_text(2.0) == "2.00 s" and usage.seconds_text(720.0) == "12.0 min"
+    assert usage.seconds_text(2.0, "min") == "0.03 min"
+    run = RunDir.open(tmp_path / "run", {"command": "optimize", "method": "best_of_n+evolve",
+                                         "model": "scripted:x", "budget": 1, "mode": "interpret"})
+    for method, latency, wall in (("best_of_n", 2.0, 1.5), ("evolve", 720.0, 2400.0)):
+        run.append({"type": "llm_call", "task": "8p_gemm", "method": method, "step": "s0", "kind": "kernel",
+                    "latency_s": latency, "cost": None, "input_tokens": 10, "output_tokens": 5})
+        run.append(evaluation("8p_gemm", "correct", method=method, sample=0, mode="interpret",
+                              target="tpu", wall_s=wall))
+    run.finish()
+    page = write_report(run.path, tmp_path / "r.html").read_text()
+    table = _table(page, "usage")
+    heads = re.findall(r"<th>([^<]+)</th>", table)
+    rows = [[html.unescape(c) for c in re.findall(r"<td[^>]*>([^<]*)</td>", r)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", table[table.index("<tbody>"):])]
+    for column in ("latency p50", "latency total", "eval time", "eval p50"):
+        cells = [r[heads.index(column)] for r in rows]
+        units = {c.split()[-1] for c in cells}
+        assert len(units) == 1, (column, cells)
+    assert [r[heads.index("latency p50")] for r in rows] == ["0.03 min", "12.0 min"]
+    assert [r[heads.index("eval time")] for r in rows] == ["0.03 min", "40.0 min"]
+    terminal = CliRunner().invoke(main, ["report", str(run.path)]).stdout
+    assert "0.03 min" in terminal and "12.0 min" in terminal and "2.00 s" not in terminal
+
+
+def test_interpret_mode_per_task_chart_is_error_over_tolerance(reports):
+    """Without timings, the chart beside the status grid shows each correct kernel's error
+    over its tolerance (1 = it would fail), not compile times; compile times move below."""
+    from jaxbench.report.data import load_run
+    from jaxbench.report.html import TaskRows, task_labels, tolerance_figure
+
+    page = reports["suite"].read_text()
+    beside = page[page.index('<div class="per-task">'):]
+    beside = beside[:beside.index('<div class="charts" style="margin-top:16px">')]
+    assert 'data-chart="tolerance-chart"' in beside and 'data-chart="compile-chart"' not in beside
+    assert "tolerance of each correct kernel (1 = fails)" in beside
+    run = load_run(reports["suite"].parent.parent / "suite")
+    rows = TaskRows(run.task_ids, task_labels(run.task_ids), 22, 60)
+    fig = tolerance_figure(run, rows)
+    drawn = sorted(x for trace in fig.data for x in trace.x)
+    assert drawn == sorted(e["tol_fraction"] for e in run.evaluations if e["status"] == "correct")
+    assert fig.layout.shapes[0].x0 == 1.0  # the tolerance line
+
+
+def test_empty_run_draws_no_empty_axes(tmp_path):
+    from jaxbench.runs import RunDir
+
+    run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "seed", "target": "tpu"})
+    page = write_report(run.path, tmp_path / "r.html").read_text()
+    assert "Plotly.newPlot" not in page and "<script src=" not in page and "data-chart" not in page
+    assert 'id="no-evaluations"' in page and "No evaluations in this run directory yet" in page
+
+
+def test_skipped_kernel_files_are_recorded_and_reported(tmp_path):
+    """`jaxbench run --kernels DIR` records the files it leaves out (misnamed, another target)
+    as one kernels_skipped event (not twice on resume); the report, its JSON and the terminal
+    name them."""
+    from jaxbench.runs import RunDir, directory_jobs, run_jobs
+    from jaxbench.tasks import get_task
+
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    seed = get_task("8p_gemm").kernel_files()[("seed", "tpu")].read_text()
+    (kernels / "8p_gemm.py").write_text(seed)
+    (kernels / "gemm.py").write_text(seed)  # misnamed: no such task
+    (kernels / "12p_rmsnorm.py").write_text(seed.replace('TARGET = "tpu"', 'TARGET = "gpu"'))
+    config = {"command": "run", "kernels": str(kernels), "suite": None, "tasks": None, "target": "tpu",
+              "mode": "interpret", "size": "small", "trials": 1}
+    run = RunDir.open(tmp_path / "run", config)
+    jobs = directory_jobs(kernels, None, ("tpu",))
+    assert [j.task for j in jobs] == ["8p_gemm"]
+    # already evaluated (a resumed run): run_jobs evaluates nothing, and records the skipped files
+    run.append(evaluation("8p_gemm", "correct", mode="interpret", target="tpu", job=jobs[0].key, kind="file"))
+    for _ in range(2):
+        run_jobs(jobs, run, size="small", mode="interpret", workers=1)
+    skipped = [e for e in run.events() if e.get("type") == "kernels_skipped"]
+    assert len(skipped) == 1 and skipped[0]["directory"] == str(kernels)
+    assert [f.split(" (")[0] for f in skipped[0]["files"]] == ["12p_rmsnorm.py", "gemm.py"]
+    run.finish()
+    page = write_report(run.path, tmp_path / "r.html").read_text()
+    note = re.search(r'<p class="warn" id="skipped">(.*?)</p>', page).group(1)
+    assert "2 kernel files in the kernel directory were not evaluated" in note and "gemm.py (" in note
+    assert "12p_rmsnorm.py (TARGET gpu, not selected by --target)" in html.unescape(note)
+    summary = json.loads(CliRunner().invoke(main, ["report", str(run.path), "--json"]).stdout)
+    assert [f.split(" (")[0] for f in summary["skipped_files"]] == ["12p_rmsnorm.py", "gemm.py"]
+    assert "were not evaluated: 12p_rmsnorm.py" in CliRunner().invoke(main, ["report", str(run.path)]).stdout
+
+
+def test_pages_of_a_folder_share_one_plotly_file(tmp_path):
+    """A two-evaluation run's page is small: the library is one file beside it, shared with a
+    comparison page written to the same folder."""
+    from jaxbench.report import compare, write_comparison_html
+
+    a = interpret_run(tmp_path / "a", {"12p_rmsnorm": "correct", "8p_gemm": "incorrect"})
+    b = interpret_run(tmp_path / "b", {"12p_rmsnorm": "correct", "8p_gemm": "correct"})
+    out = tmp_path / "pages"
+    report = write_report(a, out / "a.html")
+    comparison = write_comparison_html(compare(a, b), out / "compare.html")
+    assert report.stat().st_size < 300_000 and comparison.stat().st_size < 300_000
+    assert len(list(out.glob("plotly-*.min.js"))) == 1
+    for page in (report, comparison):
+        src = re.findall(r'<script src="([^"]+)"', page.read_text())
+        assert len(src) == 1 and (out / src[0]).stat().st_size > 3_000_000

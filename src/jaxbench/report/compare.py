@@ -182,9 +182,10 @@ def print_comparison(result: dict[str, Any], console: Any) -> None:
 
 
 def comparison_html(result: dict[str, Any], out_dir: Path) -> str:
-    """A self-contained page: both runs' facts, the B/A speedup chart (when both runs were
+    """A page that opens offline (plotly.js beside it, :func:`~jaxbench.report.html.plotly_script`):
+    both runs' facts, the B/A speedup chart (when both runs were
     timed) and the sortable table of changes."""
-    from jaxbench.report.html import chart_box, esc, page, require_plotly
+    from jaxbench.report.html import chart_box, esc, page, plotly_script, require_plotly
 
     require_plotly()
     import plotly.graph_objects as go
@@ -236,7 +237,7 @@ def comparison_html(result: dict[str, Any], out_dir: Path) -> str:
                  f"<h2>Changes (regressions first; click a column to sort)</h2>"
                  f"<table class=\"sortable\" id=\"tasks\"><thead><tr>{head}</tr></thead>"
                  f"<tbody>{''.join(body)}</tbody></table>")
-    return page("jaxbench compare", html_body, plotly_js=True)
+    return page("jaxbench compare", html_body, plotly_src=plotly_script(out_dir))
 
 
 def _td(content: str, value: Any) -> str:

@@ -126,6 +126,7 @@ class RunData:
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
     end: dict[str, Any] | None = None
+    skipped: list[str] = field(default_factory=list)  # kernel files `run --kernels DIR` left out
     _sources: dict[str, list[Path]] | None = field(default=None, repr=False)
 
     @property
@@ -284,6 +285,8 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
             run.llm_calls.append(event)
         elif kind == "run_end":
             run.end = event
+        elif kind == "kernels_skipped" and isinstance(event.get("files"), list):
+            run.skipped += [str(f) for f in event["files"]]
     return run
 
 

@@ -1,10 +1,14 @@
-"""``jaxbench report RUN_DIR --html FILE``: one self-contained HTML page of a run.
+"""``jaxbench report RUN_DIR --html FILE``: the HTML page of a run.
 
-The charts are Plotly figures (the ``results`` extra). plotly.js is written into the page
-once, so the file opens without a network. Every chart is drawn from the run's events;
-tasks are in the registry's catalogue order. Interpret-mode runs (no timings) get the
-statuses, errors, failure taxonomy, compile times and correctness rates; the timing charts say
-why they are absent instead of drawing empty axes. A method that starts from the shipped seed
+The charts are Plotly figures (the ``results`` extra). plotly.js is written once beside the
+pages of a folder (``plotly-<version>.min.js``, :func:`plotly_script`) and loaded from there, so
+the page opens without a network and stays small. An agent run also gets its sample view
+beside the page (``NAME.samples.html``, ``sample_view.py``). Every chart is drawn from the
+run's events; tasks are in the registry's catalogue order. Interpret-mode runs (no timings) get
+the statuses, errors, failure taxonomy, each correct kernel's error over its tolerance,
+compile times and correctness rates; the timing charts say why they are absent instead of
+drawing empty axes, and a run without evaluations draws no chart at all. Failing statuses and
+failure categories are reds, oranges and browns. A method that starts from the shipped seed
 kernels is flagged wherever it is named, and LLM costs say "unpriced" rather than $0 for calls
 without a price.
 
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxbench.report import metrics, taxonomy
+from jaxbench.report import metrics, sample_view, taxonomy
 from jaxbench.report.data import (
     STATUS_ORDER,
     RunData,
@@ -38,19 +42,26 @@ from jaxbench.report.data import (
     task_figures,
     task_sort_value,
 )
+from jaxbench.report.sample_view import SAMPLE_CSS
 
+# Correct is green; every other status is a red, orange or brown (hue 0-45 degrees), so a
+# failure never reads as a neutral series color: reds for what was refused or wrong, oranges
+# for what ran out of time or crashed, amber for unverified (nothing vouched for the outputs).
 STATUS_COLORS = {
     "correct": "#2ca02c", "incorrect": "#d62728", "runtime_error": "#ff7f0e",
-    "compile_error": "#9467bd", "rejected": "#8c564b", "no_pallas": "#e377c2",
-    "timeout": "#7f7f7f", "crashed": "#17becf", "unverified": "#bcbd22",
+    "compile_error": "#b2182b", "rejected": "#67000d", "no_pallas": "#f4a582",
+    "timeout": "#fdb863", "crashed": "#8c510a", "unverified": "#e6a817",
 }
+# Failure categories in the same warm family (every one is a failure), the categories of a
+# status in that status' color, neighbours in the stacked chart (CATEGORIES order) alternating
+# between dark and light, red and orange or brown, so adjacent segments stay apart.
 CATEGORY_COLORS = {
-    "static_policy": "#8c564b", "source_error": "#c49c94", "trace_error": "#9467bd",
-    "sandbox_rule": "#5e3c99", "no_pallas": "#e377c2", "memory_budget": "#1f77b4",
-    "block_shape": "#aec7e8", "triton_rule": "#17becf", "gpu_race": "#393b79",
-    "outside_work": "#bcbd22", "compile_error": "#c5b0d5", "runtime_error": "#ff7f0e",
-    "incorrect": "#d62728", "nan_inf": "#ff9896", "timeout": "#7f7f7f", "crashed": "#2f2f2f",
-    "unverified": "#dbdb8d", "other": "#c7c7c7",
+    "static_policy": "#67000d", "source_error": "#fdae6b", "trace_error": "#a50f15",
+    "sandbox_rule": "#8c510a", "no_pallas": "#f4a582", "memory_budget": "#e6550d",
+    "block_shape": "#fcbba1", "triton_rule": "#bf812d", "gpu_race": "#cb181d",
+    "outside_work": "#fed976", "compile_error": "#b2182b", "runtime_error": "#ff7f0e",
+    "incorrect": "#d62728", "nan_inf": "#fb6a4a", "timeout": "#fdb863", "crashed": "#8c2d04",
+    "unverified": "#e6a817", "other": "#dfc27d",
 }
 SERIES_PALETTE = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880")
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "displayModeBar": False}
@@ -162,16 +173,31 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
 
 
-def page(title: str, body: str, *, plotly_js: bool) -> str:
-    """A complete HTML document; plotly.js inlined once when ``plotly_js``."""
-    script = ""
-    if plotly_js:
-        from plotly.offline import get_plotlyjs
+def plotly_script(out_dir: Path) -> str:
+    """Writes plotly.js beside the pages of ``out_dir`` once, as ``plotly-<version>.min.js``
+    (shared by every report and comparison written there), and returns its name for the
+    pages' ``<script src>``: a relative file, so the pages open offline and a folder of pages
+    holds one copy of the library, not one per page."""
+    plotly = require_plotly()
+    from plotly.offline import get_plotlyjs
 
-        script = f"<script>{get_plotlyjs()}</script>"
+    name = f"plotly-{plotly.__version__}.min.js"
+    target = Path(out_dir) / name
+    text = get_plotlyjs()
+    if not target.is_file() or target.stat().st_size != len(text.encode()):
+        tmp = target.with_name(f".{name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(target)
+    return name
+
+
+def page(title: str, body: str, *, plotly_src: str | None = None) -> str:
+    """A complete HTML document; with ``plotly_src``, the page loads plotly.js from that file
+    (:func:`plotly_script`) before its charts."""
+    script = f"<script src=\"{esc(plotly_src)}\"></script>" if plotly_src else ""
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{esc(title)}</title><style>{CSS}</style>{script}</head>\n"
+            f"<title>{esc(title)}</title><style>{CSS}{SAMPLE_CSS}</style>{script}</head>\n"
             f"<body>\n{body}\n<script>{SORT_JS}</script>\n</body></html>\n")
 
 
@@ -540,6 +566,48 @@ def compile_time_figure(run: RunData, rows: TaskRows) -> Any:
     return fig
 
 
+def tolerances(run: RunData) -> dict[str, list[dict[str, Any]]]:
+    """series -> its correct evaluations that record their error against the tolerance
+    (``tol_fraction``: the worst element's error over its atol + rtol*|truth|)."""
+    per: dict[str, list[dict[str, Any]]] = {}
+    for e in run.evaluations:
+        value = e.get("tol_fraction")
+        if e.get("status") == "correct" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            per.setdefault(run.series_of(e), []).append(e)
+    return per
+
+
+def tolerance_figure(run: RunData, rows: TaskRows) -> Any:
+    """How close each correct kernel is to failing: its error over the tolerance (1 = the
+    tolerance, where it would fail), one marker per correct evaluation, per task (rows) and
+    series; None when no correct evaluation records it."""
+    import plotly.graph_objects as go
+
+    per = tolerances(run)
+    if not per:
+        return None
+    colors = series_colors(run)
+    fig = go.Figure()
+    top = 1.0
+    for series, evals in sorted(per.items()):
+        evals = [e for e in evals if e["task"] in rows.labels]
+        top = max([top] + [e["tol_fraction"] for e in evals])
+        fig.add_scatter(name=series, mode="markers", y=[rows.labels[e["task"]] for e in evals],
+                        x=[e["tol_fraction"] for e in evals],
+                        marker=dict(color=colors.get(series), size=9, symbol="line-ns-open",
+                                    line=dict(width=2, color=colors.get(series))),
+                        hovertext=[f"{esc(e['task'])}<br>{esc(series)}"
+                                   + (f" {esc(e['step'])}" if e.get("step") else "")
+                                   + f"<br>error {e['tol_fraction']:.3g}x the tolerance"
+                                   + (f" (max abs err {e['max_abs_err']:.3g})"
+                                      if isinstance(e.get("max_abs_err"), (int, float)) else "")
+                                   for e in evals], hoverinfo="text")
+    fig.add_vline(x=1.0, line_dash="dash", line_color="#d62728")
+    per_task_layout(fig, rows, x_title="error / tolerance of each correct kernel (1 = fails)", legend=True)
+    fig.update_xaxes(range=[0, top * 1.05], tickformat=".1f")
+    return fig
+
+
 def fast_p_figure(run: RunData) -> Any:
     """fast_p over p: the fraction of tasks whose best kernel is correct with speedup > p."""
     import plotly.graph_objects as go
@@ -798,9 +866,11 @@ def usage_table(summary: dict[str, Any]) -> str:
     cols = usage.columns(spent)
     seeded = {name for name, m in summary["methods"].items() if m.get("seeded")}
     body = []
-    for row in usage.rows(spent):
+    table = usage.rows(spent)
+    units = usage.column_units(table)
+    for row in table:
         tds = []
-        for col, text in zip(cols, usage.cells(row, cols), strict=True):
+        for col, text in zip(cols, usage.cells(row, cols, units), strict=True):
             cls = " class=\"num\"" if col in usage.NUMERIC else \
                 " class=\"nowrap\"" if col in ("method · target", "model", "calls") else ""
             content = method_label(text, row["method"] in seeded) if col == "method · target" and text \
@@ -850,14 +920,16 @@ def failure_table(run: RunData, summary: dict[str, Any]) -> str:
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()) -> str:
+def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset(),
+               sample_page: str | None = None) -> str:
     """One row per task and series: its best evaluation, sortable by every column. Columns no
     row fills (timings in interpret mode, IR without --save-ir) are left out; long messages are
-    cut, the full text on hover. The series of a method in ``seeded`` carry the seeded flag."""
+    cut, the full text on hover. The series of a method in ``seeded`` carry the seeded flag;
+    with ``sample_page`` (the sample view's file), the best kernel links to its sample there."""
     cols = [("#", "num"), ("task", "num"), ("method · target", "str"), ("status", "str"),
             ("failure", "str"), ("stage", "str"), ("correct / samples", "num"), ("speedup", "num"),
             ("t_kernel ms", "num"), ("t_ref ms", "num"), ("max abs err", "num"), ("err / tol", "num"),
-            ("compile s", "num"), ("error", "str"), ("kernel", "str"), ("IR", "str")]
+            ("compile s", "num"), ("error", "str"), ("kernel", "str"), ("sample", "str"), ("IR", "str")]
     always = {"#", "task", "method · target", "status"}
     rows = []
     for i, (task, series, best, group) in enumerate(run.best_rows()):
@@ -876,6 +948,10 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
         speed = best.get("speedup") if status == "correct" else None
         flagged = bool(group) and method_of(group[0]) in seeded
         category = taxonomy.classify(best)
+        sample_link = ""
+        if sample_page and best.get("step") and best.get("method"):
+            href = sample_view.sample_href(task, series, best["step"], sample_page)
+            sample_link = f"<a class=\"sample-link\" href=\"{esc(href)}\">{esc(best['step'])}</a>"
         rows.append([
             (str(i + 1), i, "num"),
             (esc(task), task_sort_value(task), ""),
@@ -895,6 +971,7 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
             (f"<span title=\"{esc(message)}\">{esc(cut(message, 180))}</span>" if message else "",
              message, "err"),
             (" ".join(kernel), None, ""),
+            (sample_link, best.get("step") if sample_link else None, ""),
             (ir_links, None, ""),
         ])
     keep = [j for j, (name, _) in enumerate(cols) if name in always or any(r[j][0] for r in rows)]
@@ -915,12 +992,29 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
-def build(run: RunData, out_dir: Path) -> str:
-    """The report page of a run (links are relative to ``out_dir``)."""
+def skipped_note(run: RunData) -> str:
+    """The kernel files `jaxbench run --kernels DIR` left out ('' when none was)."""
+    if not run.skipped:
+        return ""
+    from jaxbench.report.summary import skipped_text
+
+    return f"<p class=\"warn\" id=\"skipped\">{esc(skipped_text(run.skipped))}.</p>"
+
+
+def build(run: RunData, out_dir: Path, samples: dict[str, Any] | None = None,
+          plotly_src: str | None = None) -> str:
+    """The report page of a run (links are relative to ``out_dir``). ``samples`` is the sample
+    view's index (:func:`jaxbench.report.sample_view.write_samples`), ``plotly_src`` the
+    plotly.js file beside the page (written there when not given)."""
     require_plotly()
     from jaxbench.report.summary import summarize
 
     summary = summarize(run.path)
+    title = [f"<h1>jaxbench report: {esc(run.name)}</h1>", header(run, summary), skipped_note(run)]
+    if not run.evaluations:  # nothing to draw: no empty axes, no library
+        body = title + ["<p class=\"note\" id=\"no-evaluations\">No evaluations in this run directory "
+                        "yet: no charts or tables to draw.</p>"]
+        return page(f"jaxbench report: {run.name}", "\n".join(body))
     best = _series_best(run)
     timed = run.timed
     tasks = run.task_ids
@@ -928,8 +1022,8 @@ def build(run: RunData, out_dir: Path) -> str:
     boxes = [chart_box("status-chart", "Statuses per method · target", status_figure(run)),
              chart_box("rates-chart", "Compile and correct rates per method · target", rates_figure(run))]
     if run.config.get("command") == "optimize":
-        title = "fast_p@N over N per method · target" if timed else "correct@N over N per method · target"
-        boxes.append(chart_box("fast-p-at-n-chart", title, fast_p_at_n_figure(run), height=340))
+        name = "fast_p@N over N per method · target" if timed else "correct@N over N per method · target"
+        boxes.append(chart_box("fast-p-at-n-chart", name, fast_p_at_n_figure(run), height=340))
     if timed:
         boxes.append(chart_box("fast-p-chart", "fast_p over p (best kernel per task)", fast_p_figure(run),
                                height=340))
@@ -949,46 +1043,60 @@ def build(run: RunData, out_dir: Path) -> str:
     grid_probe = TaskRows(tasks, labels, row_px, grid_top(series))
     _, grid_width = task_status_figure(run, grid_probe)
     main_width = WINDOW_PX - 2 * 24 - grid_width - 2 * 9 * 2 - 16  # what the status grid leaves
-    legend = speedup_legend(best) if timed else sorted(compile_times(run))
+    legend = speedup_legend(best) if timed else sorted(tolerances(run))
     rows = TaskRows(tasks, labels, row_px, max(grid_top(series), legend_top(legend, main_width - 40)))
     grid, grid_width = task_status_figure(run, rows)
     per_task = [chart_box("task-status-chart", "Best status per task", grid, width=grid_width,
                           tasks=len(tasks))]
-    compile_rows = rows if not timed else \
-        TaskRows(tasks, labels, row_px, legend_top(sorted(compile_times(run)), WINDOW_PX - 100))
-    compile_fig = compile_time_figure(run, compile_rows)
-    compile_box = chart_box("compile-chart", "Compile time per task (mean over its evaluations)",
-                            compile_fig, tasks=len(tasks), wide=timed,
-                            note=None if compile_fig is not None else "no evaluation reached compilation")
     if timed:
         per_task.append(chart_box("speedup-chart", "Best speedup per task (log scale, bars from 1x)",
                                   speedup_figure(run, best, rows), tasks=len(tasks)))
     else:
-        per_task.append(compile_box)
-    body = [f"<h1>jaxbench report: {esc(run.name)}</h1>", header(run, summary),
-            "<h2>Charts</h2>", f"<div class=\"charts\">{''.join(boxes)}</div>",
-            "<h2>Failures by category (taxonomy of the failing samples)</h2>",
-            f"<div class=\"charts\">{failures}</div>", failure_table(run, summary),
-            f"<h2>Per task ({len(tasks)} tasks, catalogue order; hover for the full name)</h2>",
-            f"<div class=\"per-task\">{''.join(per_task)}</div>"]
-    if timed:
-        body.append(f"<div class=\"charts\" style=\"margin-top:16px\">{compile_box}</div>")
-    body.append(task_table(run, out_dir, frozenset(n for n, m in summary["methods"].items()
-                                                   if m.get("seeded"))))
-    return page(f"jaxbench report: {run.name}", "\n".join(body), plotly_js=True)
+        tolerance = tolerance_figure(run, rows)
+        per_task.append(chart_box(
+            "tolerance-chart", "Error / tolerance of the correct kernels (how close each is to failing)",
+            tolerance, tasks=len(tasks),
+            note=None if tolerance is not None else "no correct kernel records its error against the "
+                                                    "tolerance"))
+    compile_rows = TaskRows(tasks, labels, row_px, legend_top(sorted(compile_times(run)), WINDOW_PX - 100))
+    compile_fig = compile_time_figure(run, compile_rows)
+    compile_box = chart_box("compile-chart", "Compile time per task (mean over its evaluations)",
+                            compile_fig, tasks=len(tasks), wide=True,
+                            note=None if compile_fig is not None else "no evaluation reached compilation")
+    body = title + [
+        "<h2>Charts</h2>", f"<div class=\"charts\">{''.join(boxes)}</div>",
+        "<h2>Failures by category (taxonomy of the failing samples)</h2>",
+        f"<div class=\"charts\">{failures}</div>", failure_table(run, summary),
+        f"<h2>Per task ({len(tasks)} tasks, catalogue order; hover for the full name)</h2>",
+        f"<div class=\"per-task\">{''.join(per_task)}</div>",
+        f"<div class=\"charts\" style=\"margin-top:16px\">{compile_box}</div>",
+        task_table(run, out_dir, frozenset(n for n, m in summary["methods"].items() if m.get("seeded")),
+                   sample_page=samples["page"] if samples else None),
+        sample_view.section(samples)]
+    return page(f"jaxbench report: {run.name}", "\n".join(body),
+                plotly_src=plotly_src or plotly_script(out_dir))
 
 
 def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
-    """Writes the HTML report of ``run_dir`` to ``out``; returns its path."""
+    """Writes the HTML report of ``run_dir`` to ``out`` and returns its path; beside it,
+    plotly.js (``plotly-<version>.min.js``, shared by the pages of the folder) and, for an
+    agent run, the per-task sample files of the sample view (``NAME.samples/``)."""
     run = load_run(run_dir)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = build(run, out.parent)
+    samples = sample_view.write_samples(run, out)
+    text = build(run, out.parent, samples)
+    if samples is not None:  # the sample view: a page of its own, without the library
+        body = sample_view.page_body(run, out, samples, STATUS_COLORS)
+        view = sample_view.sample_page(out)
+        view_tmp = view.with_name(view.name + ".tmp")
+        view_tmp.write_text(page(f"jaxbench samples: {run.name}", body))
+        view_tmp.replace(view)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(out)
     return out
 
 
-__all__ = ["build", "chart_box", "failure_table", "page", "require_plotly", "task_labels", "task_table",
-           "usage_table", "write_report"]
+__all__ = ["build", "chart_box", "failure_table", "page", "plotly_script", "require_plotly", "task_labels",
+           "task_table", "usage_table", "write_report"]

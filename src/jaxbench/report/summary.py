@@ -13,6 +13,9 @@ per series (method · target). A run without a ``run_end`` event, or with evalua
 executor lost, says how far it got (``progress``): N of M evaluations where the run directory
 tells M, "unfinished: no run_end" where it does not.
 
+Kernel files a ``jaxbench run --kernels DIR`` left out (misnamed, another target; its
+``kernels_skipped`` event) are listed (``skipped_files``).
+
 A method that starts from the task's shipped seed kernels (``seeded`` in the run's config and
 its ``task_done`` events) is flagged, so it is not compared with an unseeded one unawares.
 LLM calls without a price (scripted and replayed answers) are counted as unpriced, never as $0.
@@ -138,6 +141,8 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "failures": {label: taxonomy.count(e for evals in by_task.values() for e in evals)
                      for label, by_task in sorted(by_series.items())},
         "usage": summarize_usage(call_events, evaluated),
+        "skipped_files": [str(f) for e in events if e.get("type") == "kernels_skipped"
+                          and isinstance(e.get("files"), list) for f in e["files"]],
         "tasks": {task_id: tasks[task_id] for task_id in in_catalogue_order(tasks)},
         "series_tasks": {task_id: series_tasks[task_id] for task_id in in_catalogue_order(series_tasks)},
     }
@@ -332,9 +337,18 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         console.print(f"{name}: {SEEDED_FLAG}; compare it with an unseeded method knowingly")
     if summary["note"]:
         console.print(f"note: {summary['note']}")
+    if summary.get("skipped_files"):
+        console.print(f"[yellow]{escape(skipped_text(summary['skipped_files']))}[/]")
     text = (summary.get("progress") or {}).get("text")
     if text:
         console.print(f"[bold yellow]{escape(text)}[/]")
+
+
+def skipped_text(files: list[str]) -> str:
+    """The kernel files `jaxbench run --kernels DIR` left out, in one line."""
+    n = len(files)
+    return (f"{n} kernel file{'s' if n != 1 else ''} in the kernel directory "
+            f"{'were' if n != 1 else 'was'} not evaluated: {'; '.join(files)}")
 
 
 def failures_by_category(failures: dict[str, dict[str, int]]) -> list[str]:

@@ -151,17 +151,24 @@ def summarize_usage(llm_calls: Iterable[dict[str, Any]],
 
 # -- text ---------------------------------------------------------------------------------------
 
-def seconds_text(seconds: float | None) -> str:
-    """A duration: "0.42 s", "12.3 s", "14.2 min", "2.5 h"; "n/a" for None."""
+TIME_UNITS = (("s", 1.0, 600.0), ("min", 60.0, 36000.0), ("h", 3600.0, float("inf")))
+
+
+def time_unit(values: Iterable[float | None]) -> str:
+    """The one unit a column of durations is written in: the unit of its longest ("s" under
+    10 minutes, "min" under 10 hours, "h" beyond)."""
+    longest = max((v for v in values if v is not None), default=0.0)
+    return next(name for name, _, below in TIME_UNITS if longest < below)
+
+
+def seconds_text(seconds: float | None, unit: str | None = None) -> str:
+    """A duration in ``unit`` ("s", "min" or "h"; by default the unit :func:`time_unit` gives
+    it alone): "0.42 s", "12.3 s", "0.20 min", "14.2 min", "2.5 h"; "n/a" for None."""
     if seconds is None:
         return "n/a"
-    if seconds < 10:
-        return f"{seconds:.2f} s"
-    if seconds < 600:
-        return f"{seconds:.1f} s"
-    if seconds < 36000:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    unit = unit or time_unit([seconds])
+    value = seconds / next(scale for name, scale, _ in TIME_UNITS if name == unit)
+    return f"{value:.2f} {unit}" if value < 10 else f"{value:.1f} {unit}"
 
 
 def tokens_text(stats: dict[str, Any], key: str) -> str:
@@ -204,7 +211,8 @@ def calls_text(stats: dict[str, Any], kind: str) -> str:
     return f"{stats['calls']} {kind}" + (f" ({cached} cached)" if cached else "")
 
 
-def evaluations_text(stats: dict[str, Any] | None) -> tuple[str, str, str]:
+def evaluations_text(stats: dict[str, Any] | None,
+                     units: dict[str, str] | None = None) -> tuple[str, str, str]:
     """(evaluations, time total, time p50) of a series: the evaluations run, then the reused
     verdicts and answers without a kernel apart ("5 + 1 reused + 1 no kernel"); run evaluations
     without a ``wall_s`` are named after the total; "-" without evaluations."""
@@ -215,11 +223,12 @@ def evaluations_text(stats: dict[str, Any] | None) -> tuple[str, str, str]:
         count += f" + {stats['reused']} reused"
     if stats["no_kernel"]:
         count += f" + {stats['no_kernel']} no kernel"
-    total = seconds_text(stats["time_total_s"])
+    units = units or {}
+    total = seconds_text(stats["time_total_s"], units.get("eval time"))
     missing = stats["run"] - stats["timed"]
     if missing and stats["timed"]:
         total += f" ({missing} without wall_s)"
-    return (count, total, seconds_text(stats["time_p50_s"]))
+    return (count, total, seconds_text(stats["time_p50_s"], units.get("eval p50")))
 
 
 def rows(usage: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -278,10 +287,25 @@ def columns(usage: dict[str, dict[str, Any]]) -> list[str]:
     return cols + list(EVAL_COLUMNS)
 
 
-def cells(row: dict[str, Any], cols: list[str]) -> list[str]:
-    """A row's cells (plain text), in the order of ``cols``."""
+# The duration columns and the figure each shows (one unit per column: :func:`column_units`).
+TIME_COLUMNS = {"latency p50": ("llm", "latency_p50_s"), "latency p90": ("llm", "latency_p90_s"),
+                "latency total": ("llm", "latency_total_s"), "eval time": ("evaluations", "time_total_s"),
+                "eval p50": ("evaluations", "time_p50_s")}
+
+
+def column_units(table: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """The unit of each duration column over the rows of a table (its longest value's)."""
+    table = list(table)
+    return {col: time_unit((row[part] or {}).get(key) for row in table)
+            for col, (part, key) in TIME_COLUMNS.items()}
+
+
+def cells(row: dict[str, Any], cols: list[str], units: dict[str, str] | None = None) -> list[str]:
+    """A row's cells (plain text), in the order of ``cols``; durations in ``units`` (column ->
+    unit, :func:`column_units` of the whole table; else each value's own)."""
     llm, kind = row["llm"], row["kind"]
-    count, total, p50 = evaluations_text(row["evaluations"]) if row["label"] else ("", "", "")
+    units = units or {}
+    count, total, p50 = evaluations_text(row["evaluations"], units) if row["label"] else ("", "", "")
     values = {"method · target": row["label"], "model": row["model"] or "", "evaluations": count,
               "eval time": total, "eval p50": p50}
     if llm is None:
@@ -289,9 +313,9 @@ def cells(row: dict[str, Any], cols: list[str]) -> list[str]:
     else:
         values.update({
             "calls": calls_text(llm, kind), "failed": str(llm["failed_calls"]),
-            "latency p50": seconds_text(llm["latency_p50_s"]),
-            "latency p90": seconds_text(llm["latency_p90_s"]),
-            "latency total": seconds_text(llm["latency_total_s"]),
+            "latency p50": seconds_text(llm["latency_p50_s"], units.get("latency p50")),
+            "latency p90": seconds_text(llm["latency_p90_s"], units.get("latency p90")),
+            "latency total": seconds_text(llm["latency_total_s"], units.get("latency total")),
             "tokens in / out": f"{tokens_text(llm, 'input_tokens')} / {tokens_text(llm, 'output_tokens')}",
             "cached input": share_text(llm), "cost": cost_text(llm)})
     return [values[c] for c in cols]
@@ -320,8 +344,9 @@ def print_usage(usage: dict[str, dict[str, Any]] | None, console: Any,
         for col in cols:
             out.add_column(col, justify="right" if col in NUMERIC else "left",
                            no_wrap=col in ("method · target", "calls", "tokens in / out"))
+        units = column_units(shown)
         for row in shown:
-            texts = [escape(c) for c in cells(row, cols)]
+            texts = [escape(c) for c in cells(row, cols, units)]
             if row["label"] and row["method"] in flagged:
                 texts[0] += " [yellow](seeded)[/]"
             out.add_row(*texts)
@@ -339,6 +364,7 @@ def print_usage(usage: dict[str, dict[str, Any]] | None, console: Any,
         table("evaluation time per method · target", ["method · target", *EVAL_COLUMNS], timed, EVAL_CAPTION)
 
 
-__all__ = ["KINDS", "TITLE", "by_kind", "call_kind", "call_stats", "cells", "columns", "cost_text",
+__all__ = ["KINDS", "TITLE", "by_kind", "call_kind", "call_stats", "cells", "column_units", "columns",
+           "cost_text",
            "evaluation_stats", "percentile", "print_usage", "rows", "seconds_text", "share_text",
            "summarize_usage", "title", "with_llm"]

@@ -212,6 +212,7 @@ def run_jobs(
     missing from the returned list and a resumed run evaluates it again.
     """
     done = {e["job"]: e for e in run.events() if e.get("type") == "evaluation" and "job" in e}
+    record_skipped(run, jobs)
     results = [done[j.key] for j in jobs if j.key in done]
     pending = [j for j in jobs if j.key not in done]
     for job in jobs:
@@ -284,10 +285,30 @@ def run_jobs(
     return results
 
 
+def record_skipped(run: RunDir, jobs: list[Job]) -> None:
+    """Records the files of a ``--kernels DIR`` run that were left out (no such task, another
+    target, not a regular file; :func:`directory_jobs`) as one ``kernels_skipped`` event
+    (``directory``, ``files``: one "NAME.py (why)" each), once per run, for the report."""
+    config = run.manifest.get("config") or {}
+    kernels, target = config.get("kernels"), config.get("target") or "all"
+    if not jobs or any(j.kind != "file" for j in jobs) or not isinstance(kernels, str) \
+            or not Path(kernels).is_dir() or any(e.get("type") == "kernels_skipped" for e in run.events()):
+        return
+    skipped: list[str] = []
+    try:
+        directory_jobs(Path(kernels), select_tasks(config.get("suite"), config.get("tasks")),
+                       ("tpu", "gpu") if target == "all" else (target,), skipped)
+    except Exception:  # noqa: BLE001 - the selection was checked when the jobs were made
+        return
+    if skipped:
+        run.append({"type": "kernels_skipped", "directory": kernels, "files": skipped})
+
+
 def _stop_time(stop: Any) -> float:
     """When the stop was asked for (``StopSignals`` records it; else now)."""
     return getattr(stop, "stopped_at", None) or time.monotonic()
 
 
 __all__ = ["KNOWN_INTERPRET_FAILURES", "Job", "default_workers", "directory_jobs", "finished_keys",
-           "kernel_unavailable", "known_limitation", "run_jobs", "select_tasks", "shipped_jobs"]
+           "kernel_unavailable", "known_limitation", "record_skipped", "run_jobs", "select_tasks",
+           "shipped_jobs"]
