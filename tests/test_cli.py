@@ -61,7 +61,7 @@ def test_eval_exit_1_for_a_wrong_kernel():
 @pytest.mark.parametrize("args,words", [
     (["eval", SEED, "--task", "no_such_task"], "unknown task 'no_such_task'"),
     (["eval", "missing_kernel.py", "--task", "8p_gemm"], "does not exist"),
-    (["eval", SEED], "Missing option '--task'"),
+    (["eval", SEED], "give the task: --task ID (see `jaxbench tasks`) or --task-file FILE"),
     (["eval", SEED, "--task", "8p_gemm", "--size", "huge"], "huge"),
     (["run", "--kernels", "seed", "--tasks", "nope"], "unknown task 'nope'"),
     (["run", "--kernels", "not_a_dir"], "or a directory; 'not_a_dir' is none"),

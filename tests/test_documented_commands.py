@@ -107,7 +107,7 @@ def test_documented_command_parses(where, line, complete):
     ("jaxbench run --kernels seed --no-such-option", False),  # no such option
     ("jaxbench eval k.py --task 8p_gemm --mode fast", False),  # not one of the choices
     ("jaxbench export RUN --format parquet|json", False),  # one alternative is not a choice
-    ("jaxbench eval k.py", True),  # a code block's command misses --task
+    ("jaxbench optimize --method best_of_n --tasks 8p_gemm --out runs/x", True),  # no --model
 ])
 def test_a_broken_command_line_is_caught(line, complete):
     """The check itself."""

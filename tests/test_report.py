@@ -473,3 +473,13 @@ def test_commands_report_the_good_events_of_a_malformed_run(tmp_path, args):
         rows = json.loads(out)["rows"]
         assert [(r["task"], r["change"]) for r in rows] == [("8p_gemm", "regression"),
                                                             ("12p_rmsnorm", "same")]
+
+
+def test_a_run_stopped_by_ctrl_c_is_not_finished(tmp_path):
+    """`optimize` writes a run_end with interrupted: true when Ctrl-C stops it: the run is not
+    finished until a resume ends it with its own run_end."""
+    from jaxbench.report.summary import progress
+
+    stopped = [{"type": "run_start"}, {"type": "run_end", "interrupted": True}]
+    assert not progress({}, stopped)["finished"]
+    assert progress({}, stopped + [{"type": "run_end", "secret": "s"}])["finished"]

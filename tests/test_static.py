@@ -97,7 +97,7 @@ def test_every_shipped_seed_and_expert_passes():
     ("import operator\nf = operator.attrgetter('sys.modules')", "'sys.modules'"),
     ("f = getattr(jax, '__dict__')", "getattr() needs a literal"),
     ("f = hasattr(jax, 'con' + 'fig')", "hasattr() needs a literal"),
-    ("y = jax.debug.print('{}', 1)", ".debug"),
+    ("y = jax.debug.callback(print, 1)", ".debug"),
     ("f = eval", "use of 'eval'"),
     ("f = __import__", "use of '__import__'"),
 ])

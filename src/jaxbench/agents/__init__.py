@@ -17,9 +17,9 @@ from jaxbench.agents.base import (
     Method,
     register_method,
 )
-from jaxbench.agents.driver import DEFAULT_BUDGET, get_method, optimize
+from jaxbench.agents.driver import DEFAULT_BUDGET, Interrupted, get_method, optimize
 
 __all__ = [
-    "DEFAULT_BUDGET", "METHODS", "Budget", "Candidate", "CandidateError", "Context", "Method",
-    "get_method", "optimize", "register_method",
+    "DEFAULT_BUDGET", "METHODS", "Budget", "Candidate", "CandidateError", "Context", "Interrupted",
+    "Method", "get_method", "optimize", "register_method",
 ]

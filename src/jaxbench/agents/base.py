@@ -21,6 +21,7 @@ import random
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from jaxbench.agents.prompts import (
     task_statement,
 )
 from jaxbench.evaluator.result import new_result, source_sha256
-from jaxbench.llm import LLMRequestError, ModelClient, Sampling
+from jaxbench.llm import LLMCancelled, LLMRequestError, ModelClient, Sampling
 from jaxbench.runs import RunDir
 from jaxbench.tasks import Task
 
@@ -109,9 +110,17 @@ class Budget:
         return slots
 
 
+class RunStopped(Exception):
+    """The run was stopped (Ctrl-C) while this sample was under way: nothing of it is kept."""
+
+
 class Journal:
     """Finished LLM calls and evaluations of a run, by (task, method, step), for resuming;
-    and verdicts by (task, kernel hash), so a kernel proposed twice is evaluated once."""
+    and verdicts by (task, kernel hash), so a kernel proposed twice is evaluated once.
+
+    While a run goes on it also knows the model calls in flight; :meth:`close` (Ctrl-C)
+    records those as cancelled and ends the run's events: what finishes after it is not
+    kept (an evaluation killed by the stop is not a verdict)."""
 
     def __init__(self, events: Iterable[dict[str, Any]] = ()) -> None:
         self.calls: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -121,8 +130,12 @@ class Journal:
         self._lock = threading.Lock()
         self.append_lock = threading.Lock()  # one event line at a time from the thread pool
         self._kernel_locks: dict[tuple[str, str], threading.Lock] = {}
+        self.closed = False
+        self.in_flight: dict[str, tuple[dict[str, Any], float]] = {}  # sample id -> (call, start)
         for event in events:
             kind = event.get("type")
+            if kind == "llm_call" and event.get("cancelled"):
+                continue  # cut short by a stop: a resumed run asks again
             if kind == "llm_call":
                 self.calls[(event["task"], event["method"], event["step"])] = event
             elif kind == "evaluation" and "step" in event:
@@ -136,6 +149,64 @@ class Journal:
         """Serialises evaluations of one kernel, so concurrent duplicates wait for the first."""
         with self._lock:
             return self._kernel_locks.setdefault((task_id, sha), threading.Lock())
+
+    def append(self, run: RunDir | None, event: dict[str, Any]) -> bool:
+        """Appends ``event`` to the run, unless the journal is closed (False then). A model
+        call's event ends its time in flight."""
+        with self.append_lock:
+            if event.get("type") == "llm_call":
+                self.in_flight.pop(event.get("sample_id", ""), None)
+            if self.closed:
+                return False
+            if run is not None:
+                run.append(event)
+            return True
+
+    def start_call(self, event: dict[str, Any]) -> None:
+        """A model call is about to be sent (RunStopped once the journal is closed)."""
+        with self.append_lock:
+            if self.closed:
+                raise RunStopped
+            self.in_flight[event["sample_id"]] = (event, time.monotonic())
+
+    def end_call(self, event: dict[str, Any]) -> None:
+        """A model call that ended without an event of its own (it failed for good)."""
+        with self.append_lock:
+            self.in_flight.pop(event.get("sample_id", ""), None)
+
+    @staticmethod
+    def _cancelled(event: dict[str, Any], started: float, why: str) -> dict[str, Any]:
+        """A model call cut short by the stop: no answer, its cost unknown (providers report
+        usage only with an answer); a resumed run asks again."""
+        return {**event, "response": "", "error": why, "finish_reason": "cancelled",
+                "cancelled": True, "input_tokens": None, "output_tokens": None, "cost": None,
+                "latency_s": round(time.monotonic() - started, 3)}
+
+    def cancel_call(self, run: RunDir | None, event: dict[str, Any], why: str | None) -> None:
+        """A model call ended by the stop: recorded as cancelled when its request had gone out
+        (``why``), unless the journal is closed (then :meth:`close` recorded it)."""
+        with self.append_lock:
+            entry = self.in_flight.pop(event.get("sample_id", ""), None)
+            if why and entry is not None and not self.closed and run is not None:
+                run.append(self._cancelled(event, entry[1], why))
+
+    def close(self, run: RunDir | None, why: str, sent: Iterable[str] | None = None) -> int:
+        """Ends the run's events (Ctrl-C): each model call still in flight whose request went
+        out (its sample id among ``sent``, the model client's ``in_flight``; None: every one)
+        is recorded as a cancelled ``llm_call``, and nothing is appended after this. Returns
+        the number of calls recorded as cancelled."""
+        with self.append_lock:
+            if self.closed:
+                return 0
+            out = None if sent is None else set(sent)
+            cancelled = [(sid, entry) for sid, entry in self.in_flight.items()
+                         if out is None or sid in out]
+            for _, (event, started) in cancelled:
+                if run is not None:
+                    run.append(self._cancelled(event, started, why))
+            self.in_flight.clear()
+            self.closed = True
+            return len(cancelled)
 
 
 class Prompt(str):
@@ -295,6 +366,7 @@ class Context:
         if kind == "plan":
             with self._lock:
                 self.planning_calls += 1
+        self.journal.start_call(event)
         try:
             # the Prompt itself (a str), so a provider can mark its fixed prefix for caching
             completion = self.model.complete(prompt, sample=sample_id, sampling=self.sampling,
@@ -303,6 +375,12 @@ class Context:
             self._append({**event, "response": "", "error": str(exc), "finish_reason": "error",
                           "status_code": exc.status_code, "cost": None})
             return Reply("", str(exc))
+        except LLMCancelled as exc:  # the stop: recorded as cancelled if a request went out
+            self.journal.cancel_call(self.run, event, str(exc) if exc.sent else None)
+            raise
+        except BaseException:
+            self.journal.end_call(event)  # a failure that ends the run: no event
+            raise
         self._append({
             **event, "response": completion.text, "finish_reason": completion.finish_reason,
             "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
@@ -344,7 +422,8 @@ class Context:
             result.pop("source_file", None)
             if self.run is not None:  # the source, content-addressed in the run directory
                 result["source_file"] = self.run.keep_source(code)
-            self._append(result)
+            if not self._append(result):
+                raise RunStopped  # the run stopped meanwhile: a killed evaluation is no verdict
         candidate = Candidate(step, sample, code, result, parent)
         with self._lock:
             self.candidates.append(candidate)
@@ -375,11 +454,9 @@ class Context:
                 shutil.rmtree(directory, ignore_errors=True)
         return result
 
-    def _append(self, event: dict[str, Any]) -> None:
-        if self.run is None:
-            return
-        with self.journal.append_lock:
-            self.run.append(event)
+    def _append(self, event: dict[str, Any]) -> bool:
+        """Appends ``event`` to the run; False when the run has stopped (it is not kept)."""
+        return self.journal.append(self.run, event)
 
     def propose(self, step: str, prompt: str, sample: int, *, parent: Candidate | None = None,
                 origin: str = "", to_code: Callable[[str], str] = extract_code,

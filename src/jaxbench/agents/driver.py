@@ -58,6 +58,7 @@ def optimize(
     on_candidate: Callable[[Candidate], None] | None = None,
     evaluator: Any = None,
     ir_feedback: bool = True,
+    interrupt: threading.Event | None = None,
 ) -> dict[str, list[Candidate]]:
     """Spends up to ``budget`` samples per task with ``method``; returns each task's candidates.
 
@@ -67,6 +68,13 @@ def optimize(
     ``parallel_tasks`` tasks (default: all, at most 64) run at once. ``evaluator`` defaults
     to a new one keyed by the run's secret. ``prompt`` is the prompt mode ("default" or
     "paper", ``--prompt``; None: the run's config says, else "default").
+
+    ``interrupt`` (Ctrl-C: ``StopSignals.event``) stops the run within a fraction of a
+    second once set: no task or model request starts any more (the caller should also
+    cancel the model at the signal, :meth:`ModelClient.cancel`), the model calls in flight
+    are recorded as cancelled ``llm_call`` events and abandoned, the evaluations in flight
+    are killed and not recorded, the finished samples stay in the run, and
+    :class:`Interrupted` is raised without waiting for any thread (the caller exits).
     """
     if budget < 1:
         raise ValueError("the budget must be at least 1 sample per task")
@@ -91,16 +99,20 @@ def optimize(
         return {t.id: results[t.id] for t in tasks}
     in_flight = max(1, min(parallel_tasks or len(todo), len(todo), MAX_PARALLEL_TASKS))
     calls = getattr(model, "max_concurrency", workers)
+    interrupted = False
     with contextlib.ExitStack() as stack:
         if evaluator is None:
             evaluator = stack.enter_context(Evaluator(secret=run.secret, spares=min(workers, 2)))
-        # Samples block on the model's and the evaluator's limits, not on the pool.
-        pool = stack.enter_context(ThreadPoolExecutor(max_workers=calls + workers,
-                                                      thread_name_prefix="jaxbench-sample"))
-        runners = stack.enter_context(ThreadPoolExecutor(max_workers=in_flight,
-                                                         thread_name_prefix="jaxbench-task"))
+        # Samples block on the model's and the evaluator's limits, not on the pool. The pools
+        # are shut down by hand: after a stop, nothing waits for their threads.
+        pool = ThreadPoolExecutor(max_workers=calls + workers, thread_name_prefix="jaxbench-sample")
+        runners = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="jaxbench-task")
+        stack.callback(lambda: [p.shutdown(wait=not interrupted, cancel_futures=interrupted)
+                                for p in (runners, pool)])
 
         def run_task(task: Task) -> list[Candidate]:
+            if stop.is_set() or (interrupt is not None and interrupt.is_set()):
+                raise _Stopped  # stopped before this task began: it starts on the resume
             ctx = Context(task=task, method=method.name, target=target, mode=mode, size=size,
                           trials=trials, docs=docs, model=model, evaluator=evaluator, run=run,
                           budget=Budget(budget, stop), pool=pool, journal=journal, eval_slots=eval_slots,
@@ -112,20 +124,27 @@ def optimize(
             assert ctx.budget.used <= budget
             best = max(ctx.candidates, key=lambda c: c.fitness(), default=None)
             retimed = _retime(ctx, best) if mode == "device" else None
-            with journal.append_lock:
-                run.append({"type": "task_done", "task": task.id, "method": method.name,
-                            "samples": ctx.budget.used, "seeded": method.seeded,
-                            "planning_calls": ctx.planning_calls,
-                            "best_status": best.status if best else None,
-                            "best_speedup": best.speedup if best else None,
-                            "best_step": best.step if best else None,
-                            **({"best_speedup_retimed": retimed.get("speedup")} if retimed else {}),
-                            **method.summary(ctx)})
+            journal.append(run, {"type": "task_done", "task": task.id, "method": method.name,
+                                 "samples": ctx.budget.used, "seeded": method.seeded,
+                                 "planning_calls": ctx.planning_calls,
+                                 "best_status": best.status if best else None,
+                                 "best_speedup": best.speedup if best else None,
+                                 "best_step": best.step if best else None,
+                                 **({"best_speedup_retimed": retimed.get("speedup")} if retimed else {}),
+                                 **method.summary(ctx)})
             return ctx.candidates
 
         futures = {runners.submit(run_task, task): task for task in todo}
-        done, pending = wait(futures, return_when=FIRST_EXCEPTION)
-        failed = [f for f in done if f.exception() is not None]
+        pending: set[Any] = set(futures)
+        failed: list[Any] = []
+        while pending and not failed:
+            done, pending = wait(pending, timeout=None if interrupt is None else 0.05,
+                                 return_when=FIRST_EXCEPTION)
+            if interrupt is not None and interrupt.is_set():
+                interrupted = True
+                _halt(stop, journal, run, model, evaluator, interrupt)
+                raise Interrupted(_why(interrupt))
+            failed = [f for f in done if f.exception() is not None]
         if failed:
             stop.set()  # running tasks end at their next round, without a task_done event
             for future in pending:
@@ -153,14 +172,41 @@ def _retime(ctx: Context, best: Candidate | None) -> dict[str, Any] | None:
              **{k: result.get(k) for k in ("speedup", "t_ref_ms", "t_kernel_ms", "timing_method",
                                            "roofline_fraction")},
              "reps": time_stage.get("reps"), "spread": time_stage.get("spread")}
-    if ctx.run is not None:
-        with ctx.journal.append_lock:
-            ctx.run.append(event)
+    ctx.journal.append(ctx.run, event)
     return event
 
 
 class _Stopped(Exception):
     """A task cut short because another one failed."""
+
+
+class Interrupted(Exception):
+    """The run was stopped by ``interrupt`` (Ctrl-C); what finished is in the run directory
+    and a rerun of the same command resumes it."""
+
+
+def _why(interrupt: Any) -> str:
+    import signal
+
+    signum = getattr(interrupt, "signum", None)
+    name = signal.Signals(signum).name if signum else "a stop"
+    return f"cancelled: the run was stopped by {name}"
+
+
+def _halt(stop: threading.Event, journal: Journal, run: RunDir, model: Any, evaluator: Any,
+          interrupt: Any) -> None:
+    """The stop, in this order: no budget slot, task or model request any more; the calls in
+    flight recorded as cancelled and the run's events closed (so that nothing finishing
+    after this, an evaluation killed next in particular, is kept); then the evaluations in
+    flight killed."""
+    stop.set()
+    cancel = getattr(model, "cancel", None)
+    if callable(cancel):
+        cancel()
+    journal.close(run, _why(interrupt), getattr(model, "in_flight", None))
+    abort = getattr(evaluator, "abort", None)
+    if callable(abort):
+        abort()
 
 
 def _recorded(journal: Journal, path: Path, task_id: str, method: str,

@@ -34,9 +34,29 @@ def executor_options(command: F) -> F:
              "(pip install -e '.[ray]').")(command)
 
 
+def error_text(exc: BaseException) -> str:
+    """An exception's message for one line: a plain KeyError's repr quotes left out (nothing
+    else is stripped: a message may end with a quote, as ``pip install 'jaxbench[openai]'``)."""
+    if isinstance(exc, KeyError) and type(exc).__str__ is KeyError.__str__ and len(exc.args) == 1:
+        return str(exc.args[0])
+    return str(exc)
+
+
 def usage_error_from(exc: BaseException) -> None:
-    """A usage error with the exception's message (a KeyError's quotes stripped)."""
-    usage_error(str(exc).strip("'\""))
+    """A usage error with the exception's message (a KeyError's quotes left out)."""
+    usage_error(error_text(exc))
+
+
+def resume_command(out_dir: Path) -> str:
+    """The command line that resumes this run: the command as given, with ``--out`` added
+    when it was not."""
+    import shlex
+    import sys
+
+    args = sys.argv[1:]
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        args += ["--out", str(out_dir)]
+    return f"jaxbench {shlex.join(args)}"
 
 
 def check_cost(task_ids: list[str], size: str, mode: str, targets: list[str], trials: int,
@@ -74,3 +94,34 @@ def check_target(file: Path, target: str | None) -> None:
     if target is not None and declared is not None and target != declared:
         usage_error(f'--target {target} contradicts {file}\'s TARGET = "{declared}": drop '
                     f"--target (the file's TARGET is used) or change TARGET")
+
+
+def task_file_option(command: F) -> F:
+    """``--task-file FILE`` (repeatable): a task of one's own, outside the package."""
+    return click.option(
+        "--task-file", "task_files", multiple=True, metavar="FILE",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="A task of your own: a Python file defining TASK = Task(...) as a shipped task.py "
+             "does (docs/tasks.md, \"Bring your own task\"); repeatable.")(command)
+
+
+def load_task_files(paths: tuple[Path, ...] | list[Path], executor: str = "local"
+                    ) -> list[tuple[str, str, str]]:
+    """Loads each task file in this process (a usage error says why one cannot be used);
+    returns (task ID, resolved path, SHA-256) per file, for the command and its run's config."""
+    if not paths:
+        return []
+    if executor != "local":
+        usage_error("--task-file runs with --executor local only (the Ray cluster's nodes "
+                    "find tasks in their installed package)")
+    from jaxbench.tasks import TaskFileError, load_task_file, task_file_of
+
+    loaded = []
+    for path in paths:
+        try:
+            task = load_task_file(path)
+        except TaskFileError as exc:
+            usage_error(str(exc))
+        where, digest = task_file_of(task.id) or (str(path), "")
+        loaded.append((task.id, where, digest))
+    return loaded

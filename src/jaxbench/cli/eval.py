@@ -9,14 +9,26 @@ from typing import Any
 
 import click
 
-from jaxbench.cli.common import MODE, SIZE, TARGET, USAGE_ERRORS, check_cost, check_target, usage_error_from
+from jaxbench.cli.common import (
+    MODE,
+    SIZE,
+    TARGET,
+    USAGE_ERRORS,
+    check_cost,
+    check_target,
+    load_task_files,
+    task_file_option,
+    usage_error_from,
+)
 from jaxbench.cli.terminal import StopSignals, usage_error
 from jaxbench.cli.terminal import console as make_console
 
 
 @click.command("eval")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--task", "task_id", required=True, help="Task ID (see `jaxbench tasks`).")
+@click.option("--task", "task_id", default=None,
+              help="Task ID (see `jaxbench tasks`); with --task-file, the file's task.")
+@task_file_option
 @click.option("--target", type=TARGET, default=None, help="Defaults to the file's TARGET, else tpu.")
 @click.option("--mode", type=MODE, default="auto", show_default=True)
 @click.option("--size", type=SIZE, default="small", show_default=True)
@@ -36,18 +48,29 @@ from jaxbench.cli.terminal import console as make_console
 @click.option("--debug", is_flag=True,
               help="Allow jax.debug.print and show the kernel's output; runs the kernel on the "
                    "untrusted side in interpret mode, once. The verdict does not count (exit 1).")
-def eval_cmd(file: Path, task_id: str, target: str | None, mode: str, size: str, trials: int,
-             timeout_s: float | None, chip: str | None, no_tpu_interpret: bool,
-             save_ir: Path | None, as_json: bool, force: bool, debug: bool) -> None:
+def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], target: str | None,
+             mode: str, size: str, trials: int, timeout_s: float | None, chip: str | None,
+             no_tpu_interpret: bool, save_ir: Path | None, as_json: bool, force: bool,
+             debug: bool) -> None:
     """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors.
     With --debug, always 1: a debug run's verdict does not count."""
     if not file.is_file():  # the usage errors that need no JAX come first
         usage_error(f"kernel file {str(file)!r} does not exist")
+    if task_id is None and not task_files:
+        usage_error("give the task: --task ID (see `jaxbench tasks`) or --task-file FILE")
+    if task_files and debug:
+        usage_error("--debug runs the kernel on its inputs in the sandboxed tracer, where a task "
+                    "file (your own code) is never loaded; evaluate it without --debug")
     if save_ir is not None and save_ir.is_dir() and any(save_ir.iterdir()):
         usage_error(f"--save-ir {save_ir} already holds files; give a new or empty directory "
                     "(nothing was overwritten)")
     from jaxbench.evaluator import Evaluator, declared_target
 
+    own = [entry[0] for entry in load_task_files(task_files)]
+    if task_id is None:
+        if len(own) > 1:
+            usage_error(f"the task files define {', '.join(own)}: choose one with --task")
+        task_id = own[0]
     check_target(file, target)
     if not force:
         chosen = target or declared_target(file.read_text(errors="replace")) or "tpu"

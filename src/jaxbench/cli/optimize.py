@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import click
 
-from jaxbench.cli.common import MODE, SIZE, TARGET, executor_options
+from jaxbench.cli.common import (
+    MODE,
+    SIZE,
+    TARGET,
+    error_text,
+    executor_options,
+    load_task_files,
+    task_file_option,
+)
 
 DEFAULT_CACHE = Path(os.environ.get("JAXBENCH_CACHE", Path.home() / ".cache" / "jaxbench")) / "llm"
 
@@ -88,6 +97,7 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
 @click.option("--llm-timeout", type=float, default=600.0, show_default=True,
               help="Seconds per model call.")
 @click.option("--no-cache", is_flag=True, help=f"Do not use the response cache ({DEFAULT_CACHE}).")
+@task_file_option
 @executor_options
 def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids: str | None,
                  budget: int, docs: bool, prompt_mode: str, target: str, size: str, mode: str,
@@ -97,7 +107,7 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
                  seed: int | None,
                  reasoning_effort: str | None, thinking_budget: int | None, price_text: str | None,
                  concurrency: int, llm_timeout: float, no_cache: bool, executor: str,
-                 ray_address: str | None) -> None:
+                 ray_address: str | None, task_files: tuple[Path, ...] = ()) -> None:
     """Optimize kernels with an LLM under a sample budget per task.
 
     One method spends up to --budget candidate kernels per task; every candidate is judged
@@ -110,10 +120,12 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
     from jaxbench.runs import RunDir, RunError, select_tasks, write_best
     from jaxbench.tasks import UnknownTaskError
 
-    if bool(suite) == bool(task_ids):
-        raise click.UsageError("give exactly one of --suite and --tasks")
+    if suite and task_ids or not (suite or task_ids or task_files):
+        raise click.UsageError("give exactly one of --suite and --tasks, or --task-file")
+    own = load_task_files(task_files, executor)
     try:
         tasks = [t.id for t in select_tasks(suite, task_ids) or []]
+        tasks += [entry[0] for entry in own if entry[0] not in tasks]
         method = get_method(method_name, **_parse_options(options))
         sampling = Sampling(temperature=temperature, max_tokens=max_tokens,
                             reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
@@ -124,7 +136,7 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
                           cache_dir=None if no_cache else DEFAULT_CACHE, record=record,
                           price_override=price_override)
     except (UnknownTaskError, ValueError, LLMConfigError) as exc:
-        raise click.UsageError(str(exc).strip("'\"")) from None
+        raise click.UsageError(error_text(exc)) from None
     if not tasks:
         raise click.UsageError("no tasks selected")
     try:  # model calls stay here; with --executor ray the cluster evaluates (and sets the mode)
@@ -136,7 +148,8 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
               "seeded": method.seeded, "model": model_spec, "tasks": tasks, "budget": budget,
               "docs": docs, "prompt": prompt_mode, "target": target, "size": size, "mode": mode,
               "trials": trials,
-              "sampling": sampling.as_dict(), "price_override": price_override}
+              "sampling": sampling.as_dict(), "price_override": price_override,
+              **({"task_files": [list(entry) for entry in own]} if own else {})}
     try:
         run = RunDir.open(out_dir, config)
     except RunError as exc:
@@ -144,36 +157,75 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from jaxbench.agents import Interrupted
+    from jaxbench.cli.terminal import StopSignals
     from jaxbench.cli.terminal import console as make_console
 
     console = make_console(stderr=True)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console)
-    with progress:
-        bar = progress.add_task(f"{method!r} on {len(tasks)} task(s)", total=budget * len(tasks),
-                                last="")
+    message = (f"jaxbench: stopping: no model request starts any more; calls and evaluations in "
+               f"flight are cancelled; finished samples stay in {out_dir} (press Ctrl-C again to "
+               "exit at once)")
+    # Ctrl-C or SIGTERM: the model is cancelled at the signal (no request starts after it), the
+    # driver closes the run's events and kills the evaluations in flight, and this exits 130.
+    with StopSignals(on_stop=model.cancel, grace_s=10, message=message) as stop:
+        interrupted = False
+        with progress:
+            bar = progress.add_task(f"{method!r} on {len(tasks)} task(s)",
+                                    total=budget * len(tasks), last="")
 
-        def on_candidate(candidate) -> None:  # noqa: ANN001
-            if candidate.sample is not None:
-                speed = f" {candidate.speedup:.2f}x" if candidate.speedup else ""
-                progress.update(bar, advance=1,
-                                last=f"{candidate.result['task']} {candidate.status}{speed}")
+            def on_candidate(candidate) -> None:  # noqa: ANN001
+                if candidate.sample is not None:
+                    speed = f" {candidate.speedup:.2f}x" if candidate.speedup else ""
+                    progress.update(bar, advance=1,
+                                    last=f"{candidate.result['task']} {candidate.status}{speed}")
 
-        try:
-            evaluator = make_evaluator("ray", run.secret, ray_address=ray_address) \
-                if executor == "ray" else None  # None: optimize makes a local one
-            optimize(tasks, method, model, run, budget=budget, target=target, size=size, mode=mode,
-                     trials=trials, docs=docs, prompt=prompt_mode, workers=workers,
-                     parallel_tasks=parallel_tasks or None,
-                     on_candidate=on_candidate, evaluator=evaluator)
-        except (LLMError, LLMConfigError) as exc:
-            console.print(f"jaxbench: model call failed: {exc}; rerun the same command to resume",
-                          markup=False)
-            sys.exit(1)
-        except EvaluationLost as exc:  # a Ray node died on every retry: no verdict to record
-            console.print(f"jaxbench: {exc}; rerun the same command to resume", markup=False)
-            sys.exit(1)
+            try:
+                evaluator = make_evaluator("ray", run.secret, ray_address=ray_address) \
+                    if executor == "ray" else None  # None: optimize makes a local one
+                optimize(tasks, method, model, run, budget=budget, target=target, size=size,
+                         mode=mode, trials=trials, docs=docs, prompt=prompt_mode, workers=workers,
+                         parallel_tasks=parallel_tasks or None,
+                         on_candidate=on_candidate, evaluator=evaluator, interrupt=stop.event)
+            except Interrupted:
+                interrupted = True
+            except (LLMError, LLMConfigError) as exc:
+                if stop.is_set():
+                    interrupted = True
+                else:
+                    console.print(f"jaxbench: model call failed: {exc}; rerun the same command "
+                                  "to resume", markup=False)
+                    sys.exit(1)
+            except EvaluationLost as exc:  # a Ray node died on every retry: no verdict to record
+                console.print(f"jaxbench: {exc}; rerun the same command to resume", markup=False)
+                sys.exit(1)
+        if interrupted or stop.is_set():
+            _stopped(run, out_dir, tasks, budget, stop)
     write_best(out_dir)  # best/<task>.py: each task's best correct kernel
     run.finish()
     print_summary(summarize(out_dir), make_console())
     click.echo(f"run directory: {out_dir}")
+
+
+def _stopped(run, out_dir: Path, tasks: list[str], budget: int, stop) -> None:  # noqa: ANN001
+    """After Ctrl-C: a ``run_end`` that says the run was interrupted (revealing nothing, so it
+    resumes), what is kept, the command that resumes, and exit 130 (143 for SIGTERM)."""
+    import signal
+
+    from jaxbench.cli.common import resume_command
+
+    events = list(run.events())
+    samples = sum(1 for e in events if e.get("type") == "evaluation" and e.get("sample") is not None)
+    done = sum(1 for e in events if e.get("type") == "task_done")
+    cancelled = sum(1 for e in events if e.get("type") == "llm_call" and e.get("cancelled"))
+    name = signal.Signals(stop.signum).name if stop.signum else "a signal"
+    command = resume_command(out_dir)
+    run.interrupt(signal=name, samples=samples, tasks_done=done, resume=command,
+                  stopped_in_s=round(time.monotonic() - (stop.stopped_at or time.monotonic()), 3))
+    cut = f"; {cancelled} model call{'s' if cancelled != 1 else ''} in flight cancelled" \
+        if cancelled else ""
+    click.echo(f"jaxbench: interrupted by {name}: {samples} of up to {budget * len(tasks)} "
+               f"samples are done ({done} of {len(tasks)} tasks finished) and kept in "
+               f"{out_dir}{cut}; resume with:\n  {command}", err=True)
+    stop.exit()

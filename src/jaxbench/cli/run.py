@@ -11,7 +11,17 @@ from typing import Any
 
 import click
 
-from jaxbench.cli.common import MODE, SIZE, USAGE_ERRORS, check_cost, executor_options, usage_error_from
+from jaxbench.cli.common import (
+    MODE,
+    SIZE,
+    USAGE_ERRORS,
+    check_cost,
+    executor_options,
+    load_task_files,
+    resume_command,
+    task_file_option,
+    usage_error_from,
+)
 from jaxbench.cli.terminal import JobProgress, StopSignals, usage_error
 from jaxbench.cli.terminal import console as make_console
 
@@ -46,11 +56,12 @@ SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON lines.")
 @click.option("--force", is_flag=True,
               help="Run even when the interpret-mode cost estimate says evaluations cannot finish.")
+@task_file_option
 @executor_options
 def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
             size: str, trials: int, chip: str | None, workers: int | None, timeout_s: float | None,
             out_dir: Path | None, save_ir: bool, as_json: bool, executor: str,
-            ray_address: str | None, force: bool) -> None:
+            ray_address: str | None, force: bool, task_files: tuple[Path, ...] = ()) -> None:
     """Evaluate shipped kernels or a directory of kernels into a run.
 
     Shipped: --kernels seed, seed_mosaic, seed_mosaic_legacy or expert; else a directory of
@@ -74,12 +85,17 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
 
     targets = ("tpu", "gpu") if target == "all" else (target,)
     skipped: list[str] = []
+    own = load_task_files(task_files, executor)  # the task files' tasks, by ID
     try:
         if chip:
             from jaxbench.backends import resolve_chip
 
             chip = resolve_chip(chip, target).device_kind
         tasks = select_tasks(suite, task_ids)
+        if own:  # the task files' tasks, beside --tasks / --suite or alone
+            from jaxbench.tasks import get_task
+
+            tasks = [*(tasks or []), *(get_task(entry[0]) for entry in own)]
         if kernels == "seed_mosaic_legacy" and kernel_unavailable(kernels):
             import jax
 
@@ -112,7 +128,8 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
     config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,
               "target": target, "mode": mode, "size": size, "trials": trials,
-              **({"chip": chip} if chip else {})}
+              **({"chip": chip} if chip else {}),
+              **({"task_files": [list(entry) for entry in own]} if own else {})}
     try:
         run = RunDir.open(out_dir, config)
     except RunError as exc:
@@ -175,15 +192,11 @@ def _run_with_progress(jobs: list[Any], run: Any, size: str, mode: str, workers:
 
 
 def _print_interrupted(results: list[dict[str, Any]], total: int, out_dir: Path, stop: Any) -> None:
-    import shlex
     import signal
 
-    args = sys.argv[1:]
-    if not any(a == "--out" or a.startswith("--out=") for a in args):
-        args += ["--out", str(out_dir)]
     name = signal.Signals(stop.signum).name if stop.signum else "a signal"
     click.echo(f"jaxbench: interrupted by {name}: {len(results)} of {total} evaluations are done "
-               f"and kept in {out_dir}; resume with:\n  jaxbench {shlex.join(args)}", err=True)
+               f"and kept in {out_dir}; resume with:\n  {resume_command(out_dir)}", err=True)
 
 
 def short_message(message: str, width: int = 100) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from jaxbench.cli.common import executor_options, usage_error_from
+from jaxbench.cli.common import executor_options, load_task_files, task_file_option, usage_error_from
 from jaxbench.cli.terminal import JobProgress, console, usage_error
 
 
@@ -38,9 +38,11 @@ def _mark(check: Any, text: str | None = None) -> str:
 @click.option("--seeds", type=click.IntRange(2, 1000), default=5, show_default=True,
               help="Input seeds per task.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON report per task on stdout.")
+@task_file_option
 @executor_options
 def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
-                 as_json: bool, executor: str, ray_address: str | None) -> None:
+                 as_json: bool, executor: str, ray_address: str | None,
+                 task_files: tuple = ()) -> None:
     """Check that each task's reference is a meaningful, fair problem.
 
     Finite, non-constant, depends on every input, and its tolerance accepts the bf16 XLA
@@ -50,10 +52,15 @@ def validate_cmd(suite: str | None, task_ids: str | None, size: str, seeds: int,
     from jaxbench.executors import ExecutorError, check_executor, map_jobs
     from jaxbench.validation import validate_one
 
+    own = load_task_files(task_files, executor)
     try:
-        tasks = _select(suite, task_ids)
+        tasks = _select(suite, task_ids) if (suite or task_ids or not own) else []
     except (KeyError, ValueError) as exc:  # an unknown task (UnknownTaskError is a KeyError)
         usage_error_from(exc)
+    if own:  # the task files' tasks are checked as shipped ones are
+        from jaxbench.tasks import get_task
+
+        tasks += [get_task(entry[0]) for entry in own if entry[0] not in {t.id for t in tasks}]
     if not tasks:
         usage_error(f"no task matches (suite {suite!r}, task {task_ids!r}); see `jaxbench tasks`")
     for t in tasks:

@@ -65,7 +65,7 @@ from jaxbench.evaluator.untrusted import (
     read_untrusted_status,
     untrusted_verdict,
 )
-from jaxbench.tasks import get_task
+from jaxbench.tasks import get_task, task_file_of
 
 DEFAULT_MEMORY_GB = 8.0
 TIMING_CACHE_BYTES = 64 * 2**20
@@ -210,7 +210,9 @@ class Evaluator:
             message = failure.message
             if failure.status == "compile_error" and failure.stage in ("trace", "lower"):
                 hint = wrong_target_hint(source, target)
-                message = f"{hint}; {message}" if hint else message
+                # at `lower`, the lowering error is the mismatch's consequence: the hint alone
+                message = (hint if failure.stage == "lower" else f"{hint}; {message}") if hint \
+                    else message
             if result.get("candidate_frames"):  # where in the kernel file it went wrong
                 message += f" (at {result['candidate_frames'][-1].split(': ', 1)[0]})"
             result.update(status=failure.status, stage=failure.stage, rule=failure.rule,
@@ -277,7 +279,8 @@ class Evaluator:
         interpret = case.mode == "interpret"
         try:
             (directory / HANDOVER).write_bytes(handover)
-            request = {"dir": str(directory), "task": task.id, "size": size,
+            request = {"dir": str(directory), "task": task.id, "task_file": task_file_of(task.id),
+                       "size": size,
                        "platform": PLATFORM[case.target], "target": case.target, "mode": case.mode,
                        "source": source, "filename": filename, "tokamax": any(
                            name.split(".")[0] == "tokamax" for name in preloaded(source)),

@@ -135,15 +135,22 @@ class _PolicyVisitor(ast.NodeVisitor):
         self.unavailable: list[str] = []
         self.module_aliases: set[str] = set()
         self.debug = debug
-        self.allowed_nodes: set[int] = set()  # debug mode: the `.debug` of `X.debug.print`
+        self.allowed_nodes: set[int] = set()  # the `.debug` of `jax.debug.print`
+        self.debug_prints: list[int] = []  # their lines (outside debug mode: a compile error)
 
     def allow_debug_print(self, tree: ast.AST) -> None:
-        """Debug mode: ``<module>.debug.print(...)`` (``jax.debug.print``) passes; every other
-        use of ``.debug`` (``jax.debug.callback``, ``jax.debug.breakpoint``) stays denied."""
+        """``jax.debug.print(...)`` is no policy violation: in debug mode it passes (as does
+        ``<module>.debug.print``), otherwise :func:`check_source` makes it a compile error.
+        Every other use of ``.debug`` (``jax.debug.callback``, ``jax.debug.breakpoint``, and
+        outside debug mode ``<alias>.debug.print``) stays denied."""
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr == "print" and isinstance(
                     node.value, ast.Attribute) and node.value.attr == "debug":
-                self.allowed_nodes.add(id(node.value))
+                plain = isinstance(node.value.value, ast.Name) and node.value.value.id == "jax"
+                if self.debug or plain:
+                    self.allowed_nodes.add(id(node.value))
+                if plain:
+                    self.debug_prints.append(node.lineno)
 
     def _deny(self, node: ast.AST, why: str) -> None:
         self.violations.append(f"line {getattr(node, 'lineno', '?')}: {why}")
@@ -303,13 +310,23 @@ def check_source(source: str, filename: str = "<kernel>", debug: bool = False) -
         where = f"line {exc.lineno}" if exc.lineno else "?"
         raise StageFailure("compile_error", "static", f"SyntaxError at {where}: {exc.msg}") from None
     visitor = _PolicyVisitor(debug)
-    if debug:
-        visitor.allow_debug_print(tree)
+    visitor.allow_debug_print(tree)  # outside debug mode: recorded, a compile error below
     visitor.visit(tree)
     if visitor.violations:
         shown = "; ".join(visitor.violations[:3])
         more = f" (+{len(visitor.violations) - 3} more)" if len(visitor.violations) > 3 else ""
         raise StageFailure("rejected", "static", f"policy violation: {shown}{more}")
+    if visitor.debug_prints and not debug:
+        # A leftover jax.debug.print is an honest mistake, not gaming: the kernel cannot be
+        # judged with it (a host callback never runs in the trusted judge), so it does not
+        # compile here. Every other use of jax.debug stays a policy violation above.
+        lines = ", ".join(str(n) for n in visitor.debug_prints[:5])
+        raise StageFailure(
+            "compile_error", "static",
+            f"jax.debug.print at line{'s' if len(visitor.debug_prints) > 1 else ''} {lines}: "
+            "remove it to have the kernel judged (a host callback cannot run in the trusted "
+            "judge); it is allowed by `jaxbench eval --debug`, which shows its output and whose "
+            "verdict does not count")
     if visitor.unavailable:
         raise StageFailure(
             "compile_error", "static",
@@ -326,13 +343,19 @@ def check_source(source: str, filename: str = "<kernel>", debug: bool = False) -
                            "the file defines no top-level `kernel(*inputs)` function")
 
 
+# A module-level ``TARGET = "gpu"`` line, read from the text of a file that does not parse.
+_TARGET_LINE = re.compile(r"""^TARGET\s*(?::\s*str\s*)?=\s*(["'])(tpu|gpu)\1\s*(?:#.*)?$""",
+                          re.MULTILINE)
+
+
 def target_declaration(source: str) -> tuple[str | None, str | None]:
     """(target, problem) from the module-level ``TARGET = "tpu"|"gpu"`` of a candidate:
     (None, None) when there is none, (None, "...") when it names something else."""
     try:
         tree = parse(source)
-    except SyntaxError:
-        return None, None
+    except (SyntaxError, ValueError):  # its syntax error is the verdict; its TARGET still says
+        found = _TARGET_LINE.search(source)  # which platform (the result names it)
+        return (found.group(2), None) if found else (None, None)
     for node in tree.body:
         if isinstance(node, ast.Assign):
             names, value = node.targets, node.value

@@ -156,9 +156,24 @@ def untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: Case
     claimed = status.get("status")
     if claimed in STATUSES and claimed != "correct":
         stage = status.get("stage") if status.get("stage") in STAGES else next_stage(last)
-        raise StageFailure(claimed, stage, str(status.get("message", ""))[:2000])
+        message = str(status.get("message", ""))[:2000]
+        if claimed == "compile_error" and _SIGNATURE_ERROR.search(message):
+            message += f"; the task calls {call_signature(case.task, case.size)}"
+        raise StageFailure(claimed, stage, message)
     if outcome.returncode != 0:
         raise StageFailure("crashed", next_stage(last), crash_message(outcome))
+
+
+# Python's words for a call that does not fit the function's parameters.
+_SIGNATURE_ERROR = re.compile(r"TypeError: kernel\(\) (takes|missing|got)")
+
+
+def call_signature(task: Any, size: str) -> str:
+    """How the task calls the kernel, e.g. ``kernel(x: bfloat16[2,256,1024], scale:
+    bfloat16[1024])``: its inputs in call order, with dtypes and shapes at ``size``."""
+    inputs = ", ".join(f"{spec.name}: {spec.dtype}[{','.join(str(d) for d in spec.shape)}]"
+                       for spec in task.input_specs(size))
+    return f"kernel({inputs})"
 
 
 def read_probe(directory: Path, status: dict[str, Any]) -> dict[str, list[Any]]:

@@ -20,6 +20,7 @@ from jaxbench.llm.base import (
     PROVIDERS,
     REASONING_EFFORTS,
     Completion,
+    LLMCancelled,
     LLMConfigError,
     LLMError,
     LLMRequestError,
@@ -52,6 +53,7 @@ def get_model(spec: str, *, sampling: Sampling | None = None, timeout_s: float =
 
 
 __all__ = [
-    "PRICES_PER_MTOK", "PROVIDERS", "REASONING_EFFORTS", "Completion", "LLMConfigError", "LLMError",
+    "PRICES_PER_MTOK", "PROVIDERS", "REASONING_EFFORTS", "Completion", "LLMCancelled", "LLMConfigError",
+    "LLMError",
     "LLMRequestError", "ModelClient", "Provider", "Sampling", "get_model", "price", "register_provider",
 ]

@@ -24,6 +24,16 @@ class LLMError(RuntimeError):
     """A model call that failed for good (after retries): the run stops (resume retries it)."""
 
 
+class LLMCancelled(LLMError):
+    """The run was stopped (Ctrl-C): no request starts any more, and a call still waiting for
+    its answer is abandoned (its connection closes when the process exits). ``sent``: a
+    request of this call had gone out (its cost is unknown), else none did."""
+
+    def __init__(self, message: str, sent: bool = False) -> None:
+        super().__init__(message)
+        self.sent = sent
+
+
 class LLMRequestError(LLMError):
     """The provider refused this one request for good (a 4xx such as context too long or an
     unsupported parameter): the sample fails, the run goes on, and resume does not repeat it."""
@@ -122,6 +132,17 @@ class Provider:
 
     def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
         raise NotImplementedError
+
+    def cancel(self) -> None:
+        """The run stops: end what can be ended of the calls in flight (best effort; the SDKs'
+        synchronous calls cannot be interrupted from another thread, and their connections
+        close when the process exits)."""
+        close = getattr(getattr(self, "client", None), "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - a stop must never fail
+                pass
 
     def check_sampling(self, sampling: Sampling) -> None:
         """Raises :class:`LLMConfigError` for settings this provider cannot send."""

@@ -8,13 +8,13 @@ import hashlib
 import json
 import random
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from jaxbench.llm.base import (
     FATAL_STATUSES,
     Completion,
+    LLMCancelled,
     LLMConfigError,
     LLMError,
     LLMRequestError,
@@ -70,6 +70,24 @@ class ModelClient:
         self._record_lock = threading.Lock()
         self._refusals_lock = threading.Lock()
         self._refusals_in_a_row = 0
+        self._cancelled = threading.Event()
+        #: sample ids whose request has gone out and not come back (after a stop: abandoned)
+        self.in_flight: set[str] = set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def cancel(self) -> None:
+        """Stops the client for good (Ctrl-C): no request starts after this returns (a call
+        waiting for a slot, or between retries, raises :class:`LLMCancelled`), and the
+        provider ends what it can of the calls in flight."""
+        self._cancelled.set()
+        self.provider.cancel()
+
+    def _check_cancelled(self) -> None:
+        if self._cancelled.is_set():
+            raise LLMCancelled(f"{self.spec}: the run was stopped; no request was sent")
 
     def complete(self, prompt: str, *, sample: str, sampling: Sampling | None = None,
                  run: str = "") -> Completion:
@@ -83,6 +101,7 @@ class ModelClient:
         key = self._cache_key(prompt, sampling, sample, run)
         completion = self._cached(key)
         if completion is None:
+            self._check_cancelled()
             with self._slots:
                 completion = self._call_with_retries(prompt, sampling, sample)
             if completion.cost is None and not self.provider.offline:
@@ -94,18 +113,28 @@ class ModelClient:
 
     def _call_with_retries(self, prompt: str, sampling: Sampling, sample: str) -> Completion:
         for attempt in range(self.retries + 1):
+            self._check_cancelled()  # also for a call that waited for its slot: none starts now
+            self.in_flight.add(sample)
             try:
                 completion = self.provider.complete(prompt, sampling, sample=sample)
             except Exception as exc:
+                if isinstance(exc, LLMCancelled) or self._cancelled.is_set():
+                    # abandoned by the stop: it stays among the calls in flight (it was sent)
+                    raise LLMCancelled(f"{self.spec}: the run was stopped during the call",
+                                       sent=True) from exc
+                self.in_flight.discard(sample)
                 if isinstance(exc, LLMError):
                     raise
                 retryable = self.provider.is_retryable(exc)
                 if attempt < self.retries and retryable:
                     delay = min(60.0, self.backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
                     asked = retry_after(exc)
-                    time.sleep(min(MAX_WAIT_S, max(delay, asked or 0.0)))
+                    if self._cancelled.wait(min(MAX_WAIT_S, max(delay, asked or 0.0))):
+                        raise LLMCancelled(f"{self.spec}: the run was stopped between retries",
+                                           sent=True) from exc
                     continue
                 raise self._failure(exc, retryable) from exc
+            self.in_flight.discard(sample)
             with self._refusals_lock:
                 self._refusals_in_a_row = 0
             return completion

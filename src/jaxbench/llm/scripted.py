@@ -15,10 +15,9 @@ real one, for throughput measurements).
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
-from jaxbench.llm.base import Completion, LLMConfigError, Provider, Sampling, register_provider
+from jaxbench.llm.base import Completion, LLMCancelled, LLMConfigError, Provider, Sampling, register_provider
 
 
 @register_provider("scripted")
@@ -45,13 +44,18 @@ class Scripted(Provider):
             raise LLMConfigError(f"scripted:{spec}: the directory holds no response files")
         self.calls = 0
         self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancelled.set()  # a call sleeping out its latency is abandoned at once
 
     def complete(self, prompt: str, sampling: Sampling, *, sample: str) -> Completion:
         with self._lock:
             index = self.calls if sampling.seed is None else sampling.call_seed(sample)
             path = self.files[index % len(self.files)]
             self.calls += 1
-        if self.latency_s:
-            time.sleep(self.latency_s)
+        if self.latency_s and self._cancelled.wait(self.latency_s):
+            raise LLMCancelled(f"scripted:{self.spec}: the run was stopped during the call",
+                               sent=True)
         return Completion(text=path.read_text(), model=f"scripted:{self.spec}", cost=None,
                           finish_reason="stop", extra={"file": path.name})

@@ -283,7 +283,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
             run.evaluations.append({**event, "_index": index})
         elif kind == "llm_call":
             run.llm_calls.append(event)
-        elif kind == "run_end":
+        elif kind == "run_end" and not event.get("interrupted"):  # a Ctrl-C's does not end it
             run.end = event
         elif kind == "kernels_skipped" and isinstance(event.get("files"), list):
             run.skipped += [str(f) for f in event["files"]]

@@ -187,7 +187,9 @@ def progress(config: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, 
     A `jaxbench run` plans its jobs from its config: recomputed here, and trusted only when
     every job the events name is among them. A finished run's run_end counts its evaluations.
     An optimize run plans its tasks, each spending at most its budget."""
-    end = next((e for e in events if e.get("type") == "run_end"), None)
+    # (an optimize run stopped by Ctrl-C ends with an interrupted run_end: not finished)
+    end = next((e for e in events if e.get("type") == "run_end" and not e.get("interrupted")),
+               None)
     evaluations = [e for e in events if e.get("type") == "evaluation"]
     jobs = {e["job"] for e in evaluations if isinstance(e.get("job"), str)}
     lost = {e["job"] for e in events if e.get("type") == "evaluation_lost"

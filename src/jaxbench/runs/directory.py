@@ -5,7 +5,9 @@ Every candidate, LLM call and evaluation result is one JSON line, flushed and
 fsynced as it is written, so a killed run loses at most the line in flight and
 resumes from what is on disk. The run's secret (correctness inputs derive from
 it) is committed to in the manifest by its SHA-256, kept in ``.secret`` while
-the run is open, and revealed in the final ``run_end`` event for auditing.
+the run is open, and revealed in the final ``run_end`` event for auditing. A run stopped
+by Ctrl-C (``jaxbench optimize``) gets a ``run_end`` with ``interrupted: true`` instead, which
+reveals nothing; the resumed run ends with its own.
 """
 
 from __future__ import annotations
@@ -135,6 +137,12 @@ class RunDir:
         """Reveals the secret in a final event; the run can no longer be resumed."""
         self.append({"type": "run_end", "secret": self.secret.hex(), **summary})
         (self.path / SECRET).unlink(missing_ok=True)
+
+    def interrupt(self, **summary: Any) -> None:
+        """Records that the run was stopped (Ctrl-C): a ``run_end`` event with
+        ``interrupted: true`` that reveals nothing; the secret stays, so rerunning the command
+        resumes the run (and a finished resume ends with its own ``run_end``)."""
+        self.append({"type": "run_end", "interrupted": True, **summary})
 
 
 def _differences(held: Any, wanted: dict[str, Any], shown: int = 3) -> str:
@@ -357,7 +365,7 @@ def verify_secret(path: str | os.PathLike[str]) -> bool:
     """True when the revealed secret matches the manifest's commitment."""
     manifest = json.loads((Path(path) / MANIFEST).read_text())
     for event in read_events(path):
-        if event.get("type") == "run_end":
+        if event.get("type") == "run_end" and not event.get("interrupted"):
             revealed = bytes.fromhex(event["secret"])
             return hashlib.sha256(revealed).hexdigest() == manifest["secret_sha256"]
     return False

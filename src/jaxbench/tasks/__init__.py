@@ -1,13 +1,23 @@
-"""Task registry: every ``tasks/<suite>/<folder>/task.py`` that defines ``TASK``.
+"""Task registry: every ``tasks/<suite>/<folder>/task.py`` that defines ``TASK``, and the
+task files a command was given (``--task-file my_task.py``).
 
-Adding a task is adding a folder; no other file changes.
+Adding a task is adding a folder; no other file changes. A task file is a user's own task
+outside the package, in the same form as a shipped ``task.py``; :func:`load_task_file`
+registers it in the process that loads it. It is the user's own code and runs where
+references run: in the command's process and in the trusted runner, which is handed its
+path (and the SHA-256 of the text the command loaded) with each request. The sandboxed
+tracer, which runs candidate code, never loads one: it gets input shapes only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import pkgutil
 import re
+import sys
+import threading
 from functools import cache
 from pathlib import Path
 
@@ -68,10 +78,13 @@ def suites() -> list[str]:
 
 
 def get_task(task_id: str) -> Task:
-    """The task with this ID; a one-line error naming `jaxbench tasks` otherwise."""
+    """The task with this ID (shipped, or from a task file loaded in this process); a one-line
+    error naming `jaxbench tasks` otherwise."""
     try:
         return _registry()[task_id]
     except KeyError:
+        if task_id in _FILE_TASKS:
+            return _FILE_TASKS[task_id][0]
         close = similar_task_ids(task_id)
         hint = f" (did you mean {' or '.join(close)}?)" if close else ""
         raise UnknownTaskError(
@@ -95,4 +108,98 @@ def similar_task_ids(task_id: str, limit: int = 3) -> list[str]:
     return found[:limit]
 
 
-__all__ = ["Task", "UnknownTaskError", "get_task", "list_tasks", "suites"]
+class TaskFileError(ValueError):
+    """A task file that cannot be used (missing, failing to load, no ``TASK``, an ID taken):
+    one line saying why."""
+
+
+# Task files loaded in this process: task ID -> (task, resolved path, SHA-256 of its text).
+_FILE_TASKS: dict[str, tuple[Task, str, str]] = {}
+_FILE_LOCK = threading.Lock()
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+FILE_SUITE = "file"  # the suite of every task loaded from a task file
+
+
+def load_task_file(path: str | Path, sha256: str | None = None) -> Task:
+    """Loads a task file (a Python file that defines ``TASK = Task(...)``, as a shipped
+    ``task.py`` does) and registers its task in this process: :func:`get_task` finds it by its
+    ID from then on. ``sha256``: the text must be that one (the trusted runner checks it is
+    judging the task the command loaded). Loading the same file again returns the same task.
+    Raises :class:`TaskFileError`."""
+    resolved = Path(path).expanduser().resolve()
+    try:
+        text = resolved.read_text()
+    except OSError as exc:
+        raise TaskFileError(f"task file {str(path)!r} cannot be read ({exc.strerror or exc})") from None
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if sha256 is not None and digest != sha256:
+        raise TaskFileError(f"task file {resolved} changed after the run loaded it; rerun the "
+                            "command (a run directory refuses another version of its task)")
+    with _FILE_LOCK:
+        for task, where, known in _FILE_TASKS.values():
+            if where == str(resolved) and known == digest:
+                return task
+        name = f"jaxbench.tasks._file_{digest[:16]}"
+        spec = importlib.util.spec_from_file_location(name, resolved)
+        if spec is None or spec.loader is None:
+            raise TaskFileError(f"task file {resolved} is not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # the reference's helpers are found through it (prompts)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - the user's code: any error is a message
+            sys.modules.pop(name, None)
+            line = ""
+            tb = exc.__traceback__
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == str(resolved):
+                    line = f" (line {tb.tb_lineno})"
+                tb = tb.tb_next
+            detail = str(exc)
+            if isinstance(exc, SyntaxError):
+                line, detail = (f" (line {exc.lineno})" if exc.lineno else ""), str(exc.msg)
+            raise TaskFileError(f"task file {resolved} failed to load{line}: "
+                                f"{type(exc).__name__}: {detail}") from None
+        task = getattr(module, "TASK", None)
+        if not isinstance(task, Task):
+            sys.modules.pop(name, None)
+            raise TaskFileError(f"task file {resolved} defines no TASK = Task(...) (the form of a "
+                                "shipped task.py: see docs/tasks.md)")
+        if not isinstance(task.id, str) or not _TASK_ID.fullmatch(task.id):
+            raise TaskFileError(f"task file {resolved}: the task ID {task.id!r} must be letters, "
+                                "digits, '_', '.' or '-' (it names files in run directories)")
+        if task.id in _registry():
+            raise TaskFileError(f"task file {resolved}: {task.id!r} is a shipped task's ID; give "
+                                "your task another")
+        if task.id in _FILE_TASKS:
+            raise TaskFileError(f"task file {resolved}: the ID {task.id!r} is already the task "
+                                f"of {_FILE_TASKS[task.id][1]}")
+        task.suite = FILE_SUITE
+        task.folder = None  # no shipped kernels beside it
+        if not task.description:
+            task.description = (module.__doc__ or "").strip()
+        _FILE_TASKS[task.id] = (task, str(resolved), digest)
+        return task
+
+
+def task_file_of(task_id: str) -> tuple[str, str] | None:
+    """(path, SHA-256) of the task file that defined ``task_id`` in this process, or None for
+    a shipped task: what a trusted process is handed to load the same task."""
+    entry = _FILE_TASKS.get(task_id)
+    return (entry[1], entry[2]) if entry is not None else None
+
+
+def load_task(task_id: str, task_file: tuple[str, str] | list[str] | None = None) -> Task:
+    """The task ``task_id``, loading ``task_file`` (path, SHA-256; from :func:`task_file_of`
+    in another process) first when given: how the trusted runner finds a task file's task."""
+    if task_file:
+        path, digest = task_file
+        task = load_task_file(path, digest)
+        if task.id != task_id:
+            raise TaskFileError(f"task file {path} defines {task.id!r}, not {task_id!r}")
+        return task
+    return get_task(task_id)
+
+
+__all__ = ["FILE_SUITE", "Task", "TaskFileError", "UnknownTaskError", "get_task", "list_tasks",
+           "load_task", "load_task_file", "suites", "task_file_of"]

@@ -118,11 +118,12 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
     from jaxbench.evaluator.arrays import pack
     from jaxbench.evaluator.judge import jaxpr_reader, kernel_work, lowering, rules
     from jaxbench.evaluator.result import StageFailure, short_error
-    from jaxbench.tasks import get_task
+    from jaxbench.tasks import load_task
 
     directory = Path(request["dir"])
-    task, size, platform, mode = (get_task(request["task"]), request["size"], request["platform"],
-                                  request["mode"])
+    # a task file's task: loaded here from the path the parent gives (never in the tracer)
+    task, size, platform, mode = (load_task(request["task"], request.get("task_file")),
+                                  request["size"], request["platform"], request["mode"])
     in_types = _spec_types(task.input_specs(size))
     out_types = _spec_types(jax.tree_util.tree_leaves(task.output_shapes(size)))
     response: dict[str, Any] = {"device_kind": device_kind(), "backend": jax.default_backend(),
