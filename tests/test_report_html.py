@@ -573,3 +573,25 @@ def test_pages_of_a_folder_share_one_plotly_file(tmp_path):
     for page in (report, comparison):
         src = re.findall(r'<script src="([^"]+)"', page.read_text())
         assert len(src) == 1 and (out / src[0]).stat().st_size > 3_000_000
+
+
+def test_judge_warnings_are_shown(tmp_path):
+    """What the judge could not decide and set aside (shared memory over the limit by the
+    estimate only, a tool's own crash) is listed in the report and counted on the terminal."""
+    from jaxbench.report.summary import summarize
+    from jaxbench.runs import RunDir
+
+    run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "seed", "target": "gpu",
+                                         "mode": "interpret", "size": "small"})
+    run.append(evaluation("l1_matmul", "correct", mode="interpret", warnings=[
+        "smem_uncertain: pallas_call #0 at size 'small': its dots' operands need an estimated 192 "
+        "KiB of shared memory, over the chip's 163 KiB, but Triton surely needs only 32 KiB"]))
+    run.append(evaluation("l1_relu", "correct", mode="interpret", warnings=[
+        "tool fault: the TPU interpreter crashed inside its own code", "an unrelated warning"]))
+    run.append(evaluation("l1_exp", "correct", mode="interpret"))
+    run.finish(wall_s=1.0)
+    warned = summarize(run.path)["judge_warnings"]
+    assert warned["counts"] == {"smem_uncertain": 1, "tool fault": 1}
+    page = write_report(run.path, tmp_path / "r.html").read_text()
+    assert 'id="judge-warnings"' in page and "Triton surely needs only 32 KiB" in page
+    assert "l1_relu" in page.split('id="judge-warnings"')[1]

@@ -446,6 +446,9 @@ MUTATIONS = [
         '    script = f"<script>{__import__(\'plotly.offline\').offline.get_plotlyjs()}</script>"'
         ' if plotly_src else ""',
         (_H + "test_pages_of_a_folder_share_one_plotly_file",)),
+    Mutation("judge_warnings_not_shown", "report/html.py",
+        "        judge_warnings_table(summary),\n", "",
+        (_H + "test_judge_warnings_are_shown",)),
     Mutation("interrupted_run_reported_finished", "report/summary.py",
         '    end = next((e for e in events if e.get("type") == "run_end" and not e.get("interrupted")),',
         '    end = next((e for e in events if e.get("type") == "run_end"),',

@@ -1001,6 +1001,24 @@ def skipped_note(run: RunData) -> str:
     return f"<p class=\"warn\" id=\"skipped\">{esc(skipped_text(run.skipped))}.</p>"
 
 
+def judge_warnings_table(summary: dict[str, Any]) -> str:
+    """The evaluations the judge warned about (shared memory or VMEM it could not decide, a
+    tool's crash set aside): '' when none."""
+    from jaxbench.report.summary import JUDGE_WARNINGS
+
+    warned = summary.get("judge_warnings") or {}
+    if not warned.get("counts"):
+        return ""
+    kinds = "".join(f"<li><b>{esc(k)}</b> ({n}): {esc(JUDGE_WARNINGS.get(k, ''))}</li>"
+                    for k, n in warned["counts"].items())
+    rows = "".join(f"<tr><td>{esc(r['task'])}</td><td>{esc(r['target'])}</td>"
+                   f"<td>{esc(r['status'])}</td><td>{esc(r['kind'])}</td>"
+                   f"<td>{esc(cut(r['text'], 300))}</td></tr>" for r in warned.get("rows", []))
+    return (f"<h2>Judge warnings</h2><div id=\"judge-warnings\"><ul>{kinds}</ul>"
+            "<table><tr><th>task</th><th>target</th><th>status</th><th>warning</th>"
+            f"<th>text</th></tr>{rows}</table></div>")
+
+
 def build(run: RunData, out_dir: Path, samples: dict[str, Any] | None = None,
           plotly_src: str | None = None) -> str:
     """The report page of a run (links are relative to ``out_dir``). ``samples`` is the sample
@@ -1067,6 +1085,7 @@ def build(run: RunData, out_dir: Path, samples: dict[str, Any] | None = None,
         "<h2>Charts</h2>", f"<div class=\"charts\">{''.join(boxes)}</div>",
         "<h2>Failures by category (taxonomy of the failing samples)</h2>",
         f"<div class=\"charts\">{failures}</div>", failure_table(run, summary),
+        judge_warnings_table(summary),
         f"<h2>Per task ({len(tasks)} tasks, catalogue order; hover for the full name)</h2>",
         f"<div class=\"per-task\">{''.join(per_task)}</div>",
         f"<div class=\"charts\" style=\"margin-top:16px\">{compile_box}</div>",

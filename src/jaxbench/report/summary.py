@@ -143,6 +143,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "usage": summarize_usage(call_events, evaluated),
         "skipped_files": [str(f) for e in events if e.get("type") == "kernels_skipped"
                           and isinstance(e.get("files"), list) for f in e["files"]],
+        "judge_warnings": judge_warnings(e for e in events if e.get("type") == "evaluation"),
         "tasks": {task_id: tasks[task_id] for task_id in in_catalogue_order(tasks)},
         "series_tasks": {task_id: series_tasks[task_id] for task_id in in_catalogue_order(series_tasks)},
     }
@@ -341,9 +342,44 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         console.print(f"note: {summary['note']}")
     if summary.get("skipped_files"):
         console.print(f"[yellow]{escape(skipped_text(summary['skipped_files']))}[/]")
+    warned = summary.get("judge_warnings") or {}
+    if warned.get("counts"):
+        counts = ", ".join(f"{kind} {n}" for kind, n in warned["counts"].items())
+        console.print(f"[yellow]judge warnings (the verdict stands; the judge could not decide "
+                      f"everything): {escape(counts)}[/]")
     text = (summary.get("progress") or {}).get("text")
     if text:
         console.print(f"[bold yellow]{escape(text)}[/]")
+
+
+# Warnings of the judge that a report shows: what it could not decide and set aside (a
+# verdict stands beside each). Keys: the warning's own prefix.
+JUDGE_WARNINGS = {
+    "smem_uncertain": "GPU shared memory over the chip's limit by the estimate only (Triton's "
+                      "compiler did not decide)",
+    "vmem_uncertain": "TPU VMEM within the calibration margin over the limit",
+    "tool fault": "one of JAX's tools crashed inside its own code; the verdict rests on the "
+                  "other checks",
+}
+
+
+def judge_warnings(evaluations: Any, most: int = 200) -> dict[str, Any]:
+    """The evaluations that carry a judge warning (:data:`JUDGE_WARNINGS`): ``counts`` per kind
+    and up to ``most`` ``rows`` (task, target, status, kind, text)."""
+    counts: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    for event in evaluations:
+        for text in event.get("warnings") or []:
+            if not isinstance(text, str):
+                continue
+            kind = next((k for k in JUDGE_WARNINGS if text.startswith(k)), None)
+            if kind is None:
+                continue
+            counts[kind] = counts.get(kind, 0) + 1
+            if len(rows) < most:
+                rows.append({"task": event.get("task"), "target": event.get("target"),
+                             "status": event.get("status"), "kind": kind, "text": text[:400]})
+    return {"counts": counts, "rows": rows}
 
 
 def skipped_text(files: list[str]) -> str:
