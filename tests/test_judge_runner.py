@@ -29,7 +29,7 @@ def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch
         for size in task.inputs}
     (tmp_path / "jaxpr.pkl").write_bytes(handover.dumps(traces))
     check_target = rules.check_target
-    monkeypatch.setattr(rules, "check_target", lambda report, flops, frac: check_target(
+    monkeypatch.setattr(rules, "check_target", lambda report, flops, frac, *rest: check_target(
         report.__class__(**{**report.__dict__, "kernel_calls": 1, "kernel_regions": []}), flops,
         1e9))
     keys = derive_keys(b"s", task.id, "small", 2, "trial")
