@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export-tasks": ("export", "export_tasks_cmd"),
     "validate": ("validate", "validate_cmd"),
     "doctor": ("doctor", "doctor_cmd"),
+    "serve": ("serve", "serve_cmd"),
 }
 
 

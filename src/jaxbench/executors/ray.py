@@ -45,6 +45,10 @@ DEFAULT_CPUS_PER_EVALUATION = 1.0
 CLUSTER_REFRESH_S = 5.0
 MAX_ARTIFACT_BYTES = 256 << 20  # IR files shipped back per evaluation (--save-ir, IR feedback)
 INSTALL_HINT = "pip install -e '.[ray]' (or pip install 'ray>=2.40')"
+# Connecting to a cluster (or starting a local one) that takes longer is an error, not a hang.
+CONNECT_TIMEOUT_ENV = "JAXBENCH_RAY_CONNECT_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT_S = 120.0
+PROBE_TIMEOUT_S = 5.0
 
 
 class RayUnavailable(ExecutorError):
@@ -74,22 +78,134 @@ def ray_module() -> Any:
     return ray
 
 
-def connect(address: str | None = None) -> Any:
+def connect_timeout(timeout_s: float | None = None) -> float:
+    """Seconds :func:`connect` waits for Ray: ``timeout_s``, else ``JAXBENCH_RAY_CONNECT_TIMEOUT``,
+    else :data:`DEFAULT_CONNECT_TIMEOUT_S`."""
+    if timeout_s is not None:
+        return float(timeout_s)
+    text = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(text) if text else DEFAULT_CONNECT_TIMEOUT_S
+    except ValueError:
+        raise RayUnavailable(f"{CONNECT_TIMEOUT_ENV}={text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise RayUnavailable(f"{CONNECT_TIMEOUT_ENV} must be positive")
+    return value
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of a GCS address ("HOST:PORT", "ray://HOST:PORT", "[v6]:PORT"); None when
+    it names none (``auto``, ``local``)."""
+    address = address.strip()
+    if "://" in address:
+        address = address.split("://", 1)[1]
+    address = address.split("/", 1)[0]
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _last_started_cluster() -> str | None:
+    """The GCS address of the cluster last started with ``ray start`` on this host (Ray's own
+    record of it), or None."""
+    try:
+        from ray._private.services import find_bootstrap_address
+
+        return find_bootstrap_address(None) or None
+    except Exception:  # noqa: BLE001 - a private API: without it, no probe is made
+        return None
+
+
+def _answers(host: str, port: int, timeout_s: float) -> bool:
+    """Whether something accepts a TCP connection at host:port within ``timeout_s``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+class _NoSigtermNote(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("SIGTERM handler is not set")
+
+    def __eq__(self, other: object) -> bool:  # one such filter per logger, however often added
+        return isinstance(other, _NoSigtermNote)
+
+    def __hash__(self) -> int:
+        return hash(_NoSigtermNote)
+
+
+def connect(address: str | None = None, timeout_s: float | None = None) -> Any:
     """Connects this process to a Ray cluster once and returns the ``ray`` module.
 
     ``address`` is passed to ``ray.init``: ``None`` uses ``RAY_ADDRESS``, else the cluster
     last started with ``ray start`` on this machine, else starts a local one sized to this
     host; ``"auto"`` requires an existing cluster; ``"local"`` always starts a new local one;
     ``HOST:PORT`` is the head node's GCS address.
+
+    Bounded in time: a named cluster (``HOST:PORT``, ``RAY_ADDRESS``, ``auto``) that nothing
+    answers at is a :class:`RayUnavailable` at once; the cluster last started here, when not
+    asked for by name and gone (a stale record), is replaced by a new local one; and any
+    connection (a cluster that is shutting down, a GCS that accepts but never answers) that
+    has not succeeded within ``timeout_s`` (:func:`connect_timeout`) is a
+    :class:`RayUnavailable` instead of Ray's endless retries.
     """
     ray = ray_module()
     if ray.is_initialized():
         return ray
-    try:
-        ray.init(address=address or None, logging_level=logging.WARNING, log_to_driver=False,
-                 configure_logging=True)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        where = address or os.environ.get("RAY_ADDRESS") or "a local cluster"
+    deadline_s = connect_timeout(timeout_s)
+    named = address or os.environ.get("RAY_ADDRESS") or None
+    where = named or "a local cluster"
+    if named is None or named == "auto":
+        recorded = _last_started_cluster()
+        probe = _host_port(recorded) if recorded else None
+        if probe is not None and not _answers(*probe, min(PROBE_TIMEOUT_S, deadline_s)):
+            if named == "auto":
+                raise RayUnavailable(f"cannot connect to Ray (auto): the cluster last started on "
+                                     f"this host ({recorded}) does not answer; start one with "
+                                     "`ray start --head`, or pass --ray-address local")
+            print(f"jaxbench: the Ray cluster last started on this host ({recorded}) does not "
+                  "answer (stopped or stale): starting a new local one", file=sys.stderr, flush=True)
+            address = "local"
+            where = "a new local cluster"
+    elif named != "local":
+        probe = _host_port(named)
+        if probe is not None and not _answers(*probe, min(PROBE_TIMEOUT_S, deadline_s)):
+            raise RayUnavailable(f"cannot connect to Ray at {named}: nothing answers there (no "
+                                 "cluster, a stopped one, or a firewall); start a cluster with "
+                                 "`ray start --head` and pass its HOST:PORT, or pass --ray-address "
+                                 "local for a new one on this host")
+    outcome: dict[str, BaseException] = {}
+    # ray.init runs in a thread so that it can be given up on; Ray then installs no SIGTERM
+    # handler of its own (the commands install theirs) and says so: that line is dropped
+    logging.getLogger("ray._private.worker").addFilter(_NoSigtermNote())
+
+    connected = threading.Event()
+
+    def init() -> None:
+        try:
+            ray.init(address=address or None, logging_level=logging.WARNING, log_to_driver=False,
+                     configure_logging=True)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = exc
+            connected.set()
+            return
+        connected.set()
+        # A local cluster's processes (GCS, raylet) die with the *thread* that started them
+        # (their parent-death signal), so this thread stays, parked, for the process's life.
+        threading.Event().wait()
+
+    thread = threading.Thread(target=init, name="jaxbench-ray-connect", daemon=True)
+    thread.start()
+    if not connected.wait(deadline_s):
+        raise RayUnavailable(f"cannot connect to Ray at {where}: no connection within "
+                             f"{deadline_s:g} s (a cluster that is shutting down, stale or "
+                             f"unreachable); check `ray status`, or set {CONNECT_TIMEOUT_ENV} to "
+                             "wait longer")
+    exc = outcome.get("error")
+    if isinstance(exc, (ConnectionError, RuntimeError, ValueError)):
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         auth = ("; a cluster started with `ray start` checks a token from Ray 2.59 on: set "
                 "RAY_AUTH_MODE=token here, with the cluster's token in ~/.ray/auth_token or "
@@ -97,6 +213,8 @@ def connect(address: str | None = None) -> Any:
         raise RayUnavailable(f"cannot connect to Ray at {where}: {first[:300]} (start a cluster "
                              "with `ray start --head` and pass --ray-address HOST:PORT, or pass "
                              f"--ray-address local for a new one on this host{auth})") from None
+    if exc is not None:
+        raise exc
     return ray
 
 
@@ -499,6 +617,7 @@ def map_jobs(job: Any, args: list[tuple[Any, ...]], address: str | None = None,
     return reports
 
 
-__all__ = ["DEFAULT_MAX_RETRIES", "EvaluationLost", "RayEvaluator", "RayUnavailable", "RunSecret",
-           "abort_all", "cluster_accelerators", "connect", "evaluate_on_node", "evaluation_slots",
-           "map_jobs", "resolve_cluster_mode", "resources_for"]
+__all__ = ["CONNECT_TIMEOUT_ENV", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_MAX_RETRIES", "EvaluationLost",
+           "RayEvaluator", "RayUnavailable", "RunSecret", "abort_all", "cluster_accelerators", "connect",
+           "connect_timeout", "evaluate_on_node", "evaluation_slots", "map_jobs", "resolve_cluster_mode",
+           "resources_for"]

@@ -1,0 +1,418 @@
+"""The HTTP API (FastAPI): routes, the request guard (size limit, bearer tokens) and error
+answers. Every route but ``/v1/health``, ``/metrics`` and the OpenAPI pages needs a token
+when the service has any. The schema is served at ``/openapi.json`` (``/docs`` shows it).
+
+Errors answer ``{"detail": "..."}`` with: 400 malformed JSON, 401 no or wrong token, 404
+unknown submission or batch, 409 an id in use with other content, 413 a request or source over
+its limit, 422 a request the evaluator cannot take (unknown task, size, chip or target, a
+wrong field), 429 over the caller's quota or concurrency (``Retry-After``), 503 stopping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+from fastapi import FastAPI, Query, Request, Security
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+
+from jaxbench.serve import prompts
+from jaxbench.serve.auth import Authenticator, Principal
+from jaxbench.serve.service import Request as EvalRequest
+from jaxbench.serve.service import ServeError, Service
+
+OPEN_PATHS = frozenset({"/v1/health", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect",
+                        "/redoc"})
+MAX_WAIT_S = 600.0
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+# -- the guard: size limit and tokens, before any route (and before JSON is parsed) ----------------
+
+class Guard:
+    """ASGI middleware: refuses a request body over ``max_body_bytes`` (413, read no further:
+    a 50 MB source never reaches the parser, let alone a tracer) and a request without a valid
+    bearer token (401; WebSocket handshakes too, closed with 1008). The caller's principal goes
+    to ``scope["state"]["principal"]``."""
+
+    def __init__(self, app: Any, auth: Authenticator, max_body_bytes: int,
+                 on_refusal: Callable[[str], None]) -> None:
+        self.app = app
+        self.auth = auth
+        self.max_body_bytes = max_body_bytes
+        self.on_refusal = on_refusal
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        path = scope.get("path", "")
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if path not in OPEN_PATHS:
+            principal = self.auth.principal(headers.get("authorization"))
+            if principal is None:
+                self.on_refusal("401")
+                if scope["type"] == "websocket":
+                    await receive()  # websocket.connect
+                    await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
+                    return
+                return await _answer(send, 401, "a valid bearer token is required "
+                                                "(Authorization: Bearer TOKEN)",
+                                     {"www-authenticate": "Bearer"})
+            scope.setdefault("state", {})["principal"] = principal
+        if scope["type"] == "websocket":
+            async def closing(message: Message) -> None:
+                try:
+                    await send(message)
+                except OSError:  # closing a socket the client already closed: nothing to do
+                    if message.get("type") != "websocket.close":
+                        raise
+
+            return await self.app(scope, receive, closing)
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            self.on_refusal("413")
+            return await _answer(send, 413, f"request body of {declared} bytes is over the limit "
+                                            f"of {self.max_body_bytes} bytes", {"connection": "close"})
+        # read the body here, counting, so a chunked upload is cut off at the limit as well
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                self.on_refusal("413")
+                return await _answer(send, 413, f"request body over the limit of "
+                                                f"{self.max_body_bytes} bytes", {"connection": "close"})
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _answer(send: Send, status: int, message: str, headers: dict[str, str]) -> None:
+    body = json.dumps({"detail": message}).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in headers.items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+# -- the API's data ---------------------------------------------------------------------------------
+
+class SubmissionIn(BaseModel):
+    """One kernel for one task. ``id``: the caller's id for the submission (a retry with the
+    same id and content is the same submission, never evaluated twice); drawn when absent."""
+
+    model_config = ConfigDict(extra="forbid")
+    task: str = Field(max_length=200, description="Task ID (GET /v1/tasks).")
+    source: str = Field(description="The kernel module's source.")
+    target: Literal["tpu", "gpu"] | None = Field(None, description="Default: the source's TARGET, else tpu.")
+    size: str = Field("small", max_length=20)
+    chip: str | None = Field(None, max_length=60, description="The chip to judge for (e.g. A100, v5e).")
+    mode: Literal["auto", "interpret", "device"] | None = Field(None, description="Default: the service's.")
+    trials: int = Field(3, ge=1, le=20)
+    timeout_s: float | None = Field(None, gt=0, le=3600)
+    id: str | None = Field(None, max_length=128)
+
+
+class BatchItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    task: str | None = Field(None, max_length=200)
+    target: Literal["tpu", "gpu"] | None = None
+    size: str | None = Field(None, max_length=20)
+    chip: str | None = Field(None, max_length=60)
+    mode: Literal["auto", "interpret", "device"] | None = None
+    trials: int | None = Field(None, ge=1, le=20)
+    timeout_s: float | None = Field(None, gt=0, le=3600)
+    id: str | None = Field(None, max_length=128)
+
+
+class BatchIn(BaseModel):
+    """Kernels for (task, target, size, chip, mode): the batch's fields apply to every item
+    that does not set its own."""
+
+    model_config = ConfigDict(extra="forbid")
+    items: list[BatchItem] = Field(min_length=1)
+    task: str | None = Field(None, max_length=200)
+    target: Literal["tpu", "gpu"] | None = None
+    size: str = Field("small", max_length=20)
+    chip: str | None = Field(None, max_length=60)
+    mode: Literal["auto", "interpret", "device"] | None = None
+    trials: int = Field(3, ge=1, le=20)
+    timeout_s: float | None = Field(None, gt=0, le=3600)
+    id: str | None = Field(None, max_length=128)
+
+
+class SubmissionOut(BaseModel):
+    """A submission: ``state`` queued, running, done (``status``, ``message``, ``result``,
+    ``reward``) or failed (``error``: no verdict). ``reward.note`` says when only correctness
+    is rewarded (interpret mode)."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    state: Literal["queued", "running", "done", "failed"]
+    task: str
+    target: str
+    size: str
+    chip: str | None = None
+    mode: str
+    trials: int
+    batch: str | None = None
+    source_sha256: str
+    created: float
+    finished: float | None = None
+    cached_from: str | None = None
+    duplicate: bool | None = None
+    status: str | None = None
+    message: str | None = None
+    result: dict[str, Any] | None = None
+    reward: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class BatchOut(BaseModel):
+    batch: str
+    done: bool
+    submissions: list[SubmissionOut]
+
+
+def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | None = None,
+               openenv: bool = True, manage_service: bool = True) -> FastAPI:
+    """The API in front of ``service``; with ``manage_service``, the app starts and stops it
+    (its lifespan). ``openenv`` mounts the OpenEnv environment at ``/openenv`` when
+    ``openenv-core`` is installed."""
+    bearer = HTTPBearer(auto_error=False, description="A token of the service's tokens file")
+    limit = max_body_bytes or max(1 << 20, 2 * service.config.max_source_bytes + (64 << 10))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if manage_service:
+            await run_in_threadpool(service.start)
+        try:
+            yield
+        finally:
+            if manage_service:
+                await run_in_threadpool(service.stop)
+
+    app = FastAPI(title="jaxbench judge", version="1", lifespan=lifespan,
+                  description="Pallas kernels judged by jaxbench's evaluator: submit kernels, "
+                              "read and stream verdicts and rewards (docs/serve.md).")
+    app.add_middleware(Guard, auth=auth, max_body_bytes=limit, on_refusal=service.metrics.refusal)
+    secured = [Security(bearer)]
+
+    @app.exception_handler(ServeError)
+    async def serve_error(request: Request, exc: ServeError) -> JSONResponse:
+        if exc.status in (401, 404, 409, 413, 422):
+            service.metrics.refusal(str(exc.status))
+        return JSONResponse({"detail": exc.message}, status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            service.metrics.refusal("400")
+            return JSONResponse({"detail": "malformed JSON: " + "; ".join(
+                str(e.get("ctx", {}).get("error", e.get("msg"))) for e in errors)}, status_code=400)
+        service.metrics.refusal("422")
+        shown = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'body'}: {e.get('msg')}"
+                          for e in errors[:10])
+        return JSONResponse({"detail": shown, "errors": json.loads(json.dumps(errors[:10], default=str))},
+                            status_code=422)
+
+    def principal_of(request: Request) -> Principal:
+        return request.scope.get("state", {}).get("principal") or Principal("anonymous")
+
+    @app.get("/v1/health", tags=["service"])
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", **service.status(), "latency": service.metrics.latency_quantiles()}
+
+    @app.get("/metrics", tags=["service"], response_class=PlainTextResponse)
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(service.render_metrics(),
+                                 media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.get("/v1/tasks", tags=["tasks"], dependencies=secured)
+    async def list_tasks(suite: str | None = None, prompts_: bool = Query(False, alias="prompts"),
+                         target: Literal["tpu", "gpu"] = "tpu", size: str = "small",
+                         mode: Literal["interpret", "device"] = "interpret") -> list[dict[str, Any]]:
+        def build() -> list[dict[str, Any]]:
+            try:
+                found = prompts.tasks(suite)
+            except KeyError as exc:
+                raise ServeError(422, str(exc).strip("'\"")) from None
+            out = []
+            for task in found:
+                entry = prompts.task_summary(task)
+                if prompts_ and size in task.sizes:
+                    entry["prompt"] = prompts.task_prompt(task.id, target, size, mode)
+                out.append(entry)
+            return out
+        return await run_in_threadpool(build)
+
+    @app.get("/v1/tasks/{task_id}", tags=["tasks"], dependencies=secured)
+    async def get_task(task_id: str, target: Literal["tpu", "gpu"] = "tpu", size: str = "small",
+                       mode: Literal["interpret", "device"] = "interpret",
+                       prompt_mode: str = "default") -> dict[str, Any]:
+        def build() -> dict[str, Any]:
+            try:
+                from jaxbench.tasks import get_task as lookup
+
+                entry = prompts.task_summary(lookup(task_id))
+                entry["prompt"] = prompts.task_prompt(task_id, target, size, mode, prompt_mode)
+            except (KeyError, ValueError) as exc:
+                status = 404 if "unknown task" in str(exc) else 422
+                raise ServeError(status, str(exc).strip("'\"")) from None
+            return entry
+        return await run_in_threadpool(build)
+
+    @app.get("/v1/tasks/{task_id}/seed", tags=["tasks"], dependencies=secured,
+             response_class=PlainTextResponse)
+    async def get_seed(task_id: str, target: Literal["tpu", "gpu"] = "tpu") -> PlainTextResponse:
+        try:
+            source = await run_in_threadpool(prompts.seed_source, task_id, target)
+        except KeyError as exc:
+            raise ServeError(404, str(exc).strip("'\"")) from None
+        if source is None:
+            raise ServeError(404, f"{task_id} ships no {target} seed kernel")
+        return PlainTextResponse(source, media_type="text/x-python")
+
+    async def wait_all(ids: list[str], wait: float) -> None:
+        if wait > 0:
+            await asyncio.gather(*(service.wait(i, min(wait, MAX_WAIT_S)) for i in ids))
+
+    @app.post("/v1/submissions", tags=["submissions"], dependencies=secured, status_code=202,
+              response_model=SubmissionOut, response_model_exclude_none=True,
+              responses={200: {"description": "already known (a retry) or answered from the cache"}})
+    async def submit(body: SubmissionIn, request: Request,
+                     wait: float = Query(0.0, ge=0, le=MAX_WAIT_S,
+                                         description="Seconds to wait for the verdict.")) -> JSONResponse:
+        principal = principal_of(request)
+        fields = body.model_dump()
+        key = request.headers.get("idempotency-key")
+        if key and not fields.get("id"):
+            fields["id"] = key
+        _, views = await run_in_threadpool(service.submit, [EvalRequest(**fields)], principal)
+        await wait_all([views[0]["id"]], wait)
+        view = service.get(views[0]["id"], principal)
+        if views[0].get("duplicate"):
+            view["duplicate"] = True
+        code = 202 if view["state"] in ("queued", "running") and not view.get("duplicate") else 200
+        return JSONResponse(SubmissionOut(**view).model_dump(exclude_none=True), status_code=code)
+
+    @app.post("/v1/batches", tags=["submissions"], dependencies=secured, status_code=202,
+              response_model=BatchOut, response_model_exclude_none=True)
+    async def submit_batch(body: BatchIn, request: Request,
+                           wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> JSONResponse:
+        principal = principal_of(request)
+        shared = body.model_dump(exclude={"items", "id"})
+        requests = []
+        for index, item in enumerate(body.items):
+            fields = {**shared, **{k: v for k, v in item.model_dump().items() if v is not None}}
+            if not fields.get("task"):
+                raise ServeError(422, f"items.{index}: no task (set the batch's or the item's)")
+            requests.append(EvalRequest(**fields))
+        batch, views = await run_in_threadpool(service.submit, requests, principal, body.id, True)
+        ids = [v["id"] for v in views]
+        await wait_all(ids, wait)
+        return JSONResponse(_batch_view(batch or "", ids, principal), status_code=202)
+
+    def _batch_view(batch: str, ids: list[str], principal: Principal) -> dict[str, Any]:
+        subs = [SubmissionOut(**service.get(i, principal)).model_dump(exclude_none=True) for i in ids]
+        return {"batch": batch, "done": all(s["state"] in ("done", "failed") for s in subs),
+                "submissions": subs}
+
+    @app.get("/v1/submissions/{sub_id}", tags=["submissions"], dependencies=secured,
+             response_model=SubmissionOut, response_model_exclude_none=True)
+    async def get_submission(sub_id: str, request: Request,
+                             wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> dict[str, Any]:
+        principal = principal_of(request)
+        service.get(sub_id, principal)
+        await wait_all([sub_id], wait)
+        return service.get(sub_id, principal)
+
+    @app.get("/v1/batches/{batch_id}", tags=["submissions"], dependencies=secured,
+             response_model=BatchOut, response_model_exclude_none=True)
+    async def get_batch(batch_id: str, request: Request,
+                        wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> dict[str, Any]:
+        principal = principal_of(request)
+        ids = service.batch(batch_id, principal)
+        await wait_all(ids, wait)
+        return _batch_view(batch_id, ids, principal)
+
+    async def stream(ids: list[str], principal: Principal, timeout_s: float) -> AsyncIterator[bytes]:
+        deadline = time.monotonic() + timeout_s
+        pending = list(ids)
+        tasks = {asyncio.ensure_future(service.wait(i, timeout_s)): i for i in pending}
+        try:
+            while tasks:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                done, _ = await asyncio.wait(tasks, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                for finished in done:
+                    sub_id = tasks.pop(finished)
+                    if service.finished(sub_id):
+                        view = SubmissionOut(**service.get(sub_id, principal)).model_dump(exclude_none=True)
+                        yield (json.dumps(view) + "\n").encode()
+                    else:  # woken without a verdict (its wait timed out): wait again
+                        tasks[asyncio.ensure_future(service.wait(sub_id, max(0.1, left)))] = sub_id
+        finally:
+            for task in tasks:
+                task.cancel()
+        for sub_id in tasks.values():  # out of time: their current state
+            view = SubmissionOut(**service.get(sub_id, principal)).model_dump(exclude_none=True)
+            yield (json.dumps(view) + "\n").encode()
+
+    ndjson = {200: {"content": {"application/x-ndjson": {}},
+                    "description": "One submission (as JSON) per line, as each finishes."}}
+
+    @app.get("/v1/batches/{batch_id}/stream", tags=["submissions"], dependencies=secured,
+             responses=ndjson)
+    async def stream_batch(batch_id: str, request: Request,
+                           timeout: float = Query(3600.0, gt=0, le=86400)) -> StreamingResponse:
+        principal = principal_of(request)
+        ids = service.batch(batch_id, principal)
+        return StreamingResponse(stream(ids, principal, timeout), media_type="application/x-ndjson")
+
+    @app.get("/v1/stream", tags=["submissions"], dependencies=secured, responses=ndjson)
+    async def stream_ids(request: Request, ids: str = Query(description="Comma-separated ids."),
+                         timeout: float = Query(3600.0, gt=0, le=86400)) -> StreamingResponse:
+        principal = principal_of(request)
+        wanted = [i for i in ids.split(",") if i]
+        service.check_ids(wanted, principal)
+        return StreamingResponse(stream(wanted, principal, timeout), media_type="application/x-ndjson")
+
+    if openenv:
+        from jaxbench.serve import environment
+
+        mounted = environment.mount(app, service)
+        app.state.openenv = mounted
+    return app
+
+
+__all__ = ["BatchIn", "BatchItem", "BatchOut", "Guard", "SubmissionIn", "SubmissionOut", "create_app"]

@@ -1,0 +1,131 @@
+"""From a verdict to a reward: a small table users can change (``jaxbench serve --rewards FILE``).
+
+The rules the table cannot break:
+
+- only ``correct`` earns the correctness reward; ``unverified`` (nothing trusted could run the
+  kernel), ``rejected`` (gaming the check, escaping the sandbox) and every other status get
+  their own entry of :attr:`RewardTable.statuses`, never the correctness reward;
+- a debug run (``jax.debug.print``, judged on the untrusted side) earns nothing;
+- a speedup counts only in device mode, only for a ``correct`` verdict, and only when it is a
+  finite positive number: interpret mode measures no time, so its reward is for correctness
+  alone, and every reward computed in interpret mode says so in its ``note``.
+
+The reward of a correct device-mode verdict is ``correct + speedup_weight *
+clamp(log2(speedup), speedup_floor, speedup_cap)``: 1.0 at parity with XLA, 2.0 at 2x, 0.0 at
+half XLA's speed (by default).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+INTERPRET_NOTE = ("interpret mode: no timing is measured, so the reward is for correctness only "
+                  "(no speedup term)")
+# The statuses an evaluation can end with (docs/design.md); anything else gets `unknown`.
+STATUSES = ("correct", "incorrect", "no_pallas", "rejected", "compile_error", "runtime_error",
+            "timeout", "crashed", "unverified")
+
+DEFAULT_STATUS_REWARDS: dict[str, float] = {
+    "incorrect": 0.0,
+    "compile_error": 0.0,
+    "runtime_error": 0.0,
+    "timeout": 0.0,
+    "crashed": 0.0,
+    "unverified": 0.0,  # nothing trusted ran it: never the correctness reward
+    "no_pallas": -0.5,  # plain JAX, not a kernel
+    "rejected": -1.0,  # gaming the check or escaping the sandbox
+    "unknown": 0.0,
+}
+
+
+@dataclass(frozen=True)
+class RewardTable:
+    """Status and speedup to reward. ``statuses`` holds the reward of each status other than
+    ``correct`` (missing ones get ``unknown``'s); ``correct`` is the correctness reward."""
+
+    correct: float = 1.0
+    statuses: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_STATUS_REWARDS))
+    speedup_weight: float = 1.0
+    speedup_floor: float = -1.0
+    speedup_cap: float = 3.0
+
+    def __post_init__(self) -> None:
+        if "correct" in self.statuses:
+            raise ValueError("the reward table's statuses hold the other statuses; `correct` is "
+                             "its own entry (correct)")
+        for name, value in {"correct": self.correct, **self.statuses,
+                            "speedup_weight": self.speedup_weight}.items():
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise ValueError(f"reward table: {name} must be a finite number, not {value!r}")
+        if self.speedup_floor > self.speedup_cap:
+            raise ValueError("reward table: speedup_floor is above speedup_cap")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RewardTable:
+        """A table from JSON-like data: ``{"correct": 1, "statuses": {"rejected": -2}, ...}``;
+        statuses not named keep their default."""
+        unknown = set(data) - {"correct", "statuses", "speedup_weight", "speedup_floor", "speedup_cap"}
+        if unknown:
+            raise ValueError(f"reward table: unknown keys {sorted(unknown)}")
+        statuses = dict(DEFAULT_STATUS_REWARDS)
+        statuses.update(data.get("statuses") or {})
+        base = cls()
+        return replace(base, statuses=statuses,
+                       **{k: data[k] for k in ("correct", "speedup_weight", "speedup_floor",
+                                               "speedup_cap") if k in data})
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> RewardTable:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"correct": self.correct, "statuses": dict(self.statuses),
+                "speedup_weight": self.speedup_weight, "speedup_floor": self.speedup_floor,
+                "speedup_cap": self.speedup_cap}
+
+
+DEFAULT_TABLE = RewardTable()
+
+
+def _speedup(result: Mapping[str, Any]) -> float | None:
+    value = result.get("speedup")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+def reward(result: Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> dict[str, Any]:
+    """The reward of one evaluation result: ``value`` (what a trainer adds up),
+    ``correctness`` and ``speedup_term`` (its two parts), ``basis`` (``correctness`` or
+    ``correctness+speedup``) and, in interpret mode, ``note`` saying that only correctness
+    is rewarded."""
+    status = result.get("status")
+    mode = result.get("mode")
+    is_correct = status == "correct" and not result.get("debug")
+    if is_correct:
+        correctness = table.correct
+    else:
+        key = status if isinstance(status, str) and status in table.statuses else "unknown"
+        correctness = table.statuses.get(key, 0.0)
+    speedup_term = 0.0
+    basis = "correctness"
+    speedup = _speedup(result)
+    if is_correct and mode == "device" and speedup is not None:
+        speedup_term = table.speedup_weight * min(table.speedup_cap,
+                                                  max(table.speedup_floor, math.log2(speedup)))
+        basis = "correctness+speedup"
+    out: dict[str, Any] = {"value": correctness + speedup_term, "correctness": correctness,
+                           "speedup_term": speedup_term, "basis": basis}
+    if mode != "device":
+        out["note"] = INTERPRET_NOTE
+    return out
+
+
+__all__ = ["DEFAULT_STATUS_REWARDS", "DEFAULT_TABLE", "INTERPRET_NOTE", "STATUSES", "RewardTable",
+           "reward"]

@@ -1,0 +1,178 @@
+"""The service's history on disk: one run directory (docs/run-directory.md) that ``jaxbench
+report`` and ``jaxbench export`` read like any run's.
+
+Besides the ``evaluation`` events every run has (the result record, plus ``submission``,
+``reward``, ``principal``, ``job`` = ``serve|<id>`` and ``kind`` = ``serve``), the service writes:
+
+- ``serve_submission``: an accepted submission (id, caller's name, task, target, size, chip,
+  requested and resolved mode, trials, timeout, ``source_file``, ``source_sha256``, batch,
+  ``fingerprint`` of the request), before it is queued;
+- ``serve_cached``: a submission answered by an earlier one's verdict (``cached_from``);
+- ``serve_failed``: a submission that ended without a verdict (the harness failed on every
+  attempt; never a verdict, never a reward);
+- ``serve_start`` / ``serve_stop``.
+
+Every line is fsynced before the answer goes out (``RunDir.append``), so a service killed at
+any moment restarts from the file: submissions without an outcome are queued again in their
+order, finished ones are served from it. Reports skip the ``serve_*`` events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jaxbench.runs import RunDir, event_source, read_events
+
+CONFIG = {"command": "serve"}  # a service's run directory: resumed by every restart
+SUBMISSION, CACHED, FAILED = "serve_submission", "serve_cached", "serve_failed"
+# The request fields a submission's fingerprint covers: a retried id must repeat them.
+FINGERPRINT_FIELDS = ("task", "target", "size", "chip", "mode", "trials", "timeout_s",
+                      "source_sha256")
+
+
+@dataclass
+class Submission:
+    """One submitted kernel and what became of it. ``state``: queued, running, done (a
+    verdict, possibly ``cached_from`` another submission) or failed (no verdict)."""
+
+    id: str
+    principal: str
+    task: str
+    target: str
+    size: str
+    chip: str | None
+    mode: str  # as asked for
+    resolved_mode: str  # interpret or device
+    trials: int
+    timeout_s: float | None
+    source_sha256: str
+    source_file: str
+    fingerprint: str
+    batch: str | None = None
+    created: float = field(default_factory=time.time)
+    state: str = "queued"
+    result: dict[str, Any] | None = None
+    reward: dict[str, Any] | None = None
+    cached_from: str | None = None
+    error: str | None = None
+    finished: float | None = None
+    attempts: int = 0
+
+    @property
+    def cache_key(self) -> tuple[Any, ...] | None:
+        """What a verdict is reused by: only in interpret mode, where no timing varies."""
+        if self.resolved_mode != "interpret":
+            return None
+        return (self.task, self.target, self.size, self.chip or "", self.resolved_mode,
+                self.trials, self.source_sha256)
+
+    @property
+    def finished_state(self) -> bool:
+        return self.state in ("done", "failed")
+
+    def event(self) -> dict[str, Any]:
+        return {"type": SUBMISSION, "submission": self.id, "principal": self.principal,
+                "task": self.task, "target": self.target, "size": self.size, "chip": self.chip,
+                "mode": self.mode, "resolved_mode": self.resolved_mode, "trials": self.trials,
+                "timeout_s": self.timeout_s, "source_sha256": self.source_sha256,
+                "source_file": self.source_file, "fingerprint": self.fingerprint,
+                "batch": self.batch, "created": self.created}
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> Submission:
+        return cls(id=event["submission"], principal=event["principal"], task=event["task"],
+                   target=event["target"], size=event["size"], chip=event.get("chip"),
+                   mode=event["mode"], resolved_mode=event["resolved_mode"],
+                   trials=event["trials"], timeout_s=event.get("timeout_s"),
+                   source_sha256=event["source_sha256"], source_file=event["source_file"],
+                   fingerprint=event["fingerprint"], batch=event.get("batch"),
+                   created=event.get("created", event.get("time", time.time())))
+
+
+def fingerprint(fields: dict[str, Any]) -> str:
+    """SHA-256 of the request fields that define a submission."""
+    canonical = json.dumps({k: fields.get(k) for k in FINGERPRINT_FIELDS}, sort_keys=True)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Store:
+    """The run directory behind a service."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.run = RunDir.open(Path(path), dict(CONFIG))
+        self.path = self.run.path
+
+    @property
+    def secret(self) -> bytes:
+        return self.run.secret
+
+    def keep_source(self, source: str) -> str:
+        return self.run.keep_source(source)
+
+    def source(self, submission: Submission) -> str | None:
+        return event_source(self.path, {"source_file": submission.source_file})
+
+    def record_submission(self, submission: Submission) -> None:
+        self.run.append(submission.event())
+
+    def record_verdict(self, submission: Submission) -> None:
+        assert submission.result is not None
+        self.run.append({**submission.result, "type": "evaluation", "submission": submission.id,
+                         "principal": submission.principal, "job": f"serve|{submission.id}",
+                         "kind": "serve", "source_file": submission.source_file,
+                         "reward": submission.reward, "finished": submission.finished})
+
+    def record_cached(self, submission: Submission) -> None:
+        self.run.append({"type": CACHED, "submission": submission.id,
+                         "cached_from": submission.cached_from, "finished": submission.finished})
+
+    def record_failed(self, submission: Submission) -> None:
+        self.run.append({"type": FAILED, "submission": submission.id, "message": submission.error,
+                         "finished": submission.finished})
+
+    def record(self, event: dict[str, Any]) -> None:
+        self.run.append(event)
+
+    def replay(self) -> list[Submission]:
+        """Every submission in the order it was accepted, with its outcome when it has one.
+        An evaluation whose submission lacks a ``serve_submission`` (a torn write) is ignored;
+        a cached answer is filled from its origin's verdict."""
+        submissions: dict[str, Submission] = {}
+        cached: list[tuple[str, str, float]] = []
+        for event in read_events(self.path):
+            kind = event.get("type")
+            try:
+                if kind == SUBMISSION:
+                    submissions.setdefault(event["submission"], Submission.from_event(event))
+                elif kind == "evaluation" and event.get("submission") in submissions:
+                    sub = submissions[event["submission"]]
+                    result = {k: v for k, v in event.items()
+                              if k not in ("type", "time", "submission", "principal", "job", "kind",
+                                           "reward", "finished", "source_file")}
+                    sub.result, sub.reward = result, event.get("reward")
+                    sub.state, sub.finished = "done", event.get("finished", event.get("time"))
+                elif kind == CACHED and event.get("submission") in submissions:
+                    cached.append((event["submission"], event.get("cached_from"),
+                                   event.get("finished", event.get("time"))))
+                elif kind == FAILED and event.get("submission") in submissions:
+                    sub = submissions[event["submission"]]
+                    sub.state, sub.error = "failed", event.get("message")
+                    sub.finished = event.get("finished", event.get("time"))
+            except (KeyError, TypeError):
+                continue  # a line someone else wrote: skipped, as the reports skip it
+        for sub_id, origin_id, when in cached:
+            origin = submissions.get(origin_id or "")
+            sub = submissions[sub_id]
+            if origin is not None and origin.state == "done" and sub.state == "queued":
+                sub.result, sub.reward = origin.result, origin.reward
+                sub.state, sub.cached_from, sub.finished = "done", origin.id, when
+        return list(submissions.values())
+
+
+__all__ = ["CACHED", "CONFIG", "FAILED", "FINGERPRINT_FIELDS", "SUBMISSION", "Store", "Submission",
+           "fingerprint"]
