@@ -29,7 +29,9 @@ CASES = [
     ("copy_matmul_in_xla_gpu.py", GEMM, "rejected", "lower", OUTSIDE),
     ("pure_callback_static.py", GEMM, "rejected", "static", ".pure_callback"),
     ("io_callback_static.py", GEMM, "rejected", "static", "io_callback"),
-    ("debug_print_in_kernel.py", GEMM, "rejected", "static", ".debug"),
+    # a leftover print is an honest mistake as often as a leak: refused before anything runs,
+    # as a compile_error naming its line (not `rejected`, the status for gaming the check)
+    ("debug_print_in_kernel.py", GEMM, "compile_error", "static", "jax.debug.print at line"),
     ("callback_obfuscated.py", GEMM, "rejected", "trace", "host callback (pure_callback)"),
     ("host_numpy.py", GEMM, "compile_error", "trace", "host NumPy/Python on input values"),
     ("task_reference_static.py", GEMM, "rejected", "static", "jaxbench.tasks"),
