@@ -47,6 +47,7 @@ from jaxbench.evaluator.result import (
     new_result,
 )
 from jaxbench.evaluator.static import (
+    MISMATCH_HINT,
     check_source,
     declared_target,
     parses,
@@ -210,9 +211,10 @@ class Evaluator:
             message = failure.message
             if failure.status == "compile_error" and failure.stage in ("trace", "lower"):
                 hint = wrong_target_hint(source, target)
-                # at `lower`, the lowering error is the mismatch's consequence: the hint alone
-                message = (hint if failure.stage == "lower" else f"{hint}; {message}") if hint \
-                    else message
+                # a kernel for the other platform: at `lower` the lowering error is only the
+                # mismatch's consequence, so the hint stands alone (other hints come first)
+                alone = failure.stage == "lower" and hint.startswith(MISMATCH_HINT)
+                message = (hint if alone else f"{hint}; {message}") if hint else message
             if result.get("candidate_frames"):  # where in the kernel file it went wrong
                 message += f" (at {result['candidate_frames'][-1].split(': ', 1)[0]})"
             result.update(status=failure.status, stage=failure.stage, rule=failure.rule,

@@ -434,8 +434,12 @@ def wrong_target_hint(source: str, target: str) -> str:
         return ""
     module = sorted(platforms)[0]
     other = platforms[module]
-    return (f"this looks like a {other.upper()} kernel (it imports {module}) but was lowered for "
+    return (f"{MISMATCH_HINT}{other.upper()} kernel (it imports {module}) but was lowered for "
             f'{target}: set TARGET = "{other}" in the file (or pass --target {other})')
+
+
+# How the hint for a kernel written for the other platform begins (the parent shows it alone).
+MISMATCH_HINT = "this looks like a "
 
 
 # Installed libraries whose modules the judge imports before reading a kernel's hand-over, when
