@@ -224,19 +224,8 @@ def on_chip(closed: Any, platform: str, device_kind: str, num_cores: int | None 
         return {**params, "grid_mapping": dataclasses.replace(mapping,
                                                               block_mappings=tuple(new_blocks))}
 
-    def value(v: Any) -> Any:
-        if isinstance(v, ClosedJaxpr):
-            return ClosedJaxpr(rewrite_jaxpr(v.jaxpr, rewrite), v.consts)
-        if isinstance(v, Jaxpr):
-            return rewrite_jaxpr(v, rewrite)
-        if isinstance(v, tuple) and any(isinstance(x, (ClosedJaxpr, Jaxpr)) for x in v):
-            items = [value(x) for x in v]
-            maker = getattr(type(v), "_make", None)
-            return maker(items) if maker is not None else tuple(items)
-        return v
-
     def rewrite(eqn: Any) -> Any:
-        params = {k: value(v) for k, v in index_maps(eqn.params).items()}
+        params = {k: _rewrite_param(v, rewrite) for k, v in index_maps(eqn.params).items()}
         return eqn.replace(params=params, ctx=context(eqn.ctx))
 
     return ClosedJaxpr(rewrite_jaxpr(closed.jaxpr, rewrite), closed.consts)
@@ -552,26 +541,29 @@ def sub_jaxprs(params: dict[str, Any], index_maps: bool = False) -> Iterator[Any
             yield getattr(index_map, "jaxpr", index_map)
 
 
+def _rewrite_param(v: Any, rewrite: Any) -> Any:
+    """An equation parameter with the jaxprs in it (alone or in a tuple) rewritten by
+    :func:`rewrite_jaxpr` (namedtuple parameters stay namedtuples)."""
+    if isinstance(v, ClosedJaxpr):
+        return ClosedJaxpr(rewrite_jaxpr(v.jaxpr, rewrite), v.consts)
+    if isinstance(v, Jaxpr):
+        return rewrite_jaxpr(v, rewrite)
+    if isinstance(v, tuple) and any(isinstance(x, (ClosedJaxpr, Jaxpr)) for x in v):
+        items = [_rewrite_param(x, rewrite) for x in v]
+        maker = getattr(type(v), "_make", None)
+        return maker(items) if maker is not None else tuple(items)
+    return v
+
+
 def rewrite_jaxpr(jaxpr: Any, rewrite: Any) -> Any:
     """``jaxpr`` with each equation replaced by ``rewrite(eqn)`` where that returns one, and
     otherwise with the jaxprs in its parameters rewritten the same way, at any depth
     (namedtuple parameters stay namedtuples)."""
-    def value(v: Any) -> Any:
-        if isinstance(v, ClosedJaxpr):
-            return ClosedJaxpr(rewrite_jaxpr(v.jaxpr, rewrite), v.consts)
-        if isinstance(v, Jaxpr):
-            return rewrite_jaxpr(v, rewrite)
-        if isinstance(v, tuple) and any(isinstance(x, (ClosedJaxpr, Jaxpr)) for x in v):
-            items = [value(x) for x in v]
-            maker = getattr(type(v), "_make", None)
-            return maker(items) if maker is not None else tuple(items)
-        return v
-
     eqns = []
     for eqn in jaxpr.eqns:
         new = rewrite(eqn)
         if new is None:
-            params = {k: value(v) for k, v in eqn.params.items()}
+            params = {k: _rewrite_param(v, rewrite) for k, v in eqn.params.items()}
             new = eqn.replace(params=params) if any(
                 params[k] is not eqn.params[k] for k in params) else eqn
         eqns.append(new)
