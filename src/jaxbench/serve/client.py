@@ -76,16 +76,25 @@ def _retry_wait(attempt: int, error: ServeClientError | None, cap: float) -> flo
     return min(cap, 0.5 * 2 ** attempt)
 
 
-class Client:
-    """A blocking client. ``token`` defaults to ``JAXBENCH_SERVE_TOKEN``."""
+class _Connection:
+    """What both clients hold: the service's URL, the retry policy and an httpx client of
+    ``http`` (``httpx.Client`` or ``httpx.AsyncClient``)."""
+
+    _HTTP: Any = None
 
     def __init__(self, url: str = DEFAULT_URL, token: str | None = None, *, timeout_s: float = 60.0,
                  retries: int = 5, max_retry_wait_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
         self.retries = retries
         self.max_retry_wait_s = max_retry_wait_s
-        self._http = httpx.Client(base_url=self.url, headers=_headers(token),
-                                  timeout=httpx.Timeout(timeout_s, connect=10.0), trust_env=False)
+        self._http = self._HTTP(base_url=self.url, headers=_headers(token),
+                                timeout=httpx.Timeout(timeout_s, connect=10.0), trust_env=False)
+
+
+class Client(_Connection):
+    """A blocking client. ``token`` defaults to ``JAXBENCH_SERVE_TOKEN``."""
+
+    _HTTP = httpx.Client
 
     def close(self) -> None:
         self._http.close()
@@ -195,16 +204,10 @@ class Client:
         return [found.get(i) or self.result(i) for i in order]
 
 
-class AsyncClient:
+class AsyncClient(_Connection):
     """The same calls as :class:`Client`, awaited."""
 
-    def __init__(self, url: str = DEFAULT_URL, token: str | None = None, *, timeout_s: float = 60.0,
-                 retries: int = 5, max_retry_wait_s: float = 30.0) -> None:
-        self.url = url.rstrip("/")
-        self.retries = retries
-        self.max_retry_wait_s = max_retry_wait_s
-        self._http = httpx.AsyncClient(base_url=self.url, headers=_headers(token),
-                                       timeout=httpx.Timeout(timeout_s, connect=10.0), trust_env=False)
+    _HTTP = httpx.AsyncClient
 
     async def aclose(self) -> None:
         await self._http.aclose()
