@@ -26,7 +26,7 @@ from pathlib import Path
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from jaxbench.agents import METHODS, get_method, optimize  # noqa: E402
-from jaxbench.evaluator.result import new_result  # noqa: E402
+from jaxbench.evaluator.common.schema import new_result  # noqa: E402
 from jaxbench.llm import Completion, ModelClient, Provider, Sampling  # noqa: E402
 from jaxbench.runs import RunDir  # noqa: E402
 from jaxbench.tasks import list_tasks  # noqa: E402

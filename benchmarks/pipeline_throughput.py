@@ -37,12 +37,12 @@ from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jaxbench.evaluator.parent as parent_module  # noqa: E402
+import jaxbench.evaluator.parent.evaluator as parent_module  # noqa: E402
 from jaxbench.evaluator import Evaluator  # noqa: E402
-from jaxbench.evaluator.compare import GroundTruth  # noqa: E402
 from jaxbench.evaluator.inprocess import check_in_process  # noqa: E402
-from jaxbench.evaluator.judge.client import RunnerOutcome  # noqa: E402
-from jaxbench.evaluator.lease import EXCLUSIVE, SHARED, DeviceLease  # noqa: E402
+from jaxbench.evaluator.judge.compare import GroundTruth  # noqa: E402
+from jaxbench.evaluator.parent.judge_client import RunnerOutcome  # noqa: E402
+from jaxbench.evaluator.parent.lease import EXCLUSIVE, SHARED, DeviceLease  # noqa: E402
 from jaxbench.tasks import get_task  # noqa: E402
 
 TASKS = ["12p_rmsnorm", "8p_gemm", "19k_matmul_subtract_multiply_relu", "9p_swiglu_mlp"]
@@ -87,7 +87,7 @@ class SimulatedDevice:
         import jax
         import numpy as np
 
-        from jaxbench.evaluator.arrays import pack
+        from jaxbench.evaluator.common.arrays import pack
         from jaxbench.evaluator.judge.runner import _truths
 
         assert lease is not None, "a device request comes with the device lease"

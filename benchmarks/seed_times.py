@@ -1,5 +1,5 @@
 """Measures every shipped seed through the whole evaluator and writes the per-task time table
-that default time limits follow (``src/jaxbench/evaluator/seed_seconds.json``).
+that default time limits follow (``src/jaxbench/evaluator/parent/seed_seconds.json``).
 
     python benchmarks/seed_times.py                 # runs `jaxbench run --kernels seed` first
     python benchmarks/seed_times.py --from RUN_DIR  # or reads an existing run's events
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-TABLE = Path(__file__).parents[1] / "src/jaxbench/evaluator/seed_seconds.json"
+TABLE = Path(__file__).parents[1] / "src/jaxbench/evaluator/parent/seed_seconds.json"
 
 
 def main() -> None:

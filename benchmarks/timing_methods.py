@@ -3,7 +3,7 @@
     python benchmarks/timing_methods.py [--json out.json]
 
 Runs on whatever device JAX sees (the device check runs it on the GPU). Both measurements
-use the evaluator's own code (:mod:`jaxbench.evaluator.timing`): the same warm-up, the same
+use the evaluator's own code (:mod:`jaxbench.evaluator.judge.timing`): the same warm-up, the same
 alternating calls over rotated inputs. For a kernel of a few microseconds the wall clock
 is mostly dispatch and launch overhead; the device time is not. It also prints what the
 trace held (planes, lines, event counts), the data needed if a device's trace is laid out
@@ -45,7 +45,7 @@ def inventory(directory: str) -> list[str]:
 
 
 def main() -> None:
-    from jaxbench.evaluator.timing import figures, time_device, time_interleaved, warm_up
+    from jaxbench.evaluator.judge.timing import figures, time_device, time_interleaved, warm_up
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", default=None, help="also write the figures here")

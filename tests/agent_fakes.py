@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.result import new_result
+from jaxbench.evaluator.common.schema import new_result
 from jaxbench.llm import Completion, Provider, Sampling
 from jaxbench.llm.scripted import Scripted
 from jaxbench.runs import RunDir, read_events

@@ -89,7 +89,7 @@ def interpret_run(path: Path, statuses: dict[str, str] | None = None) -> Path:
 
 
 # Verdicts of the shapes the evaluator writes (status, stage, message), its messages copied
-# from its code (evaluator/parent.py, compare.py, judge/rules.py, sandbox/tracer.py,
+# from its code (evaluator/parent/evaluator.py, compare.py, judge/rules.py, sandbox/tracer.py,
 # memory_rules.py, triton_rules.py, gpu_rules.py, static.py) with made-up figures.
 CORRECT = ("correct", "correct", "")
 TPU_FAILURES = [

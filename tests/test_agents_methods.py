@@ -17,7 +17,7 @@ from jaxbench.agents.autocomp import OPTIMIZATION_MENU, TRANSLATION_MENU, Autoco
 from jaxbench.agents.base import Candidate
 from jaxbench.agents.evolve import Evolve, Population, Program, similarity
 from jaxbench.agents.iterative import chain_count
-from jaxbench.evaluator.result import new_result
+from jaxbench.evaluator.common.schema import new_result
 from jaxbench.llm import get_model
 from jaxbench.runs import RunDir, event_source
 

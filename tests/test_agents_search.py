@@ -24,7 +24,7 @@ from jaxbench.agents.autocomp import (
 )
 from jaxbench.agents.base import Candidate
 from jaxbench.agents.prompts import measurement_line
-from jaxbench.evaluator.result import new_result
+from jaxbench.evaluator.common.schema import new_result
 from jaxbench.llm import ModelClient, Sampling, get_model
 from jaxbench.runs import RunDir
 

@@ -148,14 +148,42 @@ def test_no_import_cycle_between_packages():
     assert _cycles(packages) == []
 
 
-@pytest.mark.parametrize("source, target", [
+# Who runs each file (docs/architecture.md): arrows run parent -> judge -> common and
+# sandbox -> common only.
+EVALUATOR_ARROWS_FORBIDDEN = [
     ("jaxbench.evaluator.judge", "jaxbench.evaluator.sandbox"),  # the trusted side never loads
+    ("jaxbench.evaluator.judge", "jaxbench.evaluator.parent"),
+    ("jaxbench.evaluator.sandbox", "jaxbench.evaluator.judge"),  # candidate code's neighbours
+    ("jaxbench.evaluator.sandbox", "jaxbench.evaluator.parent"),
+    ("jaxbench.evaluator.parent", "jaxbench.evaluator.sandbox"),  # started by name, never imported
+    ("jaxbench.evaluator.common", "jaxbench.evaluator.judge"),
+    ("jaxbench.evaluator.common", "jaxbench.evaluator.sandbox"),
+    ("jaxbench.evaluator.common", "jaxbench.evaluator.parent"),
+]
+
+
+@pytest.mark.parametrize("source, target", EVALUATOR_ARROWS_FORBIDDEN + [
     ("jaxbench.executors", "jaxbench.validation"),  # an executor runs any job it is handed
     ("jaxbench.executors", "jaxbench.runs"),
     ("jaxbench.tasks", "jaxbench.evaluator"),  # tasks are data
 ])
 def test_forbidden_arrow(source, target):
     assert _arrows(source, target) == []
+
+
+def test_every_evaluator_module_is_in_one_of_the_four_rooms():
+    """Under jaxbench.evaluator, only the face (``__init__``) and two tools that join the sides
+    on purpose live outside parent/, sandbox/, judge/ and common/: ``doctor`` (which probes
+    what this machine offers each side) and ``inprocess`` (the checks of both sides in one
+    process, for trusted kernels only: the validator, kernel authors, the overhead benchmark).
+    Nothing in the four rooms imports them."""
+    rooms = ("parent", "sandbox", "judge", "common")
+    tools = ("jaxbench.evaluator.doctor", "jaxbench.evaluator.inprocess")
+    loose = [name for name in MODULES if name.startswith("jaxbench.evaluator.")
+             and name.split(".")[2] not in rooms and name not in tools]
+    assert loose == []
+    assert [a for room in rooms for t in tools
+            for a in _arrows(f"jaxbench.evaluator.{room}", t)] == []
 
 
 def test_no_library_module_imports_the_cli():

@@ -6,7 +6,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from jaxbench.evaluator.timing import summarize, time_interleaved
+from jaxbench.evaluator.judge.timing import summarize, time_interleaved
 
 SEEDS = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm"
 

@@ -1,6 +1,6 @@
 """The trust boundary is visible in the layout and holds at run time.
 
-The judge (``evaluator/judge/``) and the parent (``evaluator/parent.py``, ``untrusted.py``)
+The judge (``evaluator/judge/``) and the parent (``evaluator/parent/evaluator.py``, ``untrusted.py``)
 never import the untrusted side's modules that load candidates, never exec/compile source, and
 the runner process never has a candidate module loaded.
 """
@@ -16,10 +16,9 @@ import pytest
 import jaxbench.evaluator as evaluator_pkg
 
 EVALUATOR = Path(evaluator_pkg.__file__).parent
-TRUSTED = sorted((EVALUATOR / "judge").glob("*.py")) + [
-    EVALUATOR / "__init__.py", EVALUATOR / "parent.py", EVALUATOR / "untrusted.py",
-    EVALUATOR / "case.py", EVALUATOR / "compare.py", EVALUATOR / "arrays.py",
-    EVALUATOR / "pool.py", EVALUATOR / "timing.py", EVALUATOR / "result.py"]
+# (the static policy names exec, eval and the loaders as strings: the names it refuses)
+TRUSTED = sorted(p for room in ("judge", "parent", "common") for p in (EVALUATOR / room).glob("*.py")
+                 if p.name != "static.py") + [EVALUATOR / "__init__.py"]
 UNTRUSTED_LOADERS = ("jaxbench.evaluator.sandbox.tracer", "jaxbench.evaluator.inprocess")
 
 

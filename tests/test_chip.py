@@ -290,7 +290,7 @@ def test_a_chip_that_is_not_one_for_the_target_is_refused(evaluator, seven_stage
 
 
 def test_defaults_and_device_mode(monkeypatch):
-    from jaxbench.evaluator import parent
+    from jaxbench.evaluator.parent import evaluator as parent
 
     assert parent.judged_chip("pallasbench", "gpu", "interpret", None) == "NVIDIA A100"
     assert parent.judged_chip("jaxbench", "gpu", "interpret", None) == "NVIDIA H200"

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys, key_from_data
+from jaxbench.evaluator.judge.compare import GroundTruth, check_outputs, derive_keys, key_from_data
 from jaxbench.tasks import get_task
 
 

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import jaxbench
-from jaxbench.evaluator.cost import estimate, interpret_cost_problem
-from jaxbench.evaluator.timeouts import default_timeout
+from jaxbench.evaluator.parent.cost import estimate, interpret_cost_problem
+from jaxbench.evaluator.parent.timeouts import default_timeout
 
 ROOT = Path(__file__).parents[1]
 SEED = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_tpu.py"

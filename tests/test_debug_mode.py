@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from jaxbench.evaluator.result import StageFailure
-from jaxbench.evaluator.static import check_source
+from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.evaluator.parent.static import check_source
 
 DEBUG_PRINT = '''
 import jax

@@ -1,7 +1,7 @@
-"""The device lease (jaxbench.evaluator.lease): concurrent evaluations share one device, and
+"""The device lease (jaxbench.evaluator.parent.lease): concurrent evaluations share one device, and
 a timing never overlaps another candidate's compile, check or timing.
 
-The end-to-end tests drive the real client and runner pool (jaxbench.evaluator.judge.client)
+The end-to-end tests drive the real client and runner pool (jaxbench.evaluator.parent.judge_client)
 against tests/fake_device_runner.py, which logs every use of its pretend device from the
 device's side; the lease's own bookkeeping is not what is checked.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxbench.evaluator.judge.client import RunnerPool
-from jaxbench.evaluator.lease import EXCLUSIVE, SHARED, DeviceLease, overlaps
+from jaxbench.evaluator.parent.judge_client import RunnerPool
+from jaxbench.evaluator.parent.lease import EXCLUSIVE, SHARED, DeviceLease, overlaps
 
 FAKE = (sys.executable, str(Path(__file__).with_name("fake_device_runner.py")))
 

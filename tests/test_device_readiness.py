@@ -9,7 +9,7 @@ import pytest
 
 from jaxbench import compat
 from jaxbench.backends import kernel_backend_of_calls
-from jaxbench.evaluator.static import declared_target
+from jaxbench.evaluator.parent.static import declared_target
 from jaxbench.tasks import get_task
 
 MOSAIC_GPU_SEEDS = ("8p_gemm", "12p_rmsnorm", "1p_flash_attention")
@@ -75,7 +75,7 @@ def test_mosaic_gpu_pallas_call_where_jax_no_longer_lowers_it(monkeypatch):
     """JAX 0.11 dropped Mosaic GPU params from pl.pallas_call's GPU lowering (a bare
     AssertionError there): the seeds are left out like a missing extra, and a Mosaic GPU
     kernel's lowering failure says why."""
-    from jaxbench.evaluator.static import wrong_target_hint
+    from jaxbench.evaluator.parent.static import wrong_target_hint
     from jaxbench.runs.runner import kernel_unavailable, shipped_jobs
 
     monkeypatch.setattr(compat, "mosaic_gpu_pallas_call", lambda: False)

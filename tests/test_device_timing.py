@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxbench.evaluator import timing
-from jaxbench.evaluator.timing import (
+from jaxbench.evaluator.judge import timing
+from jaxbench.evaluator.judge.timing import (
     ANNOTATION,
     device_times,
     summarize,

@@ -69,7 +69,8 @@ def test_scratch_of_dead_ray_workers_is_swept(tmp_path):
     import os
     import subprocess
 
-    from jaxbench.executors.ray import SCRATCH_PREFIX, _process_start, _remove_if_orphaned
+    from jaxbench.evaluator.common.procs import process_start as _process_start
+    from jaxbench.executors.ray import SCRATCH_PREFIX, _remove_if_orphaned
 
     gone = subprocess.Popen(["true"])
     gone.wait()

@@ -374,7 +374,7 @@ def test_python_read_roots_are_disjoint_and_existing() -> None:
 # ---------------------------------------------------------------------------------------------
 # hiding the host's shared directories (mount namespace), and the parent's side (pool.py)
 
-POOL_MODULE = MODULE.parents[1] / "pool.py"
+POOL_MODULE = MODULE.parents[1] / "parent" / "pool.py"
 
 
 def _load_pool():
@@ -613,8 +613,8 @@ def test_fast_cpu_compiles_only_where_nothing_runs_on_a_device(monkeypatch):
     """Processes that only check on the host CPU compile unoptimized (many small programs,
     each run once); the trusted runner keeps XLA's defaults wherever it may use a device,
     since what it times there must be compiled as users compile it."""
-    from jaxbench.evaluator.pool import tracer_env, worker_env
-    from jaxbench.evaluator.result import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
+    from jaxbench.evaluator.common.schema import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
+    from jaxbench.evaluator.parent.pool import tracer_env, worker_env
 
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     assert tracer_env()["XLA_FLAGS"] == CPU_CHECK_XLA_FLAGS

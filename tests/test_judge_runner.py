@@ -11,11 +11,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbench.evaluator.arrays import unpack
-from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
+from jaxbench.evaluator.common.arrays import unpack
 from jaxbench.evaluator.judge import rules, runner
+from jaxbench.evaluator.judge.compare import GroundTruth, check_outputs, derive_keys
+from jaxbench.evaluator.judge.timing import summarize
 from jaxbench.evaluator.sandbox import handover
-from jaxbench.evaluator.timing import summarize
 from jaxbench.tasks import get_task
 
 

@@ -4,7 +4,7 @@ own frames and output."""
 
 from pathlib import Path
 
-from jaxbench.evaluator.static import target_declaration, wrong_target_hint
+from jaxbench.evaluator.parent.static import target_declaration, wrong_target_hint
 
 ROOT = Path(__file__).parents[1]
 RMSNORM = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm"
@@ -90,7 +90,7 @@ def test_correct_result_carries_its_tolerance(evaluator):
 def test_tolerance_failures_say_where_and_by_how_much():
     import numpy as np
 
-    from jaxbench.evaluator.compare import check_outputs
+    from jaxbench.evaluator.judge.compare import check_outputs
 
     truth = np.zeros((64, 8), np.float32)
     got = truth.copy()

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxbench.evaluator.result import StageFailure
-from jaxbench.evaluator.static import check_source, target_declaration, wrong_target_hint
+from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.evaluator.parent.static import check_source, target_declaration, wrong_target_hint
 
 ROOT = Path(__file__).parents[1]
 RMSNORM = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm"

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbench.evaluator import Evaluator
-from jaxbench.evaluator.pool import WorkerOutcome
+from jaxbench.evaluator.parent.pool import WorkerOutcome
 from jaxbench.tasks import get_task
 
 ROOT = Path(__file__).parents[1]

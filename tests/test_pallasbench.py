@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jax.numpy as jnp
 
-from jaxbench.evaluator.static import declared_target
+from jaxbench.evaluator.parent.static import declared_target
 from jaxbench.tasks import list_tasks
 
 TASKS = list_tasks("pallasbench")

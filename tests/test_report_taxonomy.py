@@ -11,7 +11,7 @@ from jaxbench.report.taxonomy import CATEGORIES, classify
 # (category, status, stage, message): each message as the evaluator writes it; where it comes
 # from is named beside it.
 CASES = [
-    # evaluator/static.py check_source
+    # evaluator/parent/static.py check_source
     ("static_policy", "rejected", "static", "policy violation: line 3: import of 'os' is not allowed"),
     ("static_policy", "rejected", "static", "policy violation: line 7: use of .pure_callback is not allowed "
      "(host callbacks, introspection and global config are outside the kernel contract)"),
@@ -113,7 +113,7 @@ CASES = [
      "Generated function failed: CpuCallback error: IndexError: index 64 is out of bounds for axis 0 "
      "with size 64"),
     ("runtime_error", "runtime_error", "time", "XlaRuntimeError: INTERNAL: Failed to launch CUDA kernel"),
-    # evaluator/compare.py check_outputs, judge/rules.py check_export
+    # evaluator/judge/compare.py check_outputs, judge/rules.py check_export
     ("incorrect", "incorrect", "correct", "output: 3072 of 65536 elements (4.7%) exceed atol 0.01 + rtol "
      "0.01·|truth|, within [0:8, 0:512], first at (0, 3); worst at (5, 17): got 0.91823, truth 0.40211"),
     ("incorrect", "incorrect", "lower", "kernel returns (f32[8,128],), the reference returns "

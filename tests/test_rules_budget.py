@@ -7,14 +7,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from jaxbench.evaluator.judge import rules
-from jaxbench.evaluator.result import (
+from jaxbench.evaluator.common.schema import (
     RULE_NO_KERNEL,
     RULE_OUTPUT_WITHOUT_KERNEL,
     RULE_OUTSIDE_BYTES,
     RULE_OUTSIDE_FLOPS,
     StageFailure,
 )
+from jaxbench.evaluator.judge import rules
 
 TASK_FLOPS = 1_000_000.0
 

@@ -88,7 +88,7 @@ def test_where_triton_compiles_it_decides(evaluator, monkeypatch):
 
 
 def test_the_warning_is_dropped_only_where_triton_checked_every_kernel():
-    from jaxbench.evaluator.parent import _warn_uncertain_smem
+    from jaxbench.evaluator.parent.evaluator import _warn_uncertain_smem
 
     figure = {"kernel": 0, "size": "small", "smem_uncertain": True,
               "dot_shared_bytes_estimate": 192 * 1024, "dot_shared_bytes_lower_bound": 32 * 1024,

@@ -2,8 +2,8 @@
 
 import pytest
 
-from jaxbench.evaluator.result import StageFailure
-from jaxbench.evaluator.static import check_source, declared_target
+from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.evaluator.parent.static import check_source, declared_target
 
 OK = """
 import functools
@@ -158,7 +158,7 @@ def test_parse_retries_cpythons_shared_recursion_depth_error(monkeypatch):
     static.parse serializes its own parses and retries one that meets the error anyway."""
     import ast
 
-    from jaxbench.evaluator import static
+    from jaxbench.evaluator.parent import static
 
     calls = []
     real = ast.parse

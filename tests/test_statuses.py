@@ -181,7 +181,7 @@ def test_a_prestarted_runner_serves_the_next_request_and_none_starts_twice(tmp_p
                                                                            monkeypatch):
     import sys
 
-    from jaxbench.evaluator.judge.client import RunnerPool
+    from jaxbench.evaluator.parent.judge_client import RunnerPool
 
     monkeypatch.setenv("FAKE_DEVICE_LOG", str(tmp_path / "device.log"))
     fake = (sys.executable, str(Path(__file__).with_name("fake_device_runner.py")))

@@ -14,8 +14,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from jaxbench.evaluator.common.schema import StageFailure
 from jaxbench.evaluator.judge import tool_faults
-from jaxbench.evaluator.result import StageFailure
 
 JAX_SRC = os.path.join(os.path.dirname(jax.__file__), "_src")
 FAKE = os.path.join(JAX_SRC, "pallas", "mosaic", "interpret", "jaxbench_synthetic_fault.py")
@@ -103,7 +103,7 @@ def test_the_error_a_host_callback_raised_is_the_one_classified():
 def _request(tmp_path, tpu_interpreter=True):
     from pathlib import Path
 
-    from jaxbench.evaluator.compare import derive_keys
+    from jaxbench.evaluator.judge.compare import derive_keys
     from jaxbench.evaluator.sandbox import handover
     from jaxbench.tasks import get_task
 
@@ -176,7 +176,7 @@ def test_a_crash_of_the_interpret_mode_run_is_unverified(tmp_path, monkeypatch):
 
 
 def test_the_parent_turns_a_tool_fault_into_a_warning():
-    from jaxbench.evaluator.parent import _warn_tool_faults
+    from jaxbench.evaluator.parent.evaluator import _warn_tool_faults
 
     fault = tool_faults.classify(_raised(_fake_jax()["crash"]), "the TPU interpreter")
     result: dict = {}

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from jaxbench.evaluator import Evaluator
-from jaxbench.evaluator.pool import WorkerPool, _Forked
+from jaxbench.evaluator.parent.pool import WorkerPool, _Forked
 from jaxbench.tasks import get_task
 
 
@@ -67,7 +67,7 @@ def test_tracers_die_with_the_fork_server_and_the_pool_goes_on():
 def test_a_server_that_does_not_answer_in_time_is_closed(tmp_path):
     """A late reply would pair the next request with the wrong tracer: after a timeout the
     server is killed, and spawning says so (the pool then starts tracers as commands)."""
-    from jaxbench.evaluator.pool import Zygote, tracer_env
+    from jaxbench.evaluator.parent.pool import Zygote, tracer_env
 
     zygote = Zygote(tracer_env(), timeout_s=0.001)  # it is still importing JAX
     read_end, write_end = os.pipe()
@@ -87,7 +87,7 @@ def test_a_forked_tracer_leads_its_group_before_the_pool_hears_its_pid(tmp_path)
     arrives: a pool closed right after a spare was forked used to find no group to kill, and
     then waited forever for a spare that lived on. Every pid the server hands out names a
     group leader already; a pool opened and closed at once returns."""
-    from jaxbench.evaluator.pool import Zygote, tracer_env
+    from jaxbench.evaluator.parent.pool import Zygote, tracer_env
 
     zygote = Zygote(tracer_env())
     try:

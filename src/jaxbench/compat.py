@@ -456,7 +456,7 @@ def pallas_backends_available() -> dict[str, str]:
 # -- the profiler --------------------------------------------------------------------------------
 # jax.profiler.trace writes an XSpace (``*.xplane.pb``) that jax.profiler.ProfileData reads in
 # Python (JAX 0.4.3x to 0.12); the planes are copied into plain records so that the parsing in
-# jaxbench.evaluator.timing does not depend on the binding's types.
+# jaxbench.evaluator.judge.timing does not depend on the binding's types.
 
 
 @contextlib.contextmanager

@@ -225,7 +225,7 @@ def test_every_cheat_file_is_covered_and_documented():
 
 def test_obfuscated_cheats_pass_the_static_policy():
     """The runtime guards, not the static policy, catch these: proves the guards are live."""
-    from jaxbench.evaluator.static import check_source
+    from jaxbench.evaluator.parent.static import check_source
 
     for path in KERNELS.glob("*_obfuscated.py"):
         check_source(path.read_text(), path.name)

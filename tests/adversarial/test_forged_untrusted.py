@@ -20,7 +20,7 @@ import pytest
 from jax.experimental import pallas as pl
 
 from jaxbench.evaluator import Evaluator
-from jaxbench.evaluator.pool import WorkerOutcome
+from jaxbench.evaluator.parent.pool import WorkerOutcome
 from jaxbench.evaluator.sandbox import handover
 from jaxbench.evaluator.sandbox.chip import as_chip
 from jaxbench.tasks import get_task

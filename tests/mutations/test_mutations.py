@@ -45,7 +45,7 @@ _M = "tests/test_messages_first_steps.py::"
 
 MUTATIONS = [
     Mutation(
-        "pool_does_not_kill_a_timed_out_tracer", "evaluator/pool.py",
+        "pool_does_not_kill_a_timed_out_tracer", "evaluator/parent/pool.py",
         "        worker.kill()  # always: nothing the candidate started may outlive the evaluation\n",
         "        pass  # mutant: the tracer is left running\n",
         ("tests/test_statuses.py::test_worker_leaves_no_process_or_directory",)),
@@ -90,13 +90,13 @@ MUTATIONS = [
         "for s in seq[:n + 1]",
         ("tests/test_metrics.py::test_fast_p_at_n",)),
     Mutation(
-        "review_flag_threshold_raised", "evaluator/parent.py",
+        "review_flag_threshold_raised", "evaluator/parent/evaluator.py",
         'if (result["speedup"] or 0) > SPEEDUP_REVIEW_THRESHOLD:',
         'if (result["speedup"] or 0) > 2 * SPEEDUP_REVIEW_THRESHOLD:',
         ("tests/test_device_assembly.py::"
          "test_device_figures_come_from_the_samples_and_a_big_speedup_is_flagged",)),
     Mutation(
-        "speedup_from_wall_clock_despite_a_device_trace", "evaluator/timing.py",
+        "speedup_from_wall_clock_despite_a_device_trace", "evaluator/judge/timing.py",
         'headline, method = figures(device["ref_s"], device["kernel_s"]), DEVICE',
         'headline, method = wall, DEVICE',
         ("tests/test_device_assembly.py::"
@@ -128,7 +128,7 @@ MUTATIONS = [
         ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
          "[proc_cmdlines_obfuscated.py]",)),
     Mutation(
-        "results_not_made_printable", "evaluator/parent.py",
+        "results_not_made_printable", "evaluator/parent/evaluator.py",
         "        return printable_result(result)", "        return result",
         ("tests/test_messages.py::test_terminal_escapes_from_the_kernel_never_reach_the_result",)),
     Mutation(
@@ -201,7 +201,7 @@ MUTATIONS = [
     # a Mosaic GPU kernel with no trusted interpret export: the interpreter's check it was
     # the device lease: a runner's request for the device alone, granted without taking it
     Mutation(
-        "lease_never_exclusive", "evaluator/judge/client.py",
+        "lease_never_exclusive", "evaluator/parent/judge_client.py",
         "                if lease is not None and wanted != held:",
         "                if lease is not None and wanted != held and wanted != EXCLUSIVE:",
         ("tests/test_device_lease.py::test_timings_never_overlap_anything_while_compiles_overlap",)),
@@ -244,7 +244,7 @@ MUTATIONS = [
         "    if isinstance(rule, str) and rule in _RULE_CATEGORIES:", "    if False:",
         ("tests/test_report_taxonomy.py::test_a_rule_code_decides_whatever_the_message_says",)),
     Mutation(
-        "rule_code_lost_between_judge_and_parent", "evaluator/parent.py",
+        "rule_code_lost_between_judge_and_parent", "evaluator/parent/evaluator.py",
         "rule=rule if rule in RULES else None)", "rule=None)",
         ("tests/adversarial/outside_work/test_outside_work.py::test_work_left_in_xla_is_refused_by_its_rule[gemv_shortcut_in_xla.py]",)),
     Mutation(
@@ -330,7 +330,7 @@ MUTATIONS = [
         '            raise StageFailure("unverified", "correct", fault.describe()[:2000]) from None',
         '            raise StageFailure("runtime_error", "correct", fault.describe()[:2000]) from None',
         ("tests/test_tool_faults.py::test_a_crash_of_the_interpret_mode_run_is_unverified",)),
-    Mutation("tool_faults_not_warned", "evaluator/parent.py",
+    Mutation("tool_faults_not_warned", "evaluator/parent/evaluator.py",
         '        _warn_tool_faults(result, response.get("tool_faults"))',
         '        _warn_tool_faults(result, None)',
         ("tests/test_tool_faults.py::test_a_kernel_both_jax_interpreters_crash_on_is_unverified_with_the_jax_frames",)),
@@ -346,7 +346,7 @@ MUTATIONS = [
         '                staged = sum(sizes) * (stages - 1) if looped and stages >= 2 else 0',
         '                staged = 0',
         ("tests/test_shared_memory.py::test_shared_memory_surely_over_the_limit_is_still_refused",)),
-    Mutation("smem_uncertain_not_warned", "evaluator/parent.py",
+    Mutation("smem_uncertain_not_warned", "evaluator/parent/evaluator.py",
         '                if not decided:  # shared memory the estimate cannot decide: a warning',
         '                if decided:  # shared memory the estimate cannot decide: a warning',
         ("tests/test_shared_memory.py::test_jax_gpu_attention_with_its_default_blocks_is_correct_on_the_a100",)),
@@ -470,20 +470,20 @@ MUTATIONS = [
         '        self.append({"type": "run_end", "interrupted": True, **summary})',
         '        pass  # mutant: no run_end says the run was interrupted',
         (_T + "test_ctrl_c_stops_optimize_at_once_and_the_resume_reuses_every_finished_sample",)),
-    Mutation("task_file_not_handed_to_the_runner", "evaluator/parent.py",
+    Mutation("task_file_not_handed_to_the_runner", "evaluator/parent/evaluator.py",
         '"task": task.id, "task_file": task_file_of(task.id),', '"task": task.id, "task_file": None,',
         (_F + "test_a_task_file_is_evaluated_and_loads_in_the_trusted_runner_never_in_the_tracer",)),
     Mutation("task_file_text_not_checked", "tasks/__init__.py",
         "    if sha256 is not None and digest != sha256:",
         "    if False:  # mutant: the runner judges whatever the file holds now",
         (_F + "test_the_registry_loads_a_task_file_once_and_checks_its_text",)),
-    Mutation("signature_not_described", "evaluator/untrusted.py",
+    Mutation("signature_not_described", "evaluator/parent/untrusted.py",
         '        if claimed == "compile_error" and _SIGNATURE_ERROR.search(message):', '        if False:',
         (_M + "test_a_wrong_signature_says_how_the_task_calls_the_kernel",)),
-    Mutation("target_of_an_unparsable_file_ignored", "evaluator/static.py",
+    Mutation("target_of_an_unparsable_file_ignored", "evaluator/parent/static.py",
         "        return (found.group(2), None) if found else (None, None)", "        return (None, None)",
         (_M + "test_a_file_that_does_not_parse_is_judged_for_its_own_target",)),
-    Mutation("target_hint_followed_by_the_lowering_error", "evaluator/parent.py",
+    Mutation("target_hint_followed_by_the_lowering_error", "evaluator/parent/evaluator.py",
         '                message = (hint if alone else f"{hint}; {message}") if hint else message',
         '                message = f"{hint}; {message}" if hint else message',
         (_M + "test_the_target_mismatch_hint_is_not_followed_by_the_lowering_error",)),
@@ -491,7 +491,7 @@ MUTATIONS = [
         "        raise click.UsageError(error_text(exc)) from None",
         "        raise click.UsageError(str(exc).strip(\"'\\\"\")) from None",
         (_M + "test_the_provider_install_hint_keeps_its_closing_quote",)),
-    Mutation("debug_print_rejected_as_gaming", "evaluator/static.py",
+    Mutation("debug_print_rejected_as_gaming", "evaluator/parent/static.py",
         "    visitor.allow_debug_print(tree)  # outside debug mode: recorded, a compile error below\n",
         "    visitor.allow_debug_print(tree) if debug else None  # mutant: rejected again\n",
         (_M + "test_a_leftover_debug_print_is_a_compile_error_not_gaming",)),

@@ -37,7 +37,7 @@ from jaxbench.agents.prompts import (
     reference_source,
     task_statement,
 )
-from jaxbench.evaluator.result import new_result, source_sha256
+from jaxbench.evaluator.common.schema import new_result, source_sha256
 from jaxbench.llm import LLMCancelled, LLMRequestError, ModelClient, Sampling
 from jaxbench.runs import RunDir
 from jaxbench.tasks import Task

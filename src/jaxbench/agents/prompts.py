@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from jaxbench.evaluator.result import OUTSIDE_WORK_RULES
+from jaxbench.evaluator.common.schema import OUTSIDE_WORK_RULES
 from jaxbench.tasks import Task
 
 HARDWARE = {

@@ -11,8 +11,8 @@ compares the outputs with the float32 truth and computes every figure.
 
 The package in three parts:
 
-- the parent, this process: :mod:`~jaxbench.evaluator.parent` (the :class:`Evaluator`
-  and its staged protocol) and :mod:`~jaxbench.evaluator.untrusted` (reading and cleaning
+- the parent, this process: :mod:`~jaxbench.evaluator.parent.evaluator` (the :class:`Evaluator`
+  and its staged protocol) and :mod:`~jaxbench.evaluator.parent.untrusted` (reading and cleaning
   what the tracer left), with the stages' helpers beside them (``static``, ``compare``,
   ``timing``, ``pool``, ``result``, ...) and ``doctor`` (what this machine offers);
 - :mod:`jaxbench.evaluator.sandbox`, the untrusted side;
@@ -24,9 +24,10 @@ result record (``result``), the float32 truth (``compare``) and the static check
 
 from __future__ import annotations
 
-from jaxbench.evaluator.cost import interpret_cost_problem
+from jaxbench.evaluator.common.schema import StageFailure
 from jaxbench.evaluator.doctor import diagnose
-from jaxbench.evaluator.parent import (
+from jaxbench.evaluator.parent.cost import interpret_cost_problem
+from jaxbench.evaluator.parent.evaluator import (
     INTERPRET_RESIDUAL_RISK,
     SPEEDUP_REVIEW_THRESHOLD,
     Evaluator,
@@ -35,10 +36,9 @@ from jaxbench.evaluator.parent import (
     lowering_fidelity,
     read_source,
 )
-from jaxbench.evaluator.result import StageFailure
-from jaxbench.evaluator.static import declared_target, target_declaration
-from jaxbench.evaluator.timeouts import default_timeout
-from jaxbench.evaluator.untrusted import untrusted_text
+from jaxbench.evaluator.parent.static import declared_target, target_declaration
+from jaxbench.evaluator.parent.timeouts import default_timeout
+from jaxbench.evaluator.parent.untrusted import untrusted_text
 
 __all__ = [
     "INTERPRET_RESIDUAL_RISK",

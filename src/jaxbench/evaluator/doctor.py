@@ -197,7 +197,7 @@ def profiler_check() -> str:
     import jax
     import jax.numpy as jnp
 
-    from jaxbench.evaluator.timing import time_device
+    from jaxbench.evaluator.judge.timing import time_device
 
     fn = jax.jit(lambda x: x * 2 + 1)
     sets = [(jnp.ones((256, 256)),)]

@@ -38,6 +38,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.common.procs import process_start
 from jaxbench.executors.errors import EvaluationLost, ExecutorError
 
 DEFAULT_MAX_RETRIES = 3
@@ -257,18 +258,8 @@ def _use_own_scratch() -> None:
     for path in root.glob(SCRATCH_PREFIX + "*"):
         _remove_if_orphaned(path)
     _scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=root))
-    (_scratch / "owner").write_text(_process_start(os.getpid()))
+    (_scratch / "owner").write_text(process_start(os.getpid()))
     tempfile.tempdir = str(_scratch)
-
-
-def _process_start(pid: int) -> str:
-    """A process's start time in clock ticks since boot ("" when there is no such process):
-    with the pid, it names one process even when pids are reused."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return ""
 
 
 def _remove_if_orphaned(path: Path) -> None:
@@ -282,7 +273,7 @@ def _remove_if_orphaned(path: Path) -> None:
         except OSError:
             return
         owner, pid = "", -1
-    if pid != os.getpid() and (not owner or _process_start(pid) != owner):
+    if pid != os.getpid() and (not owner or process_start(pid) != owner):
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -3,7 +3,7 @@
 :func:`classify` is a pure function of one evaluation event's ``status``, ``stage`` and
 ``message`` (nothing else is read): ``None`` for a correct evaluation, else one key of
 :data:`CATEGORIES`. The message patterns are the evaluator's own texts (its ``StageFailure``
-messages in ``evaluator/static.py``, ``evaluator/parent.py``, ``evaluator/untrusted.py``,
+messages in the evaluator
 ``evaluator/judge/rules.py``, ``evaluator/judge/budgets.py``, ``evaluator/judge/runner.py``,
 ``evaluator/judge/triton_compile.py`` and the sandbox's ``tracer.py``, ``memory_rules.py``,
 ``triton_rules.py``, ``gpu_rules.py``) and the Pallas lowering errors they quote.
@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from jaxbench.evaluator.result import OUTSIDE_WORK_RULES, RULE_NO_KERNEL
+from jaxbench.evaluator.common.schema import OUTSIDE_WORK_RULES, RULE_NO_KERNEL
 
 # key -> (label, one-line meaning), in the order reports list them (earliest stage first).
 CATEGORIES: dict[str, tuple[str, str]] = {
@@ -97,7 +97,7 @@ _SANDBOX = re.compile(
 _OTHER_SIZE = re.compile(r"(^|; )tracing at size '")
 
 
-# Rule codes (``evaluator/result.py``) -> category: decided by the code, whatever the message.
+# Rule codes (``evaluator/common/schema.py``) -> category: decided by the code, whatever the message.
 _RULE_CATEGORIES = {**{rule: "outside_work" for rule in OUTSIDE_WORK_RULES},
                     RULE_NO_KERNEL: "no_pallas"}
 
@@ -115,7 +115,7 @@ def classify(event: dict[str, Any]) -> str | None:
         return _RULE_CATEGORIES[rule]
     if status in ("timeout", "unverified", "no_pallas"):
         return status
-    if stage == "static" and status in ("rejected", "compile_error"):  # evaluator/static.py
+    if stage == "static" and status in ("rejected", "compile_error"):  # evaluator/parent/static.py
         return "static_policy" if status == "rejected" else "source_error"
     for key, pattern in _RULES:
         if pattern.search(message):

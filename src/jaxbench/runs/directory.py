@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.result import source_sha256, versions
+from jaxbench.evaluator.common.schema import source_sha256, versions
 
 MANIFEST = "manifest.json"
 EVENTS = "events.jsonl"

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.result import source_sha256
+from jaxbench.evaluator.common.schema import source_sha256
 from jaxbench.executors import EvaluationLost, cluster_slots, make_evaluator
 from jaxbench.runs.directory import RunDir
 from jaxbench.tasks import Task, get_task, list_tasks
@@ -106,7 +106,7 @@ def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Itera
     that names no platform), files for other targets and entries that are not regular files
     (a symlink is never followed: it could lead out of the directory) are left out; when
     ``skipped`` is given, one line per file left out is appended to it."""
-    from jaxbench.evaluator.static import parses, target_declaration
+    from jaxbench.evaluator.parent.static import parses, target_declaration
     from jaxbench.tasks import UnknownTaskError
 
     wanted = {t.id for t in tasks} if tasks is not None else None

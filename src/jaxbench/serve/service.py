@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.result import source_sha256
+from jaxbench.evaluator.common.schema import source_sha256
 from jaxbench.executors import EvaluationLost, make_evaluator
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.limits import QuotaWindows, Refusal, concurrency_refusal

@@ -111,7 +111,7 @@ def test_cpp_grpc_unix_socket(evaluator, outcomes, unix_listener):
 
 
 def test_disk_filler(evaluator, outcomes, monkeypatch):
-    from jaxbench.evaluator import pool
+    from jaxbench.evaluator.parent import pool
 
     monkeypatch.setattr(pool, "DIR_MAX_BYTES", 256 << 20)  # the default (2 GiB) works the same
     result = evaluator.evaluate(KERNELS / "disk_filler_obfuscated.py", GEMM, trials=1,
@@ -146,7 +146,7 @@ def test_deep_directory_chain_is_removed(tmp_path):
             assert "more than the limit of 10,000 entries" in result["message"]
         assert list(root.iterdir()) == []
     finally:
-        from jaxbench.evaluator.pool import remove_tree
+        from jaxbench.evaluator.parent.pool import remove_tree
 
         remove_tree(root)
 
@@ -160,7 +160,7 @@ def test_every_kernel_is_tested_and_documented():
 
 
 def test_obfuscated_kernels_pass_the_static_policy():
-    from jaxbench.evaluator.static import check_source
+    from jaxbench.evaluator.parent.static import check_source
 
     for path in KERNELS.glob("*_obfuscated.py"):
         check_source(path.read_text(), path.name)

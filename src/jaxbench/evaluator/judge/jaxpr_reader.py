@@ -29,15 +29,19 @@ import pickletools
 import sys
 from typing import Any
 
-from jaxbench.evaluator.result import StageFailure
+from jaxbench.evaluator.common.jaxpr_format import (
+    FORMAT,
+    PRIMITIVE_TAG,
+    import_jax_modules,
+    primitive_registry,
+    singletons,
+)
+from jaxbench.evaluator.common.schema import StageFailure
 
-FORMAT = "jaxbench-jaxpr/1"
-PRIMITIVE_TAG = "primitive"
 MAX_BYTES = 64 << 20
 MAX_OPCODES = 4_000_000
 MAX_DEPTH = 400
 MAX_EQUATIONS = 1_000_000
-PRIMITIVE_ROOTS = ("jax", "jaxlib", "tokamax")
 
 # Everything the hand-over may name, as "module:qualified name"; a name this JAX version does
 # not have is left out (tests/test_handover.py checks every shipped kernel's hand-over against
@@ -166,7 +170,7 @@ def allowed() -> dict[str, Any]:
     if _allowed is None:
         import numpy as np
 
-        _import_jax_modules()
+        import_jax_modules()
         found: dict[str, Any] = {"numpy:dtype": _safe_dtype}
         import jax.numpy as jnp
 
@@ -185,42 +189,6 @@ def allowed() -> dict[str, Any]:
                 found[entry] = value
         _allowed = found
     return _allowed
-
-
-def _import_jax_modules() -> None:
-    """JAX's modules that define the primitives and parameter types kernels use, imported
-    before the registry and the allow-list are read (on both sides of the hand-over); the
-    names are looked up in ``sys.modules`` only (no dynamic import on the trusted side)."""
-    import contextlib
-
-    import ml_dtypes  # noqa: F401
-    import numpy  # noqa: F401
-    from jax._src import custom_batching, literals, mesh, named_sharding  # noqa: F401
-    from jax.experimental import pallas  # noqa: F401
-    from jax.experimental.pallas import tpu  # noqa: F401
-
-    with contextlib.suppress(ImportError):  # a jaxlib without the GPU pieces
-        from jax.experimental.pallas import triton  # noqa: F401
-    with contextlib.suppress(ImportError):
-        from jax.experimental.pallas import mosaic_gpu  # noqa: F401
-    with contextlib.suppress(ImportError):
-        from jax.experimental import sparse  # noqa: F401
-    with contextlib.suppress(ImportError):
-        from jax._src.pallas.mosaic import interpret  # noqa: F401
-
-
-def primitive_registry() -> dict[str, Any]:
-    """``"module:attribute" -> primitive`` for every primitive this process's JAX (and the
-    allowed libraries it has imported) keeps as a module attribute."""
-    from jax._src import core
-
-    _import_jax_modules()
-
-    from jaxbench import compat
-
-    return {f"{name}:{attribute}": value
-            for name, attribute, value in compat.module_items(PRIMITIVE_ROOTS)
-            if isinstance(value, core.Primitive)}
 
 
 class _Reader(pickle.Unpickler):
@@ -266,28 +234,6 @@ class _Reader(pickle.Unpickler):
                 return value
         raise StageFailure("rejected", "trace", f"the hand-over holds an unknown reference "
                                                 f"{str(pid)[:80]!r}")
-
-
-# Objects JAX compares by identity (``x is pallas_core.dynamic_grid_dim``): handed over by
-# name and resolved to this process's own object.
-SINGLETONS = (
-    ("jax._src.pallas.core", "dynamic_grid_dim"), ("jax._src.pallas.core", "no_block_spec"),
-    ("jax._src.pallas.core", "squeezed"), ("jax._src.core", "abstract_token"),
-    ("jax._src.mesh", "empty_concrete_mesh"), ("jax._src.mesh", "empty_abstract_mesh"),
-    ("jax._src.named_sharding", "UNSPECIFIED"), ("jax._src.sharding_impls", "UNSPECIFIED"),
-    ("jax._src.layout", "AutoLayout"),
-)
-
-
-def singletons() -> dict[str, Any]:
-    """``"module:attribute" -> object`` for the :data:`SINGLETONS` this JAX has."""
-    _import_jax_modules()
-    found = {}
-    for module_name, attribute in SINGLETONS:
-        module = sys.modules.get(module_name)
-        if module is not None and hasattr(module, attribute):
-            found[f"{module_name}:{attribute}"] = getattr(module, attribute)
-    return found
 
 
 def _eqn_context(fields: Any) -> Any:

@@ -31,8 +31,8 @@ from typing import Any
 import jax
 
 from jaxbench import compat
+from jaxbench.evaluator.common.schema import StageFailure, short_error
 from jaxbench.evaluator.judge import exporting, tool_faults
-from jaxbench.evaluator.result import StageFailure, short_error
 
 PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}
 # The interpreters the judge runs for their checks, as a fault of theirs names them.
@@ -184,7 +184,7 @@ def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowere
             if problem:
                 lowered.budget_problem = problem
                 break
-        from jaxbench.evaluator.artifacts import capture_kernel_ir
+        from jaxbench.evaluator.common.artifacts import capture_kernel_ir
 
         for name in order:
             specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(name)]

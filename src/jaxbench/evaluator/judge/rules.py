@@ -16,9 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jaxbench.evaluator.judge.pricing import FREE_CUSTOM_CALL_TARGETS
-from jaxbench.evaluator.judge.structure import ModuleReport
-from jaxbench.evaluator.result import (
+from jaxbench.evaluator.common.schema import (
     RULE_NO_KERNEL,
     RULE_OUTPUT_WITHOUT_KERNEL,
     RULE_OUTSIDE_BYTES,
@@ -26,6 +24,8 @@ from jaxbench.evaluator.result import (
     RULE_UNPRICED,
     StageFailure,
 )
+from jaxbench.evaluator.judge.pricing import FREE_CUSTOM_CALL_TARGETS
+from jaxbench.evaluator.judge.structure import ModuleReport
 
 LOWER = "lower"
 

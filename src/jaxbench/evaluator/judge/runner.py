@@ -53,8 +53,8 @@ def _elements(types: list[tuple[tuple[int, ...], str]]) -> int:
 
 
 def _structure(exported: Any, platform: str) -> Any:
+    from jaxbench.evaluator.common.schema import StageFailure, short_error
     from jaxbench.evaluator.judge.structure import analyze
-    from jaxbench.evaluator.result import StageFailure, short_error
 
     try:
         return analyze(exported.mlir_module(), platform)
@@ -67,8 +67,8 @@ def _triton_kernels(exported: Any) -> list[dict[str, Any]] | str:
     """The Triton kernels of the module this runner runs (name, TTIR text, warps, stages),
     their IR verified by jaxlib's Triton dialect (invalid IR: ``compile_error``); the parent
     hands them to Triton's compiler. A string says why the IR could not be read."""
+    from jaxbench.evaluator.common.schema import StageFailure, short_error
     from jaxbench.evaluator.judge import triton_compile
-    from jaxbench.evaluator.result import StageFailure, short_error
 
     try:
         return triton_compile.kernels_ttir(exported.mlir_module())
@@ -87,8 +87,8 @@ def _budgets(request: dict[str, Any], task: Any, platform: str,
     types)."""
     import jax
 
+    from jaxbench.evaluator.common.schema import StageFailure, short_error
     from jaxbench.evaluator.judge import budgets, rules
-    from jaxbench.evaluator.result import StageFailure, short_error
 
     for size, module in lowered.target.items():
         try:
@@ -110,14 +110,14 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
           ) -> dict[str, Any]:
     """One evaluation's trusted work, from the tracer's jaxpr hand-over; raises StageFailure
     for a verdict other than 'ran'. ``lease(kind)`` returns once the device lease
-    (:mod:`jaxbench.evaluator.lease`) is held that way: the timing is the only part that holds
+    (:mod:`jaxbench.evaluator.parent.lease`) is held that way: the timing is the only part that holds
     it exclusively."""
     import jax
 
     from jaxbench.backends import device_kind, kernel_backend_of_calls
-    from jaxbench.evaluator.arrays import pack
+    from jaxbench.evaluator.common.arrays import pack
+    from jaxbench.evaluator.common.schema import StageFailure, short_error
     from jaxbench.evaluator.judge import jaxpr_reader, kernel_work, lowering, rules
-    from jaxbench.evaluator.result import StageFailure, short_error
     from jaxbench.tasks import load_task
 
     directory = Path(request["dir"])
@@ -229,7 +229,7 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
     response["stages"]["correct"] = {"seconds": round(_perf_counter() - t0, 4)}
 
     if mode == "device" and request.get("time", True):
-        from jaxbench.evaluator.timing import time_device, time_interleaved
+        from jaxbench.evaluator.judge.timing import time_device, time_interleaved
 
         t0 = _perf_counter()
         try:
@@ -249,7 +249,7 @@ def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: N
                 response["timing"]["device"] = time_device(
                     reference, compiled, sets, reps=device_reps, directory=str(directory / "trace"))
             if request.get("save_ir"):
-                from jaxbench.evaluator.artifacts import compiled_artifacts
+                from jaxbench.evaluator.common.artifacts import compiled_artifacts
 
                 response["compiled_artifacts"] = compiled_artifacts(compiled)
         except Exception as exc:  # noqa: BLE001
@@ -290,7 +290,7 @@ def _same_outputs(a: Any, b: Any) -> None:
     import jax
     import numpy as np
 
-    from jaxbench.evaluator.result import StageFailure
+    from jaxbench.evaluator.common.schema import StageFailure
 
     for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
         x, y = np.asarray(x), np.asarray(y)
@@ -326,7 +326,7 @@ def serve(reply: Any) -> None:
     """Answers requests until stdin closes."""
     import jax
 
-    from jaxbench.evaluator.result import StageFailure, short_error
+    from jaxbench.evaluator.common.schema import StageFailure, short_error
 
     served = 0
     for line in sys.stdin:
@@ -376,7 +376,7 @@ def _warm_up() -> None:
 
 
 def main() -> None:
-    from jaxbench.evaluator.pool import die_with_parent
+    from jaxbench.evaluator.common.procs import die_with_parent
 
     die_with_parent()  # a runner busy with a long module must not outlive its parent
     owner = os.environ.get("JAXBENCH_RUNNER_OWNER")

@@ -116,7 +116,7 @@ def _sub_bindings(eqn: Any) -> list[tuple[Any, list[Any]]]:
                 (jaxpr_of(params["body_jaxpr"]), invars[cn:cn + bn] + carry)]
     if name == "cond":
         return [(jaxpr_of(b), invars[1:]) for b in params["branches"]]
-    from jaxbench.evaluator.judge.exporting import sub_jaxprs
+    from jaxbench.evaluator.common.jaxprs import sub_jaxprs
 
     return [(sub, invars) for sub in sub_jaxprs(params) if len(sub.invars) == len(invars)]
 

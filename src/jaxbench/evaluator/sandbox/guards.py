@@ -274,7 +274,7 @@ def _check(event: str, args: tuple) -> str | None:
     return None
 
 
-from jaxbench.evaluator.result import SEALED_EXIT  # noqa: E402 - a tracer's exit status
+from jaxbench.evaluator.common.schema import SEALED_EXIT  # noqa: E402 - a tracer's exit status
 
 
 def seal() -> None:

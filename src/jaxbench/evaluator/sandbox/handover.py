@@ -30,7 +30,7 @@ import jax
 import numpy as np
 
 from jaxbench import compat
-from jaxbench.evaluator.judge.jaxpr_reader import (
+from jaxbench.evaluator.common.jaxpr_format import (
     FORMAT,
     PRIMITIVE_TAG,
     primitive_registry,

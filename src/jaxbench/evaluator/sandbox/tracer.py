@@ -53,8 +53,7 @@ def import_harness() -> bool:
     import jaxbench.tasks
     from jaxbench import compat  # noqa: F401
     from jaxbench.backends import interpret_mode  # noqa: F401
-    from jaxbench.evaluator import arrays, artifacts, result  # noqa: F401
-    from jaxbench.evaluator.judge import exporting, jaxpr_reader  # noqa: F401
+    from jaxbench.evaluator.common import arrays, artifacts, jaxpr_format, jaxprs, schema  # noqa: F401  # noqa: F401
     from jaxbench.evaluator.sandbox import chip, guards, handover, integrity  # noqa: F401
 
     with_triton = True
@@ -179,7 +178,7 @@ def _preload_libraries(source: str) -> None:
 
 def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> tuple[str, str, str]:
     """(status, stage, message) for an exception raised while candidate code was involved."""
-    from jaxbench.evaluator.result import short_error
+    from jaxbench.evaluator.common.schema import short_error
     from jaxbench.evaluator.sandbox.guards import SandboxViolation
 
     if isinstance(exc, SandboxViolation):
@@ -247,7 +246,7 @@ def _fail(outbox: Outbox, job: dict[str, Any], exc: BaseException, status: str, 
 
 def _save_outputs(outbox: Outbox, runs: list[tuple[str, list[int], Any]]) -> None:
     """Outputs of untrusted runs (probe / fallback) for the parent, which validates them."""
-    from jaxbench.evaluator.arrays import pack
+    from jaxbench.evaluator.common.arrays import pack
 
     data, layout = pack(runs)
     outbox.write(PROBE, data)
@@ -332,8 +331,8 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     import jax
 
     from jaxbench import compat
-    from jaxbench.evaluator.judge import exporting
-    from jaxbench.evaluator.result import short_error
+    from jaxbench.evaluator.common import jaxprs
+    from jaxbench.evaluator.common.schema import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU, short_error
     from jaxbench.evaluator.sandbox import guards, integrity
     from jaxbench.evaluator.sandbox.chip import as_chip
     from jaxbench.evaluator.sandbox.handover import dumps
@@ -356,14 +355,14 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     _preload_libraries(job["source"])
     # Everything called after candidate code has run is bound now, before it loads.
     make_jaxpr, jit, block = jax.make_jaxpr, jax.jit, jax.block_until_ready
-    with_interpret, jaxpr_as_fun = exporting.with_interpret, \
+    with_interpret, jaxpr_as_fun = jaxprs.with_interpret, \
         compat.jaxpr_as_fun
     import _signal  # the C functions: the guards replace the Python-level ones
 
     bound = {"signal": signal, "seal": guards.seal, "gc": gc, "setitimer": _signal.setitimer,
              "getsignal": _signal.getsignal, "set_handler": _signal.signal}
-    kind = job.get("tpu_device_kind", exporting.CROSS_LOWERING_TPU)
-    gpu_kind = job.get("gpu_device_kind", exporting.CROSS_LOWERING_GPU)
+    kind = job.get("tpu_device_kind", CROSS_LOWERING_TPU)
+    gpu_kind = job.get("gpu_device_kind", CROSS_LOWERING_GPU)
     chip = (lambda: as_chip("tpu", kind)) if target == "tpu" else (lambda: as_chip("cuda", gpu_kind))
     outbox.flush()
     guards.disarm_unaudited()
@@ -388,7 +387,7 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     def scanned_for_debug(trace: Any, outbox: Outbox) -> bool:
         """A debug run executes the trace here: only with a kernel in it, and no host callback
         but ``jax.debug.print``'s (the judge applies the rules to every other evaluation)."""
-        found = exporting.scan(trace)
+        found = jaxprs.scan(trace)
         if found.callbacks and set(found.callbacks) != {"debug_callback"}:
             outbox.fail("rejected", "trace", f"host callback ({', '.join(sorted(set(found.callbacks)))}) "
                         "in the kernel: all work must run on the device")

@@ -2,7 +2,7 @@
 
 Starting a tracer from scratch costs about a second of CPU, most of it importing JAX, Pallas
 and the task modules; on a small host that competes with the evaluation in flight. The pool
-(:mod:`jaxbench.evaluator.pool`) starts this process once, with the tracers' environment, and
+(:mod:`jaxbench.evaluator.parent.pool`) starts this process once, with the tracers' environment, and
 asks it for each tracer over a Unix socket; the child of each fork runs
 :func:`jaxbench.evaluator.sandbox.tracer.main` from its isolation step on (namespaces, hiding
 the host, Landlock), exactly as a tracer started as a command does after its imports.

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.result import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
+from jaxbench.evaluator.common.procs import group_rss_bytes, kill_group
+from jaxbench.evaluator.common.schema import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
 
 # The end of a worker's stdout/stderr that the parent keeps (untrusted text).
 LOG_TAIL_BYTES = 8192
@@ -464,46 +465,6 @@ def _dir_over(path: Path, max_bytes: int, max_entries: int) -> str:
     return ""
 
 
-def die_with_parent() -> bool:
-    """In a child: SIGKILL when the parent dies (Linux ``PR_SET_PDEATHSIG``; it fires when the
-    *thread* that started the child exits, so pools start children from one long-lived
-    thread). False where the OS cannot."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return False
-
-
-def kill_group(proc: Any) -> None:
-    """SIGKILL to a process's whole group (it was started in a session of its own), reaped."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
-
-
-def group_rss_bytes(pgid: int) -> int:
-    """Resident memory of every process in a process group (Linux /proc)."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:  # field 5 (pgrp), after state and ppid
-                continue
-            with open(f"/proc/{entry}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
-
-
 # Variables a tracer keeps from the parent's environment (everything else, API keys included,
 # stays behind).
 _TRACER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRTUAL_ENV",
@@ -516,7 +477,7 @@ def tracer_env() -> dict[str, str]:
     env.update(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="", TPU_VISIBLE_CHIPS="",
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONDONTWRITEBYTECODE="1", JAX_ENABLE_COMPILATION_CACHE="false",
-               # it compiles only for the host CPU, for checks (evaluator/result.py)
+               # it compiles only for the host CPU, for checks (evaluator/common/schema.py)
                XLA_FLAGS=CPU_CHECK_XLA_FLAGS,
                TF_CPP_MIN_LOG_LEVEL=env.get("TF_CPP_MIN_LOG_LEVEL", "3"))
     return env

@@ -1,5 +1,5 @@
-"""One evaluation's settings, shared by the parent (:mod:`jaxbench.evaluator.parent`) and the
-readers of what the untrusted side left (:mod:`jaxbench.evaluator.untrusted`)."""
+"""One evaluation's settings, shared by the parent (:mod:`jaxbench.evaluator.parent.evaluator`) and the
+readers of what the untrusted side left (:mod:`jaxbench.evaluator.parent.untrusted`)."""
 
 from __future__ import annotations
 

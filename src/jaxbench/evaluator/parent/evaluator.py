@@ -1,9 +1,9 @@
 """The parent's protocol: one candidate kernel through the staged protocol, across a trust
 boundary (the package's docstring, :mod:`jaxbench.evaluator`, tells the whole story).
 
-:class:`Evaluator` owns the warm untrusted tracers (:mod:`jaxbench.evaluator.pool`), the warm
-trusted runners (:mod:`jaxbench.evaluator.judge.client`) and the ground-truth cache; it builds
-the tracer's job, reads back what the tracer left (:mod:`jaxbench.evaluator.untrusted`), sends
+:class:`Evaluator` owns the warm untrusted tracers (:mod:`jaxbench.evaluator.parent.pool`), the warm
+trusted runners (:mod:`jaxbench.evaluator.parent.judge_client`) and the ground-truth cache; it builds
+the tracer's job, reads back what the tracer left (:mod:`jaxbench.evaluator.parent.untrusted`), sends
 the exports to the judge, compares the judge's outputs with the float32 truth and computes every
 figure. Also here: the chip a job is lowered for, what `lower` proved (``lowering_fidelity``),
 the Triton compile step, and the Ctrl-C helper :func:`kill_children`.
@@ -15,7 +15,6 @@ import contextlib
 import math
 import os
 import secrets
-import signal
 import tempfile
 import threading
 import time
@@ -33,20 +32,21 @@ from jaxbench.backends.chips import (
     resolve_chip,
 )
 from jaxbench.backends.peaks import peak_for, roofline_fraction
-from jaxbench.evaluator.arrays import MalformedOutputs, unpack
-from jaxbench.evaluator.case import Case
-from jaxbench.evaluator.compare import GroundTruth, check_outputs, derive_keys
-from jaxbench.evaluator.judge.client import RunnerOutcome, RunnerPool
-from jaxbench.evaluator.lease import DeviceLease
-from jaxbench.evaluator.pool import WorkerPool, remove_tree
-from jaxbench.evaluator.result import (
+from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
+from jaxbench.evaluator.common.procs import kill_children
+from jaxbench.evaluator.common.schema import (
     RULES,
     STAGES,
     STATUSES,
     StageFailure,
     new_result,
 )
-from jaxbench.evaluator.static import (
+from jaxbench.evaluator.judge.compare import GroundTruth, check_outputs, derive_keys
+from jaxbench.evaluator.parent.case import Case
+from jaxbench.evaluator.parent.judge_client import RunnerOutcome, RunnerPool
+from jaxbench.evaluator.parent.lease import DeviceLease
+from jaxbench.evaluator.parent.pool import WorkerPool, remove_tree
+from jaxbench.evaluator.parent.static import (
     MISMATCH_HINT,
     check_source,
     declared_target,
@@ -54,8 +54,8 @@ from jaxbench.evaluator.static import (
     preloaded,
     wrong_target_hint,
 )
-from jaxbench.evaluator.timeouts import default_timeout
-from jaxbench.evaluator.untrusted import (
+from jaxbench.evaluator.parent.timeouts import default_timeout
+from jaxbench.evaluator.parent.untrusted import (
     HANDOVER,
     MAX_HANDOVER_BYTES,
     keep_untrusted_text,
@@ -99,7 +99,7 @@ class Evaluator:
     ``evaluate`` may be called from many threads at once: each call gets its own tracer and
     trusted runner, so tracing, exporting, compiling and checking of different candidates
     overlap on the host's cores. On a device, timing is the one part that is serialized:
-    the runners share :attr:`lease` (:mod:`jaxbench.evaluator.lease`), which a runner holds
+    the runners share :attr:`lease` (:mod:`jaxbench.evaluator.parent.lease`), which a runner holds
     exclusively while it times, so no timing overlaps another candidate's compile, check or
     timing. A TPU is opened by one process at a time, so there the trusted runs themselves
     go one at a time (tracing still overlaps them).
@@ -393,7 +393,7 @@ class Evaluator:
         self._compare(result, case, outputs, judged, bool(response.get("tpu_interpreter_race")),
                       truths)
         if response.get("timing"):
-            from jaxbench.evaluator.timing import summarize
+            from jaxbench.evaluator.judge.timing import summarize
 
             try:
                 figures = summarize(response["timing"])
@@ -465,7 +465,7 @@ class Evaluator:
 
     @staticmethod
     def _save_artifacts(result: dict[str, Any], response: dict[str, Any], directory: Path) -> None:
-        from jaxbench.evaluator.artifacts import write_artifacts
+        from jaxbench.evaluator.common.artifacts import write_artifacts
 
         # the jaxpr the judge read and lowered, and its kernels' IR as the judge lowered them
         data = {"jaxpr": response.get("jaxpr"), "kernel_ir": response.get("kernel_ir")}
@@ -703,38 +703,6 @@ def _runner_verdict(outcome: RunnerOutcome, case: Case,
                            response.get("stage", "correct"), response.get("message", ""),
                            rule=rule if rule in RULES else None)
     return response
-
-
-def kill_children() -> int:
-    """SIGKILL to every child process of this one, with its process group (tracers and runners
-    lead their own groups); returns how many were signalled. Children are not reaped here:
-    their owners wait for them."""
-    me, killed = os.getpid(), 0
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return 0
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            ppid, pgrp = int(fields[1]), int(fields[2])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid != me:
-            continue
-        pid = int(entry)
-        try:
-            if pgrp == pid:
-                os.killpg(pid, signal.SIGKILL)
-            else:
-                os.kill(pid, signal.SIGKILL)
-            killed += 1
-        except (ProcessLookupError, PermissionError):
-            pass
-    return killed
 
 
 def evaluate(source_or_path: str | os.PathLike[str], task_id: str, **options: Any) -> dict[str, Any]:

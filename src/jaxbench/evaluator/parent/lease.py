@@ -8,7 +8,7 @@ every shared holder has let go, and while it waits no new shared holder gets in,
 timing never overlaps another candidate's compile or check on the same device, nor
 another timing. Shared work of many candidates overlaps freely.
 
-The parent holds the lease on a runner's behalf (:meth:`jaxbench.evaluator.judge.client
+The parent holds the lease on a runner's behalf (:meth:`jaxbench.evaluator.parent.judge_client
 .Runner.request`): the runner says when it moves to timing and back, and waits for the
 parent's go.
 """

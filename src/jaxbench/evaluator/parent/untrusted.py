@@ -3,7 +3,7 @@ follow no links, a JSON parser bounded in nesting, printable text, the status an
 the verdict its status and its death give, and the stage it was in when it stopped.
 
 Everything here is the parent's (trusted) code; nothing here imports candidate code or the
-parent module (:mod:`jaxbench.evaluator.parent` imports this one).
+parent module (:mod:`jaxbench.evaluator.parent.evaluator` imports this one).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.arrays import MalformedOutputs, unpack
-from jaxbench.evaluator.case import Case
-from jaxbench.evaluator.pool import WorkerOutcome
-from jaxbench.evaluator.result import SEALED_EXIT, STAGES, STATUSES, StageFailure
+from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
+from jaxbench.evaluator.common.schema import SEALED_EXIT, STAGES, STATUSES, StageFailure
+from jaxbench.evaluator.parent.case import Case
+from jaxbench.evaluator.parent.pool import WorkerOutcome
 
 # Caps on what is read back from the untrusted side.
 MAX_STATUS_BYTES = 1 << 20

@@ -20,7 +20,7 @@ import ast
 import re
 import threading
 
-from jaxbench.evaluator.result import StageFailure
+from jaxbench.evaluator.common.schema import StageFailure
 
 ALLOWED_IMPORT_ROOTS = frozenset({
     "jax", "numpy", "ml_dtypes", "math", "functools", "itertools", "typing",

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.lease import EXCLUSIVE, SHARED, DeviceLease
-from jaxbench.evaluator.pool import group_rss_bytes, kill_group, worker_env
+from jaxbench.evaluator.common.procs import group_rss_bytes, kill_group
+from jaxbench.evaluator.parent.lease import EXCLUSIVE, SHARED, DeviceLease
+from jaxbench.evaluator.parent.pool import worker_env
 
 
 @dataclass

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from jaxbench.evaluator.timeouts import seed_seconds
+from jaxbench.evaluator.parent.timeouts import seed_seconds
 
 STARTUP_S = 4.0  # tracer and runner start-up, tracing, lowering: not proportional to work
 UNMEASURED_S = 10.0  # a task without a measured seed time

@@ -1,0 +1,6 @@
+"""The parent: the process that calls the evaluator. It never runs candidate code and never
+reads candidate objects. It holds the :class:`~jaxbench.evaluator.parent.evaluator.Evaluator`
+(the pools, the trusted runners, the float32 truths, the device lease), walks each
+evaluation's phases (:mod:`~jaxbench.evaluator.parent.evaluation`), applies the static policy
+(``static``), believes of the tracer only its failures (``untrusted``), talks to the trusted
+runners (``judge_client``) and derives the verdict (``verdict``, a pure function)."""
