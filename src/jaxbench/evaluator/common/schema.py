@@ -280,6 +280,54 @@ class StageFailure(Exception):
         return Failure(self.status, self.stage, self.rule, self.message)
 
 
+class Finding(str):
+    """A rule's finding: its text (a ``str``, as messages quote it) with the rule code that
+    decided it, so a problem passed on as text keeps its code (slicing it gives plain text)."""
+
+    rule: Rule
+
+    def __new__(cls, text: str, rule: Rule | str) -> Finding:
+        obj = super().__new__(cls, text)
+        obj.rule = Rule(rule)
+        return obj
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """One evaluation's options, the same object from the CLI (or any caller) through the run's
+    executor to :meth:`jaxbench.evaluator.Evaluator.evaluate` (docs/design.md, "Settings").
+    ``None`` means the default that depends on the kernel or the task (its declared TARGET,
+    the task's measured time limit, the suite's chip)."""
+
+    target: str | None = None
+    mode: str = "auto"
+    size: str = "small"
+    trials: int = 3
+    timeout_s: float | None = None
+    memory_gb: float = 8.0
+    tpu_interpret: bool = True
+    max_outside_flops_fraction: float = 0.1
+    timing: tuple[tuple[str, Any], ...] = ()  # device timing options, as (name, value) pairs
+    save_ir: str | None = None  # a directory for the IR and analyses
+    debug: bool = False
+    chip: str | None = None
+
+    def replace(self, **changes: Any) -> Settings:
+        if isinstance(changes.get("timing"), dict):
+            changes["timing"] = tuple(sorted(changes["timing"].items()))
+        if changes.get("save_ir") is not None:
+            changes["save_ir"] = str(changes["save_ir"])
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def of(cls, **options: Any) -> Settings:
+        """From keyword options (the names of the fields); an unknown name is a TypeError."""
+        return cls().replace(**options)
+
+    def timing_options(self) -> dict[str, Any]:
+        return dict(self.timing)
+
+
 class RecordError(ValueError):
     """A message between processes that does not fit its record."""
 
