@@ -1,19 +1,37 @@
-"""Shared fixtures: CPU-only JAX, one warm evaluator per test session."""
+"""Shared fixtures: CPU-only JAX, one warm evaluator per test session.
+
+Importing this file changes nothing in the process: the suite's environment is set by
+:func:`pytest_configure`. The quick tier (`pytest -m quick`) is declared on the tests
+themselves (``pytestmark = pytest.mark.quick`` or ``@pytest.mark.quick``; docs/development.md).
+"""
 
 import os
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-# Triton's compiler (the optional `triton` extra) adds seconds to every GPU evaluation: off for
-# the suite, on in tests/test_triton_compile.py.
-os.environ.setdefault("JAXBENCH_TRITON_COMPILE", "0")
-# This process checks on the host CPU only, like the tracers and the CPU-only runner, which
-# the evaluator starts with this flag itself (evaluator/common/schema.py): the many small programs a
-# test compiles and runs once compile faster unoptimized; numerics stay IEEE.
-if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_backend_optimization_level=0").strip()
+import pytest
 
-import pytest  # noqa: E402
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    """Sets the suite's environment: CPU-only JAX, Triton's compiler off, unoptimized XLA.
+
+    JAX reads JAX_PLATFORMS and XLA_FLAGS once, when it is first imported and its backend
+    starts, so they must be set before that: pytest calls this hook (first among the
+    configure hooks) after loading the plugins and this file, none of which imports JAX, and
+    before collection imports the test modules, which do. Here rather than at import time so
+    that importing the conftest has no side effects; the subprocesses tests start inherit the
+    variables. A value the caller set is kept (an empty JAX_PLATFORMS counts as unset, as JAX
+    counts it)."""
+    if not os.environ.get("JAX_PLATFORMS"):
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    # Triton's compiler (the optional `triton` extra) adds seconds to every GPU evaluation:
+    # off for the suite, on in tests/test_triton_compile.py.
+    os.environ.setdefault("JAXBENCH_TRITON_COMPILE", "0")
+    # This process checks on the host CPU only, like the tracers and the CPU-only runner, which
+    # the evaluator starts with this flag itself (evaluator/common/schema.py): the many small
+    # programs a test compiles and runs once compile faster unoptimized; numerics stay IEEE.
+    if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                                   + " --xla_backend_optimization_level=0").strip()
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +49,7 @@ def seven_stage_matmul(tmp_path):
     allocates 196,608 bytes for sm_80)."""
     from pathlib import Path
 
-    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/pallasbench/n08_matmul/seed_gpu.py"
+    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/pallasbench/l1_matmul/seed_gpu.py"
     text = seed.read_text()
     assert text.count("num_stages=3") == 1, "update the fixture to the seed's compiler params"
     path = tmp_path / "gpu_matmul_seven_stages.py"
@@ -39,31 +57,11 @@ def seven_stage_matmul(tmp_path):
     return path
 
 
-# The quick tier (`pytest -m quick`, about a minute on 2 cores): the static policy, the
-# judge's rules and budgets, the integrity check, the metrics and the comparison, the CLI's
-# output contracts and exit codes, one seed per target through the whole evaluator, and the
-# messages a newcomer reads. Node-id prefixes; the full suite is what CI runs.
-QUICK = (
-    "tests/test_static.py::", "tests/test_structure.py::", "tests/test_rules_budget.py::",
-    "tests/test_budgets.py::", "tests/test_integrity.py::", "tests/test_metrics.py::",
-    "tests/test_compare.py::", "tests/test_messages.py::", "tests/test_architecture.py::",
-    "tests/test_documented_commands.py::",
-    "tests/test_cli.py::test_tasks_json_lists_known_tasks",
-    "tests/test_cli.py::test_tasks_table_shows_the_size_asked_for",
-    "tests/test_cli.py::test_eval_json_is_one_object_and_exit_0_when_correct",
-    "tests/test_cli.py::test_eval_exit_1_for_a_wrong_kernel",
-    "tests/test_seeds.py::test_shipped_kernel_is_correct_in_interpret_mode[12p_rmsnorm-seed_",
-)
-
 
 def pytest_collection_modifyitems(config, items):
-    """Marks the quick tier (``QUICK``). The mutation checks (tests/mutations/, marker
-    `mutation`) each start a pytest process on a mutated copy of the package: minutes in all.
-    They run when asked for with ``-m`` (CI runs ``-m mutation`` as a second step, .ci/run)
-    and are left out of a plain run."""
-    for item in items:
-        if item.nodeid.startswith(QUICK):
-            item.add_marker(pytest.mark.quick)
+    """The mutation checks (tests/mutations/, marker `mutation`) each start a pytest process on
+    a mutated copy of the package: minutes in all. They run when asked for with ``-m`` (CI
+    runs ``-m mutation`` as a second step, .ci/run) and are left out of a plain run."""
     if "mutation" in (config.getoption("markexpr") or ""):
         return
     kept = [item for item in items if item.get_closest_marker("mutation") is None]

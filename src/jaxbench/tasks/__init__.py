@@ -1,25 +1,29 @@
-"""Task registry: every ``tasks/<suite>/<folder>/task.py`` that defines ``TASK``, and the
+"""Task registry: every ``tasks/<suite>/<task id>/task.py`` that defines ``TASK``, and the
 task files a command was given (``--task-file my_task.py``).
 
-Adding a task is adding a folder; no other file changes. A task file is a user's own task
-outside the package, in the same form as a shipped ``task.py``; :func:`load_task_file`
-registers it in the process that loads it. It is the user's own code and runs where
-references run: in the command's process and in the trusted runner, which is handed its
-path (and the SHA-256 of the text the command loaded) with each request. The sandboxed
-tracer, which runs candidate code, never loads one: it gets input shapes only.
+Adding a task is adding a folder named as its ID; no other file changes. Task IDs such as
+``12p_rmsnorm`` are not Python identifiers, so a task folder is no package: its ``task.py`` is
+loaded from its path (:func:`_load_module`, as a task file is), as the module
+``jaxbench.tasks.<suite>._<task id>.task``.
+
+A task file is a user's own task outside the package, in the same form as a shipped
+``task.py``; :func:`load_task_file` registers it in the process that loads it. It is the
+user's own code and runs where references run: in the command's process and in the trusted
+runner, which is handed its path (and the SHA-256 of the text the command loaded) with each
+request. The sandboxed tracer, which runs candidate code, never loads one: it gets input
+shapes only.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import importlib.util
-import pkgutil
 import re
 import sys
 import threading
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 
 from jaxbench.tasks.spec import Task
 
@@ -43,16 +47,40 @@ def _sort_key(task: Task) -> tuple[str, int, str]:
     return (task.suite, int(number), task.id)
 
 
+def _load_module(name: str, path: Path) -> ModuleType:
+    """Executes the Python file ``path`` as the module ``name``, registered in ``sys.modules``
+    first (dataclasses, pickling and ``inspect`` find a module by its name) and removed again
+    when the file fails. The file's own exception propagates."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _shipped_module_name(suite: str, folder: str) -> str:
+    """The stable, unique module name of a shipped ``task.py``: its folder is its task ID,
+    which may start with a digit, hence the ``_`` (``jaxbench.tasks.jaxbench._12p_rmsnorm.task``)."""
+    return f"jaxbench.tasks.{suite}._{folder}.task"
+
+
 @cache
 def _registry() -> dict[str, Task]:
     tasks: dict[str, Task] = {}
     for suite_dir in sorted(p for p in _ROOT.iterdir() if (p / "__init__.py").exists()):
-        for info in pkgutil.iter_modules([str(suite_dir)]):
-            folder = suite_dir / info.name
-            if not info.ispkg or not (folder / "task.py").exists():
-                continue
-            module = importlib.import_module(f"jaxbench.tasks.{suite_dir.name}.{info.name}.task")
+        for folder in sorted(p for p in suite_dir.iterdir() if (p / "task.py").is_file()):
+            module = _load_module(_shipped_module_name(suite_dir.name, folder.name),
+                                  folder / "task.py")
             task: Task = module.TASK
+            if task.id != folder.name:
+                raise RuntimeError(f"task {task.id} is in the folder {folder}: a task's folder "
+                                   "is named as its ID")
             task.folder = folder
             task.suite = suite_dir.name
             if not task.description:
@@ -140,15 +168,11 @@ def load_task_file(path: str | Path, sha256: str | None = None) -> Task:
             if where == str(resolved) and known == digest:
                 return task
         name = f"jaxbench.tasks._file_{digest[:16]}"
-        spec = importlib.util.spec_from_file_location(name, resolved)
-        if spec is None or spec.loader is None:
+        if importlib.util.spec_from_file_location(name, resolved) is None:
             raise TaskFileError(f"task file {resolved} is not a Python file")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # the reference's helpers are found through it (prompts)
-        try:
-            spec.loader.exec_module(module)
+        try:  # registered as `name`: the reference's helpers are found through it (prompts)
+            module = _load_module(name, resolved)
         except Exception as exc:  # noqa: BLE001 - the user's code: any error is a message
-            sys.modules.pop(name, None)
             line = ""
             tb = exc.__traceback__
             while tb is not None:

@@ -1,6 +1,7 @@
 """PallasBench: 45 float32 tasks in three levels (L1 single ops, L2 fused patterns, L3 blocks).
 
-Folders are ``nNN_<name>`` (NN = catalogue number); task IDs are ``l<level>_<name>``.
+Task IDs are ``l<level>_<name>``, each task's folder named as its ID; the catalogue number
+(the suite's order) is ``meta["number"]``.
 Each task ships ``seed_tpu.py`` (the original TPU-style kernel: large blocks) and
 ``seed_gpu.py`` (the port to the Pallas Triton backend: power-of-two 2-D tiles of at most
 2^20 elements, masked or padded edges, loops over K inside the kernel).
