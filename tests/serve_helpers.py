@@ -13,8 +13,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = REPO / "src/jaxbench/tasks/jaxbench"
-NORM_SEED = TASKS / "p12_rmsnorm/seed_tpu.py"
-GEMM_SEED = TASKS / "p08_gemm/seed_tpu.py"
+NORM_SEED = TASKS / "12p_rmsnorm/seed_tpu.py"
+GEMM_SEED = TASKS / "8p_gemm/seed_tpu.py"
 ADVERSARIAL = REPO / "tests/adversarial/kernels"
 
 

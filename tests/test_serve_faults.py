@@ -20,7 +20,7 @@ pytest.importorskip("httpx")
 from serve_helpers import NORM_SEED, TASKS, Server, evaluations_of, events, variant  # noqa: E402
 
 NORM = "12p_rmsnorm"
-FLASH_SEED = TASKS / "p01_flash_attention/seed_tpu.py"
+FLASH_SEED = TASKS / "1p_flash_attention/seed_tpu.py"
 
 
 def descendants(pid: int) -> list[int]:

@@ -26,8 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jaxbench.serve import prompts
 from jaxbench.serve.auth import Authenticator, Principal
-from jaxbench.serve.service import Request as EvalRequest
-from jaxbench.serve.service import ServeError, Service
+from jaxbench.serve.config import Request as EvalRequest
+from jaxbench.serve.config import ServeError
+from jaxbench.serve.service import Service
 
 OPEN_PATHS = frozenset({"/v1/health", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect",
                         "/redoc"})
@@ -208,7 +209,26 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
     ``openenv-core`` is installed."""
     bearer = HTTPBearer(auto_error=False, description="A token of the service's tokens file")
     limit = max_body_bytes or max(1 << 20, 2 * service.config.max_source_bytes + (64 << 10))
+    app = FastAPI(title="jaxbench judge", version="1", lifespan=_lifespan(service, manage_service),
+                  description="Pallas kernels judged by jaxbench's evaluator: submit kernels, "
+                              "read and stream verdicts and rewards (docs/serve.md).")
+    app.add_middleware(Guard, auth=auth, max_body_bytes=limit, on_refusal=service.metrics.refusal)
+    secured = [Security(bearer)]
+    _add_error_handlers(app, service)
+    _add_service_routes(app, service)
+    _add_task_routes(app, secured)
+    _add_submission_routes(app, service, secured)
+    _add_stream_routes(app, service, secured)
+    if openenv:
+        from jaxbench.serve import environment
 
+        mounted = environment.mount(app, service)
+        app.state.openenv = mounted
+    return app
+
+
+def _lifespan(service: Service, manage_service: bool) -> Callable[[FastAPI], Any]:
+    """The app's lifespan: starts and stops ``service`` when the app manages it."""
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if manage_service:
@@ -219,12 +239,11 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
             if manage_service:
                 await run_in_threadpool(service.stop)
 
-    app = FastAPI(title="jaxbench judge", version="1", lifespan=lifespan,
-                  description="Pallas kernels judged by jaxbench's evaluator: submit kernels, "
-                              "read and stream verdicts and rewards (docs/serve.md).")
-    app.add_middleware(Guard, auth=auth, max_body_bytes=limit, on_refusal=service.metrics.refusal)
-    secured = [Security(bearer)]
+    return lifespan
 
+
+def _add_error_handlers(app: FastAPI, service: Service) -> None:
+    """Refusals (ServeError) and invalid requests answer ``{"detail": ...}``, counted."""
     @app.exception_handler(ServeError)
     async def serve_error(request: Request, exc: ServeError) -> JSONResponse:
         if exc.status in (401, 404, 409, 413, 422):
@@ -244,9 +263,15 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
         return JSONResponse({"detail": shown, "errors": json.loads(json.dumps(errors[:10], default=str))},
                             status_code=422)
 
-    def principal_of(request: Request) -> Principal:
-        return request.scope.get("state", {}).get("principal") or Principal("anonymous")
 
+def principal_of(request: Request) -> Principal:
+    """The caller the guard authenticated (anonymous when the service has no tokens)."""
+    return request.scope.get("state", {}).get("principal") or Principal("anonymous")
+
+
+# -- the service's own routes: health and metrics (open) -------------------------------------------
+
+def _add_service_routes(app: FastAPI, service: Service) -> None:
     @app.get("/v1/health", tags=["service"])
     async def health() -> dict[str, Any]:
         return {"status": "ok", **service.status(), "latency": service.metrics.latency_quantiles()}
@@ -256,39 +281,21 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
         return PlainTextResponse(service.render_metrics(),
                                  media_type="text/plain; version=0.0.4; charset=utf-8")
 
+
+# -- the tasks: listing, prompts, seed kernels -----------------------------------------------------
+
+def _add_task_routes(app: FastAPI, secured: list[Any]) -> None:
     @app.get("/v1/tasks", tags=["tasks"], dependencies=secured)
     async def list_tasks(suite: str | None = None, prompts_: bool = Query(False, alias="prompts"),
                          target: Literal["tpu", "gpu"] = "tpu", size: str = "small",
                          mode: Literal["interpret", "device"] = "interpret") -> list[dict[str, Any]]:
-        def build() -> list[dict[str, Any]]:
-            try:
-                found = prompts.tasks(suite)
-            except KeyError as exc:
-                raise ServeError(422, str(exc).strip("'\"")) from None
-            out = []
-            for task in found:
-                entry = prompts.task_summary(task)
-                if prompts_ and size in task.sizes:
-                    entry["prompt"] = prompts.task_prompt(task.id, target, size, mode)
-                out.append(entry)
-            return out
-        return await run_in_threadpool(build)
+        return await run_in_threadpool(_task_list, suite, prompts_, target, size, mode)
 
     @app.get("/v1/tasks/{task_id}", tags=["tasks"], dependencies=secured)
     async def get_task(task_id: str, target: Literal["tpu", "gpu"] = "tpu", size: str = "small",
                        mode: Literal["interpret", "device"] = "interpret",
                        prompt_mode: str = "default") -> dict[str, Any]:
-        def build() -> dict[str, Any]:
-            try:
-                from jaxbench.tasks import get_task as lookup
-
-                entry = prompts.task_summary(lookup(task_id))
-                entry["prompt"] = prompts.task_prompt(task_id, target, size, mode, prompt_mode)
-            except (KeyError, ValueError) as exc:
-                status = 404 if "unknown task" in str(exc) else 422
-                raise ServeError(status, str(exc).strip("'\"")) from None
-            return entry
-        return await run_in_threadpool(build)
+        return await run_in_threadpool(_task_entry, task_id, target, size, mode, prompt_mode)
 
     @app.get("/v1/tasks/{task_id}/seed", tags=["tasks"], dependencies=secured,
              response_class=PlainTextResponse)
@@ -301,10 +308,66 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
             raise ServeError(404, f"{task_id} ships no {target} seed kernel")
         return PlainTextResponse(source, media_type="text/x-python")
 
-    async def wait_all(ids: list[str], wait: float) -> None:
-        if wait > 0:
-            await asyncio.gather(*(service.wait(i, min(wait, MAX_WAIT_S)) for i in ids))
 
+def _task_list(suite: str | None, with_prompts: bool, target: str, size: str,
+               mode: str) -> list[dict[str, Any]]:
+    try:
+        found = prompts.tasks(suite)
+    except KeyError as exc:
+        raise ServeError(422, str(exc).strip("'\"")) from None
+    out = []
+    for task in found:
+        entry = prompts.task_summary(task)
+        if with_prompts and size in task.sizes:
+            entry["prompt"] = prompts.task_prompt(task.id, target, size, mode)
+        out.append(entry)
+    return out
+
+
+def _task_entry(task_id: str, target: str, size: str, mode: str, prompt_mode: str) -> dict[str, Any]:
+    """A task's summary and prompt: 404 for an unknown task, 422 for unknown settings."""
+    from jaxbench.tasks import UnknownTaskError
+    from jaxbench.tasks import get_task as lookup
+
+    try:
+        entry = prompts.task_summary(lookup(task_id))
+        entry["prompt"] = prompts.task_prompt(task_id, target, size, mode, prompt_mode)
+    except (KeyError, ValueError) as exc:
+        status = 404 if isinstance(exc, UnknownTaskError) else 422
+        raise ServeError(status, str(exc).strip("'\"")) from None
+    return entry
+
+
+# -- submitting and reading submissions and batches ------------------------------------------------
+
+def _submission_view(service: Service, sub_id: str, principal: Principal) -> dict[str, Any]:
+    return SubmissionOut(**service.get(sub_id, principal)).model_dump(exclude_none=True)
+
+
+def _batch_view(service: Service, batch: str, ids: list[str], principal: Principal) -> dict[str, Any]:
+    subs = [_submission_view(service, i, principal) for i in ids]
+    return {"batch": batch, "done": all(s["state"] in ("done", "failed") for s in subs),
+            "submissions": subs}
+
+
+async def _wait_all(service: Service, ids: list[str], wait: float) -> None:
+    if wait > 0:
+        await asyncio.gather(*(service.wait(i, min(wait, MAX_WAIT_S)) for i in ids))
+
+
+def _batch_requests(body: BatchIn) -> list[EvalRequest]:
+    """A batch's items as requests, the batch's fields filling what an item leaves unset."""
+    shared = body.model_dump(exclude={"items", "id"})
+    requests = []
+    for index, item in enumerate(body.items):
+        fields = {**shared, **{k: v for k, v in item.model_dump().items() if v is not None}}
+        if not fields.get("task"):
+            raise ServeError(422, f"items.{index}: no task (set the batch's or the item's)")
+        requests.append(EvalRequest(**fields))
+    return requests
+
+
+def _add_submission_routes(app: FastAPI, service: Service, secured: list[Any]) -> None:
     @app.post("/v1/submissions", tags=["submissions"], dependencies=secured, status_code=202,
               response_model=SubmissionOut, response_model_exclude_none=True,
               responses={200: {"description": "already known (a retry) or answered from the cache"}})
@@ -317,7 +380,7 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
         if key and not fields.get("id"):
             fields["id"] = key
         _, views = await run_in_threadpool(service.submit, [EvalRequest(**fields)], principal)
-        await wait_all([views[0]["id"]], wait)
+        await _wait_all(service, [views[0]["id"]], wait)
         view = service.get(views[0]["id"], principal)
         if views[0].get("duplicate"):
             view["duplicate"] = True
@@ -329,22 +392,11 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
     async def submit_batch(body: BatchIn, request: Request,
                            wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> JSONResponse:
         principal = principal_of(request)
-        shared = body.model_dump(exclude={"items", "id"})
-        requests = []
-        for index, item in enumerate(body.items):
-            fields = {**shared, **{k: v for k, v in item.model_dump().items() if v is not None}}
-            if not fields.get("task"):
-                raise ServeError(422, f"items.{index}: no task (set the batch's or the item's)")
-            requests.append(EvalRequest(**fields))
+        requests = _batch_requests(body)
         batch, views = await run_in_threadpool(service.submit, requests, principal, body.id, True)
         ids = [v["id"] for v in views]
-        await wait_all(ids, wait)
-        return JSONResponse(_batch_view(batch or "", ids, principal), status_code=202)
-
-    def _batch_view(batch: str, ids: list[str], principal: Principal) -> dict[str, Any]:
-        subs = [SubmissionOut(**service.get(i, principal)).model_dump(exclude_none=True) for i in ids]
-        return {"batch": batch, "done": all(s["state"] in ("done", "failed") for s in subs),
-                "submissions": subs}
+        await _wait_all(service, ids, wait)
+        return JSONResponse(_batch_view(service, batch or "", ids, principal), status_code=202)
 
     @app.get("/v1/submissions/{sub_id}", tags=["submissions"], dependencies=secured,
              response_model=SubmissionOut, response_model_exclude_none=True)
@@ -352,7 +404,7 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
                              wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> dict[str, Any]:
         principal = principal_of(request)
         service.get(sub_id, principal)
-        await wait_all([sub_id], wait)
+        await _wait_all(service, [sub_id], wait)
         return service.get(sub_id, principal)
 
     @app.get("/v1/batches/{batch_id}", tags=["submissions"], dependencies=secured,
@@ -361,58 +413,58 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
                         wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> dict[str, Any]:
         principal = principal_of(request)
         ids = service.batch(batch_id, principal)
-        await wait_all(ids, wait)
-        return _batch_view(batch_id, ids, principal)
+        await _wait_all(service, ids, wait)
+        return _batch_view(service, batch_id, ids, principal)
 
-    async def stream(ids: list[str], principal: Principal, timeout_s: float) -> AsyncIterator[bytes]:
-        deadline = time.monotonic() + timeout_s
-        pending = list(ids)
-        tasks = {asyncio.ensure_future(service.wait(i, timeout_s)): i for i in pending}
-        try:
-            while tasks:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                done, _ = await asyncio.wait(tasks, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-                for finished in done:
-                    sub_id = tasks.pop(finished)
-                    if service.finished(sub_id):
-                        view = SubmissionOut(**service.get(sub_id, principal)).model_dump(exclude_none=True)
-                        yield (json.dumps(view) + "\n").encode()
-                    else:  # woken without a verdict (its wait timed out): wait again
-                        tasks[asyncio.ensure_future(service.wait(sub_id, max(0.1, left)))] = sub_id
-        finally:
-            for task in tasks:
-                task.cancel()
-        for sub_id in tasks.values():  # out of time: their current state
-            view = SubmissionOut(**service.get(sub_id, principal)).model_dump(exclude_none=True)
-            yield (json.dumps(view) + "\n").encode()
 
-    ndjson = {200: {"content": {"application/x-ndjson": {}},
-                    "description": "One submission (as JSON) per line, as each finishes."}}
+# -- streaming verdicts as they come ---------------------------------------------------------------
 
+NDJSON = {200: {"content": {"application/x-ndjson": {}},
+                "description": "One submission (as JSON) per line, as each finishes."}}
+
+
+async def _stream(service: Service, ids: list[str], principal: Principal,
+                  timeout_s: float) -> AsyncIterator[bytes]:
+    """Each submission as a JSON line as it finishes; at ``timeout_s``, those left as they are."""
+    deadline = time.monotonic() + timeout_s
+    tasks = {asyncio.ensure_future(service.wait(i, timeout_s)): i for i in ids}
+    try:
+        while tasks:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            done, _ = await asyncio.wait(tasks, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            for finished in done:
+                sub_id = tasks.pop(finished)
+                if service.finished(sub_id):
+                    yield (json.dumps(_submission_view(service, sub_id, principal)) + "\n").encode()
+                else:  # woken without a verdict (its wait timed out): wait again
+                    tasks[asyncio.ensure_future(service.wait(sub_id, max(0.1, left)))] = sub_id
+    finally:
+        for task in tasks:
+            task.cancel()
+    for sub_id in tasks.values():  # out of time: their current state
+        yield (json.dumps(_submission_view(service, sub_id, principal)) + "\n").encode()
+
+
+def _add_stream_routes(app: FastAPI, service: Service, secured: list[Any]) -> None:
     @app.get("/v1/batches/{batch_id}/stream", tags=["submissions"], dependencies=secured,
-             responses=ndjson)
+             responses=NDJSON)
     async def stream_batch(batch_id: str, request: Request,
                            timeout: float = Query(3600.0, gt=0, le=86400)) -> StreamingResponse:
         principal = principal_of(request)
         ids = service.batch(batch_id, principal)
-        return StreamingResponse(stream(ids, principal, timeout), media_type="application/x-ndjson")
+        return StreamingResponse(_stream(service, ids, principal, timeout),
+                                 media_type="application/x-ndjson")
 
-    @app.get("/v1/stream", tags=["submissions"], dependencies=secured, responses=ndjson)
+    @app.get("/v1/stream", tags=["submissions"], dependencies=secured, responses=NDJSON)
     async def stream_ids(request: Request, ids: str = Query(description="Comma-separated ids."),
                          timeout: float = Query(3600.0, gt=0, le=86400)) -> StreamingResponse:
         principal = principal_of(request)
         wanted = [i for i in ids.split(",") if i]
         service.check_ids(wanted, principal)
-        return StreamingResponse(stream(wanted, principal, timeout), media_type="application/x-ndjson")
-
-    if openenv:
-        from jaxbench.serve import environment
-
-        mounted = environment.mount(app, service)
-        app.state.openenv = mounted
-    return app
+        return StreamingResponse(_stream(service, wanted, principal, timeout),
+                                 media_type="application/x-ndjson")
 
 
 __all__ = ["BatchIn", "BatchItem", "BatchOut", "Guard", "SubmissionIn", "SubmissionOut", "create_app"]

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jaxbench.agents.prompts import extract_code
+from jaxbench.evaluator.common.schema import Status
 from jaxbench.serve import prompts
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.rewards import INTERPRET_NOTE
@@ -153,7 +154,7 @@ if AVAILABLE:
             status = view.get("status") or view.get("state")
             if isinstance(value, (int, float)) and (state.best_reward is None or value > state.best_reward):
                 state.best_reward, state.best_status = float(value), status
-            done = status == "correct" or state.step_count >= state.max_steps
+            done = status == Status.CORRECT or state.step_count >= state.max_steps
             return JaxbenchObservation(
                 task=state.task, target=state.target, size=state.size, mode=view.get("mode"),
                 prompt=self._prompt, status=status,

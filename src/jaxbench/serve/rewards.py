@@ -21,26 +21,28 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.common.schema import STATUSES, Status
+
 INTERPRET_NOTE = ("interpret mode: no timing is measured, so the reward is for correctness only "
                   "(no speedup term)")
-# The statuses an evaluation can end with (docs/design.md); anything else gets `unknown`.
-STATUSES = ("correct", "incorrect", "no_pallas", "rejected", "compile_error", "runtime_error",
-            "timeout", "crashed", "unverified")
+# STATUSES (the schema's) are the statuses an evaluation can end with (docs/design.md); a status
+# the table does not know gets the `unknown` entry.
+UNKNOWN = "unknown"
 
 DEFAULT_STATUS_REWARDS: dict[str, float] = {
-    "incorrect": 0.0,
-    "compile_error": 0.0,
-    "runtime_error": 0.0,
-    "timeout": 0.0,
-    "crashed": 0.0,
-    "unverified": 0.0,  # nothing trusted ran it: never the correctness reward
-    "no_pallas": -0.5,  # plain JAX, not a kernel
-    "rejected": -1.0,  # gaming the check or escaping the sandbox
-    "unknown": 0.0,
+    Status.INCORRECT: 0.0,
+    Status.COMPILE_ERROR: 0.0,
+    Status.RUNTIME_ERROR: 0.0,
+    Status.TIMEOUT: 0.0,
+    Status.CRASHED: 0.0,
+    Status.UNVERIFIED: 0.0,  # nothing trusted ran it: never the correctness reward
+    Status.NO_PALLAS: -0.5,  # plain JAX, not a kernel
+    Status.REJECTED: -1.0,  # gaming the check or escaping the sandbox
+    UNKNOWN: 0.0,
 }
 
 
@@ -56,10 +58,10 @@ class RewardTable:
     speedup_cap: float = 3.0
 
     def __post_init__(self) -> None:
-        if "correct" in self.statuses:
+        if Status.CORRECT in self.statuses:
             raise ValueError("the reward table's statuses hold the other statuses; `correct` is "
                              "its own entry (correct)")
-        for name, value in {"correct": self.correct, **self.statuses,
+        for name, value in {Status.CORRECT: self.correct, **self.statuses,
                             "speedup_weight": self.speedup_weight}.items():
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                 raise ValueError(f"reward table: {name} must be a finite number, not {value!r}")
@@ -70,24 +72,23 @@ class RewardTable:
     def from_dict(cls, data: Mapping[str, Any]) -> RewardTable:
         """A table from JSON-like data: ``{"correct": 1, "statuses": {"rejected": -2}, ...}``;
         statuses not named keep their default."""
-        unknown = set(data) - {"correct", "statuses", "speedup_weight", "speedup_floor", "speedup_cap"}
+        unknown = set(data) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"reward table: unknown keys {sorted(unknown)}")
         statuses = dict(DEFAULT_STATUS_REWARDS)
         statuses.update(data.get("statuses") or {})
         base = cls()
         return replace(base, statuses=statuses,
-                       **{k: data[k] for k in ("correct", "speedup_weight", "speedup_floor",
-                                               "speedup_cap") if k in data})
+                       **{f.name: data[f.name] for f in fields(cls)
+                          if f.name != "statuses" and f.name in data})
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> RewardTable:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"correct": self.correct, "statuses": dict(self.statuses),
-                "speedup_weight": self.speedup_weight, "speedup_floor": self.speedup_floor,
-                "speedup_cap": self.speedup_cap}
+        return {f.name: dict(self.statuses) if f.name == "statuses" else getattr(self, f.name)
+                for f in fields(self)}
 
 
 DEFAULT_TABLE = RewardTable()
@@ -107,11 +108,11 @@ def reward(result: Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> dic
     is rewarded."""
     status = result.get("status")
     mode = result.get("mode")
-    is_correct = status == "correct" and not result.get("debug")
+    is_correct = status == Status.CORRECT and not result.get("debug")
     if is_correct:
         correctness = table.correct
     else:
-        key = status if isinstance(status, str) and status in table.statuses else "unknown"
+        key = status if isinstance(status, str) and status in table.statuses else UNKNOWN
         correctness = table.statuses.get(key, 0.0)
     speedup_term = 0.0
     basis = "correctness"

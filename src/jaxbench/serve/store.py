@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.common.schema import FIELD_TIME
 from jaxbench.runs import RunDir, event_source, read_events
 
 CONFIG = {"command": "serve"}  # a service's run directory: resumed by every restart
@@ -33,6 +34,16 @@ SUBMISSION, CACHED, FAILED = "serve_submission", "serve_cached", "serve_failed"
 # The request fields a submission's fingerprint covers: a retried id must repeat them.
 FINGERPRINT_FIELDS = ("task", "target", "size", "chip", "mode", "trials", "timeout_s",
                       "source_sha256")
+# The key RunDir.append stamps every event with (when it was written).
+WRITTEN = FIELD_TIME
+# What a verdict's event holds besides the evaluation's result.
+VERDICT_KEYS = frozenset({"type", WRITTEN, "submission", "principal", "job", "kind", "reward",
+                          "finished", "source_file"})
+
+
+def _finished(event: dict[str, Any]) -> Any:
+    """When an outcome's event says its submission finished (else when it was written)."""
+    return event.get("finished", event.get(WRITTEN))
 
 
 @dataclass
@@ -91,7 +102,7 @@ class Submission:
                    trials=event["trials"], timeout_s=event.get("timeout_s"),
                    source_sha256=event["source_sha256"], source_file=event["source_file"],
                    fingerprint=event["fingerprint"], batch=event.get("batch"),
-                   created=event.get("created", event.get("time", time.time())))
+                   created=event.get("created", event.get(WRITTEN, time.time())))
 
 
 def fingerprint(fields: dict[str, Any]) -> str:
@@ -151,18 +162,15 @@ class Store:
                     submissions.setdefault(event["submission"], Submission.from_event(event))
                 elif kind == "evaluation" and event.get("submission") in submissions:
                     sub = submissions[event["submission"]]
-                    result = {k: v for k, v in event.items()
-                              if k not in ("type", "time", "submission", "principal", "job", "kind",
-                                           "reward", "finished", "source_file")}
+                    result = {k: v for k, v in event.items() if k not in VERDICT_KEYS}
                     sub.result, sub.reward = result, event.get("reward")
-                    sub.state, sub.finished = "done", event.get("finished", event.get("time"))
+                    sub.state, sub.finished = "done", _finished(event)
                 elif kind == CACHED and event.get("submission") in submissions:
-                    cached.append((event["submission"], event.get("cached_from"),
-                                   event.get("finished", event.get("time"))))
+                    cached.append((event["submission"], event.get("cached_from"), _finished(event)))
                 elif kind == FAILED and event.get("submission") in submissions:
                     sub = submissions[event["submission"]]
                     sub.state, sub.error = "failed", event.get("message")
-                    sub.finished = event.get("finished", event.get("time"))
+                    sub.finished = _finished(event)
             except (KeyError, TypeError):
                 continue  # a line someone else wrote: skipped, as the reports skip it
         for sub_id, origin_id, when in cached:
