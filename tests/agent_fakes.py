@@ -115,9 +115,11 @@ class FakeEvaluator:
                     (Path(save_ir) / "jaxpr.txt").write_text(JAXPR)
             elif "pallas_call" in code:
                 result.update(status="compile_error", stage="lower",
-                              message="lowering for tpu: ValueError: bad block shape at <kernel>:9")
+                              message="lowering for tpu: ValueError: bad block shape at <kernel>:9",
+                              rule="block_shape")
             else:
-                result.update(status="compile_error", stage="static", message="no kernel defined")
+                result.update(status="compile_error", stage="static", message="no kernel defined",
+                              rule="no_kernel_function")
             return result
         finally:
             with self._lock:

@@ -54,18 +54,21 @@ def device_run(path: Path, *, finish: bool = True, scale: float = 1.0) -> Path:
     for task, (t_ref, t_kernel) in H200_SEEDS.items():
         t_kernel *= scale
         run.append(evaluation(task, "compile_error", method="best_of_n", sample=0,
-                              message="ValueError: block shape (96, 128) is not a multiple of (8, 128)"))
+                              message="ValueError: block shape (96, 128) is not a multiple of (8, 128)",
+                              rule="block_shape"))
         run.append(evaluation(task, "correct", method="best_of_n", sample=1,
                               times=(t_ref, t_kernel * 1.3)))
         run.append(evaluation(task, "incorrect", method="best_of_n", sample=2,
-                              message="max abs err 0.31 > atol 0.01 + rtol 0.01 * |truth| at 5 elements"))
+                              message="max abs err 0.31 > atol 0.01 + rtol 0.01 * |truth| at 5 elements",
+                              rule="mismatch"))
         run.append(evaluation(task, "correct", method="best_of_n", sample=3, times=(t_ref, t_kernel)))
         run.append(evaluation(task, "correct", method="evolve", origin="seed", step="seed/seed_gpu",
                               times=(t_ref, t_kernel)))
         run.append(evaluation(task, "correct", method="evolve", sample=0, times=(t_ref, t_kernel * 0.9)))
         for sample in (1, 2, 3):
             run.append(evaluation(task, "runtime_error", method="evolve", sample=sample,
-                                  message="XlaRuntimeError: RESOURCE_EXHAUSTED: out of shared memory"))
+                                  message="XlaRuntimeError: RESOURCE_EXHAUSTED: out of shared memory",
+                                  rule="runtime"))
     if finish:
         run.finish(wall_s=1.0)
     return run.path
@@ -88,54 +91,54 @@ def interpret_run(path: Path, statuses: dict[str, str] | None = None) -> Path:
     return run.path
 
 
-# Verdicts of the shapes the evaluator writes (status, stage, message), its messages copied
+# Verdicts of the shapes the evaluator writes (status, stage, message, rule), its messages copied
 # from its code (evaluator/parent/evaluator.py, compare.py, judge/rules.py, sandbox/tracer.py,
 # memory_rules.py, triton_rules.py, gpu_rules.py, static.py) with made-up figures.
-CORRECT = ("correct", "correct", "")
+CORRECT = ("correct", "correct", "", None)
 TPU_FAILURES = [
     ("incorrect", "correct", "output: 3072 of 65536 elements (4.7%) exceed atol 0.01 + rtol 0.01·|truth|, "
-     "within [0:8, 0:512], first at (0, 3); worst at (5, 17): got 0.91823, truth 0.40211"),
+     "within [0:8, 0:512], first at (0, 3); worst at (5, 17): got 0.91823, truth 0.40211", "mismatch"),
     ("compile_error", "lower", "memory budget at size 'small', pallas_call #0: needs 48.0 MiB of VMEM on "
      "TPU v6 lite, over the scoped default 32 MiB (limit 32 MiB, physical 128 MiB): input 0 block "
      "(2048, 2048) x2 = 16.0 MiB, input 1 block (2048, 2048) x2 = 16.0 MiB, output 0 block (2048, "
      "2048) x2 = 16.0 MiB. Use smaller blocks (or raise vmem_limit_bytes in pltpu.CompilerParams, up "
-     "to the physical size)"),
+     "to the physical size)", "vmem_budget"),
     ("compile_error", "lower", "lowering for tpu: ValueError: The Pallas TPU lowering currently requires "
      "that the last two dimensions of your block shape are divisible by 8 and 128 respectively, or be "
      "equal to the respective dimensions of the overall array. Block spec for args[0] in pallas_call "
      "kernel.py:41 has block shape (96, 100), array shape (512, 512), and index_map { lambda ; a:i32[]. "
-     "let  in (a, 0) }, in memory space None. (at kernel.py:41)"),
+     "let  in (a, 0) }, in memory space None. (at kernel.py:41)", "block_shape"),
     ("incorrect", "correct", "output has 4096 NaN/Inf of 65536 elements (6.2%), at [56:64, 0:512] "
-     "(every element there): e.g. never written, or read out of bounds"),
+     "(every element there): e.g. never written, or read out of bounds", "nan_inf"),
     ("rejected", "lower", "work outside pallas_call: 62% of the task's FLOPs run in XLA (dot_general "
-     "3.4e+09 FLOPs); at most 10% may (glue like reshapes, casts and padding is free)"),
+     "3.4e+09 FLOPs); at most 10% may (glue like reshapes, casts and padding is free)", "outside_flops"),
     ("timeout", "correct", "no verdict within 120 s (wall clock) running the exported module; runner "
-     "killed"),
+     "killed", "time_limit"),
 ]
 GPU_FAILURES = [
     ("incorrect", "lower", "GPU race rule: pallas_call #0: output 0's block does not depend on grid axis "
      "1 (grid (8, 4)): its 4 programs along that axis write the same block; on a GPU grid programs run "
      "in parallel, so they race. Give every program its own output block (loop over the reduction "
-     "inside the kernel)"),
+     "inside the kernel)", "gpu_race"),
     ("compile_error", "lower", "Triton's rules at size 'small', pallas_call #0: Triton rule power_of_two: "
      "tensor get -> f32[48,128] has 6,144 elements, not a power of two at kernel.py:22: x = x_ref[...]. "
-     "Use power-of-two tiles; mask or pad the edges"),
+     "Use power-of-two tiles; mask or pad the edges", "triton_rule"),
     ("compile_error", "lower", "Triton's rules at size 'small', pallas_call #0: Triton rule shared_memory: "
      "the operands of a dot need an estimated 288 KiB of shared memory (96 KiB x 3 pipeline stages), "
      "over NVIDIA H200's 227 KiB at kernel.py:30. Use smaller tiles (along K in particular) or fewer "
-     "stages"),
+     "stages", "smem_budget"),
     ("unverified", "correct", "the kernel has no exportable interpret-mode lowering, so the trusted side "
      "cannot run it on this CPU and nothing vouches for its outputs (it passed every check up to "
      "lowering; evaluate it on the chip with --mode device): NotImplementedError: Unimplemented "
-     "primitive in Pallas GPU interpret mode: wgmma"),
+     "primitive in Pallas GPU interpret mode: wgmma", "no_interpret_export"),
     ("runtime_error", "correct", "XlaRuntimeError: INTERNAL: Generated function failed: CpuCallback error: "
-     "IndexError: index 64 is out of bounds for axis 0 with size 64"),
+     "IndexError: index 64 is out of bounds for axis 0 with size 64", "runtime"),
 ]
 SUITE_CONFIG = {"command": "run", "kernels": "seed", "suite": "jaxbench", "tasks": None, "target": "all",
                 "mode": "interpret", "size": "small", "trials": 3}
 
 
-def _suite_verdict(i: int, target: str) -> tuple[str, str, str]:
+def _suite_verdict(i: int, target: str) -> tuple[str, str, str, str | None]:
     """Job i's verdict: about 3 in 5 correct, the rest cycling through the target's failures."""
     if i % 5 in (0, 2, 3):
         return CORRECT
@@ -154,15 +157,15 @@ def suite_run(path: Path, *, done: int | None = None, lost: int = 0) -> Path:
     from jaxbench.tasks import list_tasks
 
     jobs = shipped_jobs(list_tasks("jaxbench"), "seed", ("tpu", "gpu"))
-    run = RunDir.open(path, SUITE_CONFIG)
+    run = RunDir.open(path, SUITE_CONFIG, plan=[job.key for job in jobs])
     total = len(jobs) if done is None else done
     counts: dict[str, int] = {}
     for i, job in enumerate(jobs[:total]):
-        status, stage, message = _suite_verdict(i, job.target)
+        status, stage, message, rule = _suite_verdict(i, job.target)
         source = job.path.read_text()
         compiled = stage in ("correct", "time", "recheck")
         run.append(evaluation(
-            job.task, status, mode="interpret", target=job.target, stage=stage, message=message,
+            job.task, status, mode="interpret", target=job.target, stage=stage, message=message, rule=rule,
             compile_s=round(0.3 + (i * 37 % 23) / 4, 2) if compiled else None,
             max_abs_err=0.0004 * (1 + i % 7) if status == "correct" else None,
             tol_fraction=round(0.02 * (1 + i % 9), 3) if status == "correct" else None,
@@ -181,14 +184,14 @@ AGENT_TASKS = ("1p_flash_attention", "2p_gqa_attention", "8p_gemm", "9p_swiglu_m
                "13p_cross_entropy", "19k_matmul_subtract_multiply_relu", "27k_matmul_mish_mish",
                "41k_gemm_add_relu", "50k_matmul_gelu_softmax")
 AGENT_FAILURES = [
-    ("compile_error", "static", "SyntaxError at line 14: invalid syntax"),
-    ("rejected", "static", "policy violation: line 3: import of 'os' is not allowed"),
+    ("compile_error", "static", "SyntaxError at line 14: invalid syntax", "syntax_error"),
+    ("rejected", "static", "policy violation: line 3: import of 'os' is not allowed", "static_policy"),
     ("compile_error", "trace", "TypeError: dot_general requires contracting dimensions to have the same "
-     "shape, got (256,) and (128,). (at kernel.py:37)"),
-    ("no_pallas", "trace", "no pallas_call in the traced kernel: the hot path must be Pallas"),
+     "shape, got (256,) and (128,). (at kernel.py:37)", "trace_error"),
+    ("no_pallas", "trace", "no pallas_call in the traced kernel: the hot path must be Pallas", "no_kernel"),
     *TPU_FAILURES,
     ("runtime_error", "correct", "untrusted interpreter: XlaRuntimeError: INTERNAL: Generated function "
-     "failed: CpuCallback error: IndexError: index 64 is out of bounds for axis 0 with size 64"),
+     "failed: CpuCallback error: IndexError: index 64 is out of bounds for axis 0 with size 64", "runtime"),
 ]
 
 
@@ -214,10 +217,11 @@ def agent_run(path: Path, *, budget: int = 8, stop_after: int | None = None) -> 
                         "cost": round(0.03 + rng.random() * 0.04, 4),
                         "latency_s": 20.0 + (t * 7 + sample * 5) % 13 * 2.5})
             ok = first_correct is not None and sample >= first_correct and rng.random() < 0.7
-            status, stage, message = CORRECT if ok else AGENT_FAILURES[rng.randrange(len(AGENT_FAILURES))]
+            status, stage, message, rule = (CORRECT if ok else
+                                            AGENT_FAILURES[rng.randrange(len(AGENT_FAILURES))])
             compiled = stage in ("correct", "time", "recheck")
             run.append(evaluation(task, status, method="best_of_n", sample=sample, mode="interpret",
-                                  target="tpu", stage=stage, message=message,
+                                  target="tpu", stage=stage, message=message, rule=rule,
                                   compile_s=round(0.4 + rng.random() * 6, 2) if compiled else None,
                                   tol_fraction=round(0.02 + sample / 10, 3) if ok else None))
         run.append({"type": "task_done", "task": task, "method": "best_of_n", "samples": budget,
@@ -340,7 +344,7 @@ def big_agent_run(path: Path, tasks: int = 50, samples: int = 144, chains: int =
             sha = hashlib.sha256(source.encode()).hexdigest()
             (path / "sources" / f"{sha}.py").write_text(source)
             ok = (t * 7 + sample * 3) % 5 < 2
-            status, stage, message = CORRECT if ok else failures[(t + sample) % len(failures)]
+            status, stage, message, rule = CORRECT if ok else failures[(t + sample) % len(failures)]
             prompt = PROMPT_HEAD + f"\nTask {task}. Turn {turn} of chain {chain}: your previous kernel " \
                                    f"{parent or '(none)'} was judged: {message or 'correct'}\n"
             lines.append(json.dumps({
@@ -352,7 +356,7 @@ def big_agent_run(path: Path, tasks: int = 50, samples: int = 144, chains: int =
                 "latency_s": 20.0}))
             lines.append(json.dumps(evaluation(
                 task, status, method="iterative", sample=sample, mode="interpret", target="tpu",
-                stage=stage, message=message, step=step, parent=parent,
+                stage=stage, message=message, rule=rule, step=step, parent=parent,
                 origin="refine" if parent else "sample",
                 compile_s=0.5 if stage in ("correct", "time", "recheck") else None,
                 tol_fraction=round(0.05 + (sample % 17) / 20, 3) if ok else None,

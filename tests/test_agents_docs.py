@@ -220,9 +220,11 @@ def test_targeted_sections(task_id, target, errors, wanted, unwanted):
 def _context(task_id: str = "12p_rmsnorm", target: str = "tpu", docs: bool = True,
              prompt_mode: str | None = None):
     from jaxbench.agents.base import Budget, Context, Journal
+    from jaxbench.evaluator.common.schema import Settings
 
-    return Context(task=get_task(task_id), method="m", target=target, mode="interpret", size="small",
-                   trials=1, docs=docs, model=None, evaluator=None, run=None, budget=Budget(1),
+    return Context(task=get_task(task_id), method="m",
+                   settings=Settings.of(target=target, mode="interpret", size="small", trials=1),
+                   docs=docs, model=None, evaluator=None, run=None, budget=Budget(1),
                    pool=None, journal=Journal(), eval_slots=threading.Semaphore(1),
                    prompt_mode=prompt_mode)
 
@@ -411,3 +413,21 @@ def test_cli_unknown_prompt_mode_is_one_line(tmp_path, monkeypatch):
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "kernelbench" in lines[0] and "paper" in lines[0], result.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_the_evaluators_own_failures_choose_docs_by_rule_code_not_by_their_words():
+    """A failure of one of the evaluator's checks picks sections by its code; its message's
+    words count only for a compiler's or JAX's own diagnosis (a kernel's text can land in a
+    message)."""
+    from jaxbench.evaluator.common.schema import Rule
+
+    decoy = "Unsupported shape cast; VMEM; power of 2; divisible by"
+    chosen = [s.name for s in docs_pack.for_errors("tpu", [(Rule.VMEM_BUDGET, decoy)])]
+    assert chosen == ["vmem_tpu"]
+    assert docs_pack.for_errors("tpu", [(Rule.EXPORT_CONTRACT, decoy)]) == []
+    assert docs_pack.for_errors("tpu", [(Rule.TRACE_ERROR, "no such thing")]) == []
+    by_words = [s.name for s in docs_pack.for_errors("tpu", [(Rule.LOWERING,
+                                                            "Mosaic: Unsupported shape cast")])]
+    assert by_words == ["reshape_tpu"]
+    assert [s.name for s in docs_pack.for_errors("gpu", [(Rule.TRITON_RULE, "")])] == [
+        "edge_masks_gpu"]

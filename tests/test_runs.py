@@ -5,10 +5,13 @@ from pathlib import Path
 
 import pytest
 
+from jaxbench.evaluator.common.schema import Settings
 from jaxbench.runs import RunDir, RunError, read_events, verify_secret
-from jaxbench.runs.runner import Job, run_jobs
+from jaxbench.runs.jobs import Job, run_jobs
 
-SEEDS = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm"
+ONE_TRIAL = Settings.of(mode="interpret", size="small", trials=1)
+
+SEEDS = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/8p_gemm"
 
 
 def test_resume_skips_finished_evaluations(tmp_path):
@@ -16,8 +19,7 @@ def test_resume_skips_finished_evaluations(tmp_path):
     jobs = [Job("8p_gemm", "seed", "gpu", SEEDS / "seed_gpu.py"),
             Job("8p_gemm", "seed", "tpu", SEEDS / "seed_tpu.py")]
     run = RunDir.open(tmp_path, config)
-    first = run_jobs(jobs[:1], run, size="small", mode="interpret", workers=1,
-                     evaluate_options={"trials": 1})
+    first = run_jobs(jobs[:1], run, ONE_TRIAL, workers=1)
     assert [r["status"] for r in first] == ["correct"]
     # The process dies here (no run_end); a torn half-line is left behind.
     with open(tmp_path / "events.jsonl", "a") as f:
@@ -25,8 +27,7 @@ def test_resume_skips_finished_evaluations(tmp_path):
     resumed = RunDir.open(tmp_path, config)
     assert resumed.secret == run.secret
     seen = []
-    results = run_jobs(jobs, resumed, size="small", mode="interpret", workers=1,
-                       evaluate_options={"trials": 1, "tpu_interpret": False},
+    results = run_jobs(jobs, resumed, ONE_TRIAL.replace(tpu_interpret=False), workers=1,
                        on_result=lambda job, r: seen.append(job.target))
     assert sorted(r["target"] for r in results) == ["gpu", "tpu"]
     assert seen == ["gpu", "tpu"]  # the reused result is reported first, then the new one
@@ -61,8 +62,7 @@ def test_secret_is_committed_then_revealed(tmp_path):
 def test_evaluated_sources_are_kept_content_addressed(tmp_path):
     run = RunDir.open(tmp_path, {"command": "test"})
     path = SEEDS / "seed_gpu.py"
-    results = run_jobs([Job("8p_gemm", "seed", "gpu", path)], run, size="small", mode="interpret",
-                       workers=1, evaluate_options={"trials": 1})
+    results = run_jobs([Job("8p_gemm", "seed", "gpu", path)], run, ONE_TRIAL, workers=1)
     kept = results[0]["source_file"]
     assert kept == f"sources/{results[0]['source_sha256']}.py"
     assert (tmp_path / kept).read_text() == path.read_text()
@@ -122,3 +122,37 @@ def test_write_best_exports_each_tasks_best_correct_kernel(tmp_path):
     assert not (tmp_path / "best/13p_cross_entropy.py").exists()
     index = json.loads((tmp_path / "best/best.json").read_text())
     assert index["8p_gemm"]["step"] == "s2" and index["8p_gemm"]["speedup"] == 2.5
+
+
+def test_a_run_records_its_plan_in_the_manifest(tmp_path):
+    """run_jobs writes the planned job keys into the manifest (``plan``), atomically; a resume
+    with the same config keeps it, and the report's missing evaluations come from it."""
+    from jaxbench.report import summarize
+
+    jobs = [Job("8p_gemm", "seed", "gpu", SEEDS / "seed_gpu.py"),
+            Job("8p_gemm", "seed", "tpu", SEEDS / "seed_tpu.py")]
+    config = {"command": "run"}
+    run = RunDir.open(tmp_path, config, plan=[job.key for job in jobs])
+    assert json.loads((tmp_path / "manifest.json").read_text())["plan"] == [j.key for j in jobs]
+    run_jobs(jobs[:1], run, ONE_TRIAL, workers=1)  # a smaller plan replaces it
+    assert json.loads((tmp_path / "manifest.json").read_text())["plan"] == [jobs[0].key]
+    resumed = RunDir.open(tmp_path, config, plan=[job.key for job in jobs])
+    assert resumed.plan == [j.key for j in jobs] and not (tmp_path / "manifest.json.tmp").exists()
+    progress = summarize(tmp_path)["progress"]
+    assert (progress["evaluations"], progress["planned"]) == (1, 2)
+    assert progress["text"].startswith("incomplete: 1 of 2 evaluations")
+
+
+def test_a_run_without_a_recorded_plan_still_reports(tmp_path):
+    """A run directory from before plans were recorded: its report says the plan was not
+    recorded and counts what its events show."""
+    from jaxbench.report import summarize
+
+    run = RunDir.open(tmp_path, {"command": "run", "kernels": "seed", "suite": "jaxbench",
+                                 "tasks": None, "target": "all"})
+    run.append({"type": "evaluation", "task": "8p_gemm", "status": "correct", "job": "k1"})
+    assert "plan" not in json.loads((tmp_path / "manifest.json").read_text())
+    progress = summarize(tmp_path)["progress"]
+    assert (progress["evaluations"], progress["planned"]) == (1, None)
+    assert "its plan was not recorded" in progress["text"]
+    assert progress["text"].startswith("unfinished: no run_end")

@@ -75,9 +75,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from jaxbench.agents.base import STATUS_RANK, Candidate, Context, Method, register_method
+from jaxbench.agents.base import Candidate, Context, Method, register_method
 from jaxbench.agents.iterative import attempt_section
 from jaxbench.agents.prompts import measurement_line
+from jaxbench.evaluator.common.schema import FIELD_OUTSIDE_FLOPS, status_rank
 
 TRANSLATION_MENU = {
     "tpu": (
@@ -185,7 +186,7 @@ def estimated_cost(candidate: Candidate) -> tuple[float, float]:
     the evaluator's structure figures say about a kernel without timings. Infinite when it
     reported none."""
     structure = candidate.result.get("structure") or {}
-    calls, outside = structure.get("kernel_calls"), structure.get("outside_flops")
+    calls, outside = structure.get("kernel_calls"), structure.get(FIELD_OUTSIDE_FLOPS)
     if calls is None or outside is None:
         return (math.inf, math.inf)
     task_flops = structure.get("task_flops") or 0
@@ -196,7 +197,7 @@ def estimated_cost(candidate: Candidate) -> tuple[float, float]:
 def interpret_rank(candidate: Candidate) -> tuple[float, float, float]:
     """Sort key without timings, higher is better: status, then the lower estimated cost."""
     share, calls = estimated_cost(candidate)
-    return (STATUS_RANK.get(candidate.status, -1), -share, -calls)
+    return (status_rank(candidate.status), -share, -calls)
 
 
 @dataclass

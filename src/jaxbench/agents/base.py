@@ -37,7 +37,17 @@ from jaxbench.agents.prompts import (
     reference_source,
     task_statement,
 )
-from jaxbench.evaluator.common.schema import new_result, source_sha256
+from jaxbench.evaluator.common.schema import (
+    FIELD_TIME,
+    STATUS_RANKING,
+    Settings,
+    Stage,
+    Status,
+    new_result,
+    source_sha256,
+    status_rank,
+)
+from jaxbench.executors import evaluate_with
 from jaxbench.llm import LLMCancelled, LLMRequestError, ModelClient, Sampling
 from jaxbench.runs import RunDir
 from jaxbench.tasks import Task
@@ -45,9 +55,9 @@ from jaxbench.tasks import Task
 T = TypeVar("T")
 R = TypeVar("R")
 
-# Higher is closer to a working kernel; ranks failed candidates among themselves.
-STATUS_RANK = {"correct": 8, "unverified": 7, "incorrect": 6, "runtime_error": 5, "timeout": 4,
-               "crashed": 3, "no_pallas": 2, "rejected": 1, "compile_error": 0}
+# Higher is closer to a working kernel; ranks failed candidates among themselves (the schema's
+# ranking: jaxbench.evaluator.common.schema.STATUS_RANKING, by the name methods have used).
+STATUS_RANK = {status: status_rank(status) for status in STATUS_RANKING}
 
 
 class CandidateError(Exception):
@@ -70,7 +80,7 @@ class Candidate:
 
     @property
     def correct(self) -> bool:
-        return self.status == "correct"
+        return self.status == Status.CORRECT
 
     @property
     def speedup(self) -> float | None:
@@ -79,7 +89,7 @@ class Candidate:
     def fitness(self) -> tuple[float, float, float]:
         """Sort key, higher is better: status, then speedup, then smaller error."""
         err = self.result.get("max_abs_err")
-        return (STATUS_RANK.get(self.status, -1), self.speedup or 0.0,
+        return (status_rank(self.status), self.speedup or 0.0,
                 -err if err is not None else float("-inf"))
 
 
@@ -249,10 +259,7 @@ class Context:
 
     task: Task
     method: str
-    target: str
-    mode: str
-    size: str
-    trials: int
+    settings: Settings  # the evaluations' (target and mode resolved: see optimize)
     docs: bool
     model: ModelClient
     evaluator: Any
@@ -269,6 +276,12 @@ class Context:
     prompt_mode: str | None = None
     candidates: list[Candidate] = field(default_factory=list)
     planning_calls: int = 0
+
+    # the evaluations' settings by name, as methods read them
+    target = property(lambda self: self.settings.target or "tpu")
+    mode = property(lambda self: self.settings.mode)
+    size = property(lambda self: self.settings.size)
+    trials = property(lambda self: self.settings.trials)
 
     def rng(self, *parts: object) -> random.Random:
         """The random source of one of the method's choices, keyed by the task and ``parts``
@@ -323,24 +336,25 @@ class Context:
         prompt.fixed = len(head)
         return prompt
 
-    def shown_errors(self, sections: Sequence[str]) -> list[str]:
-        """The evaluator's error messages that ``sections`` show: of this task's failed
+    def shown_errors(self, sections: Sequence[str]) -> list[tuple[Any, str]]:
+        """The failures that ``sections`` show, as ``(rule, message)``: of this task's failed
         candidates judged by the evaluator, those whose message's first line (its first 120
-        characters) appears there, each without the lines of the candidate's code it quotes
-        (:func:`docs_pack.evaluator_text`)."""
+        characters) appears there, each message without the lines of the candidate's code it
+        quotes (:func:`docs_pack.evaluator_text`)."""
         text = "\n".join(sections)
         if not text:
             return []
         with self._lock:
             candidates = list(self.candidates)
-        found: dict[str, None] = {}
+        found: dict[tuple[Any, str], None] = {}
         for candidate in candidates:
             message = (candidate.result.get("message") or "").strip()
             if candidate.correct or not message or candidate.result.get("synthetic"):
                 continue  # a synthetic verdict (no kernel, a failed call) is the harness's text
             first = message.splitlines()[0].strip()[:120]  # shown whole or cut short
             if first and first in text:
-                found.setdefault(docs_pack.evaluator_text(message, candidate.code), None)
+                found.setdefault((candidate.result.get("rule"),
+                                  docs_pack.evaluator_text(message, candidate.code)), None)
         return list(found)
 
     # -- model and evaluator, with replay from the journal ----------------------------------
@@ -403,12 +417,13 @@ class Context:
             result = past
         elif failure is not None:
             result = new_result(self.task.id, self.target, self.mode, self.size, code)
-            result.update(status="compile_error", stage="static", message=failure, synthetic=True)
+            result.update(status=Status.COMPILE_ERROR, stage=Stage.STATIC, message=failure,
+                          synthetic=True)
         else:
             with self.journal.kernel_lock(self.task.id, sha):
                 known = self.journal.verdicts.get((self.task.id, sha))
                 if known is not None:
-                    result = {k: v for k, v in known.items() if k != "time"}
+                    result = {k: v for k, v in known.items() if k != FIELD_TIME}
                     result["reused_from"] = known["step"]
                 else:
                     result = self._run_evaluator(code)
@@ -434,14 +449,11 @@ class Context:
     def _run_evaluator(self, code: str) -> dict[str, Any]:
         """One evaluation; with ``ir_feedback``, the grids and blocks of its kernels are read
         from the jaxpr the evaluator saves (feedback for the model, never part of a verdict)."""
-        kwargs: dict[str, Any] = dict(target=self.target, mode=self.mode, size=self.size,
-                                      trials=self.trials)
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-ir-")) if self.ir_feedback else None
-        if directory is not None:
-            kwargs["save_ir"] = directory
+        settings = self.settings.replace(save_ir=directory) if directory else self.settings
         try:
             with self.eval_slots:
-                result = self.evaluator.evaluate(code, self.task.id, **kwargs)
+                result = evaluate_with(self.evaluator, code, self.task.id, settings)
             if directory is not None:
                 jaxpr = directory / "jaxpr.txt"
                 if jaxpr.is_file():

@@ -31,8 +31,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from jaxbench.agents.prompts import uses_erf
+from jaxbench.evaluator.common.schema import RULES, Rule
 from jaxbench.tasks import Task
 
 DOCS_DIR = Path(__file__).parent / "docs"
@@ -46,10 +48,12 @@ ERROR_DOCS_TITLE = "# Reference documentation for the errors above"
 
 @dataclass(frozen=True)
 class Section:
-    """One docs file. ``file`` may hold ``{t}`` (the target). ``reference`` and ``errors``
-    are regular expressions matched against the task's reference source and against the
-    evaluator's error messages shown in the prompt; ``shapes`` is a test on the task (its
-    shapes, or what its reference computes)."""
+    """One docs file. ``file`` may hold ``{t}`` (the target). ``rules``: the rule codes of
+    failures it explains (the evaluator's own checks). ``reference`` and ``errors`` are
+    regular expressions matched against the task's reference source and against the words of
+    a compiler's or JAX's own diagnosis (failures coded :data:`DIAGNOSED`, never the
+    evaluator's messages); ``shapes`` is a test on the task (its shapes, or what its
+    reference computes)."""
 
     name: str
     file: str
@@ -58,6 +62,7 @@ class Section:
     reference: str = ""
     errors: str = ""
     shapes: Callable[[Task], bool] | None = None
+    rules: frozenset[Rule] = frozenset()
 
     def path(self, target: str) -> Path:
         return DOCS_DIR / f"{self.file.format(t=target)}.md"
@@ -96,9 +101,11 @@ SECTIONS: tuple[Section, ...] = (
     Section("rules", "rules_{t}", always=True),
     Section("erf_gelu", "erf_gelu_{t}", shapes=uses_erf, errors=r"\berfc?(?:_p)?\b"),
     Section("edge_blocks_tpu", "edge_blocks_tpu", ("tpu",), shapes=_ragged_tpu_dims,
-            errors=r"divisible by|block shape|out of bounds|\bedge block"),
+            errors=r"divisible by|block shape|out of bounds|\bedge block",
+            rules=frozenset({Rule.BLOCK_SHAPE})),
     Section("vmem_tpu", "vmem_tpu", ("tpu",), reference=r"matmul|einsum|attention|dot|conv",
-            errors=r"VMEM|vmem|scoped|RESOURCE_EXHAUSTED|memory budget"),
+            errors=r"VMEM|vmem|scoped|RESOURCE_EXHAUSTED|memory budget",
+            rules=frozenset({Rule.VMEM_BUDGET})),
     Section("reshape_tpu", "reshape_tpu", ("tpu",),
             reference=r"reshape|transpose|swapaxes|moveaxis|\.T\b|einsum|rearrange",
             errors=(r"shape_cast|shape cast|relayout|\blayout|vector\.transpose"
@@ -112,7 +119,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("example_matmul", "example_{t}", reference=r"matmul|linear|einsum|\bdot\b|conv|bmm",
             errors=r"dot_general|MXU|tensor core"),
     Section("edge_masks_gpu", "edge_masks_gpu", ("gpu",), shapes=_not_power_of_two,
-            errors=r"power of 2|power-of-two|edge_mask|\bmask|out of bounds"),
+            errors=r"power of 2|power-of-two|edge_mask|\bmask|out of bounds",
+            rules=frozenset({Rule.TRITON_RULE})),
 )
 
 
@@ -131,20 +139,32 @@ def for_task(task: Task, target: str, reference: str) -> list[Section]:
     return fixed + chosen[:MAX_CHOSEN]
 
 
-def for_errors(target: str, errors: Iterable[str], given: Iterable[Section] = ()) -> list[Section]:
-    """The sections the evaluator's error messages call for that ``given`` does not hold
-    (at most ``MAX_BY_ERRORS``). ``errors`` must be the evaluator's own text: a failed
-    evaluation's ``message`` (see :func:`evaluator_text`), never the harness's feedback
-    around it."""
-    text = "\n".join(e for e in errors if e)
-    if not text.strip():
-        return []
+# Failures whose message is a compiler's or JAX's own diagnosis (lowering, tracing, running):
+# there, the diagnosis' words pick the section. Every other failure picks by its code alone.
+DIAGNOSED = frozenset({Rule.LOWERING, Rule.TRACE_ERROR, Rule.OTHER_SIZE_TRACE_ERROR,
+                       Rule.RUNTIME, Rule.TRITON_COMPILE})
+
+
+def for_errors(target: str, errors: Iterable[str | tuple[Any, str]],
+               given: Iterable[Section] = ()) -> list[Section]:
+    """The sections the failures shown in a prompt call for that ``given`` does not hold (at
+    most ``MAX_BY_ERRORS``). Each failure is ``(rule, message)``, or a bare message (a
+    diagnosis: rule unknown). A section is chosen by the failure's rule code; the message's
+    words count only where the code says they are a compiler's or JAX's own diagnosis
+    (:data:`DIAGNOSED`), never the evaluator's wording of its own checks. ``message`` is the
+    evaluator's text without the candidate's lines (:func:`evaluator_text`), never the
+    harness's feedback around it."""
+    pairs = [(None, e) if isinstance(e, str) else e for e in errors]
+    rules = {rule for rule, _ in pairs if rule in RULES}
+    text = "\n".join(m for rule, m in pairs if m and (rule is None or rule in DIAGNOSED))
     held = {s.name for s in given}
-    return [s for s in sections_for(target) if not s.always and s.name not in held and s.errors
-            and re.search(s.errors, text)][:MAX_BY_ERRORS]
+    return [s for s in sections_for(target) if not s.always and s.name not in held and (
+        rules & s.rules or (s.errors and text.strip() and re.search(s.errors, text)))
+        ][:MAX_BY_ERRORS]
 
 
-def select(task: Task, target: str, reference: str, errors: str | Iterable[str] = ()) -> list[Section]:
+def select(task: Task, target: str, reference: str,
+           errors: str | Iterable[str | tuple[Any, str]] = ()) -> list[Section]:
     """All the sections of one prompt: :func:`for_task`, then :func:`for_errors` for the
     evaluator's error messages ``errors`` (one string or several)."""
     task_sections = for_task(task, target, reference)

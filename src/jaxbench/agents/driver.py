@@ -15,12 +15,15 @@ import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jaxbench.agents.base import METHODS, Budget, Candidate, Context, Journal, Method
 from jaxbench.backends import device_kind, resolve_mode
 from jaxbench.evaluator import Evaluator
+from jaxbench.evaluator.common.schema import Settings, Stage
+from jaxbench.executors import evaluate_with
 from jaxbench.llm import ModelClient, Sampling
 from jaxbench.runs import RunDir, event_source
 from jaxbench.tasks import Task, get_task
@@ -45,11 +48,8 @@ def optimize(
     model: ModelClient,
     run: RunDir,
     *,
+    settings: Settings | None = None,
     budget: int = DEFAULT_BUDGET,
-    target: str = "tpu",
-    size: str = "small",
-    mode: str = "auto",
-    trials: int = 3,
     docs: bool = False,
     prompt: str | None = None,
     workers: int = 4,
@@ -59,12 +59,19 @@ def optimize(
     evaluator: Any = None,
     ir_feedback: bool = True,
     interrupt: threading.Event | None = None,
+    target: str = "tpu",
+    size: str = "small",
+    mode: str = "auto",
+    trials: int = 3,
 ) -> dict[str, list[Candidate]]:
     """Spends up to ``budget`` samples per task with ``method``; returns each task's candidates.
 
-    Every LLM call and evaluation is an event of ``run``; a task whose ``task_done``
-    event exists is not run again, and an unfinished one replays its finished steps.
-    ``workers`` evaluations run at once (on a device, timed one at a time); up to
+    ``settings`` are the evaluations' (:class:`~jaxbench.evaluator.common.schema.Settings`:
+    its target, default tpu, and its mode, resolved here; ``jaxbench optimize`` builds them);
+    without it, ``target``, ``size``, ``mode`` and ``trials`` make them, the other fields at
+    their defaults. Every LLM call and evaluation is an event of ``run``; a task whose
+    ``task_done`` event exists is not run again, and an unfinished one replays its finished
+    steps. ``workers`` evaluations run at once (on a device, timed one at a time); up to
     ``parallel_tasks`` tasks (default: all, at most 64) run at once. ``evaluator`` defaults
     to a new one keyed by the run's secret. ``prompt`` is the prompt mode ("default" or
     "paper", ``--prompt``; None: the run's config says, else "default").
@@ -78,16 +85,13 @@ def optimize(
     """
     if budget < 1:
         raise ValueError("the budget must be at least 1 sample per task")
+    if settings is None:
+        settings = Settings.of(target=target, size=size, mode=mode, trials=trials)
     tasks = [get_task(t) for t in task_ids]
     # A Ray evaluator (jaxbench.executors.ray) resolves the mode on its cluster, not this host.
     cluster = evaluator if hasattr(evaluator, "slots") else None
-    mode = cluster.resolve_mode(mode, target) if cluster else resolve_mode(mode, target)
-    kind = (cluster.device_kind(target) if cluster else device_kind()) if mode == "device" else None
+    settings, kind = _resolved(settings, cluster)
     journal = Journal(run.events())
-    stop = threading.Event()
-    # Evaluations overlap (tracing, compiling, checking); on a device the evaluator's lease
-    # lets one kernel at a time be timed, never while another compiles.
-    eval_slots = threading.Semaphore(cluster.slots(mode, target) if cluster else workers)
     results: dict[str, list[Candidate]] = {}
     todo = []
     for task in tasks:
@@ -95,46 +99,66 @@ def optimize(
             results[task.id] = _recorded(journal, run.path, task.id, method.name, on_candidate)
         else:
             todo.append(task)
-    if not todo:
-        return {t.id: results[t.id] for t in tasks}
+    if todo:
+        # Evaluations overlap (tracing, compiling, checking); on a device the evaluator's lease
+        # lets one kernel at a time be timed, never while another compiles.
+        slots = cluster.slots(settings.mode, settings.target) if cluster else workers
+        shared = _Shared(method=method, model=model, run=run, settings=settings, budget=budget,
+                         docs=docs, prompt=prompt, sampling=sampling, on_candidate=on_candidate,
+                         ir_feedback=ir_feedback, device_kind=kind, journal=journal,
+                         eval_slots=threading.Semaphore(slots))
+        results.update(_run_tasks(shared, todo, workers, parallel_tasks, evaluator, interrupt))
+    return {t.id: results[t.id] for t in tasks}
+
+
+def _resolved(settings: Settings, cluster: Any) -> tuple[Settings, str | None]:
+    """The run's settings with their target (tpu by default) and mode resolved, here or on the
+    Ray cluster, and the device kind the kernels are timed on (None in interpret mode)."""
+    target = settings.target or "tpu"
+    mode = cluster.resolve_mode(settings.mode, target) if cluster else resolve_mode(settings.mode,
+                                                                                    target)
+    kind = (cluster.device_kind(target) if cluster else device_kind()) if mode == "device" else None
+    return settings.replace(target=target, mode=mode), kind
+
+
+@dataclass
+class _Shared:
+    """What every task of one :func:`optimize` call shares."""
+
+    method: Method
+    model: ModelClient
+    run: RunDir
+    settings: Settings
+    budget: int
+    docs: bool
+    prompt: str | None
+    sampling: Sampling | None
+    on_candidate: Callable[[Candidate], None] | None
+    ir_feedback: bool
+    device_kind: str | None
+    journal: Journal
+    eval_slots: threading.Semaphore
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def _run_tasks(shared: _Shared, todo: list[Task], workers: int, parallel_tasks: int | None,
+               evaluator: Any, interrupt: threading.Event | None) -> dict[str, list[Candidate]]:
+    """Runs the unfinished tasks, each in a thread, their samples in one shared pool."""
     in_flight = max(1, min(parallel_tasks or len(todo), len(todo), MAX_PARALLEL_TASKS))
-    calls = getattr(model, "max_concurrency", workers)
+    calls = getattr(shared.model, "max_concurrency", workers)
     interrupted = False
     with contextlib.ExitStack() as stack:
         if evaluator is None:
-            evaluator = stack.enter_context(Evaluator(secret=run.secret, spares=min(workers, 2)))
+            evaluator = stack.enter_context(Evaluator(secret=shared.run.secret,
+                                                      spares=min(workers, 2)))
         # Samples block on the model's and the evaluator's limits, not on the pool. The pools
         # are shut down by hand: after a stop, nothing waits for their threads.
         pool = ThreadPoolExecutor(max_workers=calls + workers, thread_name_prefix="jaxbench-sample")
         runners = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="jaxbench-task")
         stack.callback(lambda: [p.shutdown(wait=not interrupted, cancel_futures=interrupted)
                                 for p in (runners, pool)])
-
-        def run_task(task: Task) -> list[Candidate]:
-            if stop.is_set() or (interrupt is not None and interrupt.is_set()):
-                raise _Stopped  # stopped before this task began: it starts on the resume
-            ctx = Context(task=task, method=method.name, target=target, mode=mode, size=size,
-                          trials=trials, docs=docs, model=model, evaluator=evaluator, run=run,
-                          budget=Budget(budget, stop), pool=pool, journal=journal, eval_slots=eval_slots,
-                          sampling=sampling, on_candidate=on_candidate, device_kind=kind,
-                          ir_feedback=ir_feedback, prompt_mode=prompt)
-            method.run(ctx)
-            if stop.is_set():
-                raise _Stopped  # another task failed: this one is unfinished, resume continues it
-            assert ctx.budget.used <= budget
-            best = max(ctx.candidates, key=lambda c: c.fitness(), default=None)
-            retimed = _retime(ctx, best) if mode == "device" else None
-            journal.append(run, {"type": "task_done", "task": task.id, "method": method.name,
-                                 "samples": ctx.budget.used, "seeded": method.seeded,
-                                 "planning_calls": ctx.planning_calls,
-                                 "best_status": best.status if best else None,
-                                 "best_speedup": best.speedup if best else None,
-                                 "best_step": best.step if best else None,
-                                 **({"best_speedup_retimed": retimed.get("speedup")} if retimed else {}),
-                                 **method.summary(ctx)})
-            return ctx.candidates
-
-        futures = {runners.submit(run_task, task): task for task in todo}
+        futures = {runners.submit(_run_task, shared, task, evaluator, pool, interrupt): task
+                   for task in todo}
         pending: set[Any] = set(futures)
         failed: list[Any] = []
         while pending and not failed:
@@ -142,18 +166,46 @@ def optimize(
                                  return_when=FIRST_EXCEPTION)
             if interrupt is not None and interrupt.is_set():
                 interrupted = True
-                _halt(stop, journal, run, model, evaluator, interrupt)
+                _halt(shared.stop, shared.journal, shared.run, shared.model, evaluator, interrupt)
                 raise Interrupted(_why(interrupt))
             failed = [f for f in done if f.exception() is not None]
         if failed:
-            stop.set()  # running tasks end at their next round, without a task_done event
+            shared.stop.set()  # running tasks end at their next round, without a task_done event
             for future in pending:
                 future.cancel()  # tasks not started yet stay for the resume
             wait(pending)
             raise failed[0].exception()  # type: ignore[misc]
-        for future, task in futures.items():
-            results[task.id] = future.result()
-    return {t.id: results[t.id] for t in tasks}
+        return {task.id: future.result() for future, task in futures.items()}
+
+
+def _run_task(shared: _Shared, task: Task, evaluator: Any, pool: ThreadPoolExecutor,
+              interrupt: threading.Event | None) -> list[Candidate]:
+    """One task: the method's samples, then (on a device) its winner timed again, then its
+    ``task_done`` event."""
+    stop, method = shared.stop, shared.method
+    if stop.is_set() or (interrupt is not None and interrupt.is_set()):
+        raise _Stopped  # stopped before this task began: it starts on the resume
+    ctx = Context(task=task, method=method.name, settings=shared.settings, docs=shared.docs,
+                  model=shared.model, evaluator=evaluator, run=shared.run,
+                  budget=Budget(shared.budget, stop), pool=pool, journal=shared.journal,
+                  eval_slots=shared.eval_slots, sampling=shared.sampling,
+                  on_candidate=shared.on_candidate, device_kind=shared.device_kind,
+                  ir_feedback=shared.ir_feedback, prompt_mode=shared.prompt)
+    method.run(ctx)
+    if stop.is_set():
+        raise _Stopped  # another task failed: this one is unfinished, resume continues it
+    assert ctx.budget.used <= shared.budget
+    best = max(ctx.candidates, key=lambda c: c.fitness(), default=None)
+    retimed = _retime(ctx, best) if ctx.mode == "device" else None
+    shared.journal.append(shared.run, {
+        "type": "task_done", "task": task.id, "method": method.name,
+        "samples": ctx.budget.used, "seeded": method.seeded, "planning_calls": ctx.planning_calls,
+        "best_status": best.status if best else None,
+        "best_speedup": best.speedup if best else None,
+        "best_step": best.step if best else None,
+        **({"best_speedup_retimed": retimed.get("speedup")} if retimed else {}),
+        **method.summary(ctx)})
+    return ctx.candidates
 
 
 def _retime(ctx: Context, best: Candidate | None) -> dict[str, Any] | None:
@@ -163,9 +215,9 @@ def _retime(ctx: Context, best: Candidate | None) -> dict[str, Any] | None:
     if best is None or not best.correct or best.speedup is None:
         return None
     with ctx.eval_slots:
-        result = ctx.evaluator.evaluate(best.code, ctx.task.id, target=ctx.target, mode=ctx.mode,
-                                        size=ctx.size, trials=ctx.trials, timing=RETIME_TIMING)
-    time_stage = (result.get("stages") or {}).get("time") or {}
+        result = evaluate_with(ctx.evaluator, best.code, ctx.task.id,
+                               ctx.settings.replace(timing=RETIME_TIMING))
+    time_stage = (result.get("stages") or {}).get(Stage.TIME) or {}
     event = {"type": "retime", "task": ctx.task.id, "method": ctx.method, "step": best.step,
              "status": result.get("status"), "message": result.get("message") or "",
              "timing": RETIME_TIMING, "search_speedup": best.speedup,

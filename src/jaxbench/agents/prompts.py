@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from jaxbench.evaluator.common.schema import OUTSIDE_WORK_RULES
+from jaxbench.evaluator.common.schema import FIELD_OUTSIDE_FLOPS, POLICY_RULES, Stage, Status
 from jaxbench.tasks import Task
 
 HARDWARE = {
@@ -299,7 +299,7 @@ def error_lines(message: str, code: str) -> list[tuple[int, str]]:
 
 
 def _memory_facts(result: dict[str, Any]) -> list[str]:
-    memory = ((result.get("stages") or {}).get("lower") or {}).get("memory") or []
+    memory = ((result.get("stages") or {}).get(Stage.LOWER) or {}).get("memory") or []
     facts = []
     for item in memory[:6]:
         where = f"pallas_call #{item.get('kernel', 0)} at size {item.get('size')}"
@@ -327,7 +327,7 @@ def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
     message = (result.get("message") or "").strip()
     if len(message) > 1500:
         message = message[:1500] + " ..."
-    if status == "correct":
+    if status == Status.CORRECT:
         lines = ["Verdict: correct"]
         if result.get("max_abs_err") is not None:
             lines[0] += f" (max abs error {result['max_abs_err']:.3g})"
@@ -341,7 +341,7 @@ def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
             lines.append("Timing: not measured (no accelerator; correctness checked in interpret mode).")
     else:
         lines = [f"Verdict: {status} (failed at the {stage} stage)"]
-        if result.get("rule") in OUTSIDE_WORK_RULES:
+        if result.get("rule") in POLICY_RULES:
             lines.append(f"Rule: {result['rule']}: honest work left in XLA over the glue budget "
                          "(a policy refusal, not a cheat); move that work into the kernel.")
         if result.get("truncated"):
@@ -355,7 +355,7 @@ def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
         else:
             for number, text in error_lines(message, code or result.get("source") or ""):
                 lines.append(f"  your line {number}: {text.strip()}")
-        if status == "incorrect" and result.get("max_abs_err") is not None:
+        if status == Status.INCORRECT and result.get("max_abs_err") is not None:
             rel = result.get("rel_err") or 0.0
             lines.append(f"Max abs error {result['max_abs_err']:.3g}, relative error {rel:.3g}.")
     facts = []
@@ -372,10 +372,10 @@ def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
     facts += _memory_facts(result)
     if result.get("compile_s") is not None:
         facts.append(f"compile time {result['compile_s']:.2f} s")
-    if structure.get("outside_flops"):
+    if structure.get(FIELD_OUTSIDE_FLOPS):
         task_flops = structure.get("task_flops") or 0
-        share = f" ({structure['outside_flops'] / task_flops:.1%} of the task)" if task_flops else ""
-        facts.append(f"FLOPs outside kernels: {structure['outside_flops']:.3g}{share}")
+        share = f" ({structure[FIELD_OUTSIDE_FLOPS] / task_flops:.1%} of the task)" if task_flops else ""
+        facts.append(f"FLOPs outside kernels: {structure[FIELD_OUTSIDE_FLOPS]:.3g}{share}")
     if facts:
         lines.append("What the evaluator saw: " + "; ".join(facts) + ".")
     return "\n".join(lines)
@@ -401,7 +401,7 @@ def measurement_line(result: dict[str, Any]) -> str:
     """
     status = result.get("status") or "unknown"
     parts = [f"status {status}"]
-    if status == "correct":
+    if status == Status.CORRECT:
         if result.get("speedup") is not None:
             if result.get("t_kernel_ms") is not None:
                 parts.append(f"{result['t_kernel_ms']:.4g} ms")
@@ -418,7 +418,7 @@ def measurement_line(result: dict[str, Any]) -> str:
     message = _short(result.get("message") or "")
     if message:
         parts[0] += f": {message}"
-    if status == "incorrect" and result.get("max_abs_err") is not None:
+    if status == Status.INCORRECT and result.get("max_abs_err") is not None:
         err = f"max abs err {result['max_abs_err']:.2g}"
         if result.get("tol_fraction") is not None:
             err += f" ({result['tol_fraction']:.2g}x the tolerance)"

@@ -65,6 +65,7 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
         usage_error(f"--save-ir {save_ir} already holds files; give a new or empty directory "
                     "(nothing was overwritten)")
     from jaxbench.evaluator import Evaluator, declared_target
+    from jaxbench.executors import Settings, evaluate_with
 
     own = [entry[0] for entry in load_task_files(task_files)]
     if task_id is None:
@@ -75,6 +76,9 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
     if not force:
         chosen = target or declared_target(file.read_text(errors="replace")) or "tpu"
         check_cost([task_id], size, "interpret" if debug else mode, [chosen], trials, timeout_s)
+    settings = Settings.of(target=target, mode=mode, size=size, trials=trials, timeout_s=timeout_s,
+                           tpu_interpret=not no_tpu_interpret, save_ir=save_ir, debug=debug,
+                           chip=chip)
     evaluator = Evaluator(spares=0)
     # Ctrl-C or SIGTERM (a CI kill, `timeout`): the tracer and runner die with their process
     # groups at once, and nothing of them outlives this process.
@@ -82,10 +86,7 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
                      message="jaxbench: stopping: the evaluation's processes are killed; "
                              "no verdict") as stop:
         try:
-            result = evaluator.evaluate(file, task_id, target=target, mode=mode, size=size,
-                                        trials=trials, timeout_s=timeout_s,
-                                        tpu_interpret=not no_tpu_interpret, save_ir=save_ir,
-                                        debug=debug, chip=chip)
+            result = evaluate_with(evaluator, file, task_id, settings)
         except RuntimeError as exc:  # e.g. --mode device without the hardware
             if stop.is_set():
                 stop.exit()
@@ -101,12 +102,16 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
         click.echo(json.dumps(result, default=str))
     else:
         _print_result(result)
-    sys.exit(0 if result["status"] == "correct" and not result.get("debug") else 1)
+    from jaxbench.executors import Status
+
+    sys.exit(0 if result["status"] == Status.CORRECT and not result.get("debug") else 1)
 
 
 def _print_result(r: dict[str, Any]) -> None:
+    from jaxbench.executors import Status
+
     console = make_console()
-    color = "green" if r["status"] == "correct" else "red"
+    color = "green" if r["status"] == Status.CORRECT else "red"
     if r.get("debug"):
         console.print("[bold yellow]DEBUG RUN: this verdict does not count[/] (jax.debug.print "
                       "allowed; the kernel ran on the untrusted side, not in the trusted judge)")
@@ -136,7 +141,7 @@ def _print_result(r: dict[str, Any]) -> None:
     if r["speedup"] is not None:
         console.print(f"  t_ref {r['t_ref_ms']:.3f} ms, t_kernel {r['t_kernel_ms']:.3f} ms, "
                       f"speedup {r['speedup']:.2f}x")
-    elif r["status"] == "correct":
+    elif r["status"] == Status.CORRECT:
         console.print("  time: skipped: no accelerator (interpret mode checks correctness only)")
     for warning in r.get("warnings", []):
         console.print(f"  warning: {warning}", markup=False)

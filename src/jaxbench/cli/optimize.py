@@ -6,6 +6,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -112,38 +113,21 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
 
     One method spends up to --budget candidate kernels per task; every candidate is judged
     and kept in the run directory."""
-    from jaxbench.agents import get_method, optimize
-    from jaxbench.backends import resolve_mode
-    from jaxbench.executors import EvaluationLost, ExecutorError, check_executor, make_evaluator
-    from jaxbench.llm import LLMConfigError, LLMError, Sampling, get_model
-    from jaxbench.report import print_summary, summarize
-    from jaxbench.runs import RunDir, RunError, select_tasks, write_best
-    from jaxbench.tasks import UnknownTaskError
+    from jaxbench.executors import Settings
+    from jaxbench.llm import Sampling
+    from jaxbench.runs import RunDir, RunError
 
     if suite and task_ids or not (suite or task_ids or task_files):
         raise click.UsageError("give exactly one of --suite and --tasks, or --task-file")
     own = load_task_files(task_files, executor)
-    try:
-        tasks = [t.id for t in select_tasks(suite, task_ids) or []]
-        tasks += [entry[0] for entry in own if entry[0] not in tasks]
-        method = get_method(method_name, **_parse_options(options))
-        sampling = Sampling(temperature=temperature, max_tokens=max_tokens,
-                            reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
-                            seed=seed)
-        price_override = _parse_price(price_text)
-        model = get_model(model_spec, sampling=sampling, timeout_s=llm_timeout,
-                          max_concurrency=concurrency,
-                          cache_dir=None if no_cache else DEFAULT_CACHE, record=record,
-                          price_override=price_override)
-    except (UnknownTaskError, ValueError, LLMConfigError) as exc:
-        raise click.UsageError(error_text(exc)) from None
-    if not tasks:
-        raise click.UsageError("no tasks selected")
-    try:  # model calls stay here; with --executor ray the cluster evaluates (and sets the mode)
-        if check_executor(executor, ray_address, mode, [target]) is None:
-            resolve_mode(mode, target)
-    except (RuntimeError, ExecutorError) as exc:  # --mode device without the hardware
-        raise click.UsageError(str(exc)) from None
+    sampling = Sampling(temperature=temperature, max_tokens=max_tokens,
+                        reasoning_effort=reasoning_effort, thinking_budget=thinking_budget,
+                        seed=seed)
+    tasks, method, model, price_override = _prepare(
+        suite, task_ids, own, method_name, options, model_spec, sampling, llm_timeout,
+        concurrency, no_cache, record, price_text)
+    settings = Settings.of(target=target, size=size, mode=mode, trials=trials)
+    _check_mode(settings, executor, ray_address)
     config = {"command": "optimize", "method": method.name, "options": method.options,
               "seeded": method.seeded, "model": model_spec, "tasks": tasks, "budget": budget,
               "docs": docs, "prompt": prompt_mode, "target": target, "size": size, "mode": mode,
@@ -154,12 +138,61 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
         run = RunDir.open(out_dir, config)
     except RunError as exc:
         raise click.UsageError(str(exc)) from None
+    _optimize_with_progress(run, out_dir, tasks, method, model, settings, budget=budget,
+                            docs=docs, prompt=prompt_mode, workers=workers,
+                            parallel_tasks=parallel_tasks or None, executor=executor,
+                            ray_address=ray_address)
 
+
+def _prepare(suite: str | None, task_ids: str | None, own: list[tuple[str, str, str]],
+             method_name: str, options: tuple[str, ...], model_spec: str, sampling: Any,
+             llm_timeout: float, concurrency: int, no_cache: bool, record: Path | None,
+             price_text: str | None) -> tuple[list[str], Any, Any, Any]:
+    """The run's tasks, method and model (and the price override); usage errors otherwise."""
+    from jaxbench.agents import get_method
+    from jaxbench.llm import LLMConfigError, get_model
+    from jaxbench.runs import select_tasks
+    from jaxbench.tasks import UnknownTaskError
+
+    try:
+        tasks = [t.id for t in select_tasks(suite, task_ids) or []]
+        tasks += [entry[0] for entry in own if entry[0] not in tasks]
+        method = get_method(method_name, **_parse_options(options))
+        price_override = _parse_price(price_text)
+        model = get_model(model_spec, sampling=sampling, timeout_s=llm_timeout,
+                          max_concurrency=concurrency,
+                          cache_dir=None if no_cache else DEFAULT_CACHE, record=record,
+                          price_override=price_override)
+    except (UnknownTaskError, ValueError, LLMConfigError) as exc:
+        raise click.UsageError(error_text(exc)) from None
+    if not tasks:
+        raise click.UsageError("no tasks selected")
+    return tasks, method, model, price_override
+
+
+def _check_mode(settings: Any, executor: str, ray_address: str | None) -> None:
+    """A mode nothing here (or on the Ray cluster) can run is a usage error."""
+    from jaxbench.backends import resolve_mode
+    from jaxbench.executors import ExecutorError, check_executor
+
+    try:  # model calls stay here; with --executor ray the cluster evaluates (and sets the mode)
+        if check_executor(executor, ray_address, settings.mode, [settings.target]) is None:
+            resolve_mode(settings.mode, settings.target)
+    except (RuntimeError, ExecutorError) as exc:  # --mode device without the hardware
+        raise click.UsageError(str(exc)) from None
+
+
+def _optimize_with_progress(run: Any, out_dir: Path, tasks: list[str], method: Any, model: Any,
+                            settings: Any, *, budget: int, executor: str, ray_address: str | None,
+                            **optimize_options: Any) -> None:
+    """Runs the method with a progress bar and Ctrl-C handling, then ends the run: its best
+    kernels written, its summary printed."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from jaxbench.agents import Interrupted
     from jaxbench.cli.terminal import StopSignals
     from jaxbench.cli.terminal import console as make_console
+    from jaxbench.report import print_summary, summarize
+    from jaxbench.runs import write_best
 
     console = make_console(stderr=True)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -170,7 +203,6 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
     # Ctrl-C or SIGTERM: the model is cancelled at the signal (no request starts after it), the
     # driver closes the run's events and kills the evaluations in flight, and this exits 130.
     with StopSignals(on_stop=model.cancel, grace_s=10, message=message) as stop:
-        interrupted = False
         with progress:
             bar = progress.add_task(f"{method!r} on {len(tasks)} task(s)",
                                     total=budget * len(tasks), last="")
@@ -181,31 +213,43 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
                     progress.update(bar, advance=1,
                                     last=f"{candidate.result['task']} {candidate.status}{speed}")
 
-            try:
-                evaluator = make_evaluator("ray", run.secret, ray_address=ray_address) \
-                    if executor == "ray" else None  # None: optimize makes a local one
-                optimize(tasks, method, model, run, budget=budget, target=target, size=size,
-                         mode=mode, trials=trials, docs=docs, prompt=prompt_mode, workers=workers,
-                         parallel_tasks=parallel_tasks or None,
-                         on_candidate=on_candidate, evaluator=evaluator, interrupt=stop.event)
-            except Interrupted:
-                interrupted = True
-            except (LLMError, LLMConfigError) as exc:
-                if stop.is_set():
-                    interrupted = True
-                else:
-                    console.print(f"jaxbench: model call failed: {exc}; rerun the same command "
-                                  "to resume", markup=False)
-                    sys.exit(1)
-            except EvaluationLost as exc:  # a Ray node died on every retry: no verdict to record
-                console.print(f"jaxbench: {exc}; rerun the same command to resume", markup=False)
-                sys.exit(1)
+            interrupted = _run_method(run, tasks, method, model, settings, console, stop,
+                                      budget=budget, executor=executor, ray_address=ray_address,
+                                      on_candidate=on_candidate, **optimize_options)
         if interrupted or stop.is_set():
             _stopped(run, out_dir, tasks, budget, stop)
     write_best(out_dir)  # best/<task>.py: each task's best correct kernel
     run.finish()
     print_summary(summarize(out_dir), make_console())
     click.echo(f"run directory: {out_dir}")
+
+
+def _run_method(run: Any, tasks: list[str], method: Any, model: Any, settings: Any, console: Any,
+                stop: Any, *, executor: str, ray_address: str | None,
+                **optimize_options: Any) -> bool:
+    """:func:`jaxbench.agents.optimize` on the executor's evaluator; True when it was
+    interrupted. A model that fails for good, or an evaluation a Ray node lost, exits 1."""
+    from jaxbench.agents import Interrupted, optimize
+    from jaxbench.executors import EvaluationLost, make_evaluator
+    from jaxbench.llm import LLMConfigError, LLMError
+
+    try:
+        evaluator = make_evaluator("ray", run.secret, ray_address=ray_address) \
+            if executor == "ray" else None  # None: optimize makes a local one
+        optimize(tasks, method, model, run, settings=settings, evaluator=evaluator,
+                 interrupt=stop.event, **optimize_options)
+    except Interrupted:
+        return True
+    except (LLMError, LLMConfigError) as exc:
+        if stop.is_set():
+            return True
+        console.print(f"jaxbench: model call failed: {exc}; rerun the same command "
+                      "to resume", markup=False)
+        sys.exit(1)
+    except EvaluationLost as exc:  # a Ray node died on every retry: no verdict to record
+        console.print(f"jaxbench: {exc}; rerun the same command to resume", markup=False)
+        sys.exit(1)
+    return False
 
 
 def _stopped(run, out_dir: Path, tasks: list[str], budget: int, stop) -> None:  # noqa: ANN001

@@ -25,7 +25,7 @@ from jaxbench.cli.common import (
 from jaxbench.cli.terminal import JobProgress, StopSignals, usage_error
 from jaxbench.cli.terminal import console as make_console
 
-# The kinds of kernels shipped beside the tasks (jaxbench.runs.runner.shipped_jobs).
+# The kinds of kernels shipped beside the tasks (jaxbench.runs.jobs.shipped_jobs).
 SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
 
 
@@ -71,21 +71,38 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
                     f"directory; {kernels!r} is none")  # before anything imports JAX
     if chip and target == "all":
         usage_error("--chip names one target's chip: add --target tpu or --target gpu")
-    from jaxbench.executors import ExecutorError, check_executor
-    from jaxbench.runs import (
-        RunDir,
-        RunError,
-        default_workers,
-        directory_jobs,
-        kernel_unavailable,
-        select_tasks,
-        shipped_jobs,
-    )
-    from jaxbench.tasks import list_tasks
+    from jaxbench.executors import Settings
+    from jaxbench.runs import RunDir, RunError, default_workers
+
+    own = load_task_files(task_files, executor)  # the task files' tasks, by ID
+    jobs, chip = _plan(suite, task_ids, kernels, target, chip, own)
+    out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
+    settings = Settings.of(mode=mode, size=size, trials=trials, timeout_s=timeout_s, chip=chip,
+                           save_ir=str(out_dir / "artifacts") if save_ir else None)
+    _check_cluster_and_cost(jobs, settings, executor, ray_address, force)
+    workers = workers or (0 if executor == "ray" else default_workers())  # 0: the cluster's slots
+    config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,
+              "target": target, "mode": mode, "size": size, "trials": trials,
+              **({"chip": chip} if chip else {}),
+              **({"task_files": [list(entry) for entry in own]} if own else {})}
+    try:
+        run = RunDir.open(out_dir, config, plan=[job.key for job in jobs])
+    except RunError as exc:
+        usage_error(str(exc))
+    started = time.monotonic()
+    results, stop = _run_with_progress(jobs, run, settings, workers, as_json, executor,
+                                       ray_address)
+    _finish(run, jobs, results, stop, time.monotonic() - started, as_json)
+
+
+def _plan(suite: str | None, task_ids: str | None, kernels: str, target: str, chip: str | None,
+          own: list[tuple[str, str, str]]) -> tuple[list[Any], str | None]:
+    """The run's jobs and its chip (resolved to its device kind); usage errors for a selection
+    that names nothing to run, with the files of a directory left out said on stderr."""
+    from jaxbench.runs import kernel_unavailable, plan_jobs, select_tasks
 
     targets = ("tpu", "gpu") if target == "all" else (target,)
     skipped: list[str] = []
-    own = load_task_files(task_files, executor)  # the task files' tasks, by ID
     try:
         if chip:
             from jaxbench.backends import resolve_chip
@@ -102,10 +119,7 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
             usage_error(f"the legacy Mosaic GPU seeds are pl.pallas_call kernels, which JAX "
                         f"{jax.__version__} no longer lowers with Mosaic GPU params (JAX 0.10 "
                         "does); use --kernels seed_mosaic (plgpu.kernel) here")
-        if kernels in SHIPPED_KINDS:
-            jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
-        else:
-            jobs = directory_jobs(Path(kernels), tasks, targets, skipped)
+        jobs = plan_jobs(kernels, tasks, targets, skipped)
     except USAGE_ERRORS as exc:
         usage_error_from(exc)
     if not jobs:
@@ -113,8 +127,18 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
         usage_error(f"no {kernels} kernels match (target {target}){why}")
     for note in skipped:
         click.echo(f"jaxbench: skipping {note}", err=True)
-    try:  # a cluster that cannot run the jobs is a usage error before the run directory exists
-        cluster_modes = check_executor(executor, ray_address, mode, {job.target for job in jobs})
+    return jobs, chip
+
+
+def _check_cluster_and_cost(jobs: list[Any], settings: Any, executor: str,
+                            ray_address: str | None, force: bool) -> None:
+    """Usage errors before the run directory exists: a cluster that cannot run the jobs, and
+    (unless ``force``) interpret-mode jobs the cost estimate says cannot finish."""
+    from jaxbench.executors import ExecutorError, check_executor
+
+    try:
+        cluster_modes = check_executor(executor, ray_address, settings.mode,
+                                       {job.target for job in jobs})
     except ExecutorError as exc:
         usage_error(str(exc))
     if cluster_modes is not None:  # modes resolved on the Ray cluster: estimate interpret jobs only
@@ -122,24 +146,20 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     else:
         jobs_costed = jobs
     if not force and jobs_costed:
-        check_cost([j.task for j in jobs_costed], size, mode if cluster_modes is None else "interpret",
-                    [j.target for j in jobs_costed], trials, timeout_s)
-    workers = workers or (0 if executor == "ray" else default_workers())  # 0: the cluster's slots
-    out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
-    config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,
-              "target": target, "mode": mode, "size": size, "trials": trials,
-              **({"chip": chip} if chip else {}),
-              **({"task_files": [list(entry) for entry in own]} if own else {})}
-    try:
-        run = RunDir.open(out_dir, config)
-    except RunError as exc:
-        usage_error(str(exc))
-    started = time.monotonic()
-    results, stop = _run_with_progress(jobs, run, size, mode, workers,
-                                       {"trials": trials, "timeout_s": timeout_s,
-                                        "save_ir": save_ir, **({"chip": chip} if chip else {})},
-                                       as_json, executor, ray_address)
-    wall = time.monotonic() - started
+        check_cost([j.task for j in jobs_costed], settings.size,
+                   settings.mode if cluster_modes is None else "interpret",
+                   [j.target for j in jobs_costed], settings.trials, settings.timeout_s)
+
+
+def _finish(run: Any, jobs: list[Any], results: list[dict[str, Any]], stop: Any, wall: float,
+            as_json: bool) -> None:
+    """Ends the command: an interrupted run stays open, one with lost evaluations too; a
+    complete one is finished and summed up. Exits 0 when every kernel is correct (a documented
+    limitation of a shipped kernel, runs.jobs.KNOWN_INTERPRET_FAILURES, is reported, not
+    counted as a failure of the run)."""
+    from jaxbench.executors import Status
+
+    out_dir = run.path
     if stop.is_set():
         _print_interrupted(results, len(jobs), out_dir, stop)
         stop.exit()  # the run stays open: rerunning the command resumes it
@@ -154,16 +174,14 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     run.finish(wall_s=round(wall, 2), counts=counts, evaluations=len(results))
     if not as_json:
         _print_summary(results, out_dir, wall)
-    # a documented limitation of a shipped kernel (runs.runner.KNOWN_INTERPRET_FAILURES) is reported,
-    # not counted as a failure of the run
-    sys.exit(0 if all(r["status"] == "correct" or r.get("known_limitation") for r in results)
+    sys.exit(0 if all(r["status"] == Status.CORRECT or r.get("known_limitation") for r in results)
              else 1)
 
 
-def _run_with_progress(jobs: list[Any], run: Any, size: str, mode: str, workers: int,
-                       options: dict[str, Any], as_json: bool, executor: str = "local",
-                       ray_address: str | None = None) -> tuple[list[dict[str, Any]], Any]:
-    from jaxbench.executors import stop_all
+def _run_with_progress(jobs: list[Any], run: Any, settings: Any, workers: int, as_json: bool,
+                       executor: str = "local", ray_address: str | None = None
+                       ) -> tuple[list[dict[str, Any]], Any]:
+    from jaxbench.executors import Status, stop_all
     from jaxbench.runs import finished_keys, run_jobs
 
     reused = finished_keys(run) & {job.key for job in jobs}
@@ -183,10 +201,9 @@ def _run_with_progress(jobs: list[Any], run: Any, size: str, mode: str, workers:
                 click.echo(json.dumps(result, default=str))
             if job.key not in reused:
                 progress.advance(f"{job.task} [{job.kind}/{job.target}] {result['status']}",
-                                 failed=result["status"] != "correct")
+                                 failed=result["status"] != Status.CORRECT)
 
-        results = run_jobs(jobs, run, size=size, mode=mode, workers=workers,
-                           evaluate_options=options, on_result=on_result, stop=stop,
+        results = run_jobs(jobs, run, settings, workers=workers, on_result=on_result, stop=stop,
                            executor=executor, ray_address=ray_address)
     return results, stop
 
@@ -214,13 +231,14 @@ def short_message(message: str, width: int = 100) -> str:
 def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) -> None:
     from rich.table import Table
 
+    from jaxbench.executors import Status
     from jaxbench.report import task_order_key  # catalogue order: 2p before 10p
 
     table = Table(title="jaxbench run")
     for col in ("task", "kernel", "target", "mode", "status", "max abs err", "speedup", "message"):
         table.add_column(col, overflow="fold")
     for r in sorted(results, key=lambda r: (task_order_key(r["task"]), r.get("kind", ""), r["target"])):
-        color = "green" if r["status"] == "correct" else "red"
+        color = "green" if r["status"] == Status.CORRECT else "red"
         err = f"{r['max_abs_err']:.2g}" if r.get("max_abs_err") is not None else "-"
         if r.get("tol_fraction") is not None:
             err += f" ({r['tol_fraction']:.2g}× tol)"
@@ -229,8 +247,8 @@ def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) ->
                       f"[{color}]{r['status']}[/]", err, spd, short_message(r["message"] or ""))
     console = make_console()
     console.print(table)
-    ok = sum(r["status"] == "correct" for r in results)
-    known = [r for r in results if r["status"] != "correct" and r.get("known_limitation")]
+    ok = sum(r["status"] == Status.CORRECT for r in results)
+    known = [r for r in results if r["status"] != Status.CORRECT and r.get("known_limitation")]
     for r in known:
         console.print(f"known limitation, not a failure of this run: {r['task']} "
                       f"{r.get('kind', '')}/{r['target']}: {r['known_limitation']}", markup=False)

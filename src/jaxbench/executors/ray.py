@@ -36,10 +36,13 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxbench.evaluator.common.procs import process_start
 from jaxbench.executors.errors import EvaluationLost, ExecutorError
+
+if TYPE_CHECKING:
+    from jaxbench.evaluator.common.schema import Settings
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_CPUS_PER_EVALUATION = 1.0
@@ -316,14 +319,18 @@ def _read_tree(directory: Path) -> dict[str, bytes]:
 
 
 def evaluate_on_node(secret: RunSecret, source: str, filename: str | None, task_id: str,
-                     options: dict[str, Any], want_ir: bool) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """One evaluation in a Ray worker: (the evaluator's result, IR files when asked for)."""
+                     settings: Settings, want_ir: bool) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """One evaluation in a Ray worker: (the evaluator's result, IR files when asked for).
+    ``settings`` is the evaluation's, its target and mode resolved by the driver."""
+    from jaxbench.executors.settings import evaluate_with
+
     evaluator = _evaluator_for(secret.value)
     scratch = Path(tempfile.mkdtemp(prefix="jaxbench-ray-"))
     try:
         kernel: Any = _local_copy(source, filename, scratch) if filename else source
         ir_dir = scratch / "ir" if want_ir else None
-        result = evaluator.evaluate(kernel, task_id, save_ir=ir_dir, **options)
+        result = evaluate_with(evaluator, kernel, task_id,
+                               settings.replace(save_ir=str(ir_dir) if ir_dir else None))
         files = _read_tree(ir_dir) if ir_dir is not None and ir_dir.is_dir() else {}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -488,9 +495,11 @@ class RayEvaluator:
         task_options = dict(max_retries=self.max_retries, retry_exceptions=False,
                             **resources_for(mode, target, cluster, self.cpus_per_evaluation))
         where = None if filename == "<kernel>" else str(Path(filename).resolve())
+        from jaxbench.executors.settings import settings_of
+
+        settings = settings_of({**options, "target": target, "mode": mode, "save_ir": None})
         ref = self._remote.options(**task_options).remote(
-            self._secret_ref, source, where, task_id, dict(options, target=target, mode=mode),
-            save_ir is not None)
+            self._secret_ref, source, where, task_id, settings, save_ir is not None)
         with self._lock:
             self._in_flight.add(ref)
             missed = self._aborted  # stopped while it was being submitted: abort() missed it

@@ -1,7 +1,7 @@
 """The "Sakana archive" results record (the layout of Sakana AI's kernel archive), one record per
 evaluated kernel, for PallasBench and any other suite.
 
-``Correct`` is taken from the evaluator's verdict alone (``status == "correct"``): no other
+``Correct`` is taken from the evaluator's verdict alone (``status == Status.CORRECT``): no other
 field of an event (errors, times, a forged ``correct`` key) can make a kernel correct.
 ``Speedup`` is ``JAX_Baseline_Runtime / Pallas_Runtime`` (> 1: the kernel is faster), and
 exists only where both runtimes were measured (device mode). An unmeasured value is ``null``.
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.backends import KERNEL_CALL_BACKENDS, kernel_backend_of_calls
-from jaxbench.evaluator.common.schema import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
+from jaxbench.evaluator.common.schema import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU, Status
 from jaxbench.export.tables import kernel_name, ordered_evaluations, require_pyarrow, task_number
 from jaxbench.report.data import RunData, load_run, task_or_none
 
@@ -324,7 +324,7 @@ def records(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
         t_kernel, t_ref = e.get("t_kernel_ms"), e.get("t_ref_ms")
         measured = isinstance(t_kernel, (int, float)) and isinstance(t_ref, (int, float)) \
             and t_kernel > 0 and t_ref > 0
-        correct = e.get("status") == "correct"
+        correct = e.get("status") == Status.CORRECT
         inputs = None
         if task is not None and size in task.sizes:
             inputs = [list(spec.shape) for spec in task.input_specs(size)]

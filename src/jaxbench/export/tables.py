@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.common.schema import FIELD_CORRECT, FIELD_TIME, STAGES, STATUSES, Status
 from jaxbench.report.data import (
     RunData,
     compiled,
@@ -30,6 +31,11 @@ from jaxbench.report.data import (
 
 SCHEMA_VERSION = 1
 FORMATS = ("parquet", "jsonl", "csv")
+# The values the enumerated columns hold (null aside): the evaluator schema's enums
+# (jaxbench.evaluator.common.schema), so a status or stage the evaluator adds is one here too.
+# The events' own ``schema`` version is not a column: adding one would change every row of
+# every export (docs/results.md, "Versioning").
+ALLOWED_VALUES: dict[str, tuple[str, ...]] = {"status": STATUSES, "stage": STAGES}
 
 # (column, type, meaning): the schema of docs/results.md, in column order.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -58,11 +64,10 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("target", "string", "`tpu` or `gpu`"),
     ("mode", "string", "`interpret` or `device`"),
     ("size", "string", "`small` or `full`"),
-    ("status", "string", "verdict: correct, incorrect, no_pallas, rejected, compile_error, "
-                         "runtime_error, timeout, crashed, unverified"),
+    ("status", "string", "verdict: " + ", ".join(STATUSES)),
     ("stage", "string", "the stage that decided the verdict"),
     ("message", "string", "the useful part of the error; null when none"),
-    ("correct", "bool", "status == correct"),
+    (FIELD_CORRECT, "bool", "status == correct"),
     ("compiled", "bool", "got past static checks, tracing and lowering"),
     ("max_abs_err", "float64", "worst absolute error over the judged runs"),
     ("rel_err", "float64", "worst relative-norm error over the judged runs"),
@@ -191,7 +196,7 @@ def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
             "status": _text(e.get("status")),
             "stage": _text(e.get("stage")),
             "message": _text(e.get("message")),
-            "correct": e.get("status") == "correct",
+            FIELD_CORRECT: e.get("status") == Status.CORRECT,
             "compiled": compiled(e),
             "max_abs_err": _number(e.get("max_abs_err")),
             "rel_err": _number(e.get("rel_err")),
@@ -227,7 +232,7 @@ def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
             "reused_from": _text(e.get("reused_from")),
             "review": _text(e.get("review")),
             "warnings": "\n".join(map(str, warnings)) if warnings else None,
-            "event_time": _number(e.get("time")),
+            "event_time": _number(e.get(FIELD_TIME)),
         }
         assert tuple(row) == COLUMN_NAMES
         out.append(row)

@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.common.schema import Status
 from jaxbench.report.data import RunData, best_of, load_run, method_of, task_order_key, task_sort_value
 
 CHANGES = ("regression", "missing", "status", "improvement", "new", "same")
@@ -35,7 +36,7 @@ def _best_by_key(run: RunData, by_method: bool) -> dict[tuple[str, str, str], di
 
 
 def _speedup(e: dict[str, Any] | None) -> float | None:
-    if not e or e.get("status") != "correct":
+    if not e or e.get("status") != Status.CORRECT:
         return None
     s = e.get("speedup")
     return float(s) if isinstance(s, (int, float)) and s > 0 else None
@@ -46,7 +47,7 @@ def classify(a: dict[str, Any] | None, b: dict[str, Any] | None, threshold: floa
         return "new"
     if b is None:
         return "missing"
-    ok_a, ok_b = a.get("status") == "correct", b.get("status") == "correct"
+    ok_a, ok_b = a.get("status") == Status.CORRECT, b.get("status") == Status.CORRECT
     if ok_a and not ok_b:
         return "regression"
     if ok_b and not ok_a:

@@ -18,13 +18,12 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.common.schema import COMPILED_STAGES, STATUS_RANKING, Status, status_rank
 from jaxbench.runs import EVENTS, MANIFEST, read_events
 
-# Worst to best: the order in which a group of evaluations picks its "best" status.
-STATUS_ORDER = ("compile_error", "rejected", "no_pallas", "crashed", "timeout", "runtime_error",
-                "incorrect", "unverified", "correct")
-# A sample "compiles" when it got past static checks, tracing and lowering.
-COMPILED_STAGES = frozenset({"correct", "time", "recheck"})
+# Worst to best: the order in which a group of evaluations picks its "best" status (the
+# schema's ranking, under the name reports have used).
+STATUS_ORDER = STATUS_RANKING
 IR_FILES = {"jaxpr": "jaxpr.txt", "stablehlo": "stablehlo.mlir", "kernel_ir": "kernel_ir.mlir",
             "optimized_hlo": "optimized_hlo.txt", "analysis": "analysis.json"}
 
@@ -78,11 +77,7 @@ def task_figures(task_id: str, size: str) -> tuple[float | None, float | None]:
 
 
 def compiled(evaluation: dict[str, Any]) -> bool:
-    return evaluation.get("status") == "correct" or evaluation.get("stage") in COMPILED_STAGES
-
-
-def status_rank(status: str | None) -> int:
-    return STATUS_ORDER.index(status) if status in STATUS_ORDER else -1
+    return evaluation.get("status") == Status.CORRECT or evaluation.get("stage") in COMPILED_STAGES
 
 
 def best_of(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -92,7 +87,7 @@ def best_of(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
 
     def key(e: dict[str, Any]) -> tuple[int, float]:
-        speed = e.get("speedup") if e.get("status") == "correct" else None
+        speed = e.get("speedup") if e.get("status") == Status.CORRECT else None
         return (status_rank(e.get("status")), speed if speed is not None else float("-inf"))
 
     best = evaluations[0]

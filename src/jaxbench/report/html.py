@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.common.schema import Category, Status
 from jaxbench.report import metrics, sample_view, taxonomy
 from jaxbench.report.data import (
     STATUS_ORDER,
@@ -48,20 +49,22 @@ from jaxbench.report.sample_view import SAMPLE_CSS
 # failure never reads as a neutral series color: reds for what was refused or wrong, oranges
 # for what ran out of time or crashed, amber for unverified (nothing vouched for the outputs).
 STATUS_COLORS = {
-    "correct": "#2ca02c", "incorrect": "#d62728", "runtime_error": "#ff7f0e",
-    "compile_error": "#b2182b", "rejected": "#67000d", "no_pallas": "#f4a582",
-    "timeout": "#fdb863", "crashed": "#8c510a", "unverified": "#e6a817",
+    Status.CORRECT: "#2ca02c", Status.INCORRECT: "#d62728", Status.RUNTIME_ERROR: "#ff7f0e",
+    Status.COMPILE_ERROR: "#b2182b", Status.REJECTED: "#67000d", Status.NO_PALLAS: "#f4a582",
+    Status.TIMEOUT: "#fdb863", Status.CRASHED: "#8c510a", Status.UNVERIFIED: "#e6a817",
 }
 # Failure categories in the same warm family (every one is a failure), the categories of a
 # status in that status' color, neighbours in the stacked chart (CATEGORIES order) alternating
 # between dark and light, red and orange or brown, so adjacent segments stay apart.
 CATEGORY_COLORS = {
-    "static_policy": "#67000d", "source_error": "#fdae6b", "trace_error": "#a50f15",
-    "sandbox_rule": "#8c510a", "no_pallas": "#f4a582", "memory_budget": "#e6550d",
-    "block_shape": "#fcbba1", "triton_rule": "#bf812d", "gpu_race": "#cb181d",
-    "outside_work": "#fed976", "compile_error": "#b2182b", "runtime_error": "#ff7f0e",
-    "incorrect": "#d62728", "nan_inf": "#fb6a4a", "timeout": "#fdb863", "crashed": "#8c2d04",
-    "unverified": "#e6a817", "other": "#dfc27d",
+    Category.STATIC_POLICY: "#67000d", Category.SOURCE_ERROR: "#fdae6b",
+    Category.TRACE_ERROR: "#a50f15", Category.SANDBOX_RULE: "#8c510a",
+    Category.NO_PALLAS: "#f4a582", Category.MEMORY_BUDGET: "#e6550d",
+    Category.BLOCK_SHAPE: "#fcbba1", Category.TRITON_RULE: "#bf812d", Category.GPU_RACE: "#cb181d",
+    Category.OUTSIDE_WORK: "#fed976", Category.COMPILE_ERROR: "#b2182b",
+    Category.RUNTIME_ERROR: "#ff7f0e", Category.INCORRECT: "#d62728", Category.NAN_INF: "#fb6a4a",
+    Category.TIMEOUT: "#fdb863", Category.CRASHED: "#8c2d04", Category.UNVERIFIED: "#e6a817",
+    Category.OTHER: "#dfc27d",
 }
 SERIES_PALETTE = ("#636efa", "#ef553b", "#00cc96", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880")
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "displayModeBar": False}
@@ -410,7 +413,7 @@ def rates_figure(run: RunData) -> Any:
                 x=[metrics.rate([compiled(e) for e in flat[m]]) for m in names],
                 hovertemplate="%{y}<br>compile rate %{x:.0%}<extra></extra>")
     fig.add_bar(name="correct rate", y=names, orientation="h", marker_color="#2ca02c",
-                x=[metrics.rate([e.get("status") == "correct" for e in flat[m]]) for m in names],
+                x=[metrics.rate([e.get("status") == Status.CORRECT for e in flat[m]]) for m in names],
                 hovertemplate="%{y}<br>correct rate %{x:.0%}<extra></extra>")
     legend = ["compile rate", "correct rate"]
     series_layout(fig, names, legend, WINDOW_PX / 2 - 50)
@@ -487,7 +490,7 @@ def task_status_figure(run: RunData, rows: TaskRows) -> tuple[Any, int]:
 
 def speedup_legend(best: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     """The legend of the speedup chart: its series, and the marker of tasks without a speedup."""
-    failed = any(e.get("status") != "correct" or not e.get("speedup")
+    failed = any(e.get("status") != Status.CORRECT or not e.get("speedup")
                  for by_task in best.values() for e in by_task.values())
     return sorted(best) + (["no correct timed kernel"] if failed else [])
 
@@ -507,7 +510,7 @@ def speedup_figure(run: RunData, best: dict[str, dict[str, dict[str, Any]]], row
             e = by_task.get(task)
             if e is None:
                 continue
-            s = e.get("speedup") if e.get("status") == "correct" else None
+            s = e.get("speedup") if e.get("status") == Status.CORRECT else None
             if s:
                 ys.append(labels[task])
                 xs.append(s - 1.0)
@@ -517,7 +520,7 @@ def speedup_figure(run: RunData, best: dict[str, dict[str, dict[str, Any]]], row
             else:
                 failed_y.append(labels[task])
                 failed_text.append(f"{task}<br>{series}<br>{e.get('status')}"
-                                   + (" (not timed)" if e.get("status") == "correct" else ""))
+                                   + (" (not timed)" if e.get("status") == Status.CORRECT else ""))
         if ys:
             fig.add_bar(name=series, y=ys, x=xs, base=1.0, orientation="h", customdata=speeds,
                         marker_color=colors.get(series),
@@ -529,7 +532,7 @@ def speedup_figure(run: RunData, best: dict[str, dict[str, dict[str, Any]]], row
     fig.add_vline(x=1.0, line_dash="dash", line_color="#444")
     per_task_layout(fig, rows, x_title="speedup over XLA (log; 1x = XLA)", legend=True)
     speeds = [e["speedup"] for by_task in best.values() for e in by_task.values()
-              if e.get("status") == "correct" and e.get("speedup")]
+              if e.get("status") == Status.CORRECT and e.get("speedup")]
     fig.update_layout(barmode="group")
     fig.update_xaxes(**log_axis(min(speeds + [1.0]), max(speeds + [1.0])))
     return fig
@@ -572,7 +575,8 @@ def tolerances(run: RunData) -> dict[str, list[dict[str, Any]]]:
     per: dict[str, list[dict[str, Any]]] = {}
     for e in run.evaluations:
         value = e.get("tol_fraction")
-        if e.get("status") == "correct" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if e.get("status") == Status.CORRECT and isinstance(value, (int, float)) \
+                and not isinstance(value, bool):
             per.setdefault(run.series_of(e), []).append(e)
     return per
 
@@ -633,7 +637,7 @@ def fast_p_figure(run: RunData) -> Any:
 
 
 def _as_samples(seq: list[dict[str, Any]]) -> list[metrics.Sample]:
-    return [(e.get("status") == "correct", e.get("speedup")) for e in seq]
+    return [(e.get("status") == Status.CORRECT, e.get("speedup")) for e in seq]
 
 
 def fast_p_at_n_figure(run: RunData) -> Any:
@@ -678,7 +682,7 @@ def roofline_figure(run: RunData) -> tuple[Any, str | None]:
     ref_points: list[tuple[float, float, str]] = []
     roofs: dict[str, tuple[float, float]] = {}
     for e in run.evaluations:
-        if e.get("status") != "correct" or not e.get("t_kernel_ms"):
+        if e.get("status") != Status.CORRECT or not e.get("t_kernel_ms"):
             continue
         flops, nbytes = task_figures(e["task"], e.get("size") or "small")
         if not flops or not nbytes:
@@ -934,7 +938,7 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
     rows = []
     for i, (task, series, best, group) in enumerate(run.best_rows()):
         status = best.get("status")
-        correct = sum(e.get("status") == "correct" for e in group)
+        correct = sum(e.get("status") == Status.CORRECT for e in group)
         source, source_path = run.source(best)
         kernel = []
         if source_path is not None:  # a copy in sources/ is named by its digest: show the file's name
@@ -945,7 +949,7 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
         ir = run.ir_files(best)
         ir_links = " ".join(link(p, out_dir, name) for name, p in ir.items())
         message = best.get("message") or ""
-        speed = best.get("speedup") if status == "correct" else None
+        speed = best.get("speedup") if status == Status.CORRECT else None
         flagged = bool(group) and method_of(group[0]) in seeded
         category = taxonomy.classify(best)
         sample_link = ""

@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from jaxbench.evaluator.common.schema import Status
 from jaxbench.report import taxonomy
 from jaxbench.report.data import RunData, in_catalogue_order, series_label
 
@@ -234,7 +235,7 @@ def print_samples(run: RunData, console: Any, *, task: str | None = None, status
                           + (f", {len(listed)} shown" if len(listed) != len(samples) else ""))
             for s in listed:
                 text = escape(_line(s, best.get((task_id, series)) == s["step"]))
-                color = "green" if s["status"] == "correct" else "red"
+                color = "green" if s["status"] == Status.CORRECT else "red"
                 console.print(f"  [{color}]{text}[/]", soft_wrap=True)
             shown += len(listed)
     return shown

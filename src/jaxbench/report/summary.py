@@ -30,9 +30,9 @@ import os
 from collections import Counter, defaultdict
 from typing import Any
 
+from jaxbench.evaluator.common.schema import FIELD_CORRECT, Status, status_rank
 from jaxbench.report import metrics, taxonomy
 from jaxbench.report.data import (
-    STATUS_ORDER,
     compiled,
     in_catalogue_order,
     method_of,
@@ -40,7 +40,7 @@ from jaxbench.report.data import (
     series_label,
 )
 from jaxbench.report.usage import print_usage, summarize_usage
-from jaxbench.runs import MANIFEST, read_events
+from jaxbench.runs import MANIFEST, read_events, read_plan
 
 N_VALUES = (1, 8, 32, 144)
 
@@ -68,7 +68,8 @@ def correct_at_n(samples: dict[str, list[metrics.Sample]], n: int) -> float:
 def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The report of a run directory as one JSON-ready dict."""
     path = require_run_dir(run_dir)
-    config = json.loads((path / MANIFEST).read_text()).get("config", {})
+    manifest = json.loads((path / MANIFEST).read_text())
+    config = manifest.get("config", {})
     evaluations: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     llm: dict[str, dict[str, Any]] = defaultdict(lambda: {"calls": 0, "input_tokens": 0,
                                                           "output_tokens": 0, "cost": 0.0,
@@ -135,7 +136,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "timed": timed,
         "note": None if timed else
         "no timed evaluations (interpret mode): speedups need a device; correct@N is reported",
-        "progress": progress(config, events),
+        "progress": progress(config, events, read_plan(path)),
         "methods": methods,
         "series": series,
         "failures": {label: taxonomy.count(e for evals in by_task.values() for e in evals)
@@ -149,45 +150,22 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     }
 
 
-def _planned_jobs(config: dict[str, Any]) -> set[str] | None:
-    """The job keys a `jaxbench run` with this config evaluates, recomputed as the run did it
-    (shipped kernels from the registry, or the kernel directory while it exists); None when
-    they cannot be recomputed here."""
-    from pathlib import Path
-
-    from jaxbench.runs import directory_jobs, select_tasks, shipped_jobs
-    from jaxbench.tasks import list_tasks
-
-    kernels = config.get("kernels")
-    target = config.get("target") or "all"
-    targets = ("tpu", "gpu") if target == "all" else (target,)
-    try:
-        tasks = select_tasks(config.get("suite"), config.get("tasks"))
-        if kernels in ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert"):
-            jobs = shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
-        elif isinstance(kernels, str) and Path(kernels).is_dir():
-            jobs = directory_jobs(Path(kernels), tasks, targets)
-        else:
-            return None
-        return {job.key for job in jobs}
-    except Exception:  # noqa: BLE001 - a registry or directory that changed: not knowable
-        return None
-
-
 RESUME = ("no run_end: the run has not finished (interrupted, or still going; rerun its command to "
           "resume)")
 
 
-def progress(config: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+def progress(config: dict[str, Any], events: list[dict[str, Any]],
+             plan: list[str] | None = None) -> dict[str, Any]:
     """How far the run got: ``evaluations`` written (an optimize run's samples: the seed kernels
     evolve starts from are not), ``planned`` (None when the run directory does not tell; an
     upper bound for an optimize run, whose methods may stop under budget),
     ``lost`` (evaluation_lost jobs not evaluated since), ``finished`` (a run_end event) and
     ``text``, the banner of an incomplete run (None when complete).
 
-    A `jaxbench run` plans its jobs from its config: recomputed here, and trusted only when
-    every job the events name is among them. A finished run's run_end counts its evaluations.
-    An optimize run plans its tasks, each spending at most its budget."""
+    A `jaxbench run` records its plan (its job keys) in the manifest: ``plan``. An unfinished
+    run's missing evaluations are the planned jobs without one; a run directory from before
+    plans were recorded says so, and tells only what its events show. A finished run's run_end
+    counts its evaluations. An optimize run plans its tasks, each spending at most its budget."""
     # (an optimize run stopped by Ctrl-C ends with an interrupted run_end: not finished)
     end = next((e for e in events if e.get("type") == "run_end" and not e.get("interrupted")),
                None)
@@ -200,43 +178,58 @@ def progress(config: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, 
     command = config.get("command")
     lost_text = (f"; {len(lost)} lost (their Ray workers or nodes died on every retry: "
                  "evaluation_lost events)") if lost else ""
+    unknown = "the planned total is not known from this run directory"
     if command == "run":
-        done = len(jobs) if jobs else len(evaluations)
-        out["evaluations"] = done
-        if end is not None and isinstance(end.get("evaluations"), int):
-            out["planned"] = end["evaluations"]
-        elif end is None:
-            planned = _planned_jobs(config)
-            if planned is not None and jobs | lost <= planned:
-                out["planned"] = len(planned)
-        if out["planned"] is not None and done < out["planned"]:
-            why = lost_text + ("; " + RESUME if end is None else "")
-            out["text"] = f"incomplete: {done} of {out['planned']} evaluations{why}"
+        _run_progress(out, end, jobs, plan, lost_text)
+        if plan is None:
+            unknown = ("its plan was not recorded (a run directory from before runs recorded "
+                       "their plan), so the planned total is not known")
     elif command == "optimize" and end is None:
-        samples = [e for e in evaluations if e.get("origin") != "seed"]
-        out["evaluations"] = len(samples)
-        tasks, budget, method = config.get("tasks"), config.get("budget"), config.get("method")
-        if isinstance(tasks, list) and tasks and isinstance(budget, int) and \
-                all(e.get("method") == method for e in samples):
-            done = {e.get("task") for e in events if e.get("type") == "task_done"
-                    and e.get("method") == method}
-            out.update(planned=len(tasks) * budget, upper_bound=True)
-            n = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''}"
-            out["text"] = (f"incomplete: {len(samples)} of up to {out['planned']} samples ({n} x budget "
-                           f"{budget}); {len(done & set(tasks))} of {n} finished; {RESUME}")
+        _optimize_progress(out, config, events, evaluations)
     if end is None and out["text"] is None:
         noun = "samples" if command == "optimize" else "evaluations"
-        out["text"] = (f"unfinished: {RESUME}; {out['evaluations']} {noun} so far, the planned "
-                       f"total is not known from this run directory{lost_text}")
+        out["text"] = f"unfinished: {RESUME}; {out['evaluations']} {noun} so far, {unknown}{lost_text}"
     return out
 
 
+def _run_progress(out: dict[str, Any], end: dict[str, Any] | None, jobs: set[str],
+                  plan: list[str] | None, lost_text: str) -> None:
+    """A `jaxbench run`'s progress: its run_end's count, else its recorded plan's jobs."""
+    done = len(jobs) if jobs else out["evaluations"]
+    if end is not None and isinstance(end.get("evaluations"), int):
+        out["planned"] = end["evaluations"]
+    elif end is None and plan is not None:
+        planned = set(plan)
+        done = len(jobs & planned)
+        out["planned"] = len(planned)
+    out["evaluations"] = done
+    if out["planned"] is not None and done < out["planned"]:
+        why = lost_text + ("; " + RESUME if end is None else "")
+        out["text"] = f"incomplete: {done} of {out['planned']} evaluations{why}"
+
+
+def _optimize_progress(out: dict[str, Any], config: dict[str, Any],
+                       events: list[dict[str, Any]], evaluations: list[dict[str, Any]]) -> None:
+    """An unfinished optimize run's progress: its samples of up to tasks x budget."""
+    samples = [e for e in evaluations if e.get("origin") != "seed"]
+    out["evaluations"] = len(samples)
+    tasks, budget, method = config.get("tasks"), config.get("budget"), config.get("method")
+    if isinstance(tasks, list) and tasks and isinstance(budget, int) and \
+            all(e.get("method") == method for e in samples):
+        done = {e.get("task") for e in events if e.get("type") == "task_done"
+                and e.get("method") == method}
+        out.update(planned=len(tasks) * budget, upper_bound=True)
+        n = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''}"
+        out["text"] = (f"incomplete: {len(samples)} of up to {out['planned']} samples ({n} x budget "
+                       f"{budget}); {len(done & set(tasks))} of {n} finished; {RESUME}")
+
+
 def _task_summary(evals: list[dict[str, Any]]) -> dict[str, Any]:
-    speeds = [e["speedup"] for e in evals if e.get("status") == "correct" and e.get("speedup")]
+    speeds = [e["speedup"] for e in evals if e.get("status") == Status.CORRECT and e.get("speedup")]
     statuses = [e.get("status") for e in evals]
-    best_status = "correct" if "correct" in statuses else max(
-        statuses, key=lambda s: STATUS_ORDER.index(s) if s in STATUS_ORDER else -1, default=None)
-    return {"samples": len(evals), "correct": statuses.count("correct"),
+    best_status = Status.CORRECT if Status.CORRECT in statuses else max(
+        statuses, key=status_rank, default=None)
+    return {"samples": len(evals), FIELD_CORRECT: statuses.count(Status.CORRECT),
             "best_status": best_status, "best_speedup": max(speeds) if speeds else None}
 
 
@@ -246,7 +239,7 @@ def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None
     flat: list[dict[str, Any]] = []
     for task_id, evals in by_task.items():
         ordered = sorted(evals, key=lambda e: e["_order"])
-        samples[task_id] = [(e.get("status") == "correct", e.get("speedup")) for e in ordered]
+        samples[task_id] = [(e.get("status") == Status.CORRECT, e.get("speedup")) for e in ordered]
         flat += ordered
     longest = max((len(s) for s in samples.values()), default=0)
     limit = budget or longest
@@ -255,7 +248,7 @@ def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None
         "tasks": len(samples),
         "samples": len(flat),
         "compile_rate": metrics.rate([compiled(e) for e in flat]),
-        "correct_rate": metrics.rate([e.get("status") == "correct" for e in flat]),
+        "correct_rate": metrics.rate([e.get("status") == Status.CORRECT for e in flat]),
     }
     draws = independent(method)
     summary["at_k"] = AT_K[draws]
@@ -302,14 +295,14 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
             if t is None:
                 cells.append("-")
                 continue
-            color = "green" if t["best_status"] == "correct" else "red"
+            color = "green" if t["best_status"] == Status.CORRECT else "red"
             speed = f" {t['best_speedup']:.2f}x" if t["best_speedup"] else ""
-            cells.append(f"[{color}]{t['best_status']}[/]{speed} ({t['correct']}/{t['samples']})")
+            cells.append(f"[{color}]{t['best_status']}[/]{speed} ({t[FIELD_CORRECT]}/{t['samples']})")
         tasks.add_row(task_id, *cells)
     console.print(tasks)
 
     table = Table(title="per method · target")
-    columns = ["method · target", "tasks", "samples", "compile", "correct"]
+    columns = ["method · target", "tasks", "samples", "compile", FIELD_CORRECT]
     any_method = next(iter(rows_of.values()), {})
     n_values = list(any_method.get("correct_at", {}))
     columns += [f"correct@{n}" for n in n_values]

@@ -32,6 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from jaxbench.evaluator.common.schema import FIELD_NO_KERNEL
 from jaxbench.report.data import method_of, series_label
 
 KINDS = ("kernel", "plan")
@@ -109,7 +110,7 @@ def evaluation_stats(evaluations: Iterable[dict[str, Any]]) -> dict[str, Any]:
     ran = [e for e in evaluations if e.get("reused_from") is None and not e.get("synthetic")]
     times = [x for x in (_number(e.get("wall_s")) for e in ran) if x is not None]
     return {"evaluations": len(evaluations), "run": len(ran), "reused": len(reused),
-            "no_kernel": len(no_kernel), "timed": len(times),
+            FIELD_NO_KERNEL: len(no_kernel), "timed": len(times),
             "time_total_s": sum(times) if times else None, "time_p50_s": percentile(times, 0.5)}
 
 
@@ -221,8 +222,8 @@ def evaluations_text(stats: dict[str, Any] | None,
     count = f"{stats['run']}"
     if stats["reused"]:
         count += f" + {stats['reused']} reused"
-    if stats["no_kernel"]:
-        count += f" + {stats['no_kernel']} no kernel"
+    if stats[FIELD_NO_KERNEL]:
+        count += f" + {stats[FIELD_NO_KERNEL]} no kernel"
     units = units or {}
     total = seconds_text(stats["time_total_s"], units.get("eval time"))
     missing = stats["run"] - stats["timed"]

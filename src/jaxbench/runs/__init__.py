@@ -3,9 +3,10 @@
 - ``directory.py``: a run directory: ``manifest.json`` plus an append-only ``events.jsonl``,
   every evaluated kernel source, for optimize runs ``best/<task>.py``, and the run's secret
   (committed to in the manifest, revealed at the end);
-- ``runner.py``: evaluating jobs (shipped kernels, a directory of kernels) into a run
-  directory (``jaxbench run``). Its names are offered here too, imported on first use: it
-  imports the task registry and JAX, which reading a run directory does not need.
+- ``jobs.py``: evaluating jobs (shipped kernels, a directory of kernels) into a run
+  directory (``jaxbench run``), recording the run's plan (its job keys) in the manifest.
+  Its names are offered here too, imported on first use: it imports the task registry and
+  JAX, which reading a run directory does not need.
 """
 
 from __future__ import annotations
@@ -20,24 +21,25 @@ from jaxbench.runs.directory import (
     best_evaluations,
     event_source,
     read_events,
+    read_plan,
     verify_secret,
     write_best,
 )
 
-_RUNNER_NAMES = ("Job", "KNOWN_INTERPRET_FAILURES", "default_workers", "directory_jobs",
-                 "finished_keys", "kernel_unavailable", "known_limitation", "run_jobs",
-                 "select_tasks", "shipped_jobs")
+_JOBS_NAMES = ("Job", "KNOWN_INTERPRET_FAILURES", "SHIPPED_KINDS", "default_workers",
+               "directory_jobs", "finished_keys", "kernel_unavailable", "known_limitation",
+               "plan_jobs", "run_jobs", "select_tasks", "shipped_jobs")
 
 
-def __getattr__(name: str) -> Any:  # PEP 562: the runner's names, imported on first use
-    if name in _RUNNER_NAMES:
-        from jaxbench.runs import runner
+def __getattr__(name: str) -> Any:  # PEP 562: the jobs module's names, imported on first use
+    if name in _JOBS_NAMES:
+        from jaxbench.runs import jobs
 
-        return getattr(runner, name)
+        return getattr(jobs, name)
     raise AttributeError(f"module 'jaxbench.runs' has no attribute {name!r}")
 
 
-__all__ = ["EVENTS", "KNOWN_INTERPRET_FAILURES", "MANIFEST", "Job", "RunDir", "RunError",
-           "best_evaluations", "default_workers", "directory_jobs", "event_source", "finished_keys",
-           "kernel_unavailable", "known_limitation", "read_events", "run_jobs", "select_tasks",
-           "shipped_jobs", "verify_secret", "write_best"]
+__all__ = ["EVENTS", "KNOWN_INTERPRET_FAILURES", "MANIFEST", "SHIPPED_KINDS", "Job", "RunDir",
+           "RunError", "best_evaluations", "default_workers", "directory_jobs", "event_source",
+           "finished_keys", "kernel_unavailable", "known_limitation", "plan_jobs", "read_events",
+           "read_plan", "run_jobs", "select_tasks", "shipped_jobs", "verify_secret", "write_best"]

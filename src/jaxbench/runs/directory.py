@@ -5,7 +5,9 @@ Every candidate, LLM call and evaluation result is one JSON line, flushed and
 fsynced as it is written, so a killed run loses at most the line in flight and
 resumes from what is on disk. The run's secret (correctness inputs derive from
 it) is committed to in the manifest by its SHA-256, kept in ``.secret`` while
-the run is open, and revealed in the final ``run_end`` event for auditing. A run stopped
+the run is open, and revealed in the final ``run_end`` event for auditing. A `jaxbench run`
+records its plan, the keys of the jobs it evaluates, in the manifest (``plan``), so a report
+knows which evaluations are missing without planning the jobs again. A run stopped
 by Ctrl-C (``jaxbench optimize``) gets a ``run_end`` with ``interrupted: true`` instead, which
 reveals nothing; the resumed run ends with its own.
 """
@@ -25,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import source_sha256, versions
+from jaxbench.evaluator.common.schema import FIELD_TIME, Status, source_sha256, versions
 
 MANIFEST = "manifest.json"
 EVENTS = "events.jsonl"
@@ -72,9 +74,18 @@ class RunDir:
         self._lock = threading.Lock()  # methods append from a thread pool
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], config: dict[str, Any]) -> RunDir:
-        """Creates a new run, or resumes one whose manifest has the same config."""
-        path = Path(path)
+    def open(cls, path: str | os.PathLike[str], config: dict[str, Any],
+             plan: list[str] | None = None) -> RunDir:
+        """Creates a new run, or resumes one whose manifest has the same config. ``plan`` (the
+        keys of the jobs a `jaxbench run` evaluates) is recorded in the manifest; a resumed
+        run records its own (:meth:`record_plan`)."""
+        run = cls._open(Path(path), config)
+        if plan is not None:
+            run.record_plan(plan)
+        return run
+
+    @classmethod
+    def _open(cls, path: Path, config: dict[str, Any]) -> RunDir:
         manifest_path = path / MANIFEST
         if manifest_path.exists():
             try:
@@ -104,19 +115,38 @@ class RunDir:
         fd = os.open(path / SECRET, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(secret.hex())
-        tmp = path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2))
-        tmp.replace(manifest_path)
         run = cls(path, manifest, secret)
+        run._write_manifest()
         run.append({"type": "run_start"})
         return run
+
+    def _write_manifest(self) -> None:
+        """Writes the manifest atomically (a reader sees the old one or the new one)."""
+        tmp = self.path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(self.manifest, indent=2))
+        tmp.replace(self.path / MANIFEST)
+
+    def record_plan(self, keys: list[str]) -> None:
+        """Records the run's plan, the keys of the jobs it evaluates, in order and without
+        repeats, as the manifest's ``plan``. A resumed run with the same config records the
+        plan it starts with: the same one unless a kernel file changed meanwhile (a job's key
+        holds its source's hash); then the new plan replaces the old one."""
+        plan = list(dict.fromkeys(keys))
+        if self.manifest.get("plan") != plan:
+            self.manifest["plan"] = plan
+            self._write_manifest()
+
+    @property
+    def plan(self) -> list[str] | None:
+        """The recorded plan (None: not recorded, an optimize run or one from before plans)."""
+        return _plan_of(self.manifest)
 
     def append(self, event: dict[str, Any]) -> None:
         """Appends one event as a line; durable once this returns. A debug evaluation
         (``jaxbench eval --debug``: untrusted, with ``jax.debug.print``) never enters a run."""
         if event.get("debug"):
             raise ValueError("a debug evaluation does not count and is never recorded in a run")
-        event = {"time": time.time(), **event}
+        event = {FIELD_TIME: time.time(), **event}
         line = json.dumps(event, default=str) + "\n"
         with self._lock, open(self._events_path, "a") as f:
             f.write(line)
@@ -143,6 +173,22 @@ class RunDir:
         ``interrupted: true`` that reveals nothing; the secret stays, so rerunning the command
         resumes the run (and a finished resume ends with its own ``run_end``)."""
         self.append({"type": "run_end", "interrupted": True, **summary})
+
+
+def _plan_of(manifest: Any) -> list[str] | None:
+    """A manifest's ``plan`` when it is a list of job keys, else None."""
+    plan = manifest.get("plan") if isinstance(manifest, dict) else None
+    if isinstance(plan, list) and all(isinstance(k, str) for k in plan):
+        return plan
+    return None
+
+
+def read_plan(path: str | os.PathLike[str]) -> list[str] | None:
+    """The plan recorded in a run directory's manifest (None when it records none)."""
+    try:
+        return _plan_of(json.loads((Path(path) / MANIFEST).read_text()))
+    except (OSError, json.JSONDecodeError):
+        return None
 
 
 def _differences(held: Any, wanted: dict[str, Any], shown: int = 3) -> str:
@@ -208,7 +254,7 @@ def best_evaluations(path: str | os.PathLike[str], include_seeds: bool = False
     best: dict[str, tuple[float, int, dict[str, Any]]] = {}
     seeds: dict[str, set[str]] = {}
     for order, event in enumerate(read_events(path)):
-        if event.get("type") != "evaluation" or event.get("status") != "correct":
+        if event.get("type") != "evaluation" or event.get("status") != Status.CORRECT:
             continue
         task = event.get("task")
         if not isinstance(task, str):
@@ -372,5 +418,5 @@ def verify_secret(path: str | os.PathLike[str]) -> bool:
 
 
 __all__ = ["EVENTS", "EVENT_FIELDS", "MANIFEST", "REQUIRED_FIELDS", "RunDir", "RunError",
-           "best_evaluations", "event_problem", "event_source", "read_events", "verify_secret",
-           "write_best"]
+           "best_evaluations", "event_problem", "event_source", "read_events", "read_plan",
+           "verify_secret", "write_best"]

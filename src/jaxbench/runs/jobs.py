@@ -1,4 +1,5 @@
-"""Evaluating jobs (shipped kernels, a directory of kernels) into a run directory (``jaxbench run``).
+"""Evaluating jobs (shipped kernels, a directory of kernels) into a run directory (``jaxbench run``),
+its plan (the jobs' keys) recorded in the run's manifest.
 
 Jobs are independent; a local thread pool drives one worker process per job
 (each evaluation is still a fresh, sandboxed process). Finished jobs are
@@ -13,14 +14,14 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import source_sha256
-from jaxbench.executors import EvaluationLost, cluster_slots, make_evaluator
+from jaxbench.evaluator.common.schema import Settings, Stage, Status, source_sha256
+from jaxbench.executors import EvaluationLost, cluster_slots, evaluate_with, make_evaluator
 from jaxbench.runs.directory import RunDir
 from jaxbench.tasks import Task, get_task, list_tasks
 
@@ -69,7 +70,8 @@ def known_limitation(job: Job, result: dict[str, Any]) -> str | None:
     """The documented reason a shipped kernel fails here, or None."""
     reason = KNOWN_INTERPRET_FAILURES.get((job.task, job.kind, job.target))
     if reason and result.get("mode") == "interpret" and result.get("status") in (
-            "runtime_error", "crashed", "unverified") and result.get("stage") == "correct":
+            Status.RUNTIME_ERROR, Status.CRASHED, Status.UNVERIFIED) \
+            and result.get("stage") == Stage.CORRECT:
         return reason
     return None
 
@@ -98,6 +100,20 @@ def shipped_jobs(tasks: Iterable[Task], kind: str, targets: Iterable[str]) -> li
             if target in targets and wanted and not kernel_unavailable(file_kind):
                 jobs.append(Job(task.id, file_kind, target, path))
     return jobs
+
+
+# The kinds of kernels shipped beside the tasks (:func:`shipped_jobs`); any other --kernels
+# names a directory of kernel files.
+SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
+
+
+def plan_jobs(kernels: str, tasks: list[Task] | None, targets: Iterable[str],
+              skipped: list[str] | None = None) -> list[Job]:
+    """The jobs of a `jaxbench run`: the shipped kernels of kind ``kernels`` for ``tasks``
+    (None: every task), or the files of the directory ``kernels`` (:func:`directory_jobs`)."""
+    if kernels in SHIPPED_KINDS:
+        return shipped_jobs(tasks if tasks is not None else list_tasks(), kernels, targets)
+    return directory_jobs(Path(kernels), tasks, targets, skipped)
 
 
 def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Iterable[str],
@@ -186,18 +202,19 @@ def finished_keys(run: RunDir) -> set[str]:
 def run_jobs(
     jobs: list[Job],
     run: RunDir,
+    settings: Settings,
     *,
-    size: str,
-    mode: str,
     workers: int,
-    evaluate_options: dict[str, Any] | None = None,
     on_result: Callable[[Job, dict[str, Any]], None] | None = None,
     stop: Any = None,
     grace_s: float = 15.0,
     executor: str = "local",
     ray_address: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Evaluates every job not already in the run's events; returns all results (old and new).
+    """Evaluates every job not already in the run's events with ``settings`` (each job's own
+    target; with ``settings.save_ir``, each job's IR under that directory, in a folder named
+    by its key); returns all results (old and new). The run's plan (the jobs' keys) is
+    recorded in its manifest first.
 
     ``stop`` is a :class:`threading.Event` or a :class:`jaxbench.cli.terminal.StopSignals`. When it
     is set (Ctrl-C), nothing new starts, the evaluations in flight are killed
@@ -211,6 +228,7 @@ def run_jobs(
     died on every retry) is logged as an ``evaluation_lost`` event, not a result: it is
     missing from the returned list and a resumed run evaluates it again.
     """
+    run.record_plan([job.key for job in jobs])
     done = {e["job"]: e for e in run.events() if e.get("type") == "evaluation" and "job" in e}
     record_skipped(run, jobs)
     results = [done[j.key] for j in jobs if j.key in done]
@@ -220,69 +238,91 @@ def run_jobs(
             on_result(job, done[job.key])
     if not pending:
         return results
-    options = dict(evaluate_options or {})
-    save_ir = options.pop("save_ir", False)
-    stop = stop or threading.Event()
-
-    def artifacts_dir(job: Job) -> Path | None:
-        if not save_ir:
-            return None
-        return run.path / "artifacts" / job.key.replace("|", "-")
-
-    def evaluate(job: Job) -> tuple[dict[str, Any], float]:
-        result = evaluator.evaluate(job.path, job.task, target=job.target, mode=mode, size=size,
-                                    save_ir=artifacts_dir(job), **options)
-        return result, time.monotonic()
-
     evaluator = make_evaluator(executor, run.secret, spares=min(workers or 1, len(pending)),
                                ray_address=ray_address)
-    workers = workers or cluster_slots(evaluator, mode, {j.target for j in pending}) or default_workers()
-    threads = ThreadPoolExecutor(max_workers=workers)
-    stopped_at: float | None = None
-    try:
-        futures = {threads.submit(evaluate, job): job for job in pending}
-        waiting = set(futures)
-        while waiting and stopped_at is None:
-            finished, waiting = wait(waiting, timeout=0.5, return_when=FIRST_COMPLETED)
-            if stop.is_set():
-                stopped_at = _stop_time(stop)
-            for future in finished:
-                if future.cancelled() or future.exception() is not None:
-                    lost = None if future.cancelled() else future.exception()
-                    if stopped_at is None and isinstance(lost, EvaluationLost):
-                        run.append({"type": "evaluation_lost", "job": futures[future].key,
-                                    "message": str(lost)})
-                        continue
-                    if stopped_at is None and not future.cancelled():
-                        raise future.exception()  # type: ignore[misc] - a harness bug
-                    continue
-                result, ended = future.result()
-                if stopped_at is not None and ended >= stopped_at:
-                    continue  # killed by the stop: not a verdict
-                job = futures[future]
-                result.update(job=job.key, kind=job.kind, kernel_file=str(job.path))
-                source = job.path.read_text()
-                if source_sha256(source) == result.get("source_sha256"):  # unchanged since
-                    result["source_file"] = run.keep_source(source)
-                if known_limitation(job, result):
-                    result["known_limitation"] = known_limitation(job, result)
-                if job.target_assumed:
-                    result.setdefault("warnings", []).append(
-                        f'{job.path.name} declares no TARGET: evaluated for {job.target} (add '
-                        f'TARGET = "tpu" or "gpu")')
-                run.append(result)
-                results.append(result)
-                if on_result:
-                    on_result(job, result)
-        if stopped_at is not None:
-            for future in waiting:
-                future.cancel()
-            evaluator.abort()
-            wait(waiting, timeout=grace_s)  # killed evaluations remove their temporary files
-    finally:
-        threads.shutdown(wait=stopped_at is None, cancel_futures=stopped_at is not None)
-        evaluator.close()
+    workers = workers or cluster_slots(evaluator, settings.mode,
+                                       {j.target for j in pending}) or default_workers()
+    batch = _Batch(run, settings, evaluator, results, on_result)
+    batch.evaluate_all(pending, workers, stop or threading.Event(), grace_s)
     return results
+
+
+class _Batch:
+    """The pending jobs of one :func:`run_jobs` call on a thread pool: each result appended to
+    the run as it finishes, the stop honoured between results."""
+
+    def __init__(self, run: RunDir, settings: Settings, evaluator: Any,
+                 results: list[dict[str, Any]],
+                 on_result: Callable[[Job, dict[str, Any]], None] | None) -> None:
+        self.run, self.settings, self.evaluator = run, settings, evaluator
+        self.results, self.on_result = results, on_result
+        self.stopped_at: float | None = None
+
+    def job_settings(self, job: Job) -> Settings:
+        """The job's settings: its target, and its own folder for the IR when it is saved."""
+        save_ir = self.settings.save_ir
+        return self.settings.replace(
+            target=job.target,
+            save_ir=str(Path(save_ir) / job.key.replace("|", "-")) if save_ir else None)
+
+    def evaluate(self, job: Job) -> tuple[dict[str, Any], float]:
+        result = evaluate_with(self.evaluator, job.path, job.task, self.job_settings(job))
+        return result, time.monotonic()
+
+    def evaluate_all(self, pending: list[Job], workers: int, stop: Any, grace_s: float) -> None:
+        threads = ThreadPoolExecutor(max_workers=workers)
+        try:
+            futures = {threads.submit(self.evaluate, job): job for job in pending}
+            waiting = set(futures)
+            while waiting and self.stopped_at is None:
+                finished, waiting = wait(waiting, timeout=0.5, return_when=FIRST_COMPLETED)
+                if stop.is_set():
+                    self.stopped_at = _stop_time(stop)
+                for future in finished:
+                    self.finished(future, futures[future])
+            if self.stopped_at is not None:
+                for future in waiting:
+                    future.cancel()
+                self.evaluator.abort()
+                wait(waiting, timeout=grace_s)  # killed evaluations remove their temporary files
+        finally:
+            threads.shutdown(wait=self.stopped_at is None,
+                             cancel_futures=self.stopped_at is not None)
+            self.evaluator.close()
+
+    def finished(self, future: Future[tuple[dict[str, Any], float]], job: Job) -> None:
+        """One evaluation's end: its result recorded, a lost one logged, one killed by the stop
+        dropped; an error of the harness itself raised."""
+        if future.cancelled() or future.exception() is not None:
+            lost = None if future.cancelled() else future.exception()
+            if self.stopped_at is None and isinstance(lost, EvaluationLost):
+                self.run.append({"type": "evaluation_lost", "job": job.key, "message": str(lost)})
+            elif self.stopped_at is None and lost is not None:
+                raise lost  # a harness bug
+            return
+        result, ended = future.result()
+        if self.stopped_at is not None and ended >= self.stopped_at:
+            return  # killed by the stop: not a verdict
+        self.run.append(_recorded_result(self.run, job, result))
+        self.results.append(result)
+        if self.on_result:
+            self.on_result(job, result)
+
+
+def _recorded_result(run: RunDir, job: Job, result: dict[str, Any]) -> dict[str, Any]:
+    """A job's result as the run records it: the job's key, kind and file, its source kept
+    (when unchanged since it was evaluated), a documented limitation, an assumed target."""
+    result.update(job=job.key, kind=job.kind, kernel_file=str(job.path))
+    source = job.path.read_text()
+    if source_sha256(source) == result.get("source_sha256"):  # unchanged since
+        result["source_file"] = run.keep_source(source)
+    if known_limitation(job, result):
+        result["known_limitation"] = known_limitation(job, result)
+    if job.target_assumed:
+        result.setdefault("warnings", []).append(
+            f'{job.path.name} declares no TARGET: evaluated for {job.target} (add '
+            f'TARGET = "tpu" or "gpu")')
+    return result
 
 
 def record_skipped(run: RunDir, jobs: list[Job]) -> None:
@@ -309,6 +349,6 @@ def _stop_time(stop: Any) -> float:
     return getattr(stop, "stopped_at", None) or time.monotonic()
 
 
-__all__ = ["KNOWN_INTERPRET_FAILURES", "Job", "default_workers", "directory_jobs", "finished_keys",
-           "kernel_unavailable", "known_limitation", "record_skipped", "run_jobs", "select_tasks",
-           "shipped_jobs"]
+__all__ = ["KNOWN_INTERPRET_FAILURES", "SHIPPED_KINDS", "Job", "default_workers", "directory_jobs",
+           "finished_keys", "kernel_unavailable", "known_limitation", "plan_jobs", "record_skipped",
+           "run_jobs", "select_tasks", "shipped_jobs"]
