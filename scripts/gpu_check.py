@@ -37,7 +37,7 @@ COLUMNS = ("task", "kernel", "backend", "t_ref_ms", "t_kernel_ms", "speedup", "s
 
 def jobs(task_ids: str | None) -> list[tuple[str, str, Path]]:
     """(task id, kernel kind, path) for every shipped GPU kernel, priority tasks first."""
-    from jaxbench.runs.runner import kernel_unavailable
+    from jaxbench.runs.jobs import kernel_unavailable
     from jaxbench.tasks import get_task, list_tasks
 
     tasks = [get_task(t) for t in task_ids.split(",")] if task_ids else list_tasks()

@@ -18,6 +18,7 @@ from jaxbench.agents.base import CandidateError
 from jaxbench.agents.evolve import apply_edits
 from jaxbench.agents.prompts import describe_verdict, error_lines, extract_code, ir_facts, task_statement
 from jaxbench.cli import main
+from jaxbench.evaluator.common.schema import Settings
 from jaxbench.llm import ModelClient, get_model
 from jaxbench.llm.scripted import Scripted
 from jaxbench.runs import RunDir, read_events
@@ -356,7 +357,8 @@ def test_task_statement_and_docs(tmp_path):
 
     from jaxbench.agents.base import Budget, Context, Journal
 
-    ctx = Context(task=task, method="m", target="gpu", mode="interpret", size="small", trials=1,
+    ctx = Context(task=task, method="m",
+                  settings=Settings.of(target="gpu", mode="interpret", size="small", trials=1),
                   docs=True, model=None, evaluator=None, run=None, budget=Budget(1), pool=None,
                   journal=Journal(), eval_slots=threading.Semaphore(1))
     prompt = ctx.prompt()

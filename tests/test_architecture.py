@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "jaxbench"
 

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 
 from jaxbench.evaluator.judge.timing import summarize, time_interleaved
 
-SEEDS = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm"
+SEEDS = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/8p_gemm"
 
 
 def test_save_ir_writes_jaxpr_stablehlo_and_kernel_ir(evaluator, tmp_path):

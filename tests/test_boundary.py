@@ -145,7 +145,7 @@ def test_judge_package_stands_alone(tmp_path):
 
 def test_runner_never_holds_a_candidate(evaluator):
     """After a real evaluation, the warm runner process has no candidate or sandbox module."""
-    seed = Path(evaluator_pkg.__file__).parents[1] / "tasks/jaxbench/p12_rmsnorm/seed_tpu.py"
+    seed = Path(evaluator_pkg.__file__).parents[1] / "tasks/jaxbench/12p_rmsnorm/seed_tpu.py"
     result = evaluator.evaluate(seed, "12p_rmsnorm", trials=1, tpu_interpret=False)
     assert result["status"] == "correct" and result["judged_on"] == "trusted_export"
     runner = evaluator.runners._idle.queue[0]

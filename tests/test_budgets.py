@@ -15,6 +15,8 @@ from jax.experimental.pallas import tpu as pltpu
 from jaxbench import compat
 from jaxbench.evaluator.judge import budgets, exporting, memory_rules
 
+pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module
+
 MiB = 1 << 20
 
 
@@ -276,7 +278,8 @@ def _relu_handover(tmp_path, full_fn=None, kind=None):
 
 def _request(tmp_path, **extra):
     return {"dir": str(tmp_path), "task": "l1_relu", "size": "small", "platform": "tpu",
-            "target": "tpu", "mode": "interpret", "trial_keys": [[0, 1]], **extra}
+            "target": "tpu", "mode": "interpret", "trial_keys": [[0, 1]], "recheck_keys": [],
+            **extra}
 
 
 def test_runner_returns_budgets_from_every_size(tmp_path):

@@ -83,7 +83,7 @@ def test_mosaic_layout_passes_are_not_available_on_this_host():
 
 
 def test_results_say_what_lowering_proved(evaluator):
-    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_tpu.py"
+    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py"
     result = evaluator.evaluate(seed, "12p_rmsnorm", trials=1, tpu_interpret=False)
     assert "layout passes and the TPU compiler did not run" in result["lowering_fidelity"]
     assert {f["size"] for f in result["stages"]["lower"]["memory"]} == {"small", "full"}

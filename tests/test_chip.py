@@ -282,7 +282,7 @@ def test_a_pallasbench_kernel_is_judged_for_the_a100_the_suite_is_defined_for(
 
 
 def test_a_chip_that_is_not_one_for_the_target_is_refused(evaluator, seven_stage_matmul):
-    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_tpu.py"
+    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py"
     with pytest.raises(ValueError, match="unknown TPU chip 'A100'; choose one of: TPU v4"):
         evaluator.evaluate(seed, "12p_rmsnorm", trials=1, chip="A100")
     with pytest.raises(ValueError, match="unknown GPU chip 'B200'"):
@@ -290,7 +290,7 @@ def test_a_chip_that_is_not_one_for_the_target_is_refused(evaluator, seven_stage
 
 
 def test_defaults_and_device_mode(monkeypatch):
-    from jaxbench.evaluator.parent import evaluator as parent
+    from jaxbench.evaluator.parent import case as parent
 
     assert parent.judged_chip("pallasbench", "gpu", "interpret", None) == "NVIDIA A100"
     assert parent.judged_chip("jaxbench", "gpu", "interpret", None) == "NVIDIA H200"
@@ -309,7 +309,7 @@ def test_a_mosaic_gpu_kernel_judged_for_an_a100_is_a_compile_error(evaluator):
     """Pallas' Mosaic GPU backend needs Hopper: the 8p seed written for it, judged for an A100,
     fails at lower and says how to ask for Triton (judged for its suite's H200 it gets as far
     as the interpreter, see tests/test_seeds.py)."""
-    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_mosaic_gpu.py"
+    seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/8p_gemm/seed_mosaic_gpu.py"
     result = evaluator.evaluate(seed, "8p_gemm", target="gpu", trials=1, chip="A100")
     assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
     assert result["message"].startswith(

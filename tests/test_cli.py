@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-SEED = ROOT / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_gpu.py"
-RMSNORM_TPU = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_tpu.py"
+SEED = ROOT / "src/jaxbench/tasks/jaxbench/8p_gemm/seed_gpu.py"
+RMSNORM_TPU = ROOT / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py"
 BAD = ROOT / "tests/kernels/wrong_shape.py"
 
 
@@ -20,6 +20,7 @@ def jaxbench(*args, cwd=None, env=None):
                           env={**os.environ, **(env or {})})
 
 
+@pytest.mark.quick
 def test_tasks_json_lists_known_tasks():
     out = jaxbench("tasks", "--json")
     assert out.returncode == 0, out.stderr
@@ -31,6 +32,7 @@ def test_tasks_json_lists_known_tasks():
     assert {"seed_tpu", "seed_gpu"} <= set(gemm["kernels"])
 
 
+@pytest.mark.quick
 def test_tasks_table_shows_the_size_asked_for():
     from click.testing import CliRunner
 
@@ -44,6 +46,7 @@ def test_tasks_table_shows_the_size_asked_for():
     assert "inputs (full)" in full.output and "bfloat16[8192, 8192]" in full.output
 
 
+@pytest.mark.quick
 def test_eval_json_is_one_object_and_exit_0_when_correct():
     out = jaxbench("eval", SEED, "--task", "8p_gemm", "--json", "--trials", "2")
     assert out.returncode == 0, out.stderr
@@ -52,6 +55,7 @@ def test_eval_json_is_one_object_and_exit_0_when_correct():
     assert result["trials"] == 2
 
 
+@pytest.mark.quick
 def test_eval_exit_1_for_a_wrong_kernel():
     out = jaxbench("eval", BAD, "--task", "8p_gemm", "--json", "--trials", "1")
     assert out.returncode == 1
@@ -198,7 +202,7 @@ def test_documented_expert_limitation_is_reported_not_failed(tmp_path):
     out = jaxbench("run", "--kernels", "expert", "--tasks", "7p_ragged_paged_attention",
                    "--trials", "1", "--out", tmp_path / "run")
     assert out.returncode == 0, out.stdout + out.stderr
-    # JAX 0.10's interpreters cannot run this expert (runner.KNOWN_INTERPRET_FAILURES): it must
+    # JAX 0.10's interpreters cannot run this expert (jobs.KNOWN_INTERPRET_FAILURES): it must
     # be reported as that documented limitation, and the run still succeed.
     assert ("known limitation, not a failure of this run: 7p_ragged_paged_attention expert/tpu"
             in out.stdout), out.stdout

@@ -10,7 +10,7 @@ from jaxbench.evaluator.parent.cost import estimate, interpret_cost_problem
 from jaxbench.evaluator.parent.timeouts import default_timeout
 
 ROOT = Path(__file__).parents[1]
-SEED = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_tpu.py"
+SEED = ROOT / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py"
 ENDLESS = ROOT / "tests/adversarial/kernels/endless_kernel_loop.py"
 
 

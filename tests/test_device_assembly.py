@@ -100,7 +100,7 @@ def device_evaluator():
 
 
 def _evaluate(ev, monkeypatch, timing):
-    import jaxbench.evaluator.parent.evaluator as parent_module
+    import jaxbench.evaluator.parent.case as parent_module
 
     monkeypatch.setattr(parent_module, "resolve_mode", lambda mode, target: "device")
     monkeypatch.setattr(parent_module, "device_kind", lambda: DEVICE_KIND)
@@ -164,7 +164,7 @@ def test_a_device_mode_optimize_run_never_times_two_kernels_at_once(tmp_path, mo
     from agent_fakes import script, seed
 
     import jaxbench.agents.driver as driver_module
-    import jaxbench.evaluator.parent.evaluator as parent_module
+    import jaxbench.evaluator.parent.case as parent_module
     from jaxbench.agents import get_method, optimize
     from jaxbench.evaluator import Evaluator
     from jaxbench.llm import get_model

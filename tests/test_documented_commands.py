@@ -15,6 +15,8 @@ import pytest
 
 from jaxbench.cli import COMMANDS, main
 
+pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 INLINE = re.compile(r"`(jaxbench [^`]+)`")

@@ -15,9 +15,8 @@ from jaxbench.evaluator.judge.structure import analyze
 from jaxbench.tasks import get_task
 
 TASKS = Path(__file__).parents[1] / "src" / "jaxbench" / "tasks" / "jaxbench"
-EXPERTS = [(path, task) for task, folder in (("2p_gqa_attention", "p02_gqa_attention"),
-                                             ("4p_sparse_attention", "p04_sparse_attention"))
-           for path in sorted((TASKS / folder).glob("expert_tpu*.py"))]
+EXPERTS = [(path, task) for task in ("2p_gqa_attention", "4p_sparse_attention")
+           for path in sorted((TASKS / task).glob("expert_tpu*.py"))]
 
 
 def _types(specs):

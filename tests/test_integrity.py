@@ -12,6 +12,8 @@ import pytest
 
 from jaxbench.evaluator.sandbox import integrity
 
+pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module
+
 
 @pytest.fixture
 def watched_module(monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).parents[1]
 ENDLESS = ROOT / "tests/adversarial/kernels/endless_kernel_loop.py"  # spins in the runner
-RMSNORM = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_gpu.py"
+RMSNORM = ROOT / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_gpu.py"
 
 
 def _start(args, tmp_path, **kwargs):
@@ -89,7 +89,7 @@ def test_ctrl_c_stops_a_run_keeps_finished_results_and_says_how_to_resume(tmp_pa
     assert [(e["task"], e["status"]) for e in evaluations] == [("12p_rmsnorm", "correct")]
     assert lines[-1]["type"] != "run_end" and (out_dir / ".secret").exists()  # resumable
     _wait_for(lambda: not any(_alive(p) for p in children), 10, "the workers to die")
-    assert not list((tmp_path / "tmp").glob("jaxbench-worker-*")), "temporary files left"
+    assert not list((tmp_path / "tmp").glob("jaxbench-tracer-*")), "temporary files left"
     # Resumed without the endless kernel: the finished result is reused, and the run says so.
     (kernels / "8p_gemm.py").unlink()
     resumed = _start(["run", "--kernels", kernels, "--out", out_dir, "--workers", "2",

@@ -614,16 +614,16 @@ def test_fast_cpu_compiles_only_where_nothing_runs_on_a_device(monkeypatch):
     each run once); the trusted runner keeps XLA's defaults wherever it may use a device,
     since what it times there must be compiled as users compile it."""
     from jaxbench.evaluator.common.schema import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
-    from jaxbench.evaluator.parent.pool import tracer_env, worker_env
+    from jaxbench.evaluator.parent.pool import runner_env, tracer_env
 
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     assert tracer_env()["XLA_FLAGS"] == CPU_CHECK_XLA_FLAGS
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
-    assert worker_env()["XLA_FLAGS"] == CPU_CHECK_XLA_FLAGS
+    assert runner_env()["XLA_FLAGS"] == CPU_CHECK_XLA_FLAGS
     monkeypatch.setenv("JAX_PLATFORMS", "cuda")
-    assert "XLA_FLAGS" not in worker_env()
+    assert "XLA_FLAGS" not in runner_env()
     monkeypatch.delenv("JAX_PLATFORMS")
-    assert "XLA_FLAGS" not in worker_env()
+    assert "XLA_FLAGS" not in runner_env()
     # a user's own flags are kept, and their own optimization level wins
     env = {"XLA_FLAGS": "--xla_dump_to=/tmp/d"}
     with_cpu_check_flags(env)

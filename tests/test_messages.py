@@ -4,10 +4,14 @@ own frames and output."""
 
 from pathlib import Path
 
+import pytest
+
 from jaxbench.evaluator.parent.static import target_declaration, wrong_target_hint
 
+pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module
+
 ROOT = Path(__file__).parents[1]
-RMSNORM = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm"
+RMSNORM = ROOT / "src/jaxbench/tasks/jaxbench/12p_rmsnorm"
 
 
 def _without_target(path: Path) -> str:
@@ -156,7 +160,7 @@ def test_a_syntax_error_is_not_also_told_to_declare_a_target(evaluator, tmp_path
     result = evaluator.evaluate(broken, "12p_rmsnorm", trials=1)
     assert (result["status"], result["stage"]) == ("compile_error", "static")
     assert not result.get("warnings"), result.get("warnings")
-    from jaxbench.runs.runner import directory_jobs
+    from jaxbench.runs.jobs import directory_jobs
     from jaxbench.tasks import get_task
 
     (tmp_path / "12p_rmsnorm.py").write_text("def kernel(x:\n")
@@ -179,7 +183,7 @@ def test_run_table_keeps_where_a_wrong_answer_is_worst():
 def test_suite_and_tasks_that_disagree_are_refused():
     import pytest
 
-    from jaxbench.runs.runner import select_tasks
+    from jaxbench.runs.jobs import select_tasks
     from jaxbench.tasks import UnknownTaskError
 
     assert [t.id for t in select_tasks("jaxbench", "12p_rmsnorm")] == ["12p_rmsnorm"]

@@ -12,7 +12,7 @@ from jaxbench.evaluator.common.schema import StageFailure
 from jaxbench.evaluator.parent.static import check_source, target_declaration, wrong_target_hint
 
 ROOT = Path(__file__).parents[1]
-RMSNORM = ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm"
+RMSNORM = ROOT / "src/jaxbench/tasks/jaxbench/12p_rmsnorm"
 
 
 def test_a_file_that_does_not_parse_is_judged_for_its_own_target(evaluator):

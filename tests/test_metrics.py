@@ -9,6 +9,8 @@ import pytest
 from jaxbench.report import metrics
 from jaxbench.report.summary import compiled, correct_at_n
 
+pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module
+
 # Per task, samples in draw order: (correct, speedup).
 SAMPLES = {
     "a": [(False, None), (True, 0.5), (True, 2.0)],  # beats XLA at the 3rd sample

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-SEEDS = {"12p_rmsnorm": ROOT / "src/jaxbench/tasks/jaxbench/p12_rmsnorm/seed_gpu.py",
-         "8p_gemm": ROOT / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_gpu.py"}
+SEEDS = {"12p_rmsnorm": ROOT / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_gpu.py",
+         "8p_gemm": ROOT / "src/jaxbench/tasks/jaxbench/8p_gemm/seed_gpu.py"}
 
 
 class _SlowModel(BaseHTTPRequestHandler):

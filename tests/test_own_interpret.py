@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxbench.evaluator import Evaluator
-from jaxbench.evaluator.parent.pool import WorkerOutcome
+from jaxbench.evaluator.parent.pool import TracerOutcome
 from jaxbench.tasks import get_task
 
 ROOT = Path(__file__).parents[1]
@@ -44,7 +44,7 @@ class _CompromisedTracer:
     def run(self, job, timeout_s, memory_bytes):
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-own-interpret-"))
         _own_interpret_handover(directory, job)
-        return WorkerOutcome(0, False, False, 0.1, directory, "")
+        return TracerOutcome(0, False, False, 0.1, directory, "")
 
     def close(self):
         pass

@@ -24,7 +24,7 @@ def test_45_tasks_in_catalogue_order_and_levels():
     assert (levels.count(1), levels.count(2), levels.count(3)) == (27, 13, 5)
     for t in TASKS:
         assert t.id.startswith(f"l{t.meta['level']}_"), t.id
-        assert t.folder.name.startswith(f"n{t.meta['number']:02d}_"), t.folder
+        assert t.folder.name == t.id, t.folder
     assert TASKS[0].id == "l1_relu" and TASKS[27].id == "l2_matmul_relu"
     assert TASKS[-1].id == "l3_triangle_update"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SEED = (Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_gpu.py").read_text()
+SEED = (Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/8p_gemm/seed_gpu.py").read_text()
 ANSWER = f"Here is the kernel.\n```python\n{SEED}```\n"
 
 

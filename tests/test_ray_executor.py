@@ -19,10 +19,10 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from jaxbench.executors import EvaluationLost  # noqa: E402
 from jaxbench.executors.ray import RayEvaluator  # noqa: E402
 from jaxbench.runs import RunDir, read_events  # noqa: E402
-from jaxbench.runs.runner import Job, run_jobs  # noqa: E402
+from jaxbench.runs.jobs import Job, run_jobs  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
-GEMM = ROOT / "src/jaxbench/tasks/jaxbench/p08_gemm"
+GEMM = ROOT / "src/jaxbench/tasks/jaxbench/8p_gemm"
 KERNELS = ROOT / "tests/kernels"
 FAST = {"trials": 1, "tpu_interpret": False}  # one trial, no TPU-interpreter run: seconds each
 
@@ -148,8 +148,10 @@ def test_killed_worker_costs_a_retry_not_a_verdict(cluster, tmp_path):
             Job("8p_gemm", "file", "tpu", KERNELS / "wrong_math.py")]
     killer = Killer()
     killer.start()
-    results = run_jobs(jobs, run, size="small", mode="interpret", workers=0,
-                       evaluate_options=FAST, executor="ray")
+    from jaxbench.evaluator.common.schema import Settings
+
+    results = run_jobs(jobs, run, Settings.of(mode="interpret", size="small", **FAST), workers=0,
+                       executor="ray")
     killer.join()
     assert killer.victim is not None, "no evaluation was seen running"
     assert sorted(r["status"] for r in results) == ["correct", "incorrect"]

@@ -101,7 +101,7 @@ def test_task_table_in_catalogue_order_with_sources_and_ir(tmp_path):
     rows = re.findall(r"<tr><td class=\"num\" data-v=\"\d+\">\d+</td><td data-v=\"\d+\">([\w]+)</td>", page)
     assert rows == ["2p_gqa_attention", "12p_rmsnorm"]  # as strings, 12p would come first
     assert 'href="../run/artifacts/12p/jaxpr.txt"' in page and "stablehlo</a>" in page
-    assert re.search(r'href="(\.\./)+[^"]*/p12_rmsnorm/seed_tpu.py">seed_tpu.py</a>', page)
+    assert re.search(r'href="(\.\./)+[^"]*/12p_rmsnorm/seed_tpu.py">seed_tpu.py</a>', page)
     assert "<summary>source</summary>" in page and "def kernel" in page
     assert "boom boom" in page and "..." in page  # error excerpt, cut
 
@@ -527,6 +527,7 @@ def test_skipped_kernel_files_are_recorded_and_reported(tmp_path):
     """`jaxbench run --kernels DIR` records the files it leaves out (misnamed, another target)
     as one kernels_skipped event (not twice on resume); the report, its JSON and the terminal
     name them."""
+    from jaxbench.evaluator.common.schema import Settings
     from jaxbench.runs import RunDir, directory_jobs, run_jobs
     from jaxbench.tasks import get_task
 
@@ -544,7 +545,7 @@ def test_skipped_kernel_files_are_recorded_and_reported(tmp_path):
     # already evaluated (a resumed run): run_jobs evaluates nothing, and records the skipped files
     run.append(evaluation("8p_gemm", "correct", mode="interpret", target="tpu", job=jobs[0].key, kind="file"))
     for _ in range(2):
-        run_jobs(jobs, run, size="small", mode="interpret", workers=1)
+        run_jobs(jobs, run, Settings.of(mode="interpret", size="small"), workers=1)
     skipped = [e for e in run.events() if e.get("type") == "kernels_skipped"]
     assert len(skipped) == 1 and skipped[0]["directory"] == str(kernels)
     assert [f.split(" (")[0] for f in skipped[0]["files"]] == ["12p_rmsnorm.py", "gemm.py"]

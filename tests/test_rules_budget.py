@@ -16,6 +16,8 @@ from jaxbench.evaluator.common.schema import (
 )
 from jaxbench.evaluator.judge import rules
 
+pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module
+
 TASK_FLOPS = 1_000_000.0
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from jaxbench import compat
-from jaxbench.runs.runner import KNOWN_INTERPRET_FAILURES, kernel_unavailable
+from jaxbench.runs.jobs import KNOWN_INTERPRET_FAILURES, kernel_unavailable
 from jaxbench.tasks import list_tasks
 
 
@@ -66,6 +66,11 @@ ALL_KERNELS = [(t.id, kind, target, path) for t in list_tasks()
                for kind, target, path in _kernel_files(t)]
 IDS = [f"{task}-{kind}_{target}" for task, kind, target, _ in ALL_KERNELS]
 INTERPRET_TEST = "test_shipped_kernel_is_correct_in_interpret_mode"
+# The quick tier (`pytest -m quick`) takes 12p_rmsnorm's seeds, one per target and backend,
+# through the whole evaluator.
+INTERPRET_CASES = [pytest.param(*kernel, id=id_, marks=[pytest.mark.quick]
+                                if kernel[0] == "12p_rmsnorm" and kernel[1].startswith("seed") else [])
+                   for kernel, id_ in zip(ALL_KERNELS, IDS, strict=True)]
 # Evaluations at once: two (as before) on a small host, up to four where the cores allow.
 WORKERS = max(2, min(4, (os.cpu_count() or 2) // 2))
 
@@ -119,9 +124,9 @@ def shipped_results(request):
     results.close()
 
 
-@pytest.mark.parametrize("task,kind,target,path", ALL_KERNELS, ids=IDS)
+@pytest.mark.parametrize("task,kind,target,path", INTERPRET_CASES)
 def test_shipped_kernel_is_correct_in_interpret_mode(shipped_results, task, kind, target, path):
-    from jaxbench.runs.runner import Job, known_limitation
+    from jaxbench.runs.jobs import Job, known_limitation
 
     result = shipped_results[(task, kind, target)]
     expected = EXPECTED_FAILURES.get((task, kind, target))

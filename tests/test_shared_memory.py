@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).parent
 ATTENTION = ROOT / "legit" / "kernels" / "gpu_mha_default_blocks.py"
 OVER = ROOT / "triton_rules" / "shared_memory_attention.py"
-MATMUL = ROOT.parent / "src/jaxbench/tasks/pallasbench/n08_matmul/seed_gpu.py"
+MATMUL = ROOT.parent / "src/jaxbench/tasks/pallasbench/l1_matmul/seed_gpu.py"
 
 # What Triton 3.8 itself allocates (bytes of shared memory, `compiled.metadata.shared`) for the
 # small size, measured with triton_compile.compile_all on this host: the lower bound must never
@@ -88,7 +88,7 @@ def test_where_triton_compiles_it_decides(evaluator, monkeypatch):
 
 
 def test_the_warning_is_dropped_only_where_triton_checked_every_kernel():
-    from jaxbench.evaluator.parent.evaluator import _warn_uncertain_smem
+    from jaxbench.evaluator.parent.chip_checks import warn_uncertain_smem as _warn_uncertain_smem
 
     figure = {"kernel": 0, "size": "small", "smem_uncertain": True,
               "dot_shared_bytes_estimate": 192 * 1024, "dot_shared_bytes_lower_bound": 32 * 1024,

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 KERNELS = Path(__file__).parent / "kernels"
-SEED = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/p08_gemm/seed_tpu.py"
+SEED = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/8p_gemm/seed_tpu.py"
 
 CASES = [
     # file, status, stage, words the message must contain

@@ -11,6 +11,8 @@ from jaxbench import compat
 from jaxbench.evaluator.judge import loops, pricing
 from jaxbench.evaluator.judge.structure import analyze, is_kernel_region_name, is_kernel_target
 
+pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module
+
 S = jax.ShapeDtypeStruct
 f32, bf16, i32, c64 = jnp.float32, jnp.bfloat16, jnp.int32, jnp.complex64
 

@@ -176,7 +176,7 @@ def test_a_crash_of_the_interpret_mode_run_is_unverified(tmp_path, monkeypatch):
 
 
 def test_the_parent_turns_a_tool_fault_into_a_warning():
-    from jaxbench.evaluator.parent.evaluator import _warn_tool_faults
+    from jaxbench.evaluator.parent.chip_checks import warn_tool_faults as _warn_tool_faults
 
     fault = tool_faults.classify(_raised(_fake_jax()["crash"]), "the TPU interpreter")
     result: dict = {}

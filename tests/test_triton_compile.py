@@ -22,7 +22,7 @@ def _ttir(path: Path, task_id: str, size: str = "small") -> list[dict]:
 
 
 def test_a_seed_compiles_to_a_cubin_for_sm90():
-    kernels = _ttir(ROOT.parent / "src/jaxbench/tasks/pallasbench/n01_relu/seed_gpu.py", "l1_relu")
+    kernels = _ttir(ROOT.parent / "src/jaxbench/tasks/pallasbench/l1_relu/seed_gpu.py", "l1_relu")
     assert len(kernels) == 1 and "tt.func" in kernels[0]["ttir"]
     assert kernels[0]["num_warps"] == 4 and kernels[0]["num_stages"] == 1
     report = triton_compile.compile_all(kernels)
@@ -61,7 +61,7 @@ def test_the_evaluator_records_the_compile(evaluator, monkeypatch):
 
     monkeypatch.setattr(compat, "deserialize", refuse)
     monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "1")
-    result = evaluator.evaluate(ROOT.parent / "src/jaxbench/tasks/pallasbench/n01_relu/seed_gpu.py",
+    result = evaluator.evaluate(ROOT.parent / "src/jaxbench/tasks/pallasbench/l1_relu/seed_gpu.py",
                                 "l1_relu", trials=1)
     assert result["status"] == "correct", result["message"]
     assert result["triton_compile"]["kernels"][0]["ok"]
@@ -106,10 +106,10 @@ def broken_triton(monkeypatch, tmp_path):
 def test_a_broken_triton_is_the_environments_fault_not_the_kernels(evaluator, broken_triton,
                                                                     monkeypatch):
     with pytest.raises(triton_compile.TritonUnusable, match="triton does not import"):
-        triton_compile.compile_all(_ttir(ROOT.parent / "src/jaxbench/tasks/pallasbench/n01_relu/"
+        triton_compile.compile_all(_ttir(ROOT.parent / "src/jaxbench/tasks/pallasbench/l1_relu/"
                                          "seed_gpu.py", "l1_relu"))
     monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "1")
-    result = evaluator.evaluate(ROOT.parent / "src/jaxbench/tasks/pallasbench/n01_relu/seed_gpu.py",
+    result = evaluator.evaluate(ROOT.parent / "src/jaxbench/tasks/pallasbench/l1_relu/seed_gpu.py",
                                 "l1_relu", trials=1)
     assert result["status"] == "correct", result["message"]
     assert result["triton_compile"].startswith("skipped: triton does not import")

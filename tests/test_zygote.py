@@ -12,7 +12,7 @@ import time
 import pytest
 
 from jaxbench.evaluator import Evaluator
-from jaxbench.evaluator.parent.pool import WorkerPool, _Forked
+from jaxbench.evaluator.parent.pool import TracerPool, _Forked
 from jaxbench.tasks import get_task
 
 
@@ -43,7 +43,7 @@ def test_forked_tracers_are_isolated_like_started_ones(monkeypatch):
 
 
 def test_tracers_die_with_the_fork_server_and_the_pool_goes_on():
-    pool = WorkerPool(spares=1)
+    pool = TracerPool(spares=1)
     try:
         if pool._zygote is None:
             pytest.skip("no fork server on this host")
@@ -106,7 +106,7 @@ def test_a_forked_tracer_leads_its_group_before_the_pool_hears_its_pid(tmp_path)
     finally:
         zygote.close()
     for _ in range(3):  # in a thread, so a close that waits forever fails the test, not hangs it
-        closing = threading.Thread(target=lambda: WorkerPool(spares=2, root=str(tmp_path)).close(),
+        closing = threading.Thread(target=lambda: TracerPool(spares=2, root=str(tmp_path)).close(),
                                    daemon=True)
         closing.start()
         closing.join(60)

@@ -20,7 +20,7 @@ import pytest
 from jax.experimental import pallas as pl
 
 from jaxbench.evaluator import Evaluator
-from jaxbench.evaluator.parent.pool import WorkerOutcome
+from jaxbench.evaluator.parent.pool import TracerOutcome
 from jaxbench.evaluator.sandbox import handover
 from jaxbench.evaluator.sandbox.chip import as_chip
 from jaxbench.tasks import get_task
@@ -60,7 +60,7 @@ class _CompromisedPool:
         self.jobs.append(job)
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-forged-"))
         self.scenario(directory, job)
-        return WorkerOutcome(0, False, False, 0.1, directory, "")
+        return TracerOutcome(0, False, False, 0.1, directory, "")
 
     def close(self):
         pass
@@ -210,7 +210,7 @@ def test_forged_figures_are_ignored():
     assert result["speedup"] is None and "time" not in result["stages"]
     assert "forged" not in result["stages"].get("correct", {})
     # the untrusted side never saw any key, nor the trusted side's settings
-    assert not any("key" in name for name in pool.jobs[0]), sorted(pool.jobs[0])
+    assert not any("key" in name and pool.jobs[0][name] for name in pool.jobs[0]), pool.jobs[0]
 
 
 def test_the_tpu_interpreter_check_runs_on_the_trusted_side():
@@ -266,9 +266,28 @@ def test_an_evaluator_error_is_a_crashed_verdict(monkeypatch):
     def broken(self, *args, **kwargs):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(Evaluator, "_judge", broken)
+    from jaxbench.evaluator.parent.evaluation import Evaluation
+
+    monkeypatch.setattr(Evaluation, "phase_judge", broken)
     result = _evaluate_forged(lambda d, j: _write(d, {
         "status.json": _status(), "jaxpr.pkl": _cached("correct", _correct_kernel)}),
         tpu_interpret=False)
     assert (result["status"], result["stage"]) == ("crashed", "lower"), result["message"]
     assert "the evaluator failed on this kernel: RecursionError" in result["message"]
+
+
+@pytest.mark.parametrize("claimed, believed", [("trace_error", "trace_error"),
+                                               ("outside_flops", None), ("made_up", None)])
+def test_a_tracers_rule_code_is_believed_only_among_its_own(claimed, believed):
+    """A failure the tracer claims is believed (it can only hurt the kernel), but its rule code
+    only when it is one the tracer can give: a forged judge's code (a policy refusal, say)
+    would move the failure into another report category."""
+    scenario = (lambda d, j: _write(d, {"status.json": json.dumps(
+        {"status": "compile_error", "stage": "trace", "message": "forged", "rule": claimed})
+        .encode(), "jaxpr.pkl": _cached("correct", _correct_kernel)}))
+    with Evaluator(spares=0) as ev:
+        ev.pool.close()
+        ev.pool = _CompromisedPool(scenario)
+        result = ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=1, tpu_interpret=False)
+    assert (result["status"], result["stage"], result["rule"]) == ("compile_error", "trace",
+                                                                   believed)

@@ -9,41 +9,65 @@ warm runners that never import candidate code) checks the exported module's
 structure and runs exactly that module on inputs drawn there; this process
 compares the outputs with the float32 truth and computes every figure.
 
-The package in three parts:
+The package in four rooms, by who runs each file (docs/architecture.md):
 
-- the parent, this process: :mod:`~jaxbench.evaluator.parent.evaluator` (the :class:`Evaluator`
-  and its staged protocol) and :mod:`~jaxbench.evaluator.parent.untrusted` (reading and cleaning
-  what the tracer left), with the stages' helpers beside them (``static``, ``compare``,
-  ``timing``, ``pool``, ``result``, ...) and ``doctor`` (what this machine offers);
-- :mod:`jaxbench.evaluator.sandbox`, the untrusted side;
-- :mod:`jaxbench.evaluator.judge`, the trusted side.
+- :mod:`jaxbench.evaluator.parent`, the calling process: the :class:`Evaluator`, each
+  evaluation's phases and its verdict, the static policy, the tracer pool, the client of the
+  trusted runners, the device lease;
+- :mod:`jaxbench.evaluator.sandbox`, what runs beside candidate code (the tracer);
+- :mod:`jaxbench.evaluator.judge`, the trusted side (reading the hand-over, lowering, every
+  rule, the runner, the truth);
+- :mod:`jaxbench.evaluator.common`, what more than one of them imports (the schema, the array
+  files, the artifacts, the hand-over's vocabulary, the process helpers);
+
+and two tools that join the sides on purpose: ``doctor`` (what this machine offers) and
+``inprocess`` (every check in one process, for trusted kernels only).
 
 The CLI imports from here only (tests/test_architecture.py); other packages also use the
-result record (``result``), the float32 truth (``compare``) and the static checks.
+schema (``common.schema``), the float32 truth (``judge.compare``) and the static checks.
 """
 
 from __future__ import annotations
 
-from jaxbench.evaluator.common.schema import StageFailure
-from jaxbench.evaluator.doctor import diagnose
-from jaxbench.evaluator.parent.cost import interpret_cost_problem
-from jaxbench.evaluator.parent.evaluator import (
-    INTERPRET_RESIDUAL_RISK,
-    SPEEDUP_REVIEW_THRESHOLD,
-    Evaluator,
-    evaluate,
-    kill_children,
-    lowering_fidelity,
-    read_source,
-)
-from jaxbench.evaluator.parent.static import declared_target, target_declaration
-from jaxbench.evaluator.parent.timeouts import default_timeout
-from jaxbench.evaluator.parent.untrusted import untrusted_text
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    """The face's names, each loaded on first use (PEP 562): importing a part of the evaluator
+    (the tracer imports jaxbench.evaluator.common.schema before it isolates itself) does not
+    import the parent's machinery and JAX with it."""
+    if name in ("Evaluator", "evaluate", "read_source"):
+        from jaxbench.evaluator.parent import evaluator as module
+    elif name in ("INTERPRET_RESIDUAL_RISK", "lowering_fidelity"):
+        from jaxbench.evaluator.parent import chip_checks as module
+    elif name == "SPEEDUP_REVIEW_THRESHOLD":
+        from jaxbench.evaluator.parent import evaluation as module
+    elif name in ("Settings", "StageFailure"):
+        from jaxbench.evaluator.common import schema as module
+    elif name in ("declared_target", "target_declaration"):
+        from jaxbench.evaluator.parent import static as module
+    elif name == "default_timeout":
+        from jaxbench.evaluator.parent import timeouts as module
+    elif name == "diagnose":
+        from jaxbench.evaluator import doctor as module
+    elif name == "interpret_cost_problem":
+        from jaxbench.evaluator.parent import cost as module
+    elif name == "kill_children":
+        from jaxbench.evaluator.common import procs as module
+    elif name == "untrusted_text":
+        from jaxbench.evaluator.parent import untrusted as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "INTERPRET_RESIDUAL_RISK",
     "SPEEDUP_REVIEW_THRESHOLD",
     "Evaluator",
+    "Settings",
     "StageFailure",
     "declared_target",
     "default_timeout",

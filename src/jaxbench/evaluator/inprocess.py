@@ -91,7 +91,7 @@ def _traced(kernel: Any, specs: list[Any], target: str) -> Any:
         closed = jax.make_jaxpr(kernel)(*specs)
     if not _holds_chip_mesh(closed):
         return closed
-    return read(dumps({"trace": closed}))["traces"]["trace"]
+    return read(dumps({"traced": closed}))["traces"]["traced"]
 
 
 def trace_trusted(path: Any, task_id: str, size: str = "full", target: str = "gpu") -> Any:
@@ -184,7 +184,7 @@ def check_in_process(
     report = analyze(target_export.mlir_module(), platform)
     figures = rules.check_target(report, task.flops(size), 1.0)
     out["pallas_calls"] = figures["kernel_calls"]
-    out["outside_flops_fraction"] = figures["outside_flops"] / max(task.flops(size), 1.0)
+    out["outside_flops_fraction"] = report.outside_flops / max(task.flops(size), 1.0)
     out["lowered"] = True
     if run:  # the evaluator's other checks at lower: the budgets at every size, GPU races,
         # Triton's compiler on the GPU kernels (where it is installed)

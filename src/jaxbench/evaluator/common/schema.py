@@ -2,10 +2,12 @@
 records that cross a process boundary, and the evaluation-result record (docs/design.md).
 
 Every module that names a status, a stage or a rule names it from here (a test reads the
-source and fails on a string spelling one elsewhere). The enums are ``StrEnum``: a member is
-its string, so JSON, comparisons with plain strings and old run directories stay as they
-were. Every event a run writes carries ``schema`` (:data:`SCHEMA_VERSION`); events without it
-were written before the schema existed and are read as version 1.
+source and fails on a string spelling one elsewhere; a line whose word only looks like one,
+such as the module name ``"time"``, says so with the comment ``# other meaning``). The enums
+are ``StrEnum``: a member is its string, so JSON, comparisons with plain strings and old run
+directories stay as they were. Every event a run writes carries ``schema``
+(:data:`SCHEMA_VERSION`); events without it were written before the schema existed and are
+read as version 1.
 """
 
 from __future__ import annotations
@@ -50,6 +52,17 @@ class Stage(StrEnum):
     TIME = "time"
     RECHECK = "recheck"
 
+
+# Progress words of the processes, never a verdict: the tracer is ``running`` and ends
+# ``traced``; the trusted runner's response is ``ran`` when it ran the trials.
+RUNNING, TRACED, RAN = "running", "traced", "ran"
+
+# Field names of records that are spelled like a status, stage or rule code (each means the
+# field, never the verdict).
+FIELD_TIME = "time"  # an event's wall-clock time (jaxbench.runs.RunDir.append)
+FIELD_CORRECT = "correct"  # how many evaluations were correct (reports) / whether (exports)
+FIELD_OUTSIDE_FLOPS = "outside_flops"  # the structure report's FLOPs outside the kernels
+FIELD_NO_KERNEL = "no_kernel"  # usage: the model's answers that held no kernel
 
 STATUSES = tuple(Status)
 STAGES = tuple(Stage)
@@ -108,14 +121,14 @@ class Rule(StrEnum):
     SANDBOX = "sandbox"  # a guard refused an action (processes, files, threads, frames, ...)
     OS_ISOLATION = "os_isolation"  # the OS refused it (namespaces, Landlock, seccomp)
     PATCHED_HARNESS = "patched_harness"  # harness code or JAX's rule tables replaced
-    HOST_CALLBACK = "host_callback"
+    HOST_CALLBACK = "callback_in_kernel"
     OWN_INTERPRET = "own_interpret"  # the kernel passes interpret= itself
     PLATFORM_DEPENDENT = "platform_dependent"  # platform-dependent code (lax.platform_dependent)
     NOT_DATA = "not_data"  # the trace holds an object that cannot be handed over as data
     SEALED = "sealed"  # candidate code acted after the tracer was sealed
     MALFORMED_OUTPUTS = "malformed_outputs"  # the untrusted side's outputs break their layout
     # the hand-over, as the judge reads it
-    HANDOVER = "handover"  # malformed, over a limit, or an object not on the allow-list
+    HANDOVER = "handover_refused"  # malformed, over a limit, or an object not on the allow-list
     OWN_CLASSES = "own_classes"  # objects of the kernel's own classes as JAX parameters
     UNKNOWN_PRIMITIVE = "unknown_primitive"  # a primitive (or lowering rule) JAX does not define
     HANDOVER_TYPES = "handover_types"  # the jaxpr's inputs or typing differ from the task's
@@ -137,7 +150,7 @@ class Rule(StrEnum):
     TRITON_RULE = "triton_rule"  # power-of-two tensors, 2^20 elements, masked edges, IR verifier
     BLOCK_SHAPE = "block_shape"  # Pallas refused a BlockSpec (decided by JAX's checking function)
     LOWERING = "lowering"  # JAX refused to lower the kernel (its own diagnosis)
-    TRITON_COMPILE = "triton_compile"  # Triton's compiler failed on the kernel's IR
+    TRITON_COMPILE = "triton_compile_failed"  # Triton's compiler failed on the kernel's IR
     CHIP_FEATURES = "chip_features"  # the kernel needs features the chip lacks
     WRONG_TARGET = "wrong_target"  # written for the other platform
     GPU_RACE = "gpu_race"  # two GPU grid programs write the same location
@@ -199,7 +212,7 @@ POLICY_RULES = OUTSIDE_WORK_RULES
 TRACER_RULES = frozenset({Rule.TRACE_ERROR, Rule.OTHER_SIZE_TRACE_ERROR, Rule.SANDBOX,
                           Rule.OS_ISOLATION, Rule.PATCHED_HARNESS, Rule.HOST_CALLBACK,
                           Rule.NO_KERNEL, Rule.NOT_DATA, Rule.MEMORY_LIMIT, Rule.HARNESS,
-                          Rule.RUNTIME})
+                          Rule.RUNTIME, Rule.UNKNOWN_PRIMITIVE})
 assert set(RULE_CATEGORY) == RULES, sorted(RULES - set(RULE_CATEGORY))
 
 # Back-compatible names of the outside-work codes.
@@ -389,7 +402,7 @@ class TracerStatus(Record):
     """Tracer -> parent (status.json, written by the process that ran candidate code): its
     progress, its timings and, where it failed, why. Believed only as a failure."""
 
-    status: str = "running"  # running, traced, or a failure Status
+    status: str = RUNNING  # running, traced, or a failure Status
     stage: str | None = None
     message: str = ""
     rule: str | None = None
@@ -439,7 +452,7 @@ class JudgeResponse(Record):
     """Trusted runner -> parent (one JSON line): the verdict of the judge's checks (``ran`` when
     it ran the trials) with what the parent derives figures from."""
 
-    status: str = "ran"  # ran, or a failure Status
+    status: str = RAN  # ran, or a failure Status
     stage: str | None = None
     message: str = ""
     rule: str | None = None
@@ -514,6 +527,7 @@ def new_result(task: str, target: str, mode: str, size: str, source: str) -> dic
     """A result record with every contract field present (filled in as stages run)."""
     return {
         "type": "evaluation",
+        "schema": SCHEMA_VERSION,
         "task": task,
         "target": target,
         "mode": mode,

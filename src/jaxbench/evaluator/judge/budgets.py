@@ -42,6 +42,7 @@ from jaxbench.backends.chips import (
     chip_or_default,
     vmem_verdict,
 )
+from jaxbench.evaluator.common.schema import Finding, Rule
 
 MAX_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
 TPU_TARGET = "tpu_custom_call"
@@ -280,7 +281,8 @@ def _entry_rows(func: Any, ir: Any, n_results: int, functions: dict[str, Any] | 
 
 
 def tpu_kernel(call: Any, ir: Any, jmlir: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
-    """(problem or '', figures) for one ``tpu_custom_call``; raises Unreadable."""
+    """(problem or '', figures) for one ``tpu_custom_call``; raises Unreadable. A problem is a
+    :class:`~jaxbench.evaluator.common.schema.Finding` (``Rule.VMEM_BUDGET``)."""
     try:
         config = json.loads(ir.StringAttr(call.attributes["backend_config"]).value)
         ctx, module = _mosaic(config, jmlir, ir)
@@ -318,10 +320,11 @@ def tpu_kernel(call: Any, ir: Any, jmlir: Any, device_kind: str) -> tuple[str, d
                                for n, shape, bufs, b in worst)
             over = "the chip's physical VMEM" if total > physical else why
             counted = " (dynamic grid: counted as many steps)" if grid is None else ""
-            problem = (f"kernel {name} needs {total / MiB:.1f} MiB of VMEM on {device_kind}, "
-                       f"over {over} (limit {limit / MiB:g} MiB, physical "
-                       f"{physical / MiB:g} MiB){counted}: {listed}. Use smaller blocks (or "
-                       "raise vmem_limit_bytes in pltpu.CompilerParams, up to the physical size)")
+            problem = Finding(f"kernel {name} needs {total / MiB:.1f} MiB of VMEM on "
+                              f"{device_kind}, over {over} (limit {limit / MiB:g} MiB, physical "
+                              f"{physical / MiB:g} MiB){counted}: {listed}. Use smaller blocks "
+                              "(or raise vmem_limit_bytes in pltpu.CompilerParams, up to the "
+                              "physical size)", Rule.VMEM_BUDGET)
     return problem, figures
 
 
@@ -373,7 +376,8 @@ def _triton_name(module: Any, ir: Any) -> str:
 
 
 def triton_kernel(call: Any, ir: Any, jmlir: Any) -> tuple[str, dict[str, Any]]:
-    """(problem or '', figures) for one Triton custom call; raises Unreadable."""
+    """(problem or '', figures) for one Triton custom call; raises Unreadable. A problem is a
+    :class:`~jaxbench.evaluator.common.schema.Finding` (``Rule.TRITON_RULE``)."""
     try:
         config = ir.DictAttr(call.attributes["mhlo.backend_config"])
         data = ir.StringAttr(config["ir"]).value_bytes
@@ -393,7 +397,7 @@ def triton_kernel(call: Any, ir: Any, jmlir: Any) -> tuple[str, dict[str, Any]]:
         try:
             ctx, module = _triton_parse(data, ir)
         except _RuleBroken as broken:
-            return str(broken), figures
+            return Finding(str(broken), Rule.TRITON_RULE), figures
     with ctx:
         name = named or _triton_name(module, ir)
         figures["name"] = name
@@ -415,14 +419,15 @@ def triton_kernel(call: Any, ir: Any, jmlir: Any) -> tuple[str, dict[str, Any]]:
                 if problem:
                     continue
                 if numel > MAX_NUMEL:
-                    problem = (f"Triton rule max_elements: kernel {name}: tensor {typ} "
-                               f"({made_by}) has {numel:,} elements, over Triton's limit of "
-                               f"2^20 = {MAX_NUMEL:,}. Load smaller pieces and loop inside the "
-                               "kernel")
+                    problem = Finding(f"Triton rule max_elements: kernel {name}: tensor {typ} "
+                                      f"({made_by}) has {numel:,} elements, over Triton's limit "
+                                      f"of 2^20 = {MAX_NUMEL:,}. Load smaller pieces and loop "
+                                      "inside the kernel", Rule.TRITON_RULE)
                 elif numel & (numel - 1):
-                    problem = (f"Triton rule power_of_two: kernel {name}: tensor {typ} "
-                               f"({made_by}) has {numel:,} elements, not a power of two. Use "
-                               "power-of-two tiles; mask or pad the edges")
+                    problem = Finding(f"Triton rule power_of_two: kernel {name}: tensor {typ} "
+                                      f"({made_by}) has {numel:,} elements, not a power of two. "
+                                      "Use power-of-two tiles; mask or pad the edges",
+                                      Rule.TRITON_RULE)
         figures["largest_tensor_elements"] = largest
     return problem, figures
 
@@ -432,8 +437,12 @@ def triton_kernel(call: Any, ir: Any, jmlir: Any) -> tuple[str, dict[str, Any]]:
 def check(exported_by_size: dict[str, Any], platform: str, tpu_kind: str = DEFAULT_TPU,
           gpu_kind: str = DEFAULT_GPU) -> tuple[str, list[dict[str, Any]]]:
     """The first budget problem over the kernels of the target exports, size by size ('' if
-    none), and the figures per kernel per size (every size, even after a problem)."""
+    none; a :class:`~jaxbench.evaluator.common.schema.Finding` with its rule code: a module or
+    kernel that cannot be read is the platform's memory budget, ``Rule.VMEM_BUDGET`` or
+    ``Rule.SMEM_BUDGET``), and the figures per kernel per size (every size, even after a
+    problem)."""
     jmlir, ir = _ir()
+    budget = Rule.VMEM_BUDGET if platform == "tpu" else Rule.SMEM_BUDGET
     targets = (TPU_TARGET,) if platform == "tpu" else (TRITON_TARGET, *MOSAIC_GPU_TARGETS)
     first, figures = "", []
     for size, exported in exported_by_size.items():
@@ -444,8 +453,8 @@ def check(exported_by_size: dict[str, Any], platform: str, tpu_kind: str = DEFAU
                 module = ir.Module.parse(exported.mlir_module())
                 calls = _kernel_calls(module, ir, targets)
                 if not calls:
-                    problem = (f"memory budget at size {size!r}: the {platform} module has no "
-                               "kernel call to check")
+                    problem = Finding(f"memory budget at size {size!r}: the {platform} module "
+                                      "has no kernel call to check", budget)
                 for index, call in calls:
                     target = _sym(call, "call_target_name", ir)
                     if target in MOSAIC_GPU_TARGETS:
@@ -460,10 +469,11 @@ def check(exported_by_size: dict[str, Any], platform: str, tpu_kind: str = DEFAU
                     if found and not problem:
                         what = "Triton's rules" if found.startswith("Triton rule") else \
                             "memory budget"
-                        problem = f"{what} at size {size!r}, {_label(index)}: {found}"
+                        problem = Finding(f"{what} at size {size!r}, {_label(index)}: {found}",
+                                          getattr(found, "rule", budget))
         except Exception as exc:  # noqa: BLE001 - a module the judge cannot read is a problem
-            problem = (f"memory budget at size {size!r}: the module cannot be read "
-                       f"({type(exc).__name__}: {str(exc)[:200]})")
+            problem = Finding(f"memory budget at size {size!r}: the module cannot be read "
+                              f"({type(exc).__name__}: {str(exc)[:200]})", budget)
         first = first or problem
     return first, figures
 

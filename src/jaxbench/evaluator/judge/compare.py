@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxbench.evaluator.common.schema import Rule
 from jaxbench.tasks.spec import Task, float32_reference
 
 
@@ -26,7 +27,9 @@ from jaxbench.tasks.spec import Task, float32_reference
 class Verdict:
     """``max_abs_err``/``rel_err`` are None when an output is not finite (an error of a NaN is
     not a number); ``tol_fraction`` is the worst element's error over its tolerance
-    (``|out - truth| / (atol + rtol * |truth|)``; at most 1 passes)."""
+    (``|out - truth| / (atol + rtol * |truth|)``; at most 1 passes). ``rule``: the code of a
+    failed verdict (``Rule.OUTPUT_TYPES``, ``Rule.NAN_INF`` or ``Rule.MISMATCH``), None when
+    it passes."""
 
     ok: bool
     message: str
@@ -34,6 +37,7 @@ class Verdict:
     rel_err: float | None = None
     tol_fraction: float | None = None
     nonfinite: int = 0
+    rule: Rule | None = None
 
 
 def derive_keys(secret: bytes, task_id: str, size: str, count: int, purpose: str) -> list[list[int]]:
@@ -128,14 +132,16 @@ def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarr
     exp_leaves = jax.tree_util.tree_leaves(expected)
     if len(outputs) != len(exp_leaves):
         return Verdict(False, f"kernel returned {len(outputs)} arrays, the reference returns "
-                              f"{len(exp_leaves)}")
+                              f"{len(exp_leaves)}", rule=Rule.OUTPUT_TYPES)
     worst_abs, worst_rel, worst_fraction = 0.0, 0.0, 0.0
     for i, (out, exp, ref) in enumerate(zip(outputs, exp_leaves, truth, strict=True)):
         name = f"output {i}" if len(outputs) > 1 else "output"
         if tuple(out.shape) != tuple(exp.shape):
-            return Verdict(False, f"{name} shape {tuple(out.shape)} != expected {tuple(exp.shape)}")
+            return Verdict(False, f"{name} shape {tuple(out.shape)} != expected {tuple(exp.shape)}",
+                           rule=Rule.OUTPUT_TYPES)
         if jnp.dtype(out.dtype) != jnp.dtype(exp.dtype):
-            return Verdict(False, f"{name} dtype {out.dtype} != expected {exp.dtype}")
+            return Verdict(False, f"{name} dtype {out.dtype} != expected {exp.dtype}",
+                           rule=Rule.OUTPUT_TYPES)
         got = out.astype(np.float32)
         finite = np.isfinite(got)
         if not finite.all():
@@ -143,7 +149,7 @@ def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarr
             count = int(bad.sum())
             return Verdict(False, f"{name} has {count} NaN/Inf of {got.size} elements "
                                   f"({count / got.size:.1%}), {where(bad)}: e.g. never written, "
-                                  "or read out of bounds", nonfinite=count)
+                                  "or read out of bounds", nonfinite=count, rule=Rule.NAN_INF)
         err = np.abs(got - ref)
         tol = atol + rtol * np.abs(ref)
         max_abs = float(err.max()) if err.size else 0.0
@@ -162,5 +168,5 @@ def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarr
                 f"atol {atol:g} + rtol {rtol:g}·|truth|, {where(over)}; worst at "
                 f"{tuple(int(j) for j in idx)}: got {float(got[idx]):.5g}, truth "
                 f"{float(ref[idx]):.5g}",
-                max_abs, rel, worst_fraction)
+                max_abs, rel, worst_fraction, rule=Rule.MISMATCH)
     return Verdict(True, "", worst_abs, worst_rel, worst_fraction)

@@ -56,8 +56,6 @@ MAX_CELLS = 1 << 25
 BATCH_CELLS = 1 << 22
 # Elements of a value computed outside the kernels that the rule keeps (offsets, tables).
 MAX_STATIC = 1 << 16
-# Kept for callers of the old rule.
-MAX_PROGRAMS = MAX_STEPS
 
 
 class _Undecidable(Exception):
@@ -388,85 +386,102 @@ class _Slicer:
         return [UNKNOWN] * len(eqn.outvars)
 
     def record(self, eqn: Any, ins: list[Any], mask: Any) -> None:
-        import jax.numpy as jnp
+        self.records.append(_store(eqn, ins, mask, self.doubt))
 
-        ref, where, doubt = ins[0], _where(eqn), self.doubt
-        output = ref.index
-        leaves = [_Leaf(i) for i in range(len(ins))]
-        selected: Any = None
-        if eqn.primitive.name == "masked_swap":
-            _, transforms, _, chosen = eqn.params["args_tree"].unflatten(leaves)
-            if isinstance(chosen, _Leaf):
-                selected = ins[chosen.position]
-                if not _known(selected):
-                    selected = None
-                    doubt = doubt or f"its mask{where} depends on a value the rule cannot " \
-                                     "evaluate"
-        else:  # state swap / addupdate: ref, value, indexers
-            transforms = eqn.params["tree"].unflatten(leaves[2:])
 
-        def value(x: Any) -> Any:
-            if isinstance(x, _Leaf):
-                x = ins[x.position]
-                if not _known(x):
-                    raise _Undecidable(
-                        f"the location of a store to output {output}{where} depends on a value "
-                        "the rule cannot evaluate (data read from the kernel's inputs, or a "
-                        "loop carry)")
-                return x.astype(jnp.int32)
-            return jnp.int32(int(x))
+def _store(eqn: Any, ins: list[Any], mask: Any, doubt: str) -> tuple[_Write, tuple[Any, ...]]:
+    """One store to an output at one grid point (``ins[0]`` its :class:`_OutRef`): its static
+    description, and its dynamic values (the elements it writes, then per dimension where it
+    starts in the output array). ``doubt``: why the store may not run ('' when it surely does)."""
+    import jax.numpy as jnp
 
-        shape = eqn.invars[0].aval.shape
-        dims: list[list[Any]] = [["range", jnp.int32(0), int(n), 1] for n in shape]
-        arrays = False
-        for transform in transforms or ():
-            free = [i for i, d in enumerate(dims) if d[0] == "range"]
-            indices = getattr(transform, "indices", None)
-            if type(transform).__name__ != "NDIndexer" or arrays or len(indices) != len(free):
-                raise _Undecidable(f"a store to output {output}{where} goes through a "
-                                   f"{type(transform).__name__} view the rule cannot follow")
-            for axis, idx in zip(free, indices, strict=True):
-                _, start, _, stride = dims[axis]
-                if type(idx).__name__ == "Slice":
-                    if isinstance(idx.size, _Leaf) or isinstance(idx.stride, _Leaf):
-                        raise _Undecidable(f"a store to output {output}{where} has a slice of "
-                                           "dynamic size")
-                    dims[axis] = ["range", start + value(idx.start) * stride, int(idx.size),
-                                  stride * int(idx.stride)]
-                else:
-                    at = start + value(idx) * stride
-                    arrays |= bool(at.ndim)
-                    dims[axis] = ["array", at, int(at.size), 1] if at.ndim else \
-                        ["point", at, 1, 1]
-        # the mask, one axis per dimension (1 where it does not vary): it broadcasts against
-        # the stored value, whose axes are the "range" dimensions in order
-        if selected is not None and arrays:
-            selected, doubt = None, doubt or f"its mask{where} goes with array indices, which " \
-                                             "the rule counts whole"
-        elements = [1] * len(dims)
-        if selected is not None:
-            ranges = [i for i, d in enumerate(dims) if d[0] == "range"]
-            selected = jnp.asarray(selected).astype(bool)
-            padded = (1,) * (len(ranges) - selected.ndim) + tuple(selected.shape)
-            for axis, n in zip(ranges, padded, strict=True):
-                elements[axis] = n
-            selected = selected.reshape(elements)
-        else:
-            selected = jnp.ones(elements, bool)
-        if ref.base is not None:  # a blocked output: from the block's to the array's indices
-            inner = iter(zip(dims, elements, strict=True))
-            placed, axes = [], []
-            for squeezed, start in ref.base:
-                if squeezed:
-                    placed.append(["point", start, 1, 1])
-                    axes.append(1)
-                else:
-                    (kind, at, n, stride), extent = next(inner)
-                    placed.append([kind, at + start, n, stride])
-                    axes.append(extent)
-            dims, selected = placed, selected.reshape(axes)
-        static = _Write(output, tuple((k, n, s) for k, _, n, s in dims), where, ref.block, doubt)
-        self.records.append((static, (selected & jnp.asarray(mask), *(d[1] for d in dims))))
+    ref, where = ins[0], _where(eqn)
+    output = ref.index
+    leaves = [_Leaf(i) for i in range(len(ins))]
+    selected: Any = None
+    if eqn.primitive.name == "masked_swap":
+        _, transforms, _, chosen = eqn.params["args_tree"].unflatten(leaves)
+        if isinstance(chosen, _Leaf):
+            selected = ins[chosen.position]
+            if not _known(selected):
+                selected = None
+                doubt = doubt or f"its mask{where} depends on a value the rule cannot " \
+                                 "evaluate"
+    else:  # state swap / addupdate: ref, value, indexers
+        transforms = eqn.params["tree"].unflatten(leaves[2:])
+    dims, arrays = _store_dims(eqn, ins, transforms, output, where)
+    # the mask, one axis per dimension (1 where it does not vary): it broadcasts against
+    # the stored value, whose axes are the "range" dimensions in order
+    if selected is not None and arrays:
+        selected, doubt = None, doubt or f"its mask{where} goes with array indices, which " \
+                                         "the rule counts whole"
+    elements = [1] * len(dims)
+    if selected is not None:
+        ranges = [i for i, d in enumerate(dims) if d[0] == "range"]
+        selected = jnp.asarray(selected).astype(bool)
+        padded = (1,) * (len(ranges) - selected.ndim) + tuple(selected.shape)
+        for axis, n in zip(ranges, padded, strict=True):
+            elements[axis] = n
+        selected = selected.reshape(elements)
+    else:
+        selected = jnp.ones(elements, bool)
+    if ref.base is not None:  # a blocked output: from the block's to the array's indices
+        inner = iter(zip(dims, elements, strict=True))
+        placed, axes = [], []
+        for squeezed, start in ref.base:
+            if squeezed:
+                placed.append(["point", start, 1, 1])
+                axes.append(1)
+            else:
+                (kind, at, n, stride), extent = next(inner)
+                placed.append([kind, at + start, n, stride])
+                axes.append(extent)
+        dims, selected = placed, selected.reshape(axes)
+    static = _Write(output, tuple((k, n, s) for k, _, n, s in dims), where, ref.block, doubt)
+    return static, (selected & jnp.asarray(mask), *(d[1] for d in dims))
+
+
+def _store_dims(eqn: Any, ins: list[Any], transforms: Any, output: int, where: str
+                ) -> tuple[list[list[Any]], bool]:
+    """Per dimension of the stored-to ref, ``[kind, start, size, stride]`` of what a store
+    writes through its indexers (kind "range", "point" or "array"), and whether an indexer is
+    an array; a location the rule cannot evaluate raises :class:`_Undecidable`."""
+    import jax.numpy as jnp
+
+    def value(x: Any) -> Any:
+        if isinstance(x, _Leaf):
+            x = ins[x.position]
+            if not _known(x):
+                raise _Undecidable(
+                    f"the location of a store to output {output}{where} depends on a value "
+                    "the rule cannot evaluate (data read from the kernel's inputs, or a "
+                    "loop carry)")
+            return x.astype(jnp.int32)
+        return jnp.int32(int(x))
+
+    shape = eqn.invars[0].aval.shape
+    dims: list[list[Any]] = [["range", jnp.int32(0), int(n), 1] for n in shape]
+    arrays = False
+    for transform in transforms or ():
+        free = [i for i, d in enumerate(dims) if d[0] == "range"]
+        indices = getattr(transform, "indices", None)
+        if type(transform).__name__ != "NDIndexer" or arrays or len(indices) != len(free):
+            raise _Undecidable(f"a store to output {output}{where} goes through a "
+                               f"{type(transform).__name__} view the rule cannot follow")
+        for axis, idx in zip(free, indices, strict=True):
+            _, start, _, stride = dims[axis]
+            if type(idx).__name__ == "Slice":
+                if isinstance(idx.size, _Leaf) or isinstance(idx.stride, _Leaf):
+                    raise _Undecidable(f"a store to output {output}{where} has a slice of "
+                                       "dynamic size")
+                dims[axis] = ["range", start + value(idx.start) * stride, int(idx.size),
+                              stride * int(idx.stride)]
+            else:
+                at = start + value(idx) * stride
+                arrays |= bool(at.ndim)
+                dims[axis] = ["array", at, int(at.size), 1] if at.ndim else \
+                    ["point", at, 1, 1]
+    return dims, arrays
 
 
 def _first_output(ins: list[Any]) -> int:
@@ -815,37 +830,39 @@ def _is_literal(var: Any) -> bool:
     return type(var).__name__ == "Literal"
 
 
-def _decide(statics: list[_Write], chunks: Any, shapes: list[tuple[int, ...]],
-            grid: tuple[int, ...], sequential: frozenset[int], call_index: int) -> str:
-    """Two passes over every grid point's stores: the coarsest cells each output can be split
-    into (per dimension the gcd of every start, point and size, and of the offsets where a
-    mask changes, so a store covers whole cells and a mask is constant on each), then owner
-    tables of cells (the grid point that wrote each). An overlap of two exact stores is the
-    race returned; one that needs a doubtful store raises :class:`_Undecidable` at the end."""
-    def split(leaves: list[np.ndarray]) -> list[tuple[_Write, np.ndarray, list[np.ndarray]]]:
-        out, at = [], 0
-        for write in statics:
-            nd = len(write.dims)
-            mask = leaves[at].astype(bool)
-            count = math.prod(mask.shape[:mask.ndim - nd])
-            mask = mask.reshape((count,) + mask.shape[mask.ndim - nd:])
-            values = [np.asarray(v, np.int64).reshape(count, -1)
-                      for v in leaves[at + 1: at + 1 + nd]]
-            out.append((write, mask, values))
-            at += 1 + nd
-        return out
+def _split(statics: list[_Write], leaves: list[np.ndarray]
+           ) -> list[tuple[_Write, np.ndarray, list[np.ndarray]]]:
+    """One chunk's evaluated stores: per static store, its mask (one row per store made, the
+    grid points first) and its per-dimension locations."""
+    out, at = [], 0
+    for write in statics:
+        nd = len(write.dims)
+        mask = leaves[at].astype(bool)
+        count = math.prod(mask.shape[:mask.ndim - nd])
+        mask = mask.reshape((count,) + mask.shape[mask.ndim - nd:])
+        values = [np.asarray(v, np.int64).reshape(count, -1)
+                  for v in leaves[at + 1: at + 1 + nd]]
+        out.append((write, mask, values))
+        at += 1 + nd
+    return out
 
-    def live_of(mask: np.ndarray) -> np.ndarray:
-        return np.nonzero(mask.reshape(len(mask), -1).any(axis=1))[0]
 
+def _live(mask: np.ndarray) -> np.ndarray:
+    """The rows of a store's mask that write anything."""
+    return np.nonzero(mask.reshape(len(mask), -1).any(axis=1))[0]
+
+
+def _grains(statics: list[_Write], chunks: Any) -> dict[tuple[int, int], int]:
+    """The first pass: per output and dimension, the gcd of every start, point and size of
+    the stores, and of the offsets where a mask changes."""
     gcds = {(w.output, d): 0 for w in statics for d in range(len(w.dims))}
     for w in statics:
         for d, (kind, size, stride) in enumerate(w.dims):
             if kind == "range":
                 gcds[w.output, d] = math.gcd(gcds[w.output, d], size if stride == 1 else stride)
     for _, leaves in chunks():
-        for w, mask, values in split(leaves):
-            live = live_of(mask)
+        for w, mask, values in _split(statics, leaves):
+            live = _live(mask)
             if not live.size:
                 continue
             for d, v in enumerate(values):
@@ -860,6 +877,13 @@ def _decide(statics: list[_Write], chunks: Any, shapes: list[tuple[int, ...]],
                     if offsets.size:
                         gcds[w.output, d] = math.gcd(gcds[w.output, d],
                                                      int(np.gcd.reduce(offsets)))
+    return gcds
+
+
+def _cells(statics: list[_Write], shapes: list[tuple[int, ...]],
+           gcds: dict[tuple[int, int], int]) -> dict[int, tuple[int, ...]]:
+    """The cells each written output splits into (per dimension, its extent over the grain);
+    ``gcds`` gets every dimension's grain (at least 1)."""
     cells: dict[int, tuple[int, ...]] = {}
     for out in {w.output for w in statics}:
         shape = shapes[out]
@@ -869,19 +893,32 @@ def _decide(statics: list[_Write], chunks: Any, shapes: list[tuple[int, ...]],
     if sum(math.prod(c) for c in cells.values()) > MAX_CELLS:
         raise _Undecidable(f"its outputs split into more than {MAX_CELLS:,} separately written "
                            "cells: too large to check")
-    # owners: the grid point of the last exact store to each cell; with doubtful stores also
-    # of the last store of any kind, and which store that was
-    doubtful = any(w.doubt for w in statics)
-    owners = {out: np.full(math.prod(c), -1, np.int64) for out, c in cells.items()}
-    anyone = {out: np.full(math.prod(c), -1, np.int64) for out, c in cells.items()} \
-        if doubtful else owners
-    whose = {out: np.zeros(math.prod(c), np.int32) for out, c in cells.items()} \
-        if doubtful else {}
-    maybe = ""
+    return cells
 
-    def clash(w: _Write, cell: int, a: int, b: int) -> tuple[str, str]:
-        shape, grain = shapes[w.output], [gcds[w.output, d] for d in range(len(w.dims))]
-        corner = np.unravel_index(cell, cells[w.output])
+
+class _Owners:
+    """The second pass's owner tables of cells: the grid point of the last exact store to each
+    cell; with doubtful stores also of the last store of any kind, and which store that was.
+    ``maybe`` keeps the first overlap that needs a doubtful store."""
+
+    def __init__(self, statics: list[_Write], shapes: list[tuple[int, ...]],
+                 grid: tuple[int, ...], sequential: frozenset[int], call_index: int,
+                 gcds: dict[tuple[int, int], int], cells: dict[int, tuple[int, ...]]) -> None:
+        self.statics, self.shapes, self.grid = statics, shapes, grid
+        self.sequential, self.call_index = sequential, call_index
+        self.gcds, self.cells = gcds, cells
+        self.doubtful = any(w.doubt for w in statics)
+        self.owners = {out: np.full(math.prod(c), -1, np.int64) for out, c in cells.items()}
+        self.anyone = {out: np.full(math.prod(c), -1, np.int64) for out, c in cells.items()} \
+            if self.doubtful else self.owners
+        self.whose = {out: np.zeros(math.prod(c), np.int32) for out, c in cells.items()} \
+            if self.doubtful else {}
+        self.maybe = ""
+
+    def clash(self, w: _Write, cell: int, a: int, b: int) -> tuple[str, str]:
+        grid = self.grid
+        shape, grain = self.shapes[w.output], [self.gcds[w.output, d] for d in range(len(w.dims))]
+        corner = np.unravel_index(cell, self.cells[w.output])
         spans = [(int(c) * g, min(int(c) * g + g, n)) for c, g, n in
                  zip(corner, grain, shape, strict=True)]
         where = "[" + ", ".join(f"{lo}" if hi - lo == 1 else f"{lo}:{hi}"
@@ -899,91 +936,123 @@ def _decide(statics: list[_Write], chunks: Any, shapes: list[tuple[int, ...]],
                 "own output elements (loop over the reduction inside the kernel), or use "
                 "atomics")
 
-    def race(w: _Write, cell: int, a: int, b: int) -> str:
-        who, what = clash(w, cell, a, b)
-        return f"pallas_call #{call_index}: {who} both {what}"
+    def race(self, w: _Write, cell: int, a: int, b: int) -> str:
+        who, what = self.clash(w, cell, a, b)
+        return f"pallas_call #{self.call_index}: {who} both {what}"
 
-    def doubt(w: _Write, cell: int, a: int, b: int, other: _Write) -> str:
-        who, what = clash(w, cell, a, b)
+    def doubt(self, w: _Write, cell: int, a: int, b: int, other: _Write) -> str:
+        who, what = self.clash(w, cell, a, b)
         reason = w.doubt or other.doubt
         return (f"{who} may both {what.split(';')[0]}): a store there is counted as if it "
                 f"wrote everything it could, because {reason}")
 
+    def _reach(self, w: _Write, mask: np.ndarray, values: list[np.ndarray], live: np.ndarray
+               ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per dimension, the cells each live store starts at (one column per cell it
+        covers), and which of the mask's entries decides each of them."""
+        per_dim, picks = [], []
+        for d, ((kind, size, stride), v) in enumerate(zip(w.dims, values, strict=True)):
+            grain = self.gcds[w.output, d]
+            base = v[live] // grain
+            if kind == "range":
+                offsets = np.arange(size // grain) if stride == 1 else \
+                    np.arange(size) * (stride // grain)
+                base = base + offsets[None, :]
+                pick = np.arange(size // grain) * grain if stride == 1 else np.arange(size)
+            else:
+                pick = np.zeros(base.shape[1], np.int64)
+            if mask.shape[1 + d] == 1:
+                pick = np.zeros_like(pick)
+            per_dim.append(base)
+            picks.append(pick)
+        return per_dim, picks
+
+    def store(self, index: int, w: _Write, mask: np.ndarray, values: list[np.ndarray],
+              ids: np.ndarray) -> str:
+        """Marks the cells one static store's evaluations write; the race, when two exact
+        stores of different programs meet ('' otherwise)."""
+        live = _live(mask)
+        if not live.size:
+            return ""
+        steps = np.repeat(ids, len(mask) // len(ids))  # program-major, then loop trips
+        per_dim, picks = self._reach(w, mask, values, live)
+        per_write = math.prod(c.shape[1] for c in per_dim)
+        if per_write > BATCH_CELLS:
+            raise _Undecidable(f"a store to output {w.output}{w.where} covers {per_write:,} "
+                               "separately written cells: too large to check")
+        batch = max(1, BATCH_CELLS // per_write)
+        writers = steps[live]
+        for lo in range(0, live.size, batch):
+            found = self._batch(index, w, mask[live[lo:lo + batch]], writers[lo:lo + batch],
+                                [c[lo:lo + batch] for c in per_dim], picks)
+            if found:
+                return found
+        return ""
+
+    def _batch(self, index: int, w: _Write, valid: np.ndarray, writers: np.ndarray,
+               per_dim: list[np.ndarray], picks: list[np.ndarray]) -> str:
+        out, ncells, sure = w.output, self.cells[w.output], not w.doubt
+        grid, sequential = self.grid, self.sequential
+        n = len(writers)
+        key = np.zeros((n,) + (1,) * len(per_dim), np.int64)
+        for d, pick in enumerate(picks):
+            valid = np.take(valid, pick, axis=1 + d)
+        for d, c in enumerate(per_dim):
+            c = c.reshape((n,) + tuple(-1 if e == d else 1 for e in range(len(per_dim))))
+            valid = valid & (c >= 0) & (c < ncells[d])
+            key = key * ncells[d] + c
+        key, valid = np.broadcast_arrays(key, valid)
+        who = np.broadcast_to(writers.reshape((n,) + (1,) * len(per_dim)), key.shape)
+        key, who = key[valid], who[valid]
+        program = _program_of(who, grid, sequential)
+        order = np.lexsort((program, key))
+        key, who, program = key[order], who[order], program[order]
+        same = np.nonzero((key[1:] == key[:-1]) & (program[1:] != program[:-1]))[0]
+        if same.size:
+            i = int(same[0])
+            if sure:
+                return self.race(w, int(key[i]), int(who[i]), int(who[i + 1]))
+            self.maybe = self.maybe or self.doubt(w, int(key[i]), int(who[i]), int(who[i + 1]), w)
+        if sure:
+            before = self.owners[out][key]
+            other = np.nonzero(before >= 0)[0]
+            differ = _program_of(before[other], grid, sequential) != program[other]
+            if differ.any():
+                i = int(other[np.argmax(differ)])
+                return self.race(w, int(key[i]), int(before[i]), int(who[i]))
+        if self.doubtful and not self.maybe:
+            before = self.anyone[out][key]
+            other = np.nonzero(before >= 0)[0]
+            differ = _program_of(before[other], grid, sequential) != program[other]
+            if differ.any():
+                i = int(other[np.argmax(differ)])
+                self.maybe = self.doubt(w, int(key[i]), int(before[i]), int(who[i]),
+                                        self.statics[int(self.whose[out][key[i]])])
+        if sure:
+            self.owners[out][key] = who
+        if self.doubtful:
+            self.anyone[out][key] = who
+            self.whose[out][key] = index
+        return ""
+
+
+def _decide(statics: list[_Write], chunks: Any, shapes: list[tuple[int, ...]],
+            grid: tuple[int, ...], sequential: frozenset[int], call_index: int) -> str:
+    """Two passes over every grid point's stores: the coarsest cells each output can be split
+    into (per dimension the gcd of every start, point and size, and of the offsets where a
+    mask changes, so a store covers whole cells and a mask is constant on each), then owner
+    tables of cells (the grid point that wrote each). An overlap of two exact stores is the
+    race returned; one that needs a doubtful store raises :class:`_Undecidable` at the end."""
+    gcds = _grains(statics, chunks)
+    cells = _cells(statics, shapes, gcds)
+    owners = _Owners(statics, shapes, grid, sequential, call_index, gcds, cells)
     for ids, leaves in chunks():
-        for index, (w, mask, values) in enumerate(split(leaves)):
-            out, ncells, sure = w.output, cells[w.output], not w.doubt
-            live = live_of(mask)
-            if not live.size:
-                continue
-            steps = np.repeat(ids, len(mask) // len(ids))  # program-major, then loop trips
-            per_dim, picks = [], []
-            for d, ((kind, size, stride), v) in enumerate(zip(w.dims, values, strict=True)):
-                grain = gcds[out, d]
-                base = v[live] // grain
-                if kind == "range":
-                    offsets = np.arange(size // grain) if stride == 1 else \
-                        np.arange(size) * (stride // grain)
-                    base = base + offsets[None, :]
-                    pick = np.arange(size // grain) * grain if stride == 1 else np.arange(size)
-                else:
-                    pick = np.zeros(base.shape[1], np.int64)
-                if mask.shape[1 + d] == 1:
-                    pick = np.zeros_like(pick)
-                per_dim.append(base)
-                picks.append(pick)
-            per_write = math.prod(c.shape[1] for c in per_dim)
-            if per_write > BATCH_CELLS:
-                raise _Undecidable(f"a store to output {out}{w.where} covers {per_write:,} "
-                                   "separately written cells: too large to check")
-            batch = max(1, BATCH_CELLS // per_write)
-            writers = steps[live]
-            for lo in range(0, live.size, batch):
-                part = slice(lo, lo + batch)
-                n = len(writers[part])
-                key = np.zeros((n,) + (1,) * len(per_dim), np.int64)
-                valid = mask[live[part]]
-                for d, pick in enumerate(picks):
-                    valid = np.take(valid, pick, axis=1 + d)
-                for d, c in enumerate(per_dim):
-                    c = c[part].reshape((n,) + tuple(-1 if e == d else 1
-                                                     for e in range(len(per_dim))))
-                    valid = valid & (c >= 0) & (c < ncells[d])
-                    key = key * ncells[d] + c
-                key, valid = np.broadcast_arrays(key, valid)
-                who = np.broadcast_to(writers[part].reshape((n,) + (1,) * len(per_dim)),
-                                      key.shape)
-                key, who = key[valid], who[valid]
-                program = _program_of(who, grid, sequential)
-                order = np.lexsort((program, key))
-                key, who, program = key[order], who[order], program[order]
-                same = np.nonzero((key[1:] == key[:-1]) & (program[1:] != program[:-1]))[0]
-                if same.size:
-                    i = int(same[0])
-                    if sure:
-                        return race(w, int(key[i]), int(who[i]), int(who[i + 1]))
-                    maybe = maybe or doubt(w, int(key[i]), int(who[i]), int(who[i + 1]), w)
-                if sure:
-                    before = owners[out][key]
-                    other = np.nonzero(before >= 0)[0]
-                    differ = _program_of(before[other], grid, sequential) != program[other]
-                    if differ.any():
-                        i = int(other[np.argmax(differ)])
-                        return race(w, int(key[i]), int(before[i]), int(who[i]))
-                if doubtful and not maybe:
-                    before = anyone[out][key]
-                    other = np.nonzero(before >= 0)[0]
-                    differ = _program_of(before[other], grid, sequential) != program[other]
-                    if differ.any():
-                        i = int(other[np.argmax(differ)])
-                        maybe = doubt(w, int(key[i]), int(before[i]), int(who[i]),
-                                      statics[int(whose[out][key[i]])])
-                if sure:
-                    owners[out][key] = who
-                if doubtful:
-                    anyone[out][key] = who
-                    whose[out][key] = index
-    if maybe:
-        raise _Undecidable(maybe)
+        for index, (w, mask, values) in enumerate(_split(statics, leaves)):
+            found = owners.store(index, w, mask, values, ids)
+            if found:
+                return found
+    if owners.maybe:
+        raise _Undecidable(owners.maybe)
     return ""
 
 

@@ -36,7 +36,7 @@ from jaxbench.evaluator.common.jaxpr_format import (
     primitive_registry,
     singletons,
 )
-from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.evaluator.common.schema import Rule, Stage, StageFailure, Status
 
 MAX_BYTES = 64 << 20
 MAX_OPCODES = 4_000_000
@@ -150,6 +150,11 @@ _SCALAR_TYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", 
                  "float16", "float32", "float64", "complex64", "complex128")
 
 
+def _refused(message: str, rule: Rule = Rule.HANDOVER) -> StageFailure:
+    """The judge refuses the hand-over (``rejected`` at the trace stage)."""
+    return StageFailure(Status.REJECTED, Stage.TRACE, message, rule=rule)
+
+
 def _safe_dtype(*args: Any) -> Any:
     """``numpy.dtype`` for the unpickler: any dtype but ``object`` (an object array would hold
     arbitrary objects)."""
@@ -157,7 +162,7 @@ def _safe_dtype(*args: Any) -> Any:
 
     dtype = np.dtype(*args)
     if dtype.hasobject:
-        raise StageFailure("rejected", "trace", "the hand-over holds an object-dtype array")
+        raise _refused("the hand-over holds an object-dtype array")
     return dtype
 
 
@@ -200,14 +205,13 @@ class _Reader(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         value = self._allowed.get(f"{module}:{name}")
         if value is None and module.split(".")[0] == "candidate":  # the tracer's name for it
-            raise StageFailure("rejected", "trace",
+            raise StageFailure(Status.REJECTED, Stage.TRACE,
                                "the kernel passes objects of its own classes as parameters of JAX "
                                f"operations ({module}.{name}): only JAX's own parameter classes "
-                               "can be handed to the judge")
+                               "can be handed to the judge", rule=Rule.OWN_CLASSES)
         if value is None:
-            raise StageFailure("rejected", "trace",
-                               f"the traced kernel holds an object of {module}.{name}, which is not "
-                               "on the judge's list of JAX and NumPy data types it reads")
+            raise _refused(f"the traced kernel holds an object of {module}.{name}, which is not "
+                           "on the judge's list of JAX and NumPy data types it reads")
         return value
 
     def persistent_load(self, pid: Any) -> Any:
@@ -216,10 +220,11 @@ class _Reader(pickle.Unpickler):
             _, name, key = pid
             primitive = self._registry.get(key)
             if primitive is None or primitive.name != name:
-                raise StageFailure("rejected", "trace",
+                raise StageFailure(Status.REJECTED, Stage.TRACE,
                                    f"the kernel uses primitives JAX does not define "
                                    f"({name[:80]}): kernels may not define primitives or lowering "
-                                   f"rules (handed over as {key[:120] or 'no JAX module'!r})")
+                                   f"rules (handed over as {key[:120] or 'no JAX module'!r})",
+                                   rule=Rule.UNKNOWN_PRIMITIVE)
             return primitive
         if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "eqn_context":
             return _eqn_context(pid[1])
@@ -232,8 +237,7 @@ class _Reader(pickle.Unpickler):
             value = singletons().get(pid[1]) if isinstance(pid[1], str) else None
             if value is not None:
                 return value
-        raise StageFailure("rejected", "trace", f"the hand-over holds an unknown reference "
-                                                f"{str(pid)[:80]!r}")
+        raise _refused(f"the hand-over holds an unknown reference {str(pid)[:80]!r}")
 
 
 def _eqn_context(fields: Any) -> Any:
@@ -245,8 +249,7 @@ def _eqn_context(fields: Any) -> Any:
     from jax._src import mesh as mesh_lib
 
     slots = [s for s in core.JaxprEqnContext.__slots__ if s not in ("configs", "__weakref__")]
-    malformed = StageFailure("rejected", "trace", "the hand-over holds a malformed equation "
-                                                  "context")
+    malformed = _refused("the hand-over holds a malformed equation context")
     if not (isinstance(fields, tuple) and [f[0] if isinstance(f, tuple) and len(f) == 2 else None
                                            for f in fields] == slots):
         raise malformed
@@ -310,16 +313,14 @@ def _prescan(data: bytes) -> None:
                 raise ValueError(f"nested more than {MAX_DEPTH} deep")
             stack.extend([depth] * len(opcode.stack_after))
     except ValueError as exc:
-        raise StageFailure("rejected", "trace", f"the hand-over is not an acceptable pickle: "
-                                                f"{exc}") from None
+        raise _refused(f"the hand-over is not an acceptable pickle: {exc}") from None
 
 
 def read(data: bytes) -> dict[str, Any]:
     """The hand-over's payload ``{"traces": {size: closed jaxpr}, "lines": {id(eqn): (file,
     line)}}``, or :class:`StageFailure` (``rejected``) naming what was refused."""
     if len(data) > MAX_BYTES:
-        raise StageFailure("rejected", "trace", f"the hand-over is {len(data)} bytes, over the "
-                                                f"{MAX_BYTES} byte limit")
+        raise _refused(f"the hand-over is {len(data)} bytes, over the {MAX_BYTES} byte limit")
     _prescan(data)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * MAX_DEPTH + 1000))
@@ -328,8 +329,8 @@ def read(data: bytes) -> dict[str, Any]:
     except StageFailure:
         raise
     except Exception as exc:  # noqa: BLE001 - malformed data: never the judge's crash
-        raise StageFailure("rejected", "trace", "the hand-over cannot be read: "
-                                                f"{type(exc).__name__}: {str(exc)[:200]}") from None
+        raise _refused("the hand-over cannot be read: "
+                       f"{type(exc).__name__}: {str(exc)[:200]}") from None
     finally:
         sys.setrecursionlimit(limit)
     return _validated(payload)
@@ -339,7 +340,7 @@ def _validated(payload: Any) -> dict[str, Any]:
     from jaxbench import compat
 
     def refuse(why: str) -> StageFailure:
-        return StageFailure("rejected", "trace", f"the hand-over is malformed: {why}")
+        return _refused(f"the hand-over is malformed: {why}")
 
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise refuse("not a jaxbench jaxpr hand-over")

@@ -31,7 +31,7 @@ from typing import Any
 import jax
 
 from jaxbench import compat
-from jaxbench.evaluator.common.schema import StageFailure, short_error
+from jaxbench.evaluator.common.schema import Finding, Rule, Stage, StageFailure, Status, short_error
 from jaxbench.evaluator.judge import exporting, tool_faults
 
 PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}
@@ -50,8 +50,11 @@ class Lowered:
     interpret_b: Any = None  # the same with fill B (where the kernel could read such memory)
     interpret_error: str = ""
     kernel_ir: list[str] = field(default_factory=list)  # the kernels' own IR (``--save-ir``)
-    budget_problem: str = ""  # the estimates' first problem, naming the line
+    budget_problem: str = ""  # the estimates' first problem, naming the line (a Finding)
+    budget_rule: Rule | None = None  # its rule code
     smem_uncertain: list[dict[str, Any]] = field(default_factory=list)  # per kernel and size
+    # the memory estimate's failures (it decides nothing then), as the response's tool_faults
+    tool_faults: list[dict[str, str]] = field(default_factory=list)
 
 
 def _types(specs: Any) -> list[tuple[tuple[int, ...], str]]:
@@ -64,8 +67,8 @@ def _check_types(closed: Any, task: Any, size: str, where: str) -> None:
     ins = [(tuple(int(d) for d in a.shape), str(a.dtype)) for a in closed.in_avals]
     want_in = _types(task.input_specs(size))
     if ins != want_in:
-        raise StageFailure("rejected", "trace", f"{where}the traced kernel takes {ins}, not the "
-                                                f"task's inputs {want_in}")
+        raise StageFailure(Status.REJECTED, Stage.TRACE, f"{where}the traced kernel takes {ins}, "
+                           f"not the task's inputs {want_in}", rule=Rule.HANDOVER_TYPES)
 
 
 def well_formed(closed: Any, device_kind: str, target: str, where: str = "") -> None:
@@ -80,8 +83,9 @@ def well_formed(closed: Any, device_kind: str, target: str, where: str = "") -> 
     try:
         core.check_jaxpr(closed.jaxpr)
     except Exception as exc:  # noqa: BLE001 - JAX's checker refuses it, whatever the error
-        raise StageFailure("rejected", "trace", f"{where}the handed-over jaxpr does not "
-                                                f"type-check: {short_error(exc, 300)}") from None
+        raise StageFailure(Status.REJECTED, Stage.TRACE, f"{where}the handed-over jaxpr does not "
+                           f"type-check: {short_error(exc, 300)}",
+                           rule=Rule.HANDOVER_TYPES) from None
     from jaxbench.backends.chips import chip_or_default
 
     judged = chip_or_default(device_kind, target).device_kind  # as the tracer's ChipDevice
@@ -89,30 +93,37 @@ def well_formed(closed: Any, device_kind: str, target: str, where: str = "") -> 
         # the trace names no chip of its own; a mesh over the chip's device names it
         kind = getattr(compat.eqn_mesh_device(eqn), "device_kind", None)
         if kind is not None and kind not in (device_kind, judged):
-            raise StageFailure("rejected", "trace", f"{where}an equation of the handed-over "
-                                                    f"jaxpr is lowered for {kind!r}, not for the "
-                                                    f"judged {device_kind!r}")
+            raise StageFailure(Status.REJECTED, Stage.TRACE, f"{where}an equation of the "
+                               f"handed-over jaxpr is lowered for {kind!r}, not for the judged "
+                               f"{device_kind!r}", rule=Rule.OTHER_CHIP)
 
 
-def jaxpr_rules(closed: Any, where: str = "", stage: str = "trace") -> None:
+def jaxpr_problem(found: Any) -> Finding | None:
+    """The first jaxpr rule that :func:`exporting.scan`'s findings break, with its code (None
+    when none is)."""
+    if found.callbacks:
+        return Finding(f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the kernel: "
+                       "all work must run on the device", Rule.HOST_CALLBACK)
+    if found.own_interpret:
+        return Finding(f"the kernel passes interpret={found.own_interpret[0]} to pallas_call "
+                       "itself: kernels never choose interpret mode, the harness does (on a "
+                       "device it would time interpreter code)", Rule.OWN_INTERPRET)
+    if found.platform_dependent:
+        return Finding("platform-dependent code (lax.platform_dependent) in the kernel: the "
+                       "module checked on the CPU and the module run on the chip would differ",
+                       Rule.PLATFORM_DEPENDENT)
+    return None
+
+
+def jaxpr_rules(closed: Any, where: str = "", stage: Stage = Stage.TRACE) -> None:
     """The trace-level rules on one jaxpr (kernel bodies and index maps included)."""
     found = exporting.scan(closed)
-    problem = ""
-    if found.callbacks:
-        problem = (f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the kernel: "
-                   "all work must run on the device")
-    elif found.own_interpret:
-        problem = (f"the kernel passes interpret={found.own_interpret[0]} to pallas_call itself: "
-                   "kernels never choose interpret mode, the harness does (on a device it would "
-                   "time interpreter code)")
-    elif found.platform_dependent:
-        problem = ("platform-dependent code (lax.platform_dependent) in the kernel: the module "
-                   "checked on the CPU and the module run on the chip would differ")
-    if problem:
-        raise StageFailure("rejected", stage, where + problem)
+    problem = jaxpr_problem(found)
+    if problem is not None:
+        raise StageFailure(Status.REJECTED, stage, where + problem, rule=problem.rule)
     if found.kernels == 0:
-        raise StageFailure("no_pallas", stage,
-                           where + "no pallas_call in the traced kernel: the hot path must be Pallas")
+        raise StageFailure(Status.NO_PALLAS, stage, where + "no pallas_call in the traced "
+                           "kernel: the hot path must be Pallas", rule=Rule.NO_KERNEL)
 
 
 @contextlib.contextmanager
@@ -122,28 +133,161 @@ def known_lines(lines: dict[int, tuple[str, int]]) -> Iterator[None]:
         yield
 
 
+# JAX's functions that check a kernel's BlockSpecs (jax/_src/pallas/, as of JAX 0.10): an
+# error whose innermost JAX frame is one of them is Pallas refusing a block shape, whatever its
+# text says (the text may quote the kernel's own names). (file inside the jax package, function)
+BLOCK_SPEC_CHECKS = frozenset({
+    ("jax/_src/pallas/core.py", "to_block_mapping"),  # rank, dynamic block shapes
+    ("jax/_src/pallas/mosaic/lowering.py", "_check_block_mappings"),  # TPU: (8, 128) tiling
+    ("jax/_src/pallas/mosaic_gpu/lowering.py", "_check_block_mappings"),  # Mosaic GPU
+})
+# Pallas' Triton lowering: a NotImplementedError or ValueError its own ``raise`` statement
+# raised there is Pallas refusing what Triton cannot do (non-power-of-two blocks, ...).
+TRITON_LOWERING = "jax/_src/pallas/triton/lowering.py"
+
+
+def lowering_rule(exc: BaseException) -> Rule:
+    """The rule code of a JAX lowering error, decided by where JAX raised it, never by its
+    message: :data:`BLOCK_SPEC_CHECKS`, :data:`TRITON_LOWERING`, else ``Rule.LOWERING``."""
+    frame = tool_faults.jax_frame(exc)
+    if frame is None:
+        return Rule.LOWERING
+    shown, _line, function, statement = frame
+    if (shown, function) in BLOCK_SPEC_CHECKS:
+        return Rule.BLOCK_SHAPE
+    raised = tool_faults.diagnosis(exc)
+    if shown == TRITON_LOWERING and isinstance(raised, (NotImplementedError, ValueError)) \
+            and statement.startswith("raise"):
+        return Rule.TRITON_RULE
+    return Rule.LOWERING
+
+
 def _lowering_failure(exc: BaseException, target: str, size: str, main: str,
                       budget_problem: str) -> StageFailure:
+    """The verdict on a kernel JAX refused to lower. Where the estimates found a budget problem
+    first, the message starts with it and its code decides (it names the tensor and the line;
+    the lowering error may not)."""
     text = str(exc)
     if "custom calls whose targets have no compatibility guarantees" in text or (
             "callback" in text.lower() and "export" in text.lower()):
-        return StageFailure("rejected", "lower", "host callback in the kernel: it cannot be "
-                                                 "exported, and all work must run on the device "
-                                                 f"({short_error(exc, 200)})")
+        return StageFailure(Status.REJECTED, Stage.LOWER, "host callback in the kernel: it cannot "
+                            "be exported, and all work must run on the device "
+                            f"({short_error(exc, 200)})", rule=Rule.HOST_CALLBACK)
     hint = ""
     if target == "gpu" and "Cannot lower pallas_call on platform" in text:
         hint = ("GPU kernels must pass compiler_params=plgpu.CompilerParams(...) from "
                 "jax.experimental.pallas.triton (the Triton backend); ")
     at = "" if size == main else f" at size {size!r}"
     message = f"lowering for {target}{at}: {hint}{short_error(exc)}"
+    rule = lowering_rule(exc)
     if budget_problem:  # the estimate names the tensor and the line; lowering may not
         message = f"{budget_problem}; {message}"
-    return StageFailure("compile_error", "lower", message)
+        rule = getattr(budget_problem, "rule", rule)
+    return StageFailure(Status.COMPILE_ERROR, Stage.LOWER, message, rule=rule)
+
+
+def _jaxpr_checks(traces: dict[str, Any], task: Any, order: list[str], target: str,
+                  device_kind: str) -> None:
+    """The jaxpr rules, the inputs' types and the chip named, at every size (the main one
+    first, at the trace stage; the others at the lower stage)."""
+    for name in order:
+        where = "" if name == order[0] else f"at size {name!r}: "
+        _check_types(traces[name], task, name, where)
+        jaxpr_rules(traces[name], where, Stage.TRACE if name == order[0] else Stage.LOWER)
+        well_formed(traces[name], device_kind, target, where)
+
+
+# The memory estimate's failures decide nothing: the result warns with this.
+ESTIMATE_TOOL = "the judge's memory estimate"
+ESTIMATE_CONSEQUENCE = ("It decides nothing: the kernel is judged by its lowering and the "
+                        "budgets of the lowered modules")
+
+
+def _estimates(lowered: Lowered, order: list[str], target: str, tpu_kind: str, gpu_kind: str,
+               locate: Any) -> None:
+    """The on-chip memory estimates at every size, from the jaxprs: the first problem (naming
+    the line) goes to ``lowered.budget_problem``. An estimate that fails decides nothing (an
+    honest kernel is never refused for it) but is recorded in ``lowered.tool_faults``; a bug of
+    jaxbench's own code (a missing module or name) propagates."""
+    from jaxbench.evaluator.judge import memory_rules
+
+    for name in order:
+        faults: list[BaseException] = []
+        try:
+            problem, figures = memory_rules.check(lowered.traces[name], target, name, tpu_kind,
+                                                  gpu_kind, locate, faults=faults)
+        except Exception as exc:  # noqa: BLE001 - an estimate that fails decides nothing
+            if tool_faults.harness_bug(exc):
+                raise
+            problem, figures = "", []
+            faults.append(exc)
+        lowered.tool_faults += [tool_faults.check_fault(exc, ESTIMATE_TOOL, ESTIMATE_CONSEQUENCE)
+                                for exc in faults]
+        # shared memory between what Triton surely needs and the estimate: Triton's own
+        # compile decides where it runs, else the result warns
+        lowered.smem_uncertain += [f for f in figures if f.get("smem_uncertain")]
+        if problem:
+            lowered.budget_problem = problem
+            lowered.budget_rule = getattr(problem, "rule", None)
+            break
+
+
+def _target_modules(lowered: Lowered, task: Any, order: list[str], request: dict[str, Any],
+                    platform: str, tpu_kind: str, gpu_kind: str) -> None:
+    """The target module at every size into ``lowered.target`` (the kernels' IR too, with
+    ``save_ir``); raises the verdict on a kernel JAX cannot lower."""
+    from jaxbench.evaluator.common.artifacts import capture_kernel_ir
+
+    size, target, mode = order[0], request["target"], request["mode"]
+    for name in order:
+        specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(name)]
+        capture = name == size and request.get("save_ir")
+        try:
+            with capture_kernel_ir() if capture else contextlib.nullcontext([]) as ir, \
+                    tool_faults.watch():
+                lowered.target[name] = exporting.export(
+                    lowered.traces[name], specs, platform, interpret=platform == "cpu",
+                    tpu_device_kind=tpu_kind, gpu_device_kind=gpu_kind,
+                    portable=mode == "interpret", target=target)
+            lowered.kernel_ir += ir
+        except Exception as exc:  # noqa: BLE001 - JAX refused to lower the kernel
+            fault = tool_faults.classify(exc, f"JAX's lowering for {target}")
+            if fault is not None and not lowered.budget_problem:
+                at = "" if name == size else f" at size {name!r}"
+                raise StageFailure(Status.UNVERIFIED, Stage.LOWER, (
+                    f"lowering for {target}{at}: {fault.describe()}: the judge cannot "
+                    "check or run the kernel with this JAX (the chip's own lowering is "
+                    "the same code)")[:2000], rule=Rule.TOOL_FAULT) from None
+            raise _lowering_failure(exc, target, name, size,
+                                    lowered.budget_problem) from None
+
+
+def _interpret_modules(lowered: Lowered, task: Any, size: str, target: str, tpu_kind: str,
+                       gpu_kind: str) -> None:
+    """The CPU interpret module (twice, with two fills, where the kernel could read memory it
+    never wrote); a failure is recorded in ``lowered.interpret_error`` (the parent makes the
+    verdict ``unverified``)."""
+    specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(size)]
+    chip = {"tpu_device_kind": tpu_kind, "gpu_device_kind": gpu_kind, "target": target}
+    closed = lowered.traces[size]
+    try:
+        with tool_faults.watch():
+            with random_fill(secrets.randbits(32)):
+                lowered.interpret = exporting.export(closed, specs, "cpu", interpret=True, **chip)
+            if may_read_uninitialized(closed):
+                with random_fill(secrets.randbits(32)):
+                    lowered.interpret_b = exporting.export(closed, specs, "cpu",
+                                                           interpret=True, **chip)
+    except Exception as exc:  # noqa: BLE001 - the parent makes this `unverified`
+        lowered.interpret = lowered.interpret_b = None
+        fault = tool_faults.classify(exc, "JAX's interpret-mode lowering")
+        lowered.interpret_error = (fault.describe() if fault is not None
+                                   else short_error(exc, 300))[:300]
 
 
 def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowered:
     """Every rule on the jaxprs, then the modules, for one request."""
-    from jaxbench.evaluator.judge import gpu_rules, memory_rules
+    from jaxbench.evaluator.judge import gpu_rules
     from jaxbench.evaluator.judge.triton_rules import location
 
     size, target, mode = request["size"], request["target"], request["mode"]
@@ -153,79 +297,30 @@ def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowere
     traces = payload["traces"]
     missing = sorted(set(task.inputs) - set(traces))
     if missing:
-        raise StageFailure("rejected", "trace", f"the hand-over has no trace at size(s) {missing}")
+        raise StageFailure(Status.REJECTED, Stage.TRACE, f"the hand-over has no trace at size(s) "
+                           f"{missing}", rule=Rule.HANDOVER)
     order = [size] + [s for s in task.inputs if s != size]
     chip = request.get("chip") or {}
     tpu_kind = chip.get("tpu") or exporting.CROSS_LOWERING_TPU
     gpu_kind = chip.get("gpu") or exporting.CROSS_LOWERING_GPU
     lowered = Lowered(traces={s: traces[s] for s in order})
     with known_lines(payload["lines"]):
-        for name in order:
-            where = "" if name == size else f"at size {name!r}: "
-            _check_types(traces[name], task, name, where)
-            jaxpr_rules(traces[name], where, "trace" if name == size else "lower")
-            well_formed(traces[name], tpu_kind if target == "tpu" else gpu_kind, target, where)
+        _jaxpr_checks(traces, task, order, target, tpu_kind if target == "tpu" else gpu_kind)
         race_unknown = ""
         if target == "gpu" and request.get("gpu_race_rule", True):
             verdict = gpu_rules.race_verdict(traces[size])
             if verdict.race:
-                raise StageFailure("incorrect", "lower", f"GPU race rule: {verdict.race}")
+                raise StageFailure(Status.INCORRECT, Stage.LOWER, f"GPU race rule: {verdict.race}",
+                                   rule=Rule.GPU_RACE)
             race_unknown = verdict.unknown  # never a race charged to the kernel: `unverified`
         locate = location(request.get("source"), request.get("filename", "<kernel>"))
-        for name in order:
-            try:
-                problem, figures = memory_rules.check(traces[name], target, name, tpu_kind,
-                                                      gpu_kind, locate)
-            except Exception:  # noqa: BLE001 - an estimate that fails decides nothing
-                problem, figures = "", []
-            # shared memory between what Triton surely needs and the estimate: Triton's own
-            # compile decides where it runs, else the result warns
-            lowered.smem_uncertain += [f for f in figures if f.get("smem_uncertain")]
-            if problem:
-                lowered.budget_problem = problem
-                break
-        from jaxbench.evaluator.common.artifacts import capture_kernel_ir
-
-        for name in order:
-            specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(name)]
-            capture = name == size and request.get("save_ir")
-            try:
-                with capture_kernel_ir() if capture else contextlib.nullcontext([]) as ir, \
-                        tool_faults.watch():
-                    lowered.target[name] = exporting.export(
-                        traces[name], specs, platform, interpret=platform == "cpu",
-                        tpu_device_kind=tpu_kind, gpu_device_kind=gpu_kind,
-                        portable=mode == "interpret", target=target)
-                lowered.kernel_ir += ir
-            except Exception as exc:  # noqa: BLE001 - JAX refused to lower the kernel
-                fault = tool_faults.classify(exc, f"JAX's lowering for {target}")
-                if fault is not None and not lowered.budget_problem:
-                    at = "" if name == size else f" at size {name!r}"
-                    raise StageFailure("unverified", "lower", (
-                        f"lowering for {target}{at}: {fault.describe()}: the judge cannot "
-                        "check or run the kernel with this JAX (the chip's own lowering is "
-                        "the same code)")[:2000]) from None
-                raise _lowering_failure(exc, target, name, size,
-                                        lowered.budget_problem) from None
+        _estimates(lowered, order, target, tpu_kind, gpu_kind, locate)
+        _target_modules(lowered, task, order, request, platform, tpu_kind, gpu_kind)
         if mode == "interpret":
-            specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(size)]
-            chip = {"tpu_device_kind": tpu_kind, "gpu_device_kind": gpu_kind, "target": target}
-            try:
-                with tool_faults.watch():
-                    with random_fill(secrets.randbits(32)):
-                        lowered.interpret = exporting.export(traces[size], specs, "cpu",
-                                                             interpret=True, **chip)
-                    if may_read_uninitialized(traces[size]):
-                        with random_fill(secrets.randbits(32)):
-                            lowered.interpret_b = exporting.export(traces[size], specs, "cpu",
-                                                                   interpret=True, **chip)
-            except Exception as exc:  # noqa: BLE001 - the parent makes this `unverified`
-                lowered.interpret = lowered.interpret_b = None
-                fault = tool_faults.classify(exc, "JAX's interpret-mode lowering")
-                lowered.interpret_error = (fault.describe() if fault is not None
-                                           else short_error(exc, 300))[:300]
+            _interpret_modules(lowered, task, size, target, tpu_kind, gpu_kind)
     if race_unknown and not lowered.budget_problem:  # (a budget problem is refused later)
-        raise StageFailure("unverified", "lower", f"GPU race rule: {race_unknown}")
+        raise StageFailure(Status.UNVERIFIED, Stage.LOWER, f"GPU race rule: {race_unknown}",
+                           rule=Rule.GPU_RACE_UNKNOWN)
     return lowered
 
 
@@ -322,5 +417,6 @@ def interpreter_runs(lowered: Lowered, request: dict[str, Any], task: Any,
         except Exception as exc:  # noqa: BLE001
             if label == "tpu_interpreter":
                 reset_tpu_interpreter()
-            raise StageFailure("runtime_error", "correct", what + short_error(exc)) from None
+            raise StageFailure(Status.RUNTIME_ERROR, Stage.CORRECT, what + short_error(exc),
+                               rule=Rule.RUNTIME) from None
     return runs, info

@@ -31,6 +31,7 @@ import numpy as np
 
 # The trusted side's budgets (judge/budgets.py) and this early, untrusted rule read one chip table.
 from jaxbench.backends.chips import MiB, chip_or_default, vmem_verdict
+from jaxbench.evaluator.common.schema import Finding, Rule
 from jaxbench.evaluator.judge.blocks import block_dims
 
 
@@ -82,7 +83,8 @@ def _literal(v: Any) -> bool:
 
 
 def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
-    """(problem or '', figures) for one TPU ``pallas_call``."""
+    """(problem or '', figures) for one TPU ``pallas_call``; a problem is a
+    :class:`~jaxbench.evaluator.common.schema.Finding` (``Rule.VMEM_BUDGET``)."""
     mapping = eqn.params["grid_mapping"]
     grid = tuple(mapping.grid or ())
     steps = math.prod(int(g) for g in grid) if grid else 1
@@ -114,16 +116,17 @@ def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
     listed = ", ".join(f"{name} block {shape} x{bufs} = {b / MiB:.1f} MiB"
                        for name, shape, bufs, b in worst)
     over = "the chip's physical VMEM" if total > physical else why
-    return (f"needs {total / MiB:.1f} MiB of VMEM on {device_kind}, over {over} "
-            f"(limit {limit / MiB:g} MiB, physical {physical / MiB:g} MiB): {listed}. Use smaller "
-            "blocks (or raise vmem_limit_bytes in pltpu.CompilerParams, up to the physical size)"
-            ), figures
+    return Finding(f"needs {total / MiB:.1f} MiB of VMEM on {device_kind}, over {over} "
+                   f"(limit {limit / MiB:g} MiB, physical {physical / MiB:g} MiB): {listed}. Use "
+                   "smaller blocks (or raise vmem_limit_bytes in pltpu.CompilerParams, up to the "
+                   "physical size)", Rule.VMEM_BUDGET), figures
 
 
 def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
                locate: Any = None) -> tuple[str, dict[str, Any]]:
     """(problem or '', figures) for one GPU ``pallas_call``: Triton's rules
-    (:mod:`jaxbench.evaluator.judge.triton_rules`) for Triton kernels."""
+    (:mod:`jaxbench.evaluator.judge.triton_rules`) for Triton kernels; a problem is a
+    :class:`~jaxbench.evaluator.common.schema.Finding` with the first violation's code."""
     from jaxbench.evaluator.judge import triton_rules
 
     mapping = eqn.params["grid_mapping"]
@@ -137,14 +140,19 @@ def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
     if not found:
         return "", figures
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-    return f"{found[0]}{more}", figures
+    return Finding(f"{found[0]}{more}", found[0].code), figures
 
 
 def check(closed: Any, target: str, size: str, device_kind: str, gpu_kind: str = "NVIDIA H200",
-          locate: Any = None) -> tuple[str, list[dict[str, Any]]]:
-    """The first budget problem among the kernels of a trace at ``size`` ('' if none), and the
-    per-kernel figures."""
+          locate: Any = None, faults: list[BaseException] | None = None
+          ) -> tuple[str, list[dict[str, Any]]]:
+    """The first budget problem among the kernels of a trace at ``size`` ('' if none; a
+    :class:`~jaxbench.evaluator.common.schema.Finding` with its rule code), and the per-kernel
+    figures. A kernel the estimate fails on gets no figure and no verdict; the exception is
+    added to ``faults`` (a bug of jaxbench's own code propagates:
+    :func:`jaxbench.evaluator.judge.tool_faults.harness_bug`)."""
     from jaxbench.evaluator.judge.exporting import scan
+    from jaxbench.evaluator.judge.tool_faults import harness_bug
 
     figures = []
     for index, eqn in enumerate(scan(closed).kernel_eqns):
@@ -153,10 +161,15 @@ def check(closed: Any, target: str, size: str, device_kind: str, gpu_kind: str =
         try:
             problem, numbers = tpu_vmem(eqn, device_kind) if target == "tpu" else \
                 gpu_blocks(eqn, gpu_kind, locate)
-        except Exception:  # noqa: BLE001 - an unusual grid spec: no figure, no verdict
+        except Exception as exc:  # noqa: BLE001 - an unusual grid spec: no figure, no verdict
+            if harness_bug(exc):
+                raise
+            if faults is not None:
+                faults.append(exc)
             continue
         figures.append({"kernel": index, "size": size, **numbers})
         if problem:
             what = "Triton's rules" if problem.startswith("Triton rule") else "memory budget"
-            return f"{what} at size {size!r}, pallas_call #{index}: {problem}", figures
+            return Finding(f"{what} at size {size!r}, pallas_call #{index}: {problem}",
+                           problem.rule), figures
     return "", figures

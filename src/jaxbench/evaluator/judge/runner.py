@@ -30,6 +30,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.common.schema import (
+    RAN,
+    Finding,
+    JudgeRequest,
+    RecordError,
+    Rule,
+    Stage,
+    StageFailure,
+    Status,
+    short_error,
+)
+
 _perf_counter = time.perf_counter
 HANDOVER = "jaxpr.pkl"  # the tracer's traced jaxprs, the one thing it hands over
 CLEAR_CACHES_EVERY = 16
@@ -53,41 +65,39 @@ def _elements(types: list[tuple[tuple[int, ...], str]]) -> int:
 
 
 def _structure(exported: Any, platform: str) -> Any:
-    from jaxbench.evaluator.common.schema import StageFailure, short_error
     from jaxbench.evaluator.judge.structure import analyze
 
     try:
         return analyze(exported.mlir_module(), platform)
     except (ValueError, RecursionError) as exc:  # what no honest export produces
-        raise StageFailure("rejected", "lower", "the exported module cannot be analysed: "
-                                                f"{short_error(exc, 200)}") from None
+        raise StageFailure(Status.REJECTED, Stage.LOWER, "the exported module cannot be "
+                           f"analysed: {short_error(exc, 200)}", rule=Rule.UNANALYSABLE) from None
 
 
 def _triton_kernels(exported: Any) -> list[dict[str, Any]] | str:
     """The Triton kernels of the module this runner runs (name, TTIR text, warps, stages),
     their IR verified by jaxlib's Triton dialect (invalid IR: ``compile_error``); the parent
     hands them to Triton's compiler. A string says why the IR could not be read."""
-    from jaxbench.evaluator.common.schema import StageFailure, short_error
     from jaxbench.evaluator.judge import triton_compile
 
     try:
         return triton_compile.kernels_ttir(exported.mlir_module())
     except triton_compile.InvalidTritonIR as exc:
-        raise StageFailure("compile_error", "lower",
+        raise StageFailure(Status.COMPILE_ERROR, Stage.LOWER,
                            f"the kernel's Triton IR fails verification (XLA would reject it on "
-                           f"the GPU host): {exc}") from None
+                           f"the GPU host): {exc}", rule=Rule.TRITON_RULE) from None
     except Exception as exc:  # noqa: BLE001 - e.g. a JAX version whose TTIR we cannot read
         return f"reading the Triton IR failed: {short_error(exc, 250)}"
 
 
-def _budgets(request: dict[str, Any], task: Any, platform: str,
+def _budgets(request: JudgeRequest, task: Any, platform: str,
              lowered: Any) -> tuple[str, list[dict[str, Any]]]:
     """(problem or '', figures): the on-chip memory budgets of the target modules this runner
     lowered at every size, each checked as the main one is (platform, effects, the size's
-    types)."""
+    types). The problem is a :class:`Finding` with its rule code; where the judge cannot
+    compute a budget, the code is ``tool_fault`` (the parent makes that `unverified`)."""
     import jax
 
-    from jaxbench.evaluator.common.schema import StageFailure, short_error
     from jaxbench.evaluator.judge import budgets, rules
 
     for size, module in lowered.target.items():
@@ -96,191 +106,268 @@ def _budgets(request: dict[str, Any], task: Any, platform: str,
             rules.check_export(module, platform, _spec_types(task.input_specs(size)),
                                _spec_types(outs), f"the size {size!r}")
         except StageFailure as failure:
-            return f"memory budget at size {size!r}: {failure.message}", []
-    chip = request.get("chip") or {}
+            return Finding(f"memory budget at size {size!r}: {failure.message}",
+                           failure.rule or Rule.EXPORT_CONTRACT), []
+    chip = request.chip
     try:
         return budgets.check(dict(lowered.target), platform,
                              chip.get("tpu") or budgets.DEFAULT_TPU,
                              chip.get("gpu") or budgets.DEFAULT_GPU)
-    except Exception as exc:  # noqa: BLE001 - a judge bug still fails the budget
-        return f"memory budget: the judge could not compute it: {short_error(exc, 300)}", []
+    except Exception as exc:  # noqa: BLE001 - the judge's own failure: it cannot know
+        return Finding(f"memory budget: the judge could not compute it: "
+                       f"{short_error(exc, 300)}", Rule.TOOL_FAULT), []
 
 
-def judge(request: dict[str, Any], lease: Callable[[str], None] = lambda kind: None
-          ) -> dict[str, Any]:
-    """One evaluation's trusted work, from the tracer's jaxpr hand-over; raises StageFailure
-    for a verdict other than 'ran'. ``lease(kind)`` returns once the device lease
-    (:mod:`jaxbench.evaluator.parent.lease`) is held that way: the timing is the only part that holds
-    it exclusively."""
-    import jax
+class _Judging:
+    """One request's state as :func:`judge` walks its phases (no candidate code runs here)."""
 
-    from jaxbench.backends import device_kind, kernel_backend_of_calls
-    from jaxbench.evaluator.common.arrays import pack
-    from jaxbench.evaluator.common.schema import StageFailure, short_error
-    from jaxbench.evaluator.judge import jaxpr_reader, kernel_work, lowering, rules
-    from jaxbench.tasks import load_task
+    def __init__(self, request: JudgeRequest, lease: Callable[[str], None]) -> None:
+        import jax
 
-    directory = Path(request["dir"])
-    # a task file's task: loaded here from the path the parent gives (never in the tracer)
-    task, size, platform, mode = (load_task(request["task"], request.get("task_file")),
-                                  request["size"], request["platform"], request["mode"])
-    in_types = _spec_types(task.input_specs(size))
-    out_types = _spec_types(jax.tree_util.tree_leaves(task.output_shapes(size)))
-    response: dict[str, Any] = {"device_kind": device_kind(), "backend": jax.default_backend(),
-                                "stages": {}}
+        from jaxbench.backends import device_kind
+        from jaxbench.tasks import load_task
 
-    t0 = _perf_counter()
-    if request.get("tokamax"):  # an allowed library the kernel imports: its primitives are known
-        with contextlib.suppress(ImportError):
-            import tokamax  # noqa: F401
-    payload = jaxpr_reader.read((directory / HANDOVER).read_bytes())
-    response["stages"]["read"] = {"seconds": round(_perf_counter() - t0, 4)}
-    t0 = _perf_counter()
-    lowered = lowering.lower(payload, request, task)
-    response["stages"]["lower"] = {"seconds": round(_perf_counter() - t0, 4)}
-    if lowered.interpret_error:
-        response["stages"]["lower"]["interpret_export_error"] = lowered.interpret_error
-    response["budget_problem"] = lowered.budget_problem  # the estimate's, naming the line
-    response["smem_uncertain"] = lowered.smem_uncertain  # Triton's compile decides, or a warning
-    t0 = _perf_counter()
-    target = lowered.target[size]
-    rules.check_export(target, platform, in_types, out_types, "target")
-    target_report = _structure(target, platform)
-    uncounted = ""
-    try:
-        kernels = kernel_work.count(lowered.traces[size], payload["lines"])
-    except Exception as exc:  # noqa: BLE001 - the judge's own counter failing: the nominal
-        kernels, uncounted = None, short_error(exc, 300)  # count alone bounds outside work
-    response["structure"] = rules.check_target(target_report, task.flops(size),
-                                               request.get("max_outside_flops_fraction", 0.1),
-                                               kernels, task.work,
-                                               _elements(in_types + out_types))
-    if uncounted:
-        response["structure"]["kernel_work_error"] = uncounted
-    response["kernel_backend"] = kernel_backend_of_calls(response["structure"]["custom_calls"])
-    # (a "cpu" target, a test's stand-in for a device, has no chip whose memory to count)
-    problem, figures = _budgets(request, task, platform, lowered) if platform != "cpu" \
-        else ("", [])
-    if problem and not response["budget_problem"]:
-        response["budget_problem"] = problem
-    response["memory"] = figures
-    if platform == "cuda" and mode == "interpret":  # no GPU here: check the Triton IR ourselves
-        response["triton_kernels"] = _triton_kernels(target)
-        # and at the other sizes whose shared memory only Triton's compiler can decide
-        for other in sorted({f.get("size") for f in lowered.smem_uncertain} - {size}):
+        self.request, self.lease = request, lease
+        self.directory = Path(request.dir)
+        # a task file's task: loaded here from the path the parent gives (never in the tracer)
+        self.task = load_task(request.task, request.task_file)
+        self.size, self.platform, self.mode = request.size, request.platform, request.mode
+        self.in_types = _spec_types(self.task.input_specs(self.size))
+        self.out_types = _spec_types(jax.tree_util.tree_leaves(self.task.output_shapes(self.size)))
+        self.response: dict[str, Any] = {"device_kind": device_kind(),
+                                         "backend": jax.default_backend(), "stages": {}}
+        self.payload: dict[str, Any] = {}
+        self.lowered: Any = None
+        self.runs: list[tuple[str, Any, Any]] = []
+        self.compiled: Any = None
+        self.first: Any = None
+
+    def inputs(self, key: list[int]) -> Any:
+        return _inputs(self.task, key, self.size)
+
+    def timed(self, name: str, t0: float, **extra: Any) -> None:
+        self.response["stages"][name] = {"seconds": round(_perf_counter() - t0, 4), **extra}
+
+    # -- read and lower -------------------------------------------------------------------------
+    def read(self) -> None:
+        from jaxbench.evaluator.judge import jaxpr_reader, lowering
+
+        t0 = _perf_counter()
+        if self.request.tokamax:  # an allowed library the kernel imports: its primitives are known
+            with contextlib.suppress(ImportError):
+                import tokamax  # noqa: F401
+        self.payload = jaxpr_reader.read((self.directory / HANDOVER).read_bytes())
+        self.timed("read", t0)
+        t0 = _perf_counter()
+        self.lowered = lowered = lowering.lower(self.payload, self.request.to_dict(), self.task)
+        self.timed(Stage.LOWER, t0)
+        if lowered.interpret_error:
+            self.response["stages"][Stage.LOWER]["interpret_export_error"] = lowered.interpret_error
+        self.response["budget_problem"] = lowered.budget_problem  # the estimate's, naming the line
+        self.response["budget_rule"] = lowered.budget_rule
+        self.response["smem_uncertain"] = lowered.smem_uncertain  # Triton's compile decides, or a warning
+        if lowered.tool_faults:
+            self.response.setdefault("tool_faults", []).extend(lowered.tool_faults)
+
+    # -- the structure rules and the budgets ------------------------------------------------------
+    def check(self) -> None:
+        from jaxbench.backends import kernel_backend_of_calls
+        from jaxbench.evaluator.judge import rules
+
+        response, lowered, size = self.response, self.lowered, self.size
+        t0 = _perf_counter()
+        target = lowered.target[size]
+        rules.check_export(target, self.platform, self.in_types, self.out_types, "target")
+        response["structure"] = self.structure_rules(target)
+        response["kernel_backend"] = kernel_backend_of_calls(response["structure"]["custom_calls"])
+        # (a "cpu" target, a test's stand-in for a device, has no chip whose memory to count)
+        problem, figures = _budgets(self.request, self.task, self.platform, lowered) \
+            if self.platform != "cpu" else ("", [])
+        if problem and not response["budget_problem"]:
+            response["budget_problem"] = problem
+            response["budget_rule"] = problem.rule
+        response["memory"] = figures
+        if self.platform == "cuda" and self.mode == "interpret":  # no GPU here: check the IR ourselves
+            response["triton_kernels"] = self.triton_kernels(target)
+        if lowered.interpret is not None:
+            rules.check_export(lowered.interpret, "cpu", self.in_types, self.out_types,
+                               "interpret-mode")
+        self.timed("check", t0)
+        if self.request.save_ir:
+            response["stablehlo"] = target.mlir_module()
+            response["jaxpr"] = str(lowered.traces[size])[:2_000_000]
+            response["kernel_ir"] = "\n\n".join(lowered.kernel_ir)
+
+    def structure_rules(self, target: Any) -> dict[str, Any]:
+        from jaxbench.evaluator.judge import kernel_work, rules
+
+        size = self.size
+        uncounted = ""
+        try:
+            kernels = kernel_work.count(self.lowered.traces[size], self.payload["lines"])
+        except Exception as exc:  # noqa: BLE001 - the judge's own counter failing: the nominal
+            kernels, uncounted = None, short_error(exc, 300)  # count alone bounds outside work
+        structure = rules.check_target(_structure(target, self.platform), self.task.flops(size),
+                                       self.request.max_outside_flops_fraction, kernels,
+                                       self.task.work, _elements(self.in_types + self.out_types))
+        if uncounted:
+            structure["kernel_work_error"] = uncounted
+        return structure
+
+    def triton_kernels(self, target: Any) -> list[dict[str, Any]] | str:
+        """The target's Triton kernels, and those at the other sizes whose shared memory only
+        Triton's compiler can decide."""
+        found = _triton_kernels(target)
+        lowered = self.lowered
+        for other in sorted({f.get("size") for f in lowered.smem_uncertain} - {self.size}):
             more = _triton_kernels(lowered.target[other]) if other in lowered.target else []
-            if isinstance(response["triton_kernels"], list) and isinstance(more, list):
-                seen = {k["ttir"] for k in response["triton_kernels"]}
-                response["triton_kernels"] += [{**k, "name": f"{k['name']}@{other}",
-                                                "size": other} for k in more
-                                               if k["ttir"] not in seen]
-    interpret = lowered.interpret
-    if interpret is not None:
-        rules.check_export(interpret, "cpu", in_types, out_types, "interpret-mode")
-    response["stages"]["check"] = {"seconds": round(_perf_counter() - t0, 4)}
-    if request.get("save_ir"):
-        response["stablehlo"] = target.mlir_module()
-        response["jaxpr"] = str(lowered.traces[size])[:2_000_000]
-        response["kernel_ir"] = "\n\n".join(lowered.kernel_ir)
-    runs: list[tuple[str, Any, Any]] = []
-    if response["budget_problem"]:
-        return response  # the parent refuses it (after the structure rules above)
-    t0 = _perf_counter()
-    probes, info = lowering.interpreter_runs(lowered, request, task,
-                                             lambda key: _inputs(task, key, size))
-    response.update(info)
-    runs += probes
-    if probes or info:
-        response["stages"]["probe"] = {"seconds": round(_perf_counter() - t0, 4)}
-    if mode == "interpret" and interpret is None:
-        data, layout = pack(runs)
-        (directory / "outputs.npy").write_bytes(data)
-        response["trials"] = layout
-        return response  # no interpret lowering: the parent makes it `unverified`
+            if isinstance(found, list) and isinstance(more, list):
+                seen = {k["ttir"] for k in found}
+                found += [{**k, "name": f"{k['name']}@{other}", "size": other} for k in more
+                          if k["ttir"] not in seen]
+        return found
 
-    from jaxbench.evaluator.judge import tool_faults
+    # -- the interpreters' checks and the trials --------------------------------------------------
+    def probe(self) -> None:
+        from jaxbench.evaluator.judge import lowering
 
-    module = interpret if mode == "interpret" else target
-    t0 = _perf_counter()
-    try:
-        with tool_faults.watch() as captured:
-            first = _inputs(task, request["trial_keys"][0], size)
-            compiled = jax.jit(module.call).lower(*first).compile()
-            response["compile_s"] = round(_perf_counter() - t0, 4)
-            t0 = _perf_counter()
-            trials = []
-            for i, key in enumerate(request["trial_keys"]):
-                inputs = first if i == 0 else _inputs(task, key, size)
-                trials.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
-            if lowered.interpret_b is not None:  # the first trial, other uninitialised memory
-                other = jax.jit(lowered.interpret_b.call).lower(*first).compile()
-                _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))
-        runs += trials
-    except StageFailure:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        # A crash inside JAX's own code is not the kernel's, and nothing vouches for the outputs
-        fault = tool_faults.classify_run(exc, captured, "JAX's interpret-mode run" if
-                                         mode == "interpret" else "JAX's run of the module")
-        if fault is not None:
-            raise StageFailure("unverified", "correct", fault.describe()[:2000]) from None
-        status = "crashed" if "RESOURCE_EXHAUSTED" in str(exc) else "runtime_error"
-        raise StageFailure(status, "correct", short_error(exc)) from None
-    response["stages"]["correct"] = {"seconds": round(_perf_counter() - t0, 4)}
+        t0 = _perf_counter()
+        probes, info = lowering.interpreter_runs(self.lowered, self.request.to_dict(), self.task,
+                                                 self.inputs)
+        if info.get("tool_faults"):
+            info["tool_faults"] = self.response.get("tool_faults", []) + info["tool_faults"]
+        self.response.update(info)
+        self.runs += probes
+        if probes or info:
+            self.timed("probe", t0)
 
-    if mode == "device" and request.get("time", True):
+    def trials(self) -> None:
+        import jax
+
+        from jaxbench.evaluator.judge import tool_faults
+
+        lowered, mode = self.lowered, self.mode
+        module = lowered.interpret if mode == "interpret" else lowered.target[self.size]
+        t0 = _perf_counter()
+        try:
+            with tool_faults.watch() as captured:
+                self.first = first = self.inputs(self.request.trial_keys[0])
+                self.compiled = compiled = jax.jit(module.call).lower(*first).compile()
+                self.response["compile_s"] = round(_perf_counter() - t0, 4)
+                t0 = _perf_counter()
+                trials = []
+                for i, key in enumerate(self.request.trial_keys):
+                    inputs = first if i == 0 else self.inputs(key)
+                    trials.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
+                if lowered.interpret_b is not None:  # the first trial, other uninitialised memory
+                    other = jax.jit(lowered.interpret_b.call).lower(*first).compile()
+                    _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))
+            self.runs += trials
+        except StageFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            # A crash inside JAX's own code is not the kernel's: nothing vouches for the outputs
+            fault = tool_faults.classify_run(exc, captured, "JAX's interpret-mode run" if
+                                             mode == "interpret" else "JAX's run of the module")
+            if fault is not None:
+                raise StageFailure(Status.UNVERIFIED, Stage.CORRECT, fault.describe()[:2000],
+                                   rule=Rule.TOOL_FAULT) from None
+            if "RESOURCE_EXHAUSTED" in str(exc):
+                raise StageFailure(Status.CRASHED, Stage.CORRECT, short_error(exc),
+                                   rule=Rule.MEMORY_LIMIT) from None
+            raise StageFailure(Status.RUNTIME_ERROR, Stage.CORRECT, short_error(exc),
+                               rule=Rule.RUNTIME) from None
+        self.timed(Stage.CORRECT, t0)
+
+    # -- on a device: the timing and the recheck --------------------------------------------------
+    def time(self) -> None:
+        import jax
+
         from jaxbench.evaluator.judge.timing import time_device, time_interleaved
 
+        request, first, compiled = self.request, self.first, self.compiled
         t0 = _perf_counter()
         try:
             # compiled and generated before the device is ours alone: only timing needs it so
-            reference = jax.jit(task.reference).lower(*first).compile()
-            sets = [first] + [_inputs(task, k, size) for k in request.get("timing_keys", [])]
+            reference = jax.jit(self.task.reference).lower(*first).compile()
+            sets = [first] + [self.inputs(k) for k in request.timing_keys]
             jax.block_until_ready(sets)
             waited = _perf_counter()
-            lease("exclusive")
+            self.lease("exclusive")
             t0 = _perf_counter()
             waited = t0 - waited
-            options = dict(request.get("timing", {}))
+            options = dict(request.timing)
             device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
-            response["timing"] = time_interleaved(reference, compiled, sets,
-                                                  perf_counter=_perf_counter, **options)
+            self.response["timing"] = time_interleaved(reference, compiled, sets,
+                                                       perf_counter=_perf_counter, **options)
             if device_reps > 0:  # the same calls, timed on the device
-                response["timing"]["device"] = time_device(
-                    reference, compiled, sets, reps=device_reps, directory=str(directory / "trace"))
-            if request.get("save_ir"):
+                self.response["timing"]["device"] = time_device(
+                    reference, compiled, sets, reps=device_reps,
+                    directory=str(self.directory / "trace"))  # other meaning: a folder
+            if request.save_ir:
                 from jaxbench.evaluator.common.artifacts import compiled_artifacts
 
-                response["compiled_artifacts"] = compiled_artifacts(compiled)
+                self.response["compiled_artifacts"] = compiled_artifacts(compiled)
         except Exception as exc:  # noqa: BLE001
-            raise StageFailure("runtime_error", "time", short_error(exc)) from None
-        response["stages"]["time"] = {"seconds": round(_perf_counter() - t0, 4),
-                                      "lease_wait_s": round(waited, 4)}
-        lease("shared")
+            raise StageFailure(Status.RUNTIME_ERROR, Stage.TIME, short_error(exc),
+                               rule=Rule.RUNTIME) from None
+        self.timed(Stage.TIME, t0, lease_wait_s=round(waited, 4))
+        self.lease("shared")
         t0 = _perf_counter()
         try:
-            for i, key in enumerate(request.get("recheck_keys", [])):
-                runs.append((f"recheck{i}", key,
-                             jax.block_until_ready(compiled(*_inputs(task, key, size)))))
+            for i, key in enumerate(request.recheck_keys):
+                self.runs.append((f"recheck{i}", key,
+                                  jax.block_until_ready(compiled(*self.inputs(key)))))
         except Exception as exc:  # noqa: BLE001
-            raise StageFailure("runtime_error", "recheck", short_error(exc)) from None
-        response["stages"]["recheck"] = {"seconds": round(_perf_counter() - t0, 4)}
+            raise StageFailure(Status.RUNTIME_ERROR, Stage.RECHECK, short_error(exc),
+                               rule=Rule.RUNTIME) from None
+        self.timed(Stage.RECHECK, t0)
 
-    data, layout = pack(runs)
-    (directory / "outputs.npy").write_bytes(data)
-    response["trials"] = layout
-    labelled = [(label, key) for label, key, _ in runs]
-    del runs, data
-    if mode == "device":  # the float32 truth on the same device (the host CPU is too slow)
-        # Free what timing held on the device first: a full-size float32 reference (attention
-        # scores, say) can need most of the device's memory.
-        compiled = reference = sets = first = None  # noqa: F841
-        jax.clear_caches()
-        truth_runs = _truths(task, size, labelled)
-        data, layout = pack(truth_runs)
-        (directory / "truth.npy").write_bytes(data)
-        response["truth"] = layout
-    return response
+    # -- the outputs (and on a device the float32 truth) ------------------------------------------
+    def write_outputs(self) -> None:
+        import jax
+
+        from jaxbench.evaluator.common.arrays import pack
+
+        data, layout = pack(self.runs)
+        (self.directory / "outputs.npy").write_bytes(data)
+        self.response["trials"] = layout
+        labelled = [(label, key) for label, key, _ in self.runs]
+        self.runs = []
+        del data
+        if self.mode == "device":  # the float32 truth on the same device (the host CPU is too slow)
+            # Free what timing held on the device first: a full-size float32 reference
+            # (attention scores, say) can need most of the device's memory.
+            self.compiled = self.first = None
+            jax.clear_caches()
+            data, layout = pack(_truths(self.task, self.size, labelled))
+            (self.directory / "truth.npy").write_bytes(data)
+            self.response["truth"] = layout
+
+
+def judge(request: JudgeRequest | dict[str, Any],
+          lease: Callable[[str], None] = lambda kind: None) -> dict[str, Any]:
+    """One evaluation's trusted work, from the tracer's jaxpr hand-over; raises StageFailure
+    for a verdict other than 'ran'. ``lease(kind)`` returns once the device lease
+    (:mod:`jaxbench.evaluator.parent.lease`) is held that way: the timing is the only part that
+    holds it exclusively. The phases: read and lower; the structure rules and the budgets
+    (a budget problem ends it there: the parent refuses the kernel after the structure rules);
+    the interpreters' checks; the trials (none where no interpret-mode module exists: the parent
+    makes that `unverified`); on a device the timing and the recheck; the outputs."""
+    if isinstance(request, dict):
+        request = JudgeRequest.from_dict(request)
+    judging = _Judging(request, lease)
+    judging.read()
+    judging.check()
+    if judging.response["budget_problem"]:
+        return judging.response
+    judging.probe()
+    if judging.mode != "interpret" or judging.lowered.interpret is not None:
+        judging.trials()
+        if judging.mode == "device" and request.time:
+            judging.time()
+    judging.write_outputs()
+    return judging.response
 
 
 def _same_outputs(a: Any, b: Any) -> None:
@@ -290,16 +377,14 @@ def _same_outputs(a: Any, b: Any) -> None:
     import jax
     import numpy as np
 
-    from jaxbench.evaluator.common.schema import StageFailure
-
     for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
         x, y = np.asarray(x), np.asarray(y)
         if x.tobytes() != y.tobytes():
-            raise StageFailure("incorrect", "correct",
+            raise StageFailure(Status.INCORRECT, Stage.CORRECT,
                                "the outputs depend on uninitialised memory (e.g. an output never "
                                "written, or scratch read before it is written): two runs on the "
                                "same inputs, with that memory filled with different random bits, "
-                               "differ")
+                               "differ", rule=Rule.UNINITIALISED)
 
 
 def _truths(task: Any, size: str, labelled: list[tuple[str, Any]]) -> list[tuple[str, Any, Any]]:
@@ -326,8 +411,6 @@ def serve(reply: Any) -> None:
     """Answers requests until stdin closes."""
     import jax
 
-    from jaxbench.evaluator.common.schema import StageFailure, short_error
-
     served = 0
     for line in sys.stdin:
         if not line.strip():
@@ -335,7 +418,7 @@ def serve(reply: Any) -> None:
         served += 1
         request = json.loads(line)
         if request.get("op") == "modules":  # what this process has loaded (for tests)
-            reply.write(json.dumps({"status": "ran", "modules": sorted(sys.modules)}) + "\n")
+            reply.write(json.dumps({"status": RAN, "modules": sorted(sys.modules)}) + "\n")
             reply.flush()
             continue
         def lease(kind: str, request: dict[str, Any] = request) -> None:
@@ -347,12 +430,12 @@ def serve(reply: Any) -> None:
                 raise RuntimeError(f"the parent did not grant the {kind} device lease")
 
         try:
-            response = {"status": "ran", **judge(request, lease)}
+            response = {"status": RAN, **judge(JudgeRequest.from_dict(request), lease)}
         except StageFailure as failure:
             response = {"status": failure.status, "stage": failure.stage,
                         "message": failure.message, "rule": failure.rule}
-        except Exception as exc:  # noqa: BLE001 - a harness bug: report, keep serving
-            response = {"status": "crashed", "stage": "correct",
+        except (Exception, RecordError) as exc:  # noqa: BLE001 - a harness bug: report, go on
+            response = {"status": Status.CRASHED, "stage": Stage.CORRECT, "rule": Rule.HARNESS,
                         "message": f"judge error: {short_error(exc, 300)}"}
         if served % CLEAR_CACHES_EVERY == 0:  # keep the input generators warm, memory bounded
             jax.clear_caches()
@@ -367,7 +450,15 @@ def _warm_up() -> None:
     import jax.numpy as jnp
 
     import jaxbench.tasks
-    from jaxbench.evaluator.judge import gpu_rules, jaxpr_reader, kernel_work, lowering, structure  # noqa: F401
+    from jaxbench.evaluator.judge import (  # noqa: F401
+        budgets,
+        gpu_rules,
+        jaxpr_reader,
+        kernel_work,
+        lowering,
+        rules,
+        structure,
+    )
 
     jaxbench.tasks.list_tasks()
     jaxpr_reader.allowed()

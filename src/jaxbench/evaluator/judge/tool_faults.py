@@ -189,6 +189,81 @@ def classify(exc: BaseException, tool: str) -> ToolFault | None:
     return ToolFault(tool, error, f"{shown}:{line} in {function}", f"JAX {version}", known)
 
 
+def diagnosis(exc: BaseException) -> BaseException:
+    """The exception that says what went wrong, past the wrappers that only carry it."""
+    return _diagnosis(exc)
+
+
+def jax_frame(exc: BaseException) -> tuple[str, int, str, str] | None:
+    """Where JAX raised ``exc`` (past the wrappers that only carry another exception): the
+    innermost frame of its traceback whose file is inside the ``jax`` or ``jaxlib`` package, as
+    ``(package-relative file, line, function, the source line)``; None when none is."""
+    exc = _diagnosis(exc)
+    tb, found = _traceback(exc), None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        shown = _tool_path(code.co_filename)
+        if shown is not None and shown.split("/", 1)[0] in ("jax", "jaxlib"):
+            found = (shown, tb.tb_lineno, code.co_name, _statement(code.co_filename, tb.tb_lineno))
+        tb = tb.tb_next
+    return found
+
+
+# What Python raises when the harness itself is broken (a missing module or name): never a
+# finding about a kernel, never swallowed by a check that "decides nothing".
+HARNESS_BUG_TYPES = (ImportError, NameError, AttributeError)
+_OWN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+
+
+def _own_path(filename: str) -> str | None:
+    """``jaxbench/...py`` for a file of jaxbench's own source, else None."""
+    path = os.path.realpath(filename)
+    if path.startswith(_OWN_ROOT + os.sep):
+        return "jaxbench/" + os.path.relpath(path, _OWN_ROOT)
+    return None
+
+
+def _innermost_real(exc: BaseException) -> tuple[str, int, str] | None:
+    """The innermost frame of ``exc``'s traceback that is a file (not the import system's
+    frozen modules)."""
+    tb, found = _traceback(exc), None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith("<"):
+            found = (code.co_filename, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return found
+
+
+def harness_bug(exc: BaseException) -> bool:
+    """Whether ``exc`` is a bug of jaxbench's own code: an ImportError, NameError or
+    AttributeError whose innermost frame is in jaxbench's source."""
+    if not isinstance(exc, HARNESS_BUG_TYPES):
+        return False
+    where = _innermost_real(exc)
+    return where is not None and _own_path(where[0]) is not None
+
+
+def check_fault(exc: BaseException, tool: str, consequence: str) -> dict[str, str]:
+    """A failure of one of the judge's own checks that decides nothing, as the response's
+    ``tool_faults`` list holds them (the keys of :meth:`ToolFault.as_dict`): named by its
+    innermost frame, with ``consequence`` (what the verdict rests on instead) in its text."""
+    import jax
+
+    text = str(exc).strip().splitlines()
+    error = f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
+    where = _innermost_real(exc)
+    frame = ""
+    if where is not None:
+        filename, line, function = where
+        shown = _tool_path(filename) or _own_path(filename) or os.path.basename(filename)
+        frame = f"{shown}:{line} in {function}"
+    version = f"JAX {jax.__version__}"
+    return {"tool": tool, "error": error, "frame": frame, "version": version, "known": "",
+            "text": f"{tool} failed ({version}, at {frame or 'an unknown place'}): {error}. "
+                    f"{consequence}"}
+
+
 class _Captured(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.ERROR)
@@ -246,5 +321,5 @@ def classify_frames(error_type: str, message: str, frames: list[tuple[str, int, 
     return ToolFault(tool, error, f"{shown}:{line} in {function}", version)
 
 
-__all__ = ["KNOWN_BUGS", "KnownBug", "ToolFault", "classify", "classify_frames", "classify_run",
-           "watch"]
+__all__ = ["HARNESS_BUG_TYPES", "KNOWN_BUGS", "KnownBug", "ToolFault", "check_fault", "classify",
+           "classify_frames", "classify_run", "diagnosis", "harness_bug", "jax_frame", "watch"]

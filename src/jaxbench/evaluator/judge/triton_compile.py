@@ -37,6 +37,14 @@ class InvalidTritonIR(ValueError):
     """The Triton IR Pallas emitted fails the Triton dialect's own verifier (jaxlib's copy of
     it, the one XLA parses the IR with on the GPU host): the GPU compile would fail."""
 
+    @property
+    def rule(self) -> Any:
+        """``Rule.TRITON_RULE`` (imported here: the compile worker runs this file as a script
+        that imports nothing of jaxbench)."""
+        from jaxbench.evaluator.common.schema import Rule
+
+        return Rule.TRITON_RULE
+
 
 def _first_error(text: str) -> str:
     """The verifier's first error line, its location names dropped."""
@@ -173,7 +181,9 @@ def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABIL
     """Compiles each kernel's TTIR for ``sm_<capability>`` in a separate process.
 
     Returns ``{"triton_version", "capability", "kernels": [{name, ok, error, shared_bytes,
-    num_warps, num_stages}]}``; ``problem`` names the first failure of a kernel ('' if none),
+    num_warps, num_stages}]}``; ``problem`` names the first failure of a kernel ('' if none; a
+    :class:`~jaxbench.evaluator.common.schema.Finding`: ``Rule.TRITON_COMPILE`` when Triton
+    could not compile it, ``Rule.SMEM_BUDGET`` when it needs more shared memory than a block has),
     ``not_checked`` the kernels whose IR this Triton cannot parse (a skew, see UNPARSABLE).
     Raises :class:`TritonUnusable` when the package does not import.
     """
@@ -199,6 +209,9 @@ def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABIL
                            f"{tail}") from None
     if report.get("environment_error"):
         raise TritonUnusable(report["environment_error"])
+    # (imported here: this file is also the compile worker's script, which imports no jaxbench)
+    from jaxbench.evaluator.common.schema import Finding, Rule
+
     limit = SHARED_LIMIT.get(capability, SHARED_LIMIT[DEFAULT_CAPABILITY])
     report["problem"] = ""
     report["not_checked"] = [k["name"] for k in report["kernels"]
@@ -224,14 +237,16 @@ def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABIL
         if k["name"] in report["not_checked"] or k["name"] in faulty:
             continue
         if not k["ok"]:
-            report["problem"] = (f"Triton {report['triton_version']} could not compile kernel "
-                                 f"{k['name']} for sm_{capability}: {k['error']}")
+            report["problem"] = Finding(f"Triton {report['triton_version']} could not compile "
+                                        f"kernel {k['name']} for sm_{capability}: {k['error']}",
+                                        Rule.TRITON_COMPILE)
             break
         if k["shared_bytes"] > limit:
-            report["problem"] = (f"Triton {report['triton_version']} compiled kernel {k['name']} "
-                                 f"for sm_{capability} needing {k['shared_bytes']:,} bytes of "
-                                 f"shared memory, over the block limit of {limit:,}: the launch "
-                                 "would fail on the GPU. Use smaller tiles or fewer stages")
+            report["problem"] = Finding(f"Triton {report['triton_version']} compiled kernel "
+                                        f"{k['name']} for sm_{capability} needing "
+                                        f"{k['shared_bytes']:,} bytes of shared memory, over the "
+                                        f"block limit of {limit:,}: the launch would fail on the "
+                                        "GPU. Use smaller tiles or fewer stages", Rule.SMEM_BUDGET)
             break
     return report
 

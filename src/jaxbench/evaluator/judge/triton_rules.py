@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from jaxbench.backends.chips import chip_or_default
+from jaxbench.evaluator.common.schema import Finding, Rule
 from jaxbench.evaluator.judge.blocks import block_dims
 
 MAX_NUMEL = 1 << 20
@@ -58,6 +59,16 @@ class Violation:
 
     def __str__(self) -> str:
         return f"Triton rule {self.rule}: {self.message}"
+
+    @property
+    def code(self) -> Rule:
+        """The schema's rule code: a shared-memory overrun is a memory budget, the tensor and
+        edge rules are Triton's."""
+        return Rule.SMEM_BUDGET if self.rule == "shared_memory" else Rule.TRITON_RULE
+
+    def finding(self) -> Finding:
+        """This violation as its message reads (``str(self)``), with its rule code."""
+        return Finding(str(self), self.code)
 
 
 def is_triton(eqn: Any) -> bool:

@@ -1,20 +1,101 @@
-"""One evaluation's settings, shared by the parent (:mod:`jaxbench.evaluator.parent.evaluator`) and the
-readers of what the untrusted side left (:mod:`jaxbench.evaluator.parent.untrusted`)."""
+"""One evaluation's case: the task, the :class:`~jaxbench.evaluator.common.schema.Settings` it
+was asked with, and what the parent resolved from them (the target, the mode, the chip it is
+judged for, the limits). Shared by the evaluation's phases
+(:mod:`jaxbench.evaluator.parent.evaluation`) and the readers of what the untrusted side left
+(:mod:`jaxbench.evaluator.parent.untrusted`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+from jaxbench.backends import device_kind, resolve_mode
+from jaxbench.backends.chips import chip_or_default, default_chip, resolve_chip
+from jaxbench.evaluator.common.schema import Settings
+from jaxbench.evaluator.parent.static import declared_target
+from jaxbench.evaluator.parent.timeouts import default_timeout
 
+
+@dataclasses.dataclass(frozen=True)
 class Case:
-    """One evaluation's settings."""
+    """One evaluation's settings, resolved."""
 
-    def __init__(self, task: Any, size: str, target: str, mode: str, trials: int, timeout_s: float,
-                 memory_bytes: int, tpu_interpret: bool, max_outside_fraction: float,
-                 timing: dict[str, Any], save_ir: Any, debug: bool = False,
-                 chip: str = "") -> None:
-        self.task, self.size, self.target, self.mode = task, size, target, mode
-        self.trials, self.timeout_s, self.memory_bytes = trials, timeout_s, memory_bytes
-        self.tpu_interpret, self.max_outside_fraction = tpu_interpret, max_outside_fraction
-        self.timing, self.save_ir, self.debug = timing, save_ir, debug
-        self.chip = chip  # the device kind it is judged for (jaxbench.backends.chips)
+    task: Any
+    settings: Settings
+    target: str
+    mode: str
+    chip: str  # the device kind it is judged for (jaxbench.backends.chips)
+    timeout_s: float
+    memory_bytes: int
+    assumed_target: bool = False  # the kernel declares no TARGET and none was asked for
+
+    @property
+    def size(self) -> str:
+        return self.settings.size
+
+    @property
+    def trials(self) -> int:
+        return self.settings.trials
+
+    @property
+    def tpu_interpret(self) -> bool:
+        return self.settings.tpu_interpret
+
+    @property
+    def max_outside_fraction(self) -> float:
+        return self.settings.max_outside_flops_fraction
+
+    @property
+    def timing(self) -> dict[str, Any]:
+        return self.settings.timing_options()
+
+    @property
+    def save_ir(self) -> str | None:
+        return self.settings.save_ir
+
+    @property
+    def debug(self) -> bool:
+        return self.settings.debug
+
+
+def resolve_case(task: Any, settings: Settings, source: str) -> Case:
+    """The case for ``task`` asked with ``settings``: a bad setting is a ValueError (an unknown
+    size a KeyError naming the sizes), before anything runs."""
+    if settings.trials < 1:
+        raise ValueError("trials must be at least 1")
+    declared = declared_target(source)
+    target = settings.target or declared or "tpu"
+    if target not in ("tpu", "gpu"):
+        raise ValueError(f"unknown target {target!r}; use tpu or gpu")
+    task.dims(settings.size)  # unknown size -> KeyError with the sizes listed
+    if settings.debug and settings.mode == "device":
+        raise ValueError("--debug runs the kernel in interpret mode on the CPU; drop "
+                         "--mode device")
+    mode = "interpret" if settings.debug else resolve_mode(settings.mode, target)
+    return Case(task=task, settings=settings, target=target, mode=mode,
+                chip=judged_chip(task.suite, target, mode, settings.chip),
+                timeout_s=settings.timeout_s or default_timeout(task.id, mode),
+                memory_bytes=int(settings.memory_gb * 2**30),
+                assumed_target=settings.target is None and declared is None)
+
+
+def job_chip(case: Case, target: str) -> str:
+    """The chip a target is lowered and budgeted for: the case's for its own target."""
+    if case.target == target:
+        return case.chip
+    return default_chip(case.task.suite, target)
+
+
+def judged_chip(suite: str, target: str, mode: str, asked: str | None) -> str:
+    """The device kind a kernel is judged for: in device mode the attached chip (a ``chip``
+    asked for must be that one), else the one asked for, else the suite's default."""
+    wanted = resolve_chip(asked, target).device_kind if asked else None
+    if mode == "device":
+        attached = device_kind()
+        known = chip_or_default(attached, target)
+        if wanted and known.device_kind != wanted and not attached.startswith(wanted):
+            raise ValueError(f"--chip {asked} but the attached {target.upper()} is {attached}: "
+                             "drop --chip, or judge for that chip in interpret mode (--mode "
+                             "interpret)")
+        return attached
+    return wanted or default_chip(suite, target)

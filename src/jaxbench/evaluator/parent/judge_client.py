@@ -23,8 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.evaluator.common.procs import group_rss_bytes, kill_group
+from jaxbench.evaluator.common.schema import (
+    RAN,
+    RULES,
+    STATUSES,
+    JudgeResponse,
+    RecordError,
+    Rule,
+    Stage,
+    StageFailure,
+    Status,
+)
 from jaxbench.evaluator.parent.lease import EXCLUSIVE, SHARED, DeviceLease
-from jaxbench.evaluator.parent.pool import worker_env
+from jaxbench.evaluator.parent.pool import runner_env
 
 
 @dataclass
@@ -56,7 +67,7 @@ class Runner:
         while b"\n" not in self._buffer:
             now = time.monotonic()
             if now > deadline:
-                return None, "timeout"
+                return None, "timed out"
             if memory_bytes and group_rss_bytes(self.proc.pid) > memory_bytes:
                 return None, "memory"
             readable, _, _ = select.select([fd], [], [], min(0.2, deadline - now))
@@ -122,7 +133,7 @@ class Runner:
         tail = self._log_path.read_bytes()[-3000:].decode(errors="replace") \
             if self._log_path.exists() else ""
         self.kill()
-        return RunnerOutcome(None, timed_out=why == "timeout", memory_exceeded=why == "memory",
+        return RunnerOutcome(None, timed_out=why == "timed out", memory_exceeded=why == "memory",
                              returncode=self.proc.returncode, log_tail=tail)
 
     @property
@@ -139,7 +150,7 @@ class RunnerPool:
     """Warm trusted runners, handed out one per evaluation and taken back afterwards."""
 
     def __init__(self, spares: int = 1, command: tuple[str, ...] = RUNNER_COMMAND) -> None:
-        self._env = worker_env()
+        self._env = runner_env()
         self._command = command
         self._idle: queue.Queue[Runner] = queue.Queue()
         self._lock = threading.Lock()
@@ -188,3 +199,37 @@ class RunnerPool:
             except queue.Empty:
                 break
         self._spawner.shutdown(wait=False)
+
+
+def runner_response(outcome: RunnerOutcome, case: Any, stages: dict[str, Any]) -> dict[str, Any]:
+    """The runner's response to a judge request (``ran``), or the failure it reports or its
+    death gives, raised as a :class:`StageFailure` with its rule code."""
+    if outcome.timed_out:
+        done = ", ".join(f"{name} {info['seconds']:.1f} s" for name, info in stages.items()
+                         if isinstance(info, dict) and isinstance(info.get("seconds"), float))
+        raise StageFailure(Status.TIMEOUT, Stage.CORRECT,
+                           f"no verdict within {case.timeout_s:g} s (wall clock) while the "
+                           "trusted runner lowered, checked and ran the kernel at size "
+                           f"{case.size} (the interpreters' checks and the trials)"
+                           + (f" (finished: {done})" if done else "") + "; runner killed",
+                           rule=Rule.TIME_LIMIT)
+    if outcome.memory_exceeded:
+        raise StageFailure(Status.CRASHED, Stage.CORRECT, f"the exported module exceeded the "
+                           f"{case.memory_bytes / 2**30:g} GiB memory limit", rule=Rule.MEMORY_LIMIT)
+    response = outcome.response
+    if response is None:
+        tail = [ln for ln in outcome.log_tail.splitlines() if ln.strip()][-2:]
+        raise StageFailure(Status.CRASHED, Stage.CORRECT, "the trusted runner died running the "
+                           "exported module" + (": " + " | ".join(tail)[-300:] if tail else ""),
+                           rule=Rule.PROCESS_DIED)
+    try:
+        JudgeResponse.from_dict(response)
+    except RecordError as exc:
+        raise StageFailure(Status.CRASHED, Stage.CORRECT, f"the trusted runner's response does "
+                           f"not fit its record: {exc}", rule=Rule.HARNESS) from None
+    if response.get("status") != RAN:
+        status, rule = response.get("status"), response.get("rule")
+        raise StageFailure(status if status in STATUSES else Status.CRASHED,
+                           response.get("stage") or Stage.CORRECT, response.get("message", ""),
+                           rule=rule if rule in RULES else Rule.HARNESS)
+    return response

@@ -15,7 +15,7 @@ Before its job is sent, a tracer reports its isolation in a handshake line
 (``ready {json}``, written before any candidate code runs); the parent checks
 what it can of that claim in ``/proc/<pid>`` (namespaces, no-new-privileges,
 the mounts hiding the host's shared directories) and records the result as
-``WorkerOutcome.isolation``.
+``TracerOutcome.isolation``.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ from typing import Any
 from jaxbench.evaluator.common.procs import group_rss_bytes, kill_group
 from jaxbench.evaluator.common.schema import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
 
-# The end of a worker's stdout/stderr that the parent keeps (untrusted text).
+# The end of a tracer's stdout/stderr that the parent keeps (untrusted text).
 LOG_TAIL_BYTES = 8192
 # What a tracer's private directory may hold (disk use in bytes, entries of any kind); over
-# either, the tracer is killed and ``WorkerOutcome.dir_exceeded`` says why.
+# either, the tracer is killed and ``TracerOutcome.dir_exceeded`` says why.
 DIR_MAX_BYTES = 2 << 30
 DIR_MAX_ENTRIES = 10_000
 # How often the directory is measured while the tracer runs (seconds).
@@ -53,7 +53,7 @@ _HANDSHAKE_BYTES = 256 * 1024
 
 
 @dataclass
-class WorkerOutcome:
+class TracerOutcome:
     returncode: int | None
     timed_out: bool
     memory_exceeded: bool
@@ -162,13 +162,13 @@ class _Forked:
         return self.returncode
 
 
-class _Worker:
+class _Tracer:
     def __init__(self, env: dict[str, str], root: str | None = None,
                  zygote: Zygote | None = None) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="jaxbench-worker-", dir=root))
-        # The parent reads the log back through this handle, never by its path: the worker
+        self.dir = Path(tempfile.mkdtemp(prefix="jaxbench-tracer-", dir=root))
+        # The parent reads the log back through this handle, never by its path: the tracer
         # can replace what the path names (a link, a FIFO), not the file this handle holds.
-        self._log = open(self.dir / "worker.log", "w+b")  # noqa: SIM115
+        self._log = open(self.dir / "tracer.log", "w+b")  # noqa: SIM115
         self.log_tail = b""
         self.proc: subprocess.Popen | _Forked | None = None
         if zygote is not None:  # forked from the server that imported the harness already
@@ -454,7 +454,7 @@ def dir_usage(path: str | os.PathLike[str], max_entries: int | None = None) -> t
 
 
 def _dir_over(path: Path, max_bytes: int, max_entries: int) -> str:
-    """Empty, or why a worker's directory is over its limits (the message for results)."""
+    """Empty, or why a tracer's directory is over its limits (the message for results)."""
     used, entries = dir_usage(path, max_entries)
     if entries > max_entries:
         return (f"its private directory held more than the limit of {max_entries:,} entries "
@@ -483,7 +483,7 @@ def tracer_env() -> dict[str, str]:
     return env
 
 
-def worker_env() -> dict[str, str]:
+def runner_env() -> dict[str, str]:
     """The trusted runner's environment."""
     env = dict(os.environ)
     if env.get("JAX_PLATFORMS") == "cpu":  # it can only check on the host CPU
@@ -494,13 +494,13 @@ def worker_env() -> dict[str, str]:
     return env
 
 
-class WorkerPool:
-    """Hands out fresh worker processes; keeps ``spares`` of them warmed up in advance."""
+class TracerPool:
+    """Hands out fresh tracer processes; keeps ``spares`` of them warmed up in advance."""
 
     def __init__(self, spares: int = 1, root: str | os.PathLike[str] | None = None) -> None:
         self._env = tracer_env()
         self._root = str(root) if root is not None else None
-        self._spares: queue.Queue[_Worker] = queue.Queue()
+        self._spares: queue.Queue[_Tracer] = queue.Queue()
         self._want = spares
         self._lock = threading.Lock()
         self._closed = False
@@ -516,55 +516,54 @@ class WorkerPool:
         for _ in range(spares):
             self._spares.put(self._spawn())
 
-    def _spawn(self) -> _Worker:
-        return self._spawner.submit(_Worker, self._env, self._root, self._zygote).result()
+    def _spawn(self) -> _Tracer:
+        return self._spawner.submit(_Tracer, self._env, self._root, self._zygote).result()
 
-    def _take(self) -> _Worker:
+    def _take(self) -> _Tracer:
         try:
-            worker = self._spares.get_nowait()
+            tracer = self._spares.get_nowait()
         except queue.Empty:
-            worker = self._spawn()
-        if worker.proc.poll() is not None:  # a spare that died while waiting
-            worker.kill()
-            worker.cleanup()
-            worker = self._spawn()
+            tracer = self._spawn()
+        if tracer.proc.poll() is not None:  # a spare that died while waiting
+            tracer.kill()
+            tracer.cleanup()
+            tracer = self._spawn()
         with self._lock:
             if not self._closed and self._want > 0:
                 self._spares.put(self._spawn())
-        return worker
+        return tracer
 
     def run(self, job: dict[str, Any], timeout_s: float, memory_bytes: int | None, *,
-            dir_bytes: int | None = None, dir_entries: int | None = None) -> WorkerOutcome:
-        """Runs one job in a fresh worker; the caller reads and then removes ``outcome.dir``
-        (with ``remove_tree``). The worker is killed past ``timeout_s``, past ``memory_bytes``
+            dir_bytes: int | None = None, dir_entries: int | None = None) -> TracerOutcome:
+        """Runs one job in a fresh tracer; the caller reads and then removes ``outcome.dir``
+        (with ``remove_tree``). The tracer is killed past ``timeout_s``, past ``memory_bytes``
         of resident memory, or when its directory holds more than ``dir_bytes`` on disk or
         ``dir_entries`` entries (default ``DIR_MAX_BYTES`` / ``DIR_MAX_ENTRIES``)."""
         dir_bytes = DIR_MAX_BYTES if dir_bytes is None else dir_bytes
         dir_entries = DIR_MAX_ENTRIES if dir_entries is None else dir_entries
-        worker = self._take()
-        job = {**job, "out_dir": str(worker.dir)}
+        tracer = self._take()
         started = time.monotonic()
         timed_out = memory_exceeded = False
         dir_exceeded = ""
         # The handshake first: the job (and with it the candidate) goes only to a tracer that
         # is ready, and its isolation is read and checked before any candidate code runs.
         isolation = "unknown (the tracer sent no handshake)"
-        while not worker.read_handshake() and worker.proc.poll() is None:
+        while not tracer.read_handshake() and tracer.proc.poll() is None:
             if time.monotonic() - started > timeout_s:
                 break
             time.sleep(0.02)
-        if worker.handshake is not None:
-            isolation = verify_isolation(worker.proc.pid, worker.handshake)
+        if tracer.handshake is not None:
+            isolation = verify_isolation(tracer.proc.pid, tracer.handshake)
             try:
-                assert worker.proc.stdin is not None
-                worker.proc.stdin.write(json.dumps(job).encode())
-                worker.proc.stdin.close()
+                assert tracer.proc.stdin is not None
+                tracer.proc.stdin.write(json.dumps(job).encode())
+                tracer.proc.stdin.close()
             except BrokenPipeError:
                 pass
         checked = 0.0
         while True:
             try:
-                worker.proc.wait(timeout=0.2)
+                tracer.proc.wait(timeout=0.2)
                 break
             except subprocess.TimeoutExpired:
                 pass
@@ -572,20 +571,20 @@ class WorkerPool:
             if now - started > timeout_s:
                 timed_out = True
                 break
-            if memory_bytes and group_rss_bytes(worker.proc.pid) > memory_bytes:
+            if memory_bytes and group_rss_bytes(tracer.proc.pid) > memory_bytes:
                 memory_exceeded = True
                 break
             if now - checked >= DIR_CHECK_S:
                 checked = now
-                dir_exceeded = _dir_over(worker.dir, dir_bytes, dir_entries)
+                dir_exceeded = _dir_over(tracer.dir, dir_bytes, dir_entries)
                 if dir_exceeded:
                     break
-        worker.kill()  # always: nothing the candidate started may outlive the evaluation
+        tracer.kill()  # always: nothing the candidate started may outlive the evaluation
         if not (timed_out or memory_exceeded or dir_exceeded):  # what it left at the end
-            dir_exceeded = _dir_over(worker.dir, dir_bytes, dir_entries)
-        tail = worker.log_tail.decode(errors="replace")
-        return WorkerOutcome(worker.proc.returncode, timed_out, memory_exceeded,
-                             time.monotonic() - started, worker.dir, tail, isolation=isolation,
+            dir_exceeded = _dir_over(tracer.dir, dir_bytes, dir_entries)
+        tail = tracer.log_tail.decode(errors="replace")
+        return TracerOutcome(tracer.proc.returncode, timed_out, memory_exceeded,
+                             time.monotonic() - started, tracer.dir, tail, isolation=isolation,
                              dir_exceeded=dir_exceeded)
 
     def close(self) -> None:
@@ -593,16 +592,16 @@ class WorkerPool:
             self._closed = True
         while True:
             try:
-                worker = self._spares.get_nowait()
+                tracer = self._spares.get_nowait()
             except queue.Empty:
                 break
-            worker.kill()
-            worker.cleanup()
+            tracer.kill()
+            tracer.cleanup()
         if self._zygote is not None:
             self._zygote.close()
         self._spawner.shutdown(wait=False)
 
-    def __enter__(self) -> WorkerPool:
+    def __enter__(self) -> TracerPool:
         return self
 
     def __exit__(self, *exc: object) -> None:

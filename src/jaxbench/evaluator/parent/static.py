@@ -20,14 +20,15 @@ import ast
 import re
 import threading
 
-from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.evaluator.common.schema import Rule, Stage, StageFailure, Status
 
 ALLOWED_IMPORT_ROOTS = frozenset({
     "jax", "numpy", "ml_dtypes", "math", "functools", "itertools", "typing",
     "dataclasses", "collections", "operator", "enum", "__future__", "abc", "string",
     "tokamax", "einops",
     # harmless scaffolding of model-written files (benchmark helpers, logging of results)
-    "time", "json", "re", "random", "statistics", "copy", "contextlib", "warnings", "textwrap",
+    "time", "json", "re", "random", "statistics", "copy", "contextlib", "warnings",  # other meaning
+    "textwrap",
     "numbers", "fractions", "decimal", "pprint",
 })
 # Imports that reach the process, the OS, the interpreter's internals or the harness: gaming.
@@ -38,7 +39,8 @@ DANGEROUS_IMPORT_ROOTS = frozenset({
     "marshal", "shelve", "shutil", "builtins", "jaxbench", "io", "pathlib", "tempfile", "resource",
     "mmap", "pty", "code", "codeop", "types", "weakref", "atexit", "faulthandler", "sysconfig",
     "site", "runpy", "pkgutil", "select", "selectors", "http", "urllib", "ftplib", "smtplib",
-    "requests", "pdb", "trace", "tracemalloc", "posix", "_posixsubprocess", "fcntl", "glob",
+    "requests", "pdb", "trace", "tracemalloc", "posix", "_posixsubprocess",  # other meaning
+    "fcntl", "glob",
 })
 # jax.interpreters / jax.extend / jax.core: defining primitives and lowering rules (one
 # operation that lowers differently per platform would make the module checked and the module
@@ -308,30 +310,33 @@ def check_source(source: str, filename: str = "<kernel>", debug: bool = False) -
         tree = parse(source, filename)
     except SyntaxError as exc:
         where = f"line {exc.lineno}" if exc.lineno else "?"
-        raise StageFailure("compile_error", "static", f"SyntaxError at {where}: {exc.msg}") from None
+        raise StageFailure(Status.COMPILE_ERROR, Stage.STATIC, f"SyntaxError at {where}: {exc.msg}",
+                           rule=Rule.SYNTAX_ERROR) from None
     visitor = _PolicyVisitor(debug)
     visitor.allow_debug_print(tree)  # outside debug mode: recorded, a compile error below
     visitor.visit(tree)
     if visitor.violations:
         shown = "; ".join(visitor.violations[:3])
         more = f" (+{len(visitor.violations) - 3} more)" if len(visitor.violations) > 3 else ""
-        raise StageFailure("rejected", "static", f"policy violation: {shown}{more}")
+        raise StageFailure(Status.REJECTED, Stage.STATIC, f"policy violation: {shown}{more}",
+                           rule=Rule.STATIC_POLICY)
     if visitor.debug_prints and not debug:
         # A leftover jax.debug.print is an honest mistake, not gaming: the kernel cannot be
         # judged with it (a host callback never runs in the trusted judge), so it does not
         # compile here. Every other use of jax.debug stays a policy violation above.
         lines = ", ".join(str(n) for n in visitor.debug_prints[:5])
         raise StageFailure(
-            "compile_error", "static",
+            Status.COMPILE_ERROR, Stage.STATIC,
             f"jax.debug.print at line{'s' if len(visitor.debug_prints) > 1 else ''} {lines}: "
             "remove it to have the kernel judged (a host callback cannot run in the trusted "
             "judge); it is allowed by `jaxbench eval --debug`, which shows its output and whose "
-            "verdict does not count")
+            "verdict does not count", rule=Rule.DEBUG_PRINT)
     if visitor.unavailable:
         raise StageFailure(
-            "compile_error", "static",
+            Status.COMPILE_ERROR, Stage.STATIC,
             f"{'; '.join(visitor.unavailable[:3])}: not available to kernels, which may import "
-            f"only {', '.join(sorted(ALLOWED_IMPORT_ROOTS - {'__future__'}))}")
+            f"only {', '.join(sorted(ALLOWED_IMPORT_ROOTS - {'__future__'}))}",
+            rule=Rule.UNAVAILABLE_IMPORT)
     defines_kernel = any(
         (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "kernel")
         or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "kernel"
@@ -339,8 +344,9 @@ def check_source(source: str, filename: str = "<kernel>", debug: bool = False) -
         for n in tree.body
     )
     if not defines_kernel:
-        raise StageFailure("compile_error", "static",
-                           "the file defines no top-level `kernel(*inputs)` function")
+        raise StageFailure(Status.COMPILE_ERROR, Stage.STATIC,
+                           "the file defines no top-level `kernel(*inputs)` function",
+                           rule=Rule.NO_KERNEL_FUNCTION)
 
 
 # A module-level ``TARGET = "gpu"`` line, read from the text of a file that does not parse.

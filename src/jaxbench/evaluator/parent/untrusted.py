@@ -16,15 +16,28 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
-from jaxbench.evaluator.common.schema import SEALED_EXIT, STAGES, STATUSES, StageFailure
+from jaxbench.evaluator.common.schema import (
+    SEALED_EXIT,
+    STAGES,
+    STATUSES,
+    TRACER_RULES,
+    Rule,
+    Stage,
+    StageFailure,
+    Status,
+    TracerStatus,
+)
 from jaxbench.evaluator.parent.case import Case
-from jaxbench.evaluator.parent.pool import WorkerOutcome
+from jaxbench.evaluator.parent.pool import TracerOutcome
 
 # Caps on what is read back from the untrusted side.
 MAX_STATUS_BYTES = 1 << 20
 MAX_HANDOVER_BYTES = 64 << 20  # the judge's reader refuses more
 MAX_PROBE_BYTES = 2 << 30
 HANDOVER = "jaxpr.pkl"  # the traced jaxprs: the one artefact the parent passes to the judge
+# The tracer's steps, as its status names them: the trace (Stage.TRACE), the other sizes, the
+# hand-over.
+SIZES_STEP, HANDOVER_STEP = "sizes", "handover"
 
 
 def read_file(path: Path, limit: int) -> bytes | None:
@@ -76,8 +89,14 @@ def parse_json(raw: bytes) -> Any:
 
 
 def read_untrusted_status(directory: Path) -> dict[str, Any]:
+    """The tracer's status.json: the fields of its record (:class:`TracerStatus`) it holds, each
+    of the record's type; anything else in it is dropped unread. Never validated as a whole
+    (a forged status is the tracer's word, believed only as a failure)."""
     status = parse_json(read_file(directory / "status.json", MAX_STATUS_BYTES) or b"{}")
-    return status if isinstance(status, dict) else {}
+    if not isinstance(status, dict):
+        return {}
+    types = TracerStatus.TYPES
+    return {k: v for k, v in status.items() if k in types and isinstance(v, types[k])}
 
 
 # Terminal control sequences (colours, cursor moves, title changes) in untrusted text.
@@ -111,7 +130,7 @@ def printable_result(value: Any) -> Any:
     return value
 
 
-def keep_untrusted_text(result: dict[str, Any], status: dict[str, Any], outcome: WorkerOutcome,
+def keep_untrusted_text(result: dict[str, Any], status: dict[str, Any], outcome: TracerOutcome,
                          case: Case) -> None:
     """The candidate's frames of a failure and the end of the tracer's stdout/stderr (the
     kernel's own print output): shown to the user, bounded, never believed or parsed."""
@@ -128,12 +147,12 @@ def keep_untrusted_text(result: dict[str, Any], status: dict[str, Any], outcome:
         result["output"] = output
 
 
-def untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: Case) -> None:
+def untrusted_verdict(status: dict[str, Any], outcome: TracerOutcome, case: Case) -> None:
     """Failures the untrusted side reports (believed: they only hurt the candidate), and its
     death. Nothing it says can make a kernel pass: a clean exit only lets the parent take the
     hand-over to the judge, which derives every check from it."""
     stages = status.get("stages") if isinstance(status.get("stages"), dict) else {}
-    last = next(reversed(stages), "static") if stages else "static"
+    last = next(reversed(stages), Stage.STATIC) if stages else Stage.STATIC
     dir_exceeded = getattr(outcome, "dir_exceeded", "")
     if outcome.timed_out or outcome.memory_exceeded or dir_exceeded:
         stage, doing = running_stage(stages, case)
@@ -141,27 +160,33 @@ def untrusted_verdict(status: dict[str, Any], outcome: WorkerOutcome, case: Case
                          if isinstance(info, dict) and isinstance(info.get("seconds"), (int, float)))
         done = f" (finished: {done})" if done else ""
         if outcome.timed_out:
-            raise StageFailure("timeout", stage, f"no verdict within {case.timeout_s:g} s (wall "
-                                                 f"clock), while {doing}{done}; tracer killed")
+            raise StageFailure(Status.TIMEOUT, stage, f"no verdict within {case.timeout_s:g} s "
+                               f"(wall clock), while {doing}{done}; tracer killed",
+                               rule=Rule.TIME_LIMIT)
         if dir_exceeded:
-            raise StageFailure("crashed", stage, f"tracer killed: {dir_exceeded}, while "
-                                                 f"{doing}{done}")
-        raise StageFailure("crashed", stage, f"tracer exceeded the {case.memory_bytes / 2**30:g} "
-                                             f"GiB memory limit while {doing}{done}; killed")
+            raise StageFailure(Status.CRASHED, stage, f"tracer killed: {dir_exceeded}, while "
+                               f"{doing}{done}", rule=Rule.DISK_LIMIT)
+        raise StageFailure(Status.CRASHED, stage, f"tracer exceeded the "
+                           f"{case.memory_bytes / 2**30:g} GiB memory limit while {doing}{done}; "
+                           "killed", rule=Rule.MEMORY_LIMIT)
     if outcome.returncode == SEALED_EXIT:
-        raise StageFailure("rejected", "lower", "candidate code ran after the tracer was sealed "
-                                                "for its exports (a finalizer, handler or "
-                                                "lowering hook acting on files or imports): "
-                                                "the exports must be the harness's alone")
+        raise StageFailure(Status.REJECTED, Stage.LOWER, "candidate code ran after the tracer "
+                           "was sealed for its exports (a finalizer, handler or lowering hook "
+                           "acting on files or imports): the exports must be the harness's alone",
+                           rule=Rule.SEALED)
     claimed = status.get("status")
-    if claimed in STATUSES and claimed != "correct":
+    if claimed in STATUSES and claimed != Status.CORRECT:
         stage = status.get("stage") if status.get("stage") in STAGES else next_stage(last)
         message = str(status.get("message", ""))[:2000]
-        if claimed == "compile_error" and _SIGNATURE_ERROR.search(message):
+        if claimed == Status.COMPILE_ERROR and _SIGNATURE_ERROR.search(message):
             message += f"; the task calls {call_signature(case.task, case.size)}"
-        raise StageFailure(claimed, stage, message)
+        # its code is believed only among those the tracer may give (a failure either way)
+        rule = status.get("rule")
+        raise StageFailure(claimed, stage, message,
+                           rule=rule if rule in TRACER_RULES else None)
     if outcome.returncode != 0:
-        raise StageFailure("crashed", next_stage(last), crash_message(outcome))
+        raise StageFailure(Status.CRASHED, next_stage(last), crash_message(outcome),
+                           rule=Rule.PROCESS_DIED)
 
 
 # Python's words for a call that does not fit the function's parameters.
@@ -185,31 +210,31 @@ def read_probe(directory: Path, status: dict[str, Any]) -> dict[str, list[Any]]:
     try:
         return unpack(data or b"", layout)
     except MalformedOutputs as exc:
-        raise StageFailure("rejected", "correct",
-                           f"the untrusted side's outputs do not match their layout ({exc})") from None
+        raise StageFailure(Status.REJECTED, Stage.CORRECT, "the untrusted side's outputs do not "
+                           f"match their layout ({exc})", rule=Rule.MALFORMED_OUTPUTS) from None
 
 
 def running_stage(stages: dict[str, Any], case: Case) -> tuple[str, str]:
     """(stage, what the tracer was doing) when it was stopped, from the stages it reported
     finished and the order it works in: trace; the task's other sizes (reported as
     ``sizes``); the hand-over."""
-    if "trace" not in stages:
-        return "trace", "starting the tracer, loading the kernel and tracing it"
+    if Stage.TRACE not in stages:
+        return Stage.TRACE, "starting the tracer, loading the kernel and tracing it"
     if case.debug:
-        return "correct", f"running the debug run at size {case.size} on the untrusted side"
-    if "sizes" not in stages:
-        return "lower", "tracing the kernel at the task's other sizes (memory budgets)"
-    return "lower", "handing the traced jaxprs over"
+        return Stage.CORRECT, f"running the debug run at size {case.size} on the untrusted side"
+    if SIZES_STEP not in stages:
+        return Stage.LOWER, "tracing the kernel at the task's other sizes (memory budgets)"
+    return Stage.LOWER, "handing the traced jaxprs over"
 
 
 def next_stage(stage: str) -> str:
     """The stage a worker was in when it died, given the last one it finished."""
     if stage not in STAGES:
-        return "trace"
+        return Stage.TRACE
     return STAGES[min(STAGES.index(stage) + 1, len(STAGES) - 1)]
 
 
-def crash_message(outcome: WorkerOutcome) -> str:
+def crash_message(outcome: TracerOutcome) -> str:
     code = outcome.returncode
     if code is not None and code < 0:
         try:

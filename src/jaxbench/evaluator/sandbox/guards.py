@@ -16,7 +16,7 @@ import dataclasses
 import importlib
 import os
 import re
-import resource
+import resource  # noqa: F401 - loaded before lock-down: a kernel's import finds this copy
 import sys
 import threading
 import types
@@ -276,13 +276,15 @@ def _check(event: str, args: tuple) -> str | None:
 
 from jaxbench.evaluator.common.schema import SEALED_EXIT  # noqa: E402 - a tracer's exit status
 
+_SEALED = "sealed"  # other meaning: the guards' flag for a sealed tracer
+
 
 def seal() -> None:
     """From now on any audited action (opening a file, an import, setting a function's code,
     reading a frame, ...; not ``id()`` or other attribute reads) with candidate code on the
     stack ends the process at once, before the action: the tracer calls this before it makes
     and writes its exports, so nothing of the candidate's can touch them."""
-    _state["sealed"] = True
+    _state[_SEALED] = True
 
 
 def untrusted_code(filename: str) -> bool:
@@ -344,7 +346,7 @@ def _hook(event: str, args: tuple) -> None:
         return
     _local.busy = True  # the checks themselves raise audit events (sys._getframe)
     try:
-        if _state.get("sealed") and _candidate_on_stack(sys._getframe(1)):
+        if _state.get(_SEALED) and _candidate_on_stack(sys._getframe(1)):
             os._exit(SEALED_EXIT)
         why = _check(event, args)
     finally:
@@ -370,14 +372,6 @@ def install_hook() -> None:
             pass
 
 
-def set_limits(memory_bytes: int | None, file_bytes: int) -> None:
-    """Address-space and file-size limits, no core dumps."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
-    if memory_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-
-
 def _refuse(what: str):
     def refused(*args: object, **kwargs: object) -> None:
         raise SandboxViolation(f"{what} is not allowed in a kernel")
@@ -387,7 +381,8 @@ def _refuse(what: str):
 
 # Functions that reach the process or the OS from C++ without an audit event: the profiler's
 # trace writers and its TCP server. Refused (before the integrity snapshot is taken).
-_PROFILER_ENTRY_POINTS = ("start_server", "start_trace", "stop_trace", "trace",
+_PROFILER_ENTRY_POINTS = ("start_server", "start_trace", "stop_trace",
+                          "trace",  # other meaning: jax.profiler.trace
                           "save_device_memory_profile", "device_memory_profile")
 
 

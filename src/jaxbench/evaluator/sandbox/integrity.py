@@ -14,8 +14,9 @@ import sys
 from types import FunctionType
 from typing import Any
 
-WATCHED_PREFIXES = ("jax", "jaxlib", "numpy", "ml_dtypes", "jaxbench", "time", "json", "builtins",
-                    "os", "math", "functools", "operator", "typing", "threading")
+WATCHED_PREFIXES = ("jax", "jaxlib", "numpy", "ml_dtypes", "jaxbench",
+                    "time", "json", "builtins", "os", "math",  # other meaning: module names
+                    "functools", "operator", "typing", "threading")
 # Classes whose methods are compared too (patching a method is as good as patching a function).
 CLASS_PREFIXES = ("jax", "jaxlib", "numpy", "jaxbench")
 _CONFIG = "<jax.config>"

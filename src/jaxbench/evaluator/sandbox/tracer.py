@@ -32,11 +32,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.common.schema import (
+    RUNNING,
+    SCHEMA_VERSION,
+    TRACED,
+    Rule,
+    Stage,
+    Status,
+    TracerJob,
+)
+
 _perf_counter = time.perf_counter
 _exit = os._exit
 
 # Files this process writes into its directory (the parent reads them with O_NOFOLLOW).
 STATUS, HANDOVER, PROBE = "status.json", "jaxpr.pkl", "probe.npy"
+# Its steps after the trace, as its status names them (the parent reads SIZES and HANDOVER).
+SIZES, HANDOVER_STEP, PROBE_STEP = "sizes", "handover", "probe"
 
 
 def import_harness() -> bool:
@@ -107,7 +119,9 @@ class Outbox:
     def __init__(self, directory: Path) -> None:
         self._dir = directory
         self._dumps = json.dumps
-        self.status: dict[str, Any] = {"status": "running", "stages": {}, "info": {}}
+        # the record's fields (common/schema.py TracerStatus), written as JSON
+        self.status: dict[str, Any] = {"status": RUNNING, "stages": {}, "info": {},
+                                       "schema": SCHEMA_VERSION}
 
     def write(self, name: str, data: bytes) -> None:
         path = self._dir / name
@@ -128,8 +142,8 @@ class Outbox:
         self.status["stages"][name] = {"seconds": round(seconds, 4), **info}
         self.flush()
 
-    def fail(self, status: str, stage: str, message: str) -> None:
-        self.status.update(status=status, stage=stage, message=message)
+    def fail(self, status: Status, stage: Stage, message: str, rule: Rule | None) -> None:
+        self.status.update(status=status, stage=stage, message=message, rule=rule)
         self.flush()
 
 
@@ -176,20 +190,25 @@ def _preload_libraries(source: str) -> None:
                 pass
 
 
-def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> tuple[str, str, str]:
-    """(status, stage, message) for an exception raised while candidate code was involved."""
+def _verdict(exc: BaseException, status: Status, stage: Stage, rule: Rule,
+             prefix: str = "") -> tuple[Status, Stage, str, Rule]:
+    """(status, stage, message, rule) for an exception raised while candidate code was
+    involved (``status`` and ``rule`` for an exception of the kernel's own)."""
     from jaxbench.evaluator.common.schema import short_error
     from jaxbench.evaluator.sandbox.guards import SandboxViolation
 
     if isinstance(exc, SandboxViolation):
-        return "rejected", stage, f"sandbox: {exc}"
+        return Status.REJECTED, stage, f"sandbox: {exc}", Rule.SANDBOX
     if isinstance(exc, PermissionError) or "PERMISSION_DENIED" in str(exc):
-        return "rejected", stage, f"sandbox (OS isolation): {short_error(exc, 300)}"
+        return (Status.REJECTED, stage, f"sandbox (OS isolation): {short_error(exc, 300)}",
+                Rule.OS_ISOLATION)
     if isinstance(exc, OSError) and _hidden(getattr(exc, "filename", None)):
-        return "rejected", stage, ("sandbox (OS isolation): the host's shared directories are "
-                                   f"hidden from kernels: {short_error(exc, 300)}")
+        return Status.REJECTED, stage, ("sandbox (OS isolation): the host's shared directories "
+                                        f"are hidden from kernels: {short_error(exc, 300)}"), \
+            Rule.OS_ISOLATION
     if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
-        return "crashed", stage, f"{prefix}out of memory (limit reached): {short_error(exc, 300)}"
+        return (Status.CRASHED, stage,
+                f"{prefix}out of memory (limit reached): {short_error(exc, 300)}", Rule.MEMORY_LIMIT)
     message = prefix + short_error(exc)
     if type(exc).__name__ in ("TracerArrayConversionError", "ConcretizationTypeError",
                               "TracerBoolConversionError", "TracerIntegerConversionError"):
@@ -197,9 +216,10 @@ def _verdict(exc: BaseException, status: str, stage: str, prefix: str = "") -> t
                    f"allowed ({message})")
     if "custom calls whose targets have no compatibility guarantees" in str(exc) or \
             "callback" in str(exc).lower() and "export" in str(exc).lower():
-        return "rejected", stage, ("host callback in the kernel: it cannot be exported, and all "
-                                   f"work must run on the device ({short_error(exc, 200)})")
-    return status, stage, message
+        return Status.REJECTED, stage, ("host callback in the kernel: it cannot be exported, and "
+                                        f"all work must run on the device ({short_error(exc, 200)})"), \
+            Rule.HOST_CALLBACK
+    return status, stage, message, rule
 
 
 def _hidden(path: Any) -> bool:
@@ -237,11 +257,11 @@ def candidate_frames(exc: BaseException, filename: str, source: str, limit: int 
     return unique[-limit:]
 
 
-def _fail(outbox: Outbox, job: dict[str, Any], exc: BaseException, status: str, stage: str,
-          prefix: str = "") -> None:
+def _fail(outbox: Outbox, job: TracerJob, exc: BaseException, status: Status, stage: Stage,
+          rule: Rule, prefix: str = "") -> None:
     """Reports a failure caused by an exception, with the candidate's frames it passed through."""
-    outbox.status["frames"] = candidate_frames(exc, job.get("filename", "<kernel>"), job["source"])
-    outbox.fail(*_verdict(exc, status, stage, prefix))
+    outbox.status["frames"] = candidate_frames(exc, job.filename, job.source)
+    outbox.fail(*_verdict(exc, status, stage, rule, prefix))
 
 
 def _save_outputs(outbox: Outbox, runs: list[tuple[str, list[int], Any]]) -> None:
@@ -253,7 +273,7 @@ def _save_outputs(outbox: Outbox, runs: list[tuple[str, list[int], Any]]) -> Non
     outbox.status["probe"] = layout
 
 
-def _debug_run(outbox: Outbox, job: dict[str, Any], closed: Any, jit: Any, jaxpr_as_fun: Any,
+def _debug_run(outbox: Outbox, job: TracerJob, closed: Any, jit: Any, jaxpr_as_fun: Any,
                with_interpret: Any, block: Any) -> None:
     """Debug mode: the traced kernel runs here, in interpret mode, so that its
     ``jax.debug.print`` output reaches this process's stdout (the parent shows its end). No
@@ -267,19 +287,20 @@ def _debug_run(outbox: Outbox, job: dict[str, Any], closed: Any, jit: Any, jaxpr
     t0 = _perf_counter()
     runs: list[tuple[str, list[int], Any]] = []
     try:
-        task = get_task(job["task"])
+        task = get_task(job.task)
         fn = jit(jaxpr_as_fun(with_interpret(closed, True)))
-        for i, key in enumerate(job["fallback_keys"]):
+        for i, key in enumerate(job.fallback_keys):
             print(f"--- debug run {i}: the kernel's output follows ---", flush=True)
             inputs = task.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)),
-                                      job["size"])
+                                      job.size)
             runs.append((f"untrusted{i}", key, block(fn(*inputs))))
             sys.stdout.flush()
     except Exception as exc:  # noqa: BLE001
-        return _fail(outbox, job, exc, "runtime_error", "correct", "debug run: ")
+        return _fail(outbox, job, exc, Status.RUNTIME_ERROR, Stage.CORRECT, Rule.RUNTIME,
+                     "debug run: ")
     _save_outputs(outbox, runs)
-    outbox.stage("probe", _perf_counter() - t0)
-    outbox.status.update(status="traced")
+    outbox.stage(PROBE_STEP, _perf_counter() - t0)
+    outbox.status.update(status=TRACED)
     outbox.flush()
     return None
 
@@ -307,153 +328,213 @@ def _seal(bound: dict[str, Any]) -> None:
 
 
 def _rule_problem(rules: Any, primitives: Any) -> str:
+    from jaxbench.evaluator.common.schema import Finding
+
     unknown = rules.unknown_primitives(primitives)
     if unknown:
-        return (f"the kernel uses primitives JAX does not define ({', '.join(unknown[:4])}): "
-                "kernels may not define primitives or lowering rules (the module checked for "
-                "the chip and the module run could then compute different things)")
+        return Finding(f"the kernel uses primitives JAX does not define ({', '.join(unknown[:4])}): "
+                       "kernels may not define primitives or lowering rules (the module checked "
+                       "for the chip and the module run could then compute different things)",
+                       Rule.UNKNOWN_PRIMITIVE)
     changed = rules.changed_rules()
     if changed:
-        return (f"the kernel changed JAX's rules for primitives ({changed}): kernels may not "
-                "register lowering, interpreter or discharge rules (the module checked for the "
-                "chip and the module run could then compute different things)")
+        return Finding(f"the kernel changed JAX's rules for primitives ({changed}): kernels may "
+                       "not register lowering, interpreter or discharge rules (the module "
+                       "checked for the chip and the module run could then compute different "
+                       "things)", Rule.PATCHED_HARNESS)
     return ""
+
+
+class _Run:
+    """One job's state, made before the candidate loads: the outbox, the job, the functions
+    called after candidate code has run (bound now), the snapshots the integrity checks compare
+    with, and the candidate's objects (kept alive until the process exits: no finalizers)."""
+
+    def __init__(self, job: TracerJob, directory: Path, isolation_level: str) -> None:
+        import _signal  # the C functions: the guards replace the Python-level ones
+        import gc
+        import signal
+
+        import jax
+
+        from jaxbench import compat
+        from jaxbench.evaluator.common import jaxprs
+        from jaxbench.evaluator.common.schema import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
+        from jaxbench.evaluator.sandbox import guards, integrity
+        from jaxbench.evaluator.sandbox.chip import as_chip
+        from jaxbench.evaluator.sandbox.handover import dumps
+
+        self.job, self.directory = job, directory
+        self.outbox = Outbox(directory)
+        self.outbox.status["isolation"] = isolation_level
+        self.specs = _avals(job.specs)
+        self.traces: dict[str, Any] = {}
+        self.kept: list[Any] = []
+        self.module: Any = None
+        # Everything called after candidate code has run is bound now, before it loads.
+        self.make_jaxpr, self.jit, self.block = jax.make_jaxpr, jax.jit, jax.block_until_ready
+        self.with_interpret, self.jaxpr_as_fun = jaxprs.with_interpret, compat.jaxpr_as_fun
+        self.scan, self.dumps, self.guards = jaxprs.scan, dumps, guards
+        self.bound = {"signal": signal, "seal": guards.seal, "gc": gc,
+                      "setitimer": _signal.setitimer, "getsignal": _signal.getsignal,
+                      "set_handler": _signal.signal}
+        kind = job.tpu_device_kind or CROSS_LOWERING_TPU
+        gpu_kind = job.gpu_device_kind or CROSS_LOWERING_GPU
+        self.chip = (lambda: as_chip("tpu", kind)) if job.target == "tpu" else \
+            (lambda: as_chip("cuda", gpu_kind))
+        self.integrity = integrity
+        self.snapshot: Any = None  # taken last, just before lock-down
+        self.rules: Any = None
+        self.patched: Any = None  # the integrity check: a closure (_integrity_check)
+
+
+def _integrity_check(run: _Run) -> Any:
+    """``patched(stage)``: whether harness code or JAX's rule tables were replaced since the
+    snapshot (re-checked after every step, since code the candidate left behind, e.g. a
+    finalizer, can run at any point). A closure made before the candidate loads: no module or
+    class attribute leads to it, so candidate code cannot replace the check itself."""
+    changed, state_problem = run.integrity.changed, run.guards.state_problem
+    fail, rule_problem = run.outbox.fail, _rule_problem
+
+    def patched(stage: Stage) -> bool:
+        found = changed(run.snapshot) or state_problem(run.directory, run.job.filename)
+        if found:
+            fail(Status.REJECTED, stage, f"the kernel patched harness code: {found}",
+                 Rule.PATCHED_HARNESS)
+            return True
+        problem = rule_problem(run.rules, [])
+        if problem:
+            fail(Status.REJECTED, stage, problem, problem.rule)
+        return bool(problem)
+
+    return patched
+
+
+def _avals(specs: list[Any]) -> list[Any]:
+    import jax
+
+    return [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype)) for shape, dtype in specs]
+
+
+def _enter_scratch(job: TracerJob, directory: Path) -> None:
+    """The job's own working directory and temp dir, and its resource limits."""
+    import tempfile
+
+    from jaxbench.evaluator.sandbox.isolation import set_rlimits
+
+    scratch = directory / "scratch"
+    scratch.mkdir(exist_ok=True)
+    os.chdir(scratch)
+    os.environ["TMPDIR"] = str(scratch)
+    tempfile.tempdir = str(scratch)
+    set_rlimits(job.memory_bytes, job.file_bytes)
+
+
+def _step_trace(run: _Run) -> bool:
+    """The one trace the evaluated modules come from: the candidate loads and is traced at the
+    evaluated size, answering its hardware questions as the judged chip."""
+    job, t0 = run.job, _perf_counter()
+    run.guards.candidate_file(job.filename)
+    try:
+        with run.chip():
+            run.module = _load_candidate(job.source, job.filename)
+            run.kept.append(run.module)
+            closed = run.make_jaxpr(run.module.kernel)(*run.specs)
+        run.kept.append(closed)
+    except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
+        _fail(run.outbox, job, exc, Status.COMPILE_ERROR, Stage.TRACE, Rule.TRACE_ERROR)
+        return False
+    if run.patched(Stage.TRACE):
+        return False
+    run.traces[job.size] = closed
+    run.outbox.stage(Stage.TRACE, _perf_counter() - t0)
+    return True
+
+
+def _step_sizes(run: _Run) -> bool:
+    """The other sizes, traced now so that no candidate code runs after the hand-over."""
+    job, t0 = run.job, _perf_counter()
+    for other, other_specs in job.size_specs.items():
+        if other == job.size:
+            continue
+        try:
+            with run.chip():
+                run.traces[other] = run.make_jaxpr(run.module.kernel)(*_avals(other_specs))
+        except Exception as exc:  # noqa: BLE001 - tracing at another size failed
+            _fail(run.outbox, job, exc, Status.COMPILE_ERROR, Stage.LOWER,
+                  Rule.OTHER_SIZE_TRACE_ERROR, f"tracing at size {other!r}: ")
+            return False
+        run.kept.append(run.traces[other])
+        if run.patched(Stage.LOWER):
+            return False
+    run.outbox.stage(SIZES, _perf_counter() - t0)
+    return True
+
+
+def _step_handover(run: _Run) -> bool:
+    """The hand-over: sealed first; the jaxprs as data, written last."""
+    from jaxbench.evaluator.common.schema import short_error
+
+    t0 = _perf_counter()
+    _seal(run.bound)
+    try:
+        data = run.dumps(run.traces)
+    except Exception as exc:  # noqa: BLE001 - an object in the jaxpr that is not data
+        run.outbox.fail(Status.UNVERIFIED, Stage.TRACE,
+                        "the traced kernel holds an object that cannot be handed to the judge "
+                        f"as data: {short_error(exc, 300)}", Rule.NOT_DATA)
+        return False
+    if run.patched(Stage.LOWER):
+        return False
+    run.outbox.write(HANDOVER, data)
+    run.outbox.stage(HANDOVER_STEP, _perf_counter() - t0, bytes=len(data))
+    run.outbox.status.update(status=TRACED)
+    run.outbox.flush()
+    return True
+
+
+def _step_debug(run: _Run) -> bool:
+    """A debug run executes the trace here: only with a kernel in it, and no host callback
+    but ``jax.debug.print``'s (the judge applies the rules to every other evaluation)."""
+    closed = run.traces[run.job.size]
+    found = run.scan(closed)
+    if found.callbacks and set(found.callbacks) != {"debug_callback"}:
+        run.outbox.fail(Status.REJECTED, Stage.TRACE,
+                        f"host callback ({', '.join(sorted(set(found.callbacks)))}) in the kernel: "
+                        "all work must run on the device", Rule.HOST_CALLBACK)
+        return False
+    if found.kernels == 0:
+        run.outbox.fail(Status.NO_PALLAS, Stage.TRACE,
+                        "no pallas_call in the traced kernel: the hot path must be Pallas",
+                        Rule.NO_KERNEL)
+        return False
+    _debug_run(run.outbox, run.job, closed, run.jit, run.jaxpr_as_fun, run.with_interpret,
+               run.block)
+    return True
 
 
 def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
     """One evaluation. The order is the promise: every piece of candidate code (the import,
     the trace at every size, anything those leave behind) runs first; the untrusted checks
-    come next; then the process is sealed and the exports are made and written last, with
-    status.json the very last file, and the process exits."""
-    import gc
-    import signal
-
-    import jax
-
-    from jaxbench import compat
-    from jaxbench.evaluator.common import jaxprs
-    from jaxbench.evaluator.common.schema import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU, short_error
-    from jaxbench.evaluator.sandbox import guards, integrity
-    from jaxbench.evaluator.sandbox.chip import as_chip
-    from jaxbench.evaluator.sandbox.handover import dumps
-    from jaxbench.evaluator.sandbox.isolation import set_rlimits
-
-    outbox = Outbox(directory)
-    outbox.status["isolation"] = isolation_level
-    scratch = directory / "scratch"
-    scratch.mkdir(exist_ok=True)
-    os.chdir(scratch)
-    os.environ["TMPDIR"] = str(scratch)
-    import tempfile
-
-    tempfile.tempdir = str(scratch)
-    set_rlimits(job.get("memory_bytes"), job.get("file_bytes", 1 << 30))
-    specs = [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype))
-             for shape, dtype in job["specs"]]
-    target, size = job["target"], job["size"]
-    filename = job.get("filename", "<kernel>")
-    _preload_libraries(job["source"])
-    # Everything called after candidate code has run is bound now, before it loads.
-    make_jaxpr, jit, block = jax.make_jaxpr, jax.jit, jax.block_until_ready
-    with_interpret, jaxpr_as_fun = jaxprs.with_interpret, \
-        compat.jaxpr_as_fun
-    import _signal  # the C functions: the guards replace the Python-level ones
-
-    bound = {"signal": signal, "seal": guards.seal, "gc": gc, "setitimer": _signal.setitimer,
-             "getsignal": _signal.getsignal, "set_handler": _signal.signal}
-    kind = job.get("tpu_device_kind", CROSS_LOWERING_TPU)
-    gpu_kind = job.get("gpu_device_kind", CROSS_LOWERING_GPU)
-    chip = (lambda: as_chip("tpu", kind)) if target == "tpu" else (lambda: as_chip("cuda", gpu_kind))
-    outbox.flush()
-    guards.disarm_unaudited()
-    snapshot = integrity.snapshot()
-    rules = integrity.RuleSnapshot()
-    guards.lock_down(directory)
-    kept: list[Any] = []  # candidate objects stay alive until the process exits (no finalizers)
-
-    def patched(stage: str) -> bool:
-        """Harness code or JAX's rule tables replaced since the snapshot (re-checked after
-        every stage, since code the candidate left behind, e.g. a finalizer, can run at any
-        point)."""
-        found = integrity.changed(snapshot) or guards.state_problem(directory, filename)
-        if found:
-            outbox.fail("rejected", stage, f"the kernel patched harness code: {found}")
-            return True
-        problem = _rule_problem(rules, [])
-        if problem:
-            outbox.fail("rejected", stage, problem)
-        return bool(problem)
-
-    def scanned_for_debug(trace: Any, outbox: Outbox) -> bool:
-        """A debug run executes the trace here: only with a kernel in it, and no host callback
-        but ``jax.debug.print``'s (the judge applies the rules to every other evaluation)."""
-        found = jaxprs.scan(trace)
-        if found.callbacks and set(found.callbacks) != {"debug_callback"}:
-            outbox.fail("rejected", "trace", f"host callback ({', '.join(sorted(set(found.callbacks)))}) "
-                        "in the kernel: all work must run on the device")
-            return True
-        if found.kernels == 0:
-            outbox.fail("no_pallas", "trace",
-                        "no pallas_call in the traced kernel: the hot path must be Pallas")
-            return True
-        return False
-
-    debug = bool(job.get("debug"))  # `jaxbench eval --debug`: its verdict never counts
-
-    # -- trace: the one trace the evaluated modules come from ---------------------------------
-    t0 = _perf_counter()
-    guards.candidate_file(filename)
-    try:
-        # The kernel asks about its hardware as it loads and traces: the chip answers.
-        with chip():
-            module = _load_candidate(job["source"], filename)
-            kept.append(module)
-            closed = make_jaxpr(module.kernel)(*specs)
-        kept.append(closed)
-    except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
-        return _fail(outbox, job, exc, "compile_error", "trace")
-    if patched("trace"):
-        return None
-    outbox.stage("trace", _perf_counter() - t0)
-    if debug:
-        if scanned_for_debug(closed, outbox):
-            return None
-        return _debug_run(outbox, job, closed, jit, jaxpr_as_fun, with_interpret, block)
-
-    # -- the other sizes: traced now, so that no candidate code runs after the exports -------
-    t0 = _perf_counter()
-    traces = {size: closed}
-    for other, other_specs in job.get("size_specs", {}).items():
-        if other == size:
-            continue
-        avals = [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype))
-                 for shape, dtype in other_specs]
-        try:
-            with chip():
-                traces[other] = make_jaxpr(module.kernel)(*avals)
-        except Exception as exc:  # noqa: BLE001 - tracing at another size failed
-            return _fail(outbox, job, exc, "compile_error", "lower", f"tracing at size {other!r}: ")
-        kept.append(traces[other])
-        if patched("lower"):
-            return None
-    outbox.stage("sizes", _perf_counter() - t0)
-
-    # -- the hand-over: sealed first; the jaxprs as data, written last ------------------------
-    t0 = _perf_counter()
-    _seal(bound)
-    try:
-        data = dumps(traces)
-    except Exception as exc:  # noqa: BLE001 - an object in the jaxpr that is not data
-        return outbox.fail("unverified", "trace",
-                           "the traced kernel holds an object that cannot be handed to the judge "
-                           f"as data: {short_error(exc, 300)}")
-    if patched("lower"):
-        return None
-    outbox.write(HANDOVER, data)
-    outbox.stage("handover", _perf_counter() - t0, bytes=len(data))
-    outbox.status.update(status="traced")
-    outbox.flush()
-    return None
+    come next; then the process is sealed and the hand-over is made and written last, with
+    status.json the very last file, and the process exits. The steps are bound before the
+    candidate loads, and the integrity checks after each one see a step replaced."""
+    case = TracerJob.from_dict(job)
+    _enter_scratch(case, directory)
+    _preload_libraries(case.source)
+    run = _Run(case, directory, isolation_level)
+    run.patched = _integrity_check(run)
+    # `jaxbench eval --debug`: the kernel runs here, and its verdict never counts
+    steps = (_step_trace, _step_debug) if case.debug else (_step_trace, _step_sizes,
+                                                           _step_handover)
+    run.outbox.flush()
+    run.guards.disarm_unaudited()
+    run.snapshot = run.integrity.snapshot()
+    run.rules = run.integrity.RuleSnapshot()
+    run.guards.lock_down(directory)
+    for step in steps:
+        if not step(run):
+            return
 
 
 def main(directory: Path | None = None) -> None:
@@ -484,8 +565,8 @@ def main(directory: Path | None = None) -> None:
 
         traceback.print_exc()
         try:
-            Outbox(directory).fail("crashed", "trace", f"tracer failed: {type(exc).__name__}: "
-                                                       f"{str(exc)[:300]}")
+            Outbox(directory).fail(Status.CRASHED, Stage.TRACE, f"tracer failed: "
+                                   f"{type(exc).__name__}: {str(exc)[:300]}", Rule.HARNESS)
         finally:
             _exit(3)
     sys.stdout.flush()

@@ -1,7 +1,7 @@
 """Cheat (8p_gemm): the racing matmul (K "parallel", every K step read-modify-writes one
 output block), whose race only the TPU interpreter's check sees. When traced at the task's
 other size, candidate code writes the tracer's report itself: the honest exports of its own
-trace (made with the harness's exporter), a status saying "traced" with the TPU-interpreter
+trace (JAX's own serialization), a status saying "traced" with the TPU-interpreter
 check "unsupported", and ends the process with exit status 0, before the harness's own last
 step. Refused: the parent reads nothing but the jaxpr hand-over (there is none) and failure
 text; the forged exports are never read."""
@@ -47,12 +47,13 @@ def _write(name, data):
 
 
 def _forge_and_exit():
-    exporting = modules["jax" + "bench.evaluator.judge.exporting"]
+    # (the tracer no longer loads the judge's exporter: the old design's exports are forged
+    # as JAX's own serialization of the racing kernel)
     specs = [jax.ShapeDtypeStruct((256, 512), jnp.bfloat16),
              jax.ShapeDtypeStruct((512, 512), jnp.bfloat16)]
-    closed = jax.make_jaxpr(_call)(*specs)
-    _write("target.export", exporting.export(closed, specs, "tpu", portable=True).serialize())
-    _write("interpret.export", exporting.export(closed, specs, "cpu", interpret=True).serialize())
+    exported = jax.export.export(jax.jit(_call), platforms=("tpu",))(*specs)
+    _write("target.export", exported.serialize())
+    _write("interpret.export", exported.serialize())
     _write("status.json", b'{"status": "traced", "stages": {"trace": {"seconds": 1.0}}, '
                           b'"tpu_interpreter": "unsupported: forged"}')
     get("_ex" + "it")(modules["o" + "s"])(0)

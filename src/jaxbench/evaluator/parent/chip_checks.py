@@ -1,0 +1,187 @@
+"""What the chip surely refuses and what the parent cannot know, checked in the parent from
+the judge's response: the chip's features (Mosaic GPU needs a Hopper), Triton's compiler for
+the chip's compute capability (where Triton is installed), the warnings for what an estimate
+cannot decide (VMEM and shared memory within the margin) and for the tools' own crashes, and
+what `lower` proved (``lowering_fidelity``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxbench.backends.chips import MOSAIC_GPU_FEATURES, capability, chip_or_default, default_chip
+from jaxbench.evaluator.common.schema import Rule, Stage, StageFailure, Status
+
+
+def warn_uncertain_vmem(result: dict[str, Any], figures: list[Any]) -> None:
+    """A warning per kernel the judge's VMEM count puts just over its limit, inside the margin
+    where the chip's answer is not known (jaxbench.backends.chips.vmem_verdict)."""
+    for f in figures:
+        if not (isinstance(f, dict) and f.get("vmem_uncertain")):
+            continue
+        result.setdefault("warnings", []).append(
+            f"VMEM: pallas_call #{f.get('kernel')} at size {f.get('size')!r} needs "
+            f"{f.get('vmem_bytes', 0) / 2**20:.2f} MiB, just over its "
+            f"{f.get('vmem_limit_bytes', 0) / 2**20:g} MiB limit (by at most 1/32 of it, where "
+            "real TPU runs have gone both ways): accepted, but the chip may refuse it; raise "
+            "vmem_limit_bytes in pltpu.CompilerParams to be sure (docs/vmem-calibration.md)")
+
+
+def warn_tool_faults(result: dict[str, Any], faults: Any) -> None:
+    """A warning per check whose tool crashed inside its own code (the judge's
+    :mod:`jaxbench.evaluator.judge.tool_faults`): not the kernel's fault, so no verdict from it;
+    the verdict rests on the other checks."""
+    for fault in faults if isinstance(faults, list) else []:
+        if not isinstance(fault, dict) or not isinstance(fault.get("text"), str):
+            continue
+        missed = {"the TPU interpreter": " (its race detection between two simulated cores "
+                                         "and shuffled parallel grid did not run: the verdict "
+                                         "rests on the interpret-mode trials)",
+                  "the Mosaic GPU interpreter": " (its run did not happen)"}.get(
+                      fault.get("tool"), "")
+        result.setdefault("warnings", []).append(f"tool fault: {fault['text']}{missed}"[:600])
+        result.setdefault("tool_faults", []).append(
+            {k: str(fault.get(k, ""))[:300] for k in ("tool", "error", "frame", "version",
+                                                       "known")})
+
+
+# What an interpret-mode `correct` does not exclude (docs/evaluator.md, threat model).
+INTERPRET_RESIDUAL_RISK = (
+    "residual risk: the kernel body ran in JAX's interpreter; its chip lowering was checked "
+    "(structure, budgets) but not run, so a body that the chip's compiler lowers to something "
+    "other than what the interpreter computes is not excluded")
+
+
+def lowering_fidelity(target: str, mode: str, chip: str | None = None,
+                      backend: str | None = None) -> str:
+    """What the `lower` stage proved for this target, mode and (once the judge has read it from
+    the module) GPU kernel backend (docs/evaluator.md)."""
+    chip = chip or default_chip("", target)
+    if mode == "device":
+        return (f"compiled and run on the {target.upper()} ({chip}; the full {target} compiler "
+                "ran)")
+    return f"{_interpret_fidelity(target, chip, backend)}; {INTERPRET_RESIDUAL_RISK}"
+
+
+def _interpret_fidelity(target: str, chip: str, backend: str | None = None) -> str:
+    """What cross-lowering on this host proved for ``target`` on ``chip``."""
+    if target == "tpu":
+        return (f"cross-lowered to Mosaic MLIR for {chip}, plus the VMEM budget at every size "
+                "(a count within 1/32 over the limit is a warning: real runs there went both "
+                "ways); Mosaic's layout passes and the TPU compiler did not run (jaxlib has no "
+                "TPU passes without libtpu)")
+    sm = f"sm_{capability(chip_or_default(chip, 'gpu'))}"
+    compiled = (f"; Triton's compiler ran for {sm} on this CPU (see triton_compile)"
+                if triton_enabled() else "; Triton's GPU compiler did not run (no `triton` package)")
+    triton = (f"cross-lowered to Triton IR for CUDA, judged for {chip} ({sm}): Triton's rules "
+              "(power-of-two tensors of at most 2^20 elements, masked edges, shared memory) at "
+              f"every size and the grid race rule{compiled}")
+    mosaic = (f"cross-lowered to Mosaic GPU for CUDA, judged for {chip} ({sm}): the chip's "
+              "features checked (Mosaic GPU needs wgmma and TMA: Hopper or newer); Triton's "
+              "rules, the grid race rule and a shared-memory budget do not apply to Mosaic GPU "
+              "kernels, and Mosaic GPU's own compiler (its passes and ptxas) did not run on "
+              "this CPU")
+    kinds = set((backend or "triton").split("+"))
+    if kinds == {"mosaic_gpu"}:
+        return mosaic
+    if "mosaic_gpu" in kinds:
+        return f"Triton kernels: {triton}. Mosaic GPU kernels: {mosaic}"
+    return triton
+
+
+def triton_enabled() -> bool:
+    """Whether GPU kernels are compiled by Triton on this CPU host: the `triton` package is
+    installed and JAXBENCH_TRITON_COMPILE is not 0."""
+    from jaxbench.evaluator.judge import triton_compile
+
+    return triton_compile.enabled()
+
+
+def warn_uncertain_smem(result: dict[str, Any], figures: Any) -> None:
+    """A warning per kernel and size whose shared memory the judge's estimate puts over the
+    chip's limit while what Triton surely needs fits (``smem_uncertain``, from
+    :mod:`jaxbench.evaluator.judge.triton_rules`), where Triton's own compiler did not decide."""
+    for f in figures if isinstance(figures, list) else []:
+        if not (isinstance(f, dict) and f.get("smem_uncertain")):
+            continue
+        limit = int(f.get("shared_limit_bytes") or 0)
+        where = f" ({f['smem_where']})" if isinstance(f.get("smem_where"), str) and \
+            f["smem_where"] else ""
+        result.setdefault("smem_uncertain", []).append(
+            {k: f.get(k) for k in ("kernel", "size", "dot_shared_bytes_estimate",
+                                   "dot_shared_bytes_lower_bound", "shared_limit_bytes")})
+        result.setdefault("warnings", []).append((
+            f"smem_uncertain: pallas_call #{f.get('kernel')} at size {f.get('size')!r}: its "
+            f"dots' operands need an estimated "
+            f"{int(f.get('dot_shared_bytes_estimate') or 0) / 1024:.0f} KiB of shared memory, "
+            f"over the chip's {limit / 1024:.0f} KiB, but Triton surely needs only "
+            f"{int(f.get('dot_shared_bytes_lower_bound') or 0) / 1024:.0f} KiB{where}: "
+            "accepted; Triton's compiler, which decides, did not run here (the `triton` extra, "
+            "pip install -e '.[triton]', with JAXBENCH_TRITON_COMPILE not 0), and the chip may "
+            "refuse it")[:600])
+
+
+def triton_compile_step(result: dict[str, Any], kernels: list[dict[str, Any]] | str | None,
+                    chip: str) -> bool:
+    """Compiles for the chip's compute capability (sm_80 on an A100), where Triton is
+    installed, the Triton kernels the trusted runner read (and verified) from the module it
+    runs (interpret mode on a host without a GPU); a compiler error or a shared-memory need
+    over the chip's limit is a `compile_error`. True when Triton's compiler checked every
+    kernel (its shared memory then decided)."""
+    from jaxbench.evaluator.judge import triton_compile
+
+    if isinstance(kernels, str):
+        result["triton_compile"] = f"skipped: {kernels}"[:300]
+        return False
+    if not kernels or not triton_enabled():
+        return False
+    try:
+        report = triton_compile.compile_all(kernels, capability(chip_or_default(chip, "gpu")))
+    except triton_compile.TritonUnusable as exc:  # the environment's fault: no verdict from it
+        result["triton_compile"] = f"skipped: {exc}"[:300]
+        result.setdefault("warnings", []).append(
+            f"Triton's compiler did not check this kernel: {exc} (an environment problem, not "
+            "the kernel's: see `jaxbench doctor`; reinstall with pip install -e '.[triton]', or "
+            "set JAXBENCH_TRITON_COMPILE=0)"[:600])
+        result["lowering_fidelity"] += "; Triton's compiler was unusable here and did not run"
+        return False
+    except Exception as exc:  # noqa: BLE001 - the compiler process crashed or hung on this IR
+        raise StageFailure(Status.COMPILE_ERROR, Stage.LOWER,
+                           f"Triton's compiler failed on the kernel's IR: {exc}"[:2000],
+                           rule=Rule.TRITON_COMPILE) from None
+    result["triton_compile"] = {k: report[k] for k in ("triton_version", "capability", "kernels",
+                                                       "not_checked")}
+    if report["not_checked"]:
+        names = ", ".join(report["not_checked"])
+        result.setdefault("warnings", []).append(
+            f"Triton {report['triton_version']} cannot parse the Triton IR this jaxlib emits for "
+            f"kernel {names} (the dialects differ): Triton's compiler did not check it; a limit "
+            "of the check, not the kernel's fault (jaxlib's own verifier accepted the IR)"
+            + (f". {skew}" if (skew := triton_compile.skew(triton_compile.jaxlib_version(),
+                                                            report["triton_version"])) else ""))
+        result["lowering_fidelity"] += (f"; Triton's compiler could not parse the IR of {names} "
+                                        "(jaxlib/Triton skew) and did not check it")
+    for fault in report.get("tool_faults") or []:  # Triton's own crashes: not the kernel's
+        result.setdefault("warnings", []).append(f"tool fault: {fault['text']}; Triton's "
+                                                 "compiler did not check it"[:600])
+        result.setdefault("tool_faults", []).append(
+            {k: str(fault.get(k, ""))[:300] for k in ("tool", "error", "frame", "version")})
+    if report["problem"]:
+        raise StageFailure(Status.COMPILE_ERROR, Stage.LOWER, report["problem"][:2000],
+                           rule=getattr(report["problem"], "rule", Rule.TRITON_COMPILE))
+    return not report["not_checked"] and not report.get("tool_faults")
+
+
+def require_chip_features(backend: Any, chip: str) -> None:
+    """Pallas' Mosaic GPU backend emits Hopper instructions (wgmma, TMA, clusters): a kernel of
+    it (``kernel_backend``, read by the judge from the module's kernel calls) cannot run on an
+    older GPU, such as the A100 PallasBench is defined for."""
+    entry = chip_or_default(chip, "gpu")
+    missing = sorted(MOSAIC_GPU_FEATURES - entry.features)
+    if backend and "mosaic_gpu" in str(backend) and missing:
+        raise StageFailure(
+            Status.COMPILE_ERROR, Stage.LOWER,
+            f"a Mosaic GPU kernel, judged for {chip} (sm_{capability(entry)}, no "
+            f"{' or '.join(missing)}): Pallas' Mosaic GPU backend needs "
+            "a Hopper (sm_90) or newer GPU. Write it for Pallas' Triton backend (pallas_call with "
+            "compiler_params=jax.experimental.pallas.triton.CompilerParams(...)), or judge it "
+            "for a Hopper chip (--chip H200)", rule=Rule.CHIP_FEATURES)
