@@ -28,14 +28,15 @@ TASKS = ["8p_gemm", "12p_rmsnorm", "30k_matmul_scaling_residualadd"]  # x {gpu, 
 
 
 def timed_run(jobs, executor: str, workers: int, trials: int) -> tuple[float, dict[str, str]]:
+    from jaxbench.evaluator import Settings
     from jaxbench.runs import RunDir
-    from jaxbench.runs.runner import run_jobs
+    from jaxbench.runs.jobs import run_jobs
 
     with tempfile.TemporaryDirectory(prefix=f"jaxbench-bench-{executor}-") as directory:
         run = RunDir.open(Path(directory) / "run", {"command": "benchmark", "executor": executor})
         started = time.monotonic()
-        results = run_jobs(jobs, run, size="small", mode="interpret", workers=workers,
-                           evaluate_options={"trials": trials}, executor=executor)
+        results = run_jobs(jobs, run, Settings(size="small", mode="interpret", trials=trials),
+                           workers=workers, executor=executor)
         seconds = time.monotonic() - started
     return seconds, {r["job"]: r["status"] for r in results}
 
@@ -53,7 +54,7 @@ def main() -> None:
     # ray.init starts the cluster's processes after JAX's threads exist (they exec at once)
     warnings.filterwarnings("ignore", message="os.fork", category=RuntimeWarning)
 
-    from jaxbench.runs.runner import shipped_jobs
+    from jaxbench.runs.jobs import shipped_jobs
     from jaxbench.tasks import get_task
 
     jobs = shipped_jobs([get_task(t) for t in TASKS], "seed", ("gpu", "tpu"))

@@ -92,6 +92,7 @@ def through_service(url: str, batch: list[tuple[str, str, str]], clients: int,
 
 def through_run(batch: list[tuple[str, str, str]], workers: int, trials: int,
                 directory: Path) -> tuple[float, list[str]]:
+    from jaxbench.evaluator import Settings
     from jaxbench.runs import Job, RunDir, run_jobs
 
     jobs = []
@@ -102,8 +103,8 @@ def through_run(batch: list[tuple[str, str, str]], workers: int, trials: int,
         jobs.append(Job(task, "file", target, path))
     run = RunDir.open(directory / "run", {"command": "benchmark"})
     started = time.monotonic()
-    results = run_jobs(jobs, run, size="small", mode="interpret", workers=workers,
-                       evaluate_options={"trials": trials})
+    results = run_jobs(jobs, run, Settings(size="small", mode="interpret", trials=trials),
+                       workers=workers)
     return time.monotonic() - started, [r["status"] for r in results]
 
 

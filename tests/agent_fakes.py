@@ -92,8 +92,9 @@ class FakeEvaluator:
         self.codes: list[str] = []
         self._lock = threading.Lock()
 
-    def evaluate(self, code: str, task_id: str, *, target: str = "tpu", mode: str = "interpret",
-                 size: str = "small", trials: int = 1, save_ir: Any = None, **_: Any) -> dict:
+    def evaluate(self, code: str, task_id: str, settings: Any) -> dict:
+        target, mode, size = settings.target or "tpu", settings.mode, settings.size
+        save_ir = settings.save_ir
         with self._lock:
             self.calls += 1
             self.in_flight += 1

@@ -27,8 +27,8 @@ SPEED = re.compile(r"SPEED = ([\d.]+)")
 class SpeedEvaluator(FakeEvaluator):
     """Correct with speedup X when the code says ``SPEED = X``; a compile error otherwise."""
 
-    def evaluate(self, code, task_id, *, target="tpu", mode="interpret", size="small", trials=1,
-                 **_):  # noqa: ANN001, ANN003, ANN201
+    def evaluate(self, code, task_id, settings):  # noqa: ANN001, ANN201
+        target, mode, size = settings.target or "tpu", settings.mode, settings.size
         self.calls += 1
         self.codes.append(code)
         result = new_result(task_id, target, mode, size, code)

@@ -45,8 +45,8 @@ class DeviceEvaluator(FakeEvaluator):
     def slots(self, mode: str, target: str) -> int:
         return 1
 
-    def evaluate(self, code, task_id, *, target="tpu", mode="interpret", size="small", trials=1,
-                 **_):  # noqa: ANN001, ANN003, ANN201
+    def evaluate(self, code, task_id, settings):  # noqa: ANN001, ANN201
+        target, mode, size = settings.target or "tpu", settings.mode, settings.size
         self.calls += 1
         result = new_result(task_id, target, mode, size, code)
         match = SPEED.search(code)

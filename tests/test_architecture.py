@@ -297,3 +297,19 @@ def test_the_rules_see_an_arrow_that_breaks_them(tmp_path):
     assert _cycles(graph(fake)) == [["jaxbench.a", "jaxbench.b"]]
     assert _arrows("jaxbench.evaluator.judge", "jaxbench.evaluator.sandbox", fake) == [
         "jaxbench.evaluator.judge.x -> jaxbench.evaluator.sandbox.y"]
+
+
+def test_no_function_of_100_lines_or_class_of_250():
+    """Readable rooms: outside the task catalogue, every function (nested ones counted in
+    their outer function) is under 100 lines and every class under 250."""
+    long = []
+    for name, path in MODULES.items():
+        if name.startswith("jaxbench.tasks"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            limit = 250 if isinstance(node, ast.ClassDef) else 100
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                    and node.end_lineno - node.lineno + 1 >= limit:
+                long.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name}: "
+                            f"{node.end_lineno - node.lineno + 1} lines")
+    assert long == []

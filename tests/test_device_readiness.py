@@ -54,7 +54,7 @@ def test_backend_from_the_exported_module():
 
 
 def test_mosaic_gpu_seeds_are_shipped_seeds():
-    from jaxbench.runs.runner import shipped_jobs
+    from jaxbench.runs.jobs import shipped_jobs
 
     for task_id in MOSAIC_GPU_SEEDS:
         task = get_task(task_id)
@@ -76,7 +76,7 @@ def test_mosaic_gpu_pallas_call_where_jax_no_longer_lowers_it(monkeypatch):
     AssertionError there): the seeds are left out like a missing extra, and a Mosaic GPU
     kernel's lowering failure says why."""
     from jaxbench.evaluator.parent.static import wrong_target_hint
-    from jaxbench.runs.runner import kernel_unavailable, shipped_jobs
+    from jaxbench.runs.jobs import kernel_unavailable, shipped_jobs
 
     monkeypatch.setattr(compat, "mosaic_gpu_pallas_call", lambda: False)
     assert kernel_unavailable("seed_mosaic_legacy") and not kernel_unavailable("seed")
@@ -159,7 +159,7 @@ def test_gpu_check_lists_every_gpu_kernel_priority_first():
     from jaxbench.tasks import list_tasks
 
     expected = sum(1 for t in list_tasks() for (k, target) in t.kernel_files() if target == "gpu"
-                   and not __import__("jaxbench.runs.runner").runs.runner.kernel_unavailable(k))
+                   and not __import__("jaxbench.runs.jobs").runs.jobs.kernel_unavailable(k))
     assert len(jobs) == expected
     table = gpu_check.markdown([{"task": "8p_gemm", "kernel": "seed_mosaic",
                                  "backend": "mosaic_gpu", "t_ref_ms": 6.5, "t_kernel_ms": 3.25,

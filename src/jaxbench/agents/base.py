@@ -337,25 +337,11 @@ class Context:
         return prompt
 
     def shown_errors(self, sections: Sequence[str]) -> list[tuple[Any, str]]:
-        """The failures that ``sections`` show, as ``(rule, message)``: of this task's failed
-        candidates judged by the evaluator, those whose message's first line (its first 120
-        characters) appears there, each message without the lines of the candidate's code it
-        quotes (:func:`docs_pack.evaluator_text`)."""
-        text = "\n".join(sections)
-        if not text:
-            return []
+        """The failures that ``sections`` show, as ``(rule, message)``
+        (:func:`docs_pack.shown_failures` of this task's candidates)."""
         with self._lock:
             candidates = list(self.candidates)
-        found: dict[tuple[Any, str], None] = {}
-        for candidate in candidates:
-            message = (candidate.result.get("message") or "").strip()
-            if candidate.correct or not message or candidate.result.get("synthetic"):
-                continue  # a synthetic verdict (no kernel, a failed call) is the harness's text
-            first = message.splitlines()[0].strip()[:120]  # shown whole or cut short
-            if first and first in text:
-                found.setdefault((candidate.result.get("rule"),
-                                  docs_pack.evaluator_text(message, candidate.code)), None)
-        return list(found)
+        return docs_pack.shown_failures(candidates, sections)
 
     # -- model and evaluator, with replay from the journal ----------------------------------
 

@@ -172,6 +172,26 @@ def select(task: Task, target: str, reference: str,
     return task_sections + for_errors(target, messages, task_sections)
 
 
+def shown_failures(candidates: Iterable[Any], sections: Iterable[str]) -> list[tuple[Any, str]]:
+    """The failures that ``sections`` show, as ``(rule, message)``: of the failed candidates
+    judged by the evaluator, those whose message's first line (its first 120 characters)
+    appears there, each message without the lines of the candidate's code it quotes
+    (:func:`evaluator_text`)."""
+    text = "\n".join(sections)
+    if not text:
+        return []
+    found: dict[tuple[Any, str], None] = {}
+    for candidate in candidates:
+        message = (candidate.result.get("message") or "").strip()
+        if candidate.correct or not message or candidate.result.get("synthetic"):
+            continue  # a synthetic verdict (no kernel, a failed call) is the harness's text
+        first = message.splitlines()[0].strip()[:120]  # shown whole or cut short
+        if first and first in text:
+            found.setdefault((candidate.result.get("rule"),
+                              evaluator_text(message, candidate.code)), None)
+    return list(found)
+
+
 def evaluator_text(message: str, code: str = "") -> str:
     """An evaluation's error message without the candidate's own lines it may quote (a
     traceback's source line, ``at <kernel>:4: y = x.reshape(5, 7)``): what the compiler or

@@ -466,12 +466,18 @@ class RayEvaluator:
         return evaluation_slots(mode, target, self.cluster(), self.cpus_per_evaluation)
 
     # -- the Evaluator interface ---------------------------------------------------------------
-    def evaluate(self, source_or_path: str | os.PathLike[str], task_id: str, *,
-                 target: str | None = None, mode: str = "auto",
-                 save_ir: str | os.PathLike[str] | None = None, **options: Any) -> dict[str, Any]:
-        """:meth:`Evaluator.evaluate` on a cluster node; raises :class:`EvaluationLost` when the
-        node or worker died on every attempt."""
+    def evaluate(self, source_or_path: str | os.PathLike[str], task_id: str,
+                 settings: Any = None, **options: Any) -> dict[str, Any]:
+        """:meth:`Evaluator.evaluate` on a cluster node (``settings``, or its fields as
+        keyword options); raises :class:`EvaluationLost` when the node or worker died on
+        every attempt."""
         from jaxbench.evaluator import declared_target, read_source
+        from jaxbench.executors.settings import settings_options
+
+        if settings is not None:
+            options = {**settings_options(settings), **options}
+        target, mode = options.pop("target", None), options.pop("mode", "auto")
+        save_ir = options.pop("save_ir", None)
 
         source, filename = read_source(source_or_path)
         target = target or declared_target(source) or "tpu"

@@ -1,7 +1,7 @@
 """One evaluation's :class:`~jaxbench.evaluator.common.schema.Settings` handed to an evaluator
-(a local :class:`~jaxbench.evaluator.Evaluator`, a Ray one, a test's stand-in): the one place a
-``Settings`` becomes the evaluator's keyword options, so that passing the object itself is a
-one-line change (:func:`evaluate_with`)."""
+(a local :class:`~jaxbench.evaluator.Evaluator`, a Ray one, a test's stand-in): the object
+itself, ``evaluate(source, task_id, settings=...)`` (:func:`evaluate_with`); keyword options
+convert to and from it for callers that still pass keywords."""
 
 from __future__ import annotations
 
@@ -15,9 +15,7 @@ if TYPE_CHECKING:
 
 def settings_options(settings: Settings) -> dict[str, Any]:
     """:meth:`jaxbench.evaluator.Evaluator.evaluate`'s keyword options for ``settings`` (its
-    fields by name; ``timing`` as a dict). The
-    one place a :class:`Settings` becomes keywords: when ``evaluate`` takes ``settings=``,
-    :func:`evaluate_with` passes the object and this goes."""
+    fields by name; ``timing`` as a dict)."""
     options = dataclasses.asdict(settings)
     options["timing"] = settings.timing_options()
     return options
@@ -36,4 +34,4 @@ def evaluate_with(evaluator: Any, source: str | os.PathLike[str], task_id: str,
     """One evaluation of ``source`` on ``task_id`` with ``settings`` by ``evaluator`` (a local
     :class:`~jaxbench.evaluator.Evaluator`, a :class:`~jaxbench.executors.ray.RayEvaluator`,
     or anything with their ``evaluate``)."""
-    return evaluator.evaluate(source, task_id, **settings_options(settings))
+    return evaluator.evaluate(source, task_id, settings=settings)

@@ -12,7 +12,8 @@ import time
 from collections import deque
 from typing import Any
 
-from jaxbench.executors import EvaluationLost
+from jaxbench.evaluator.common.schema import Settings
+from jaxbench.executors import EvaluationLost, evaluate_with
 from jaxbench.serve.ledger import Ledger
 from jaxbench.serve.store import Store, Submission
 
@@ -100,10 +101,9 @@ class Workers:
         try:
             if source is None:
                 raise RuntimeError(f"the source {sub.source_file} is missing from the run directory")
-            result = self.evaluator.evaluate(source, sub.task, target=sub.target,
-                                             mode=sub.resolved_mode, size=sub.size,
-                                             trials=sub.trials, timeout_s=sub.timeout_s,
-                                             chip=sub.chip)
+            settings = Settings(target=sub.target, mode=sub.resolved_mode, size=sub.size,
+                                trials=sub.trials, timeout_s=sub.timeout_s, chip=sub.chip)
+            result = evaluate_with(self.evaluator, source, sub.task, settings)
         except EvaluationLost as exc:
             error = f"no verdict: {exc}"
         except Exception as exc:  # noqa: BLE001 - a harness error: retried, then reported
