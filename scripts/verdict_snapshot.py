@@ -13,8 +13,9 @@
   plugin that records them: ``Evaluator.evaluate`` is wrapped, nothing else changes).
 
 Each file is normalized before it is written: wall-clock figures (times, seconds, speedups
-measured in interpret mode, versions, host names, temporary paths) are dropped, records are
-sorted by what they are about. ``compare`` prints every other difference, one per line, and
+measured in interpret mode, versions, host names, temporary paths) and the error figures
+(each run draws its inputs from a fresh secret) are dropped, records are sorted by what they
+are about. ``compare`` prints every other difference, one per line, and
 exits 1 when there is one. Two differences are allowed and listed apart, because the schema
 adds them on purpose: a result's ``schema`` field, and a ``rule`` code where the record had
 none (``null``).
@@ -35,11 +36,37 @@ ROOT = Path(__file__).resolve().parents[1]
 VOLATILE = {"started_at", "finished_at", "time", "compile_s", "seconds", "versions", "wall_s",
             "t_ref_ms", "t_kernel_ms", "elapsed_s", "duration_s", "host", "created", "created_at",
             "timestamp", "run_dir", "path", "secret_sha256", "secret", "generated_at", "pid",
-            "worker_s", "eval_s", "total_s", "mean_s", "jax", "jaxlib", "jaxbench", "python"}
+            "worker_s", "eval_s", "total_s", "mean_s", "jax", "jaxlib", "jaxbench", "python",
+            "event_time", "run_created_at", "time_p50_s", "time_total_s",
+            # error figures: each run draws its inputs from a fresh secret
+            "max_abs_err", "rel_err", "tol_fraction", "Max_Diff",
+            # what the kernel (or a library it calls) printed: logs with times and addresses
+            "output"}
 _TMP = re.compile(r"/tmp/[\w./-]+")
+_CHECKOUT = re.compile(r"/[\w./-]*/src/jaxbench/")  # a checkout's package, wherever it is
+# a task's folder (named as its task since the schema's refactor; the record names the task)
+_TASK_FOLDER = re.compile(r"(jaxbench/tasks/(?:jaxbench|pallasbench)/)[\w.-]+/")
 _HEX = re.compile(r"\b[0-9a-f]{32,64}\b")
 _SECS = re.compile(r"\b\d+(\.\d+)? ?(s|ms|seconds)\b")
 ADDED_KEYS = {"schema"}
+
+
+# Text whose figures come from the random inputs, the machine or the moment: numbers masked.
+_DRAWN = re.compile(r"exceed atol|NaN/Inf of|Revisited block|private directory held")
+_FIGURES = re.compile(r"-?\d.*", re.DOTALL)
+_PID = re.compile(r"/proc/\d+")
+_ADDRESS = re.compile(r"0x[0-9a-f]+")
+# a hand-over of random bytes: the pickle reader's complaint depends on the bytes
+_GARBAGE = re.compile(r"the hand-over (is not an acceptable pickle|cannot be read|is malformed).*")
+
+
+def _text(value: str) -> str:
+    value = _TASK_FOLDER.sub(r"\1<task>/", _CHECKOUT.sub("<src>/jaxbench/", value))
+    value = _ADDRESS.sub("<addr>", _PID.sub("/proc/<pid>", value))
+    value = _GARBAGE.sub("the hand-over <refused>", value)
+    if _DRAWN.search(value):  # its wording up to the first figure
+        value = _FIGURES.sub("<figures>", value)
+    return _SECS.sub("<secs>", _HEX.sub("<hex>", _TMP.sub("<tmp>", value)))
 
 
 def normalize(value: Any) -> Any:
@@ -48,7 +75,7 @@ def normalize(value: Any) -> Any:
     if isinstance(value, list):
         return [normalize(v) for v in value]
     if isinstance(value, str):
-        return _SECS.sub("<secs>", _HEX.sub("<hex>", _TMP.sub("<tmp>", value)))
+        return _text(value)
     if isinstance(value, float):
         return round(value, 6)
     return value
@@ -135,15 +162,21 @@ def _write_normalized(raw: Path, out: Path) -> None:
         for name in (f"report-{kernels}.json", f"export-{kernels}.sakana"):
             if (raw / name).exists() and (raw / name).stat().st_size:
                 data = normalize(json.loads((raw / name).read_text()))
+                if isinstance(data, list):  # in the order evaluations finished: sorted here
+                    data.sort(key=lambda record: json.dumps(record, sort_keys=True))
                 (out / name.replace(".sakana", ".sakana.json")).write_text(json.dumps(data, indent=1))
         jsonl = raw / f"export-{kernels}.jsonl"
         if jsonl.exists():
             rows = sorted((normalize(e) for e in _events(jsonl)), key=_key)
             (out / f"export-{kernels}.rows.json").write_text(json.dumps(rows, indent=1))
     tests = raw / "tests.jsonl"
-    if tests.exists():
-        rows = sorted((normalize(e) for e in _events(tests)), key=_key)
-        (out / "tests.json").write_text(json.dumps(rows, indent=1))
+    if tests.exists():  # keyed by test and kernel: a test added or removed shows as one key
+        keyed: dict[str, Any] = {}
+        for row in sorted((normalize(e) for e in _events(tests)), key=_key):
+            key = _key(row)
+            n = sum(k.startswith(key) for k in keyed)
+            keyed[f"{key}#{n}" if n else key] = row
+        (out / "tests.json").write_text(json.dumps(keyed, indent=1))
 
 
 # --- compare -----------------------------------------------------------------------------

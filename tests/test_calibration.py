@@ -55,7 +55,7 @@ def test_vmem_limit_follows_the_kernels_own_setting():
                             in_specs=[pl.BlockSpec((2048, 2048), lambda i: (i, 0))],
                             out_specs=pl.BlockSpec((2048, 2048), lambda i: (i, 0)),
                             compiler_params=pltpu.CompilerParams(vmem_limit_bytes=limit))
-        with compat.abstract_tpu("TPU v6 lite"):
+        with compat.abstract_device("tpu", "TPU v6 lite"):
             return memory_rules.check(jax.make_jaxpr(fn)(x), "tpu", "full", "TPU v6 lite")
 
     problem, figures = call(None)

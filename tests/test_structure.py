@@ -22,7 +22,7 @@ def _export(f, *args, platform="cpu", **kw):
 
 
 def _export_tpu(f, *args):
-    with compat.abstract_tpu("TPU v6 lite"):
+    with compat.abstract_device("tpu", "TPU v6 lite"):
         return _export(f, *args, platform="tpu")
 
 

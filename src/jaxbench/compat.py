@@ -252,10 +252,6 @@ def portable_glue(platform: str) -> Iterator[None]:
         table.update(saved)
 
 
-def abstract_tpu(device_kind: str) -> Any:
-    return abstract_device("tpu", device_kind)
-
-
 def export_fn(fn: Any, specs: list[Any], platform: str, disabled_custom_calls: tuple[str, ...] = ()
               ) -> Any:
     """``jax.export.export`` of ``jax.jit(fn)`` for one platform."""

@@ -87,7 +87,8 @@ def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
     :class:`~jaxbench.evaluator.common.schema.Finding` (``Rule.VMEM_BUDGET``)."""
     mapping = eqn.params["grid_mapping"]
     grid = tuple(mapping.grid or ())
-    steps = math.prod(int(g) for g in grid) if grid else 1
+    # a dynamic extent (a grid sized from data) counts as more than one step
+    steps = math.prod(g if isinstance(g, int) else 2 for g in grid) if grid else 1
     rows = []
     for i, block in enumerate(mapping.block_mappings):
         if _space(block.transformed_block_aval) not in ("default", "vmem", "memoryspace.vmem"):
