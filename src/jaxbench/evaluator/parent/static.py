@@ -27,9 +27,8 @@ ALLOWED_IMPORT_ROOTS = frozenset({
     "dataclasses", "collections", "operator", "enum", "__future__", "abc", "string",
     "tokamax", "einops",
     # harmless scaffolding of model-written files (benchmark helpers, logging of results)
-    "time", "json", "re", "random", "statistics", "copy", "contextlib", "warnings",  # other meaning
-    "textwrap",
-    "numbers", "fractions", "decimal", "pprint",
+    "time", "json", "re", "random", "statistics", "copy",  # other meaning: module names
+    "contextlib", "warnings", "textwrap", "numbers", "fractions", "decimal", "pprint",
 })
 # Imports that reach the process, the OS, the interpreter's internals or the harness: gaming.
 # Any other import outside the allow-list is just unavailable (compile_error).
@@ -39,7 +38,7 @@ DANGEROUS_IMPORT_ROOTS = frozenset({
     "marshal", "shelve", "shutil", "builtins", "jaxbench", "io", "pathlib", "tempfile", "resource",
     "mmap", "pty", "code", "codeop", "types", "weakref", "atexit", "faulthandler", "sysconfig",
     "site", "runpy", "pkgutil", "select", "selectors", "http", "urllib", "ftplib", "smtplib",
-    "requests", "pdb", "trace", "tracemalloc", "posix", "_posixsubprocess",  # other meaning
+    "requests", "pdb", "trace", "tracemalloc", "posix", "_posixsubprocess",  # other meaning: module names
     "fcntl", "glob",
 })
 # jax.interpreters / jax.extend / jax.core: defining primitives and lowering rules (one
