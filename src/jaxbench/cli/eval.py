@@ -64,8 +64,8 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
     if save_ir is not None and save_ir.is_dir() and any(save_ir.iterdir()):
         usage_error(f"--save-ir {save_ir} already holds files; give a new or empty directory "
                     "(nothing was overwritten)")
-    from jaxbench.evaluator import Evaluator, declared_target
-    from jaxbench.executors import Settings, evaluate_with
+    from jaxbench.evaluator import Evaluator, Settings, declared_target
+    from jaxbench.executors import evaluate_with
 
     own = [entry[0] for entry in load_task_files(task_files)]
     if task_id is None:
@@ -102,13 +102,13 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
         click.echo(json.dumps(result, default=str))
     else:
         _print_result(result)
-    from jaxbench.executors import Status
+    from jaxbench.evaluator import Status
 
     sys.exit(0 if result["status"] == Status.CORRECT and not result.get("debug") else 1)
 
 
 def _print_result(r: dict[str, Any]) -> None:
-    from jaxbench.executors import Status
+    from jaxbench.evaluator import Status
 
     console = make_console()
     color = "green" if r["status"] == Status.CORRECT else "red"

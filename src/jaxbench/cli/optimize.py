@@ -113,7 +113,7 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
 
     One method spends up to --budget candidate kernels per task; every candidate is judged
     and kept in the run directory."""
-    from jaxbench.executors import Settings
+    from jaxbench.evaluator import Settings
     from jaxbench.llm import Sampling
     from jaxbench.runs import RunDir, RunError
 

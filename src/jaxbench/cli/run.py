@@ -71,7 +71,7 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
                     f"directory; {kernels!r} is none")  # before anything imports JAX
     if chip and target == "all":
         usage_error("--chip names one target's chip: add --target tpu or --target gpu")
-    from jaxbench.executors import Settings
+    from jaxbench.evaluator import Settings
     from jaxbench.runs import RunDir, RunError, default_workers
 
     own = load_task_files(task_files, executor)  # the task files' tasks, by ID
@@ -157,7 +157,7 @@ def _finish(run: Any, jobs: list[Any], results: list[dict[str, Any]], stop: Any,
     complete one is finished and summed up. Exits 0 when every kernel is correct (a documented
     limitation of a shipped kernel, runs.jobs.KNOWN_INTERPRET_FAILURES, is reported, not
     counted as a failure of the run)."""
-    from jaxbench.executors import Status
+    from jaxbench.evaluator import Status
 
     out_dir = run.path
     if stop.is_set():
@@ -181,7 +181,8 @@ def _finish(run: Any, jobs: list[Any], results: list[dict[str, Any]], stop: Any,
 def _run_with_progress(jobs: list[Any], run: Any, settings: Any, workers: int, as_json: bool,
                        executor: str = "local", ray_address: str | None = None
                        ) -> tuple[list[dict[str, Any]], Any]:
-    from jaxbench.executors import Status, stop_all
+    from jaxbench.evaluator import Status
+    from jaxbench.executors import stop_all
     from jaxbench.runs import finished_keys, run_jobs
 
     reused = finished_keys(run) & {job.key for job in jobs}
@@ -231,7 +232,7 @@ def short_message(message: str, width: int = 100) -> str:
 def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) -> None:
     from rich.table import Table
 
-    from jaxbench.executors import Status
+    from jaxbench.evaluator import Status
     from jaxbench.report import task_order_key  # catalogue order: 2p before 10p
 
     table = Table(title="jaxbench run")

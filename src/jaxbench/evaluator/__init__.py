@@ -42,7 +42,7 @@ def __getattr__(name: str) -> Any:
         from jaxbench.evaluator.parent import chip_checks as module
     elif name == "SPEEDUP_REVIEW_THRESHOLD":
         from jaxbench.evaluator.parent import evaluation as module
-    elif name in ("Settings", "StageFailure"):
+    elif name in ("Settings", "StageFailure", "Status"):
         from jaxbench.evaluator.common import schema as module
     elif name in ("declared_target", "target_declaration"):
         from jaxbench.evaluator.parent import static as module
@@ -69,6 +69,7 @@ __all__ = [
     "Evaluator",
     "Settings",
     "StageFailure",
+    "Status",
     "declared_target",
     "default_timeout",
     "diagnose",

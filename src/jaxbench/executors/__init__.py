@@ -8,10 +8,9 @@ An executor runs what it is handed and knows nothing of what the work means:
   the caller alone appends results to the run's events;
 - :func:`map_jobs` runs any module-level job function over a list of arguments (the task
   validator hands it its per-task check);
-- :func:`evaluate_with` is how every caller (the runs' jobs, the agents, the CLI) hands one
-  evaluation's :class:`~jaxbench.evaluator.common.schema.Settings` to such an evaluator:
-  the one place a ``Settings`` becomes the evaluator's keyword options
-  (:func:`settings_options`), so that passing the object itself later is a one-line change.
+- :func:`evaluate_with` is how every caller (the runs' jobs, the agents, ``jaxbench serve``)
+  hands one evaluation's :class:`~jaxbench.evaluator.common.schema.Settings` to such an
+  evaluator: the object itself, ``evaluate(source, task, settings=...)``.
 
 ``local.py`` and ``ray.py`` hold one executor each; ``errors.py`` the errors both raise.
 """
@@ -23,23 +22,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from jaxbench.executors.errors import EvaluationLost, ExecutorError
-from jaxbench.executors.settings import evaluate_with, settings_of, settings_options
+from jaxbench.executors.settings import evaluate_with
 
 EXECUTORS = ("local", "ray")
-# The schema's names offered here, imported on first use (the schema's package imports JAX,
-# which a command's --help and its usage errors must not): the CLI builds its Settings and
-# reads statuses through this face.
-_SCHEMA_NAMES = ("Settings", "Status")
-
-
-def __getattr__(name: str) -> Any:  # PEP 562
-    if name in _SCHEMA_NAMES:
-        from jaxbench.evaluator.common import schema
-
-        return getattr(schema, name)
-    raise AttributeError(f"module 'jaxbench.executors' has no attribute {name!r}")
-
-
 def _known(executor: str, ray_address: str | None) -> None:
     if executor not in EXECUTORS:
         raise ExecutorError(f"unknown executor {executor!r}; use local or ray")
@@ -123,6 +108,5 @@ def cluster_slots(evaluator: Any, mode: str, targets: Iterable[str]) -> int | No
     return devices + (slots("interpret", "tpu") if "interpret" in resolved.values() else 0)
 
 
-__all__ = ["EXECUTORS", "EvaluationLost", "ExecutorError", "Settings", "Status", "check_executor",
-           "cluster_slots", "evaluate_with", "make_evaluator", "map_jobs", "settings_of",
-           "settings_options", "stop_all"]
+__all__ = ["EXECUTORS", "EvaluationLost", "ExecutorError", "check_executor", "cluster_slots",
+           "evaluate_with", "make_evaluator", "map_jobs", "stop_all"]

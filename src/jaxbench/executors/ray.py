@@ -471,16 +471,13 @@ class RayEvaluator:
         """:meth:`Evaluator.evaluate` on a cluster node (``settings``, or its fields as
         keyword options); raises :class:`EvaluationLost` when the node or worker died on
         every attempt."""
-        from jaxbench.evaluator import declared_target, read_source
-        from jaxbench.executors.settings import settings_options
+        from jaxbench.evaluator import Settings, declared_target, read_source
 
-        if settings is not None:
-            options = {**settings_options(settings), **options}
-        target, mode = options.pop("target", None), options.pop("mode", "auto")
-        save_ir = options.pop("save_ir", None)
-
+        if settings is not None and options:
+            raise TypeError("pass settings or keyword options, not both")
+        settings = settings if settings is not None else Settings.of(**options)
         source, filename = read_source(source_or_path)
-        target = target or declared_target(source) or "tpu"
+        target = settings.target or declared_target(source) or "tpu"
         if target not in ("tpu", "gpu"):
             raise ValueError(f"unknown target {target!r}; use tpu or gpu")
         with self._lock:
@@ -488,22 +485,19 @@ class RayEvaluator:
                 raise EvaluationLost("the run was stopped before this evaluation started")
             self._calls += 1
         try:
-            return self._evaluate(source, filename, task_id, target, mode, save_ir, options)
+            return self._evaluate(source, filename, task_id, settings.replace(target=target))
         finally:
             with self._lock:
                 self._calls -= 1
                 self._left_ray.notify_all()
 
-    def _evaluate(self, source: str, filename: str, task_id: str, target: str, mode: str,
-                  save_ir: str | os.PathLike[str] | None, options: dict[str, Any]) -> dict[str, Any]:
-        cluster = self.cluster()
-        mode = resolve_cluster_mode(mode, target, cluster)
+    def _evaluate(self, source: str, filename: str, task_id: str, settings: Any) -> dict[str, Any]:
+        cluster, target, save_ir = self.cluster(), settings.target, settings.save_ir
+        mode = resolve_cluster_mode(settings.mode, target, cluster)
         task_options = dict(max_retries=self.max_retries, retry_exceptions=False,
                             **resources_for(mode, target, cluster, self.cpus_per_evaluation))
         where = None if filename == "<kernel>" else str(Path(filename).resolve())
-        from jaxbench.executors.settings import settings_of
-
-        settings = settings_of({**options, "target": target, "mode": mode, "save_ir": None})
+        settings = settings.replace(mode=mode, save_ir=None)  # the IR comes back as files
         ref = self._remote.options(**task_options).remote(
             self._secret_ref, source, where, task_id, settings, save_ir is not None)
         with self._lock:
