@@ -7,13 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from jaxbench.evaluator.common.schema import (
-    RULE_NO_KERNEL,
-    RULE_OUTPUT_WITHOUT_KERNEL,
-    RULE_OUTSIDE_BYTES,
-    RULE_OUTSIDE_FLOPS,
-    StageFailure,
-)
+from jaxbench.evaluator.common.schema import Rule, StageFailure
 from jaxbench.evaluator.judge import rules
 
 pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module
@@ -46,7 +40,7 @@ def test_outside_work_over_the_budget_is_rejected(fraction, limit):
     with pytest.raises(StageFailure) as failure:
         rules.check_target(_report(fraction * TASK_FLOPS), TASK_FLOPS, limit)
     assert (failure.value.status, failure.value.stage) == ("rejected", "lower")
-    assert failure.value.rule == RULE_OUTSIDE_FLOPS
+    assert failure.value.rule == Rule.OUTSIDE_FLOPS
     assert failure.value.message.startswith(
         f"work outside pallas_call: {fraction:.0%} of the task's FLOPs run in XLA "
         f"(dot_general {fraction * TASK_FLOPS:.3g} FLOPs); at most {limit:.0%} may")
@@ -56,7 +50,7 @@ def test_no_kernel_call_is_no_pallas():
     with pytest.raises(StageFailure) as failure:
         rules.check_target(_report(0.0, kernel_calls=0), TASK_FLOPS, 0.1)
     assert (failure.value.status, failure.value.stage) == ("no_pallas", "lower")
-    assert failure.value.rule == RULE_NO_KERNEL
+    assert failure.value.rule == Rule.NO_KERNEL
     assert "no Pallas kernel custom call" in failure.value.message
 
 
@@ -75,7 +69,7 @@ def test_share_of_the_module_over_the_budget_names_the_line():
     with pytest.raises(StageFailure) as failure:
         rules.check_target(_report(10_000.0), TASK_FLOPS, 0.1, _kernels(80_000.0),
                            elements=ELEMENTS)
-    assert failure.value.rule == RULE_OUTSIDE_FLOPS
+    assert failure.value.rule == Rule.OUTSIDE_FLOPS
     assert "11% of the module's FLOPs run in XLA" in failure.value.message
     assert "dot_general at k.py:12" in failure.value.message
     assert "not a cheat" in failure.value.message
@@ -94,7 +88,7 @@ def test_data_movement_counts_bytes_not_flops():
     rules.check_target(report, 0.0, 0.1, _kernels(0.0, moved=9_000.0), "bytes", ELEMENTS)
     with pytest.raises(StageFailure) as failure:
         rules.check_target(report, 0.0, 0.1, _kernels(0.0, moved=8_000.0), "bytes", ELEMENTS)
-    assert failure.value.rule == RULE_OUTSIDE_BYTES
+    assert failure.value.rule == Rule.OUTSIDE_BYTES
     assert "11% of the bytes" in failure.value.message
     # and a FLOPs task's layout glue is not counted in bytes
     rules.check_target(report, 0.0, 0.1, _kernels(0.0, moved=8_000.0), "flops", ELEMENTS)
@@ -104,6 +98,6 @@ def test_an_output_no_kernel_reaches_is_refused_with_its_line():
     kernels = _kernels(1e9, unreached=[(1, "dot_general", ("/x/k.py", 7))])
     with pytest.raises(StageFailure) as failure:
         rules.check_target(_report(0.0), TASK_FLOPS, 0.1, kernels, elements=ELEMENTS)
-    assert failure.value.rule == RULE_OUTPUT_WITHOUT_KERNEL
+    assert failure.value.rule == Rule.OUTPUT_WITHOUT_KERNEL
     assert "output 1 is not written by any kernel" in failure.value.message
     assert "dot_general at k.py:7" in failure.value.message

@@ -1,7 +1,8 @@
 """The hand-over's vocabulary, shared by the tracer that writes it (sandbox/handover.py) and the
 judge that reads it (judge/jaxpr_reader.py): the format's name, how a primitive is named (by
-its module attribute in JAX's own registry), and the objects JAX compares by identity, named
-rather than pickled."""
+its module attribute in JAX's own registry), the objects JAX compares by identity, named
+rather than pickled, and the library modules a kernel imports (whose primitives it may
+name)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,24 @@ def singletons() -> dict[str, Any]:
         if module is not None and hasattr(module, attribute):
             found[f"{module_name}:{attribute}"] = getattr(module, attribute)
     return found
+
+
+def imported_modules(source: str) -> set[str]:
+    """Every module a kernel's source names in its imports (``import a.b``; ``from a import b``
+    as both ``a`` and ``a.b``), read from its text only; empty when it does not parse. The
+    parent asks which allowed libraries the judge must import before reading the hand-over;
+    the tracer preloads them before the candidate runs."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names

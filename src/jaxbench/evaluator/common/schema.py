@@ -203,10 +203,9 @@ RULE_CATEGORY: dict[Rule, Category] = {
     **dict.fromkeys((Rule.TOOL_FAULT, Rule.GPU_RACE_UNKNOWN, Rule.NO_INTERPRET_EXPORT,
                      Rule.NOT_DATA), Category.UNVERIFIED),
 }
-OUTSIDE_WORK_RULES = frozenset(r for r, c in RULE_CATEGORY.items() if c is Category.OUTSIDE_WORK)
 RULES = frozenset(Rule)
 # Rules whose refusal is policy (honest work left in XLA), not a cheat: the agents say so.
-POLICY_RULES = OUTSIDE_WORK_RULES
+POLICY_RULES = frozenset(r for r, c in RULE_CATEGORY.items() if c is Category.OUTSIDE_WORK)
 # What the tracer may report (it ran candidate code: believed only as a failure, and only
 # with one of these codes).
 TRACER_RULES = frozenset({Rule.TRACE_ERROR, Rule.OTHER_SIZE_TRACE_ERROR, Rule.SANDBOX,
@@ -215,12 +214,6 @@ TRACER_RULES = frozenset({Rule.TRACE_ERROR, Rule.OTHER_SIZE_TRACE_ERROR, Rule.SA
                           Rule.RUNTIME, Rule.UNKNOWN_PRIMITIVE})
 assert set(RULE_CATEGORY) == RULES, sorted(RULES - set(RULE_CATEGORY))
 
-# Back-compatible names of the outside-work codes.
-RULE_NO_KERNEL = Rule.NO_KERNEL
-RULE_UNPRICED = Rule.OUTSIDE_UNPRICED
-RULE_OUTSIDE_FLOPS = Rule.OUTSIDE_FLOPS
-RULE_OUTSIDE_BYTES = Rule.OUTSIDE_BYTES
-RULE_OUTPUT_WITHOUT_KERNEL = Rule.OUTPUT_WITHOUT_KERNEL
 
 
 def category_of(status: Any, stage: Any, rule: Any) -> Category | None:

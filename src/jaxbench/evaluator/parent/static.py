@@ -20,6 +20,7 @@ import ast
 import re
 import threading
 
+from jaxbench.evaluator.common.jaxpr_format import imported_modules
 from jaxbench.evaluator.common.schema import Rule, Stage, StageFailure, Status
 
 ALLOWED_IMPORT_ROOTS = frozenset({
@@ -454,15 +455,5 @@ LIBRARY_ROOTS = ("jax", "tokamax")
 
 def preloaded(source: str) -> list[str]:
     """The modules under :data:`LIBRARY_ROOTS` that ``source`` imports (from its text only)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    names = imported_modules(source)
     return sorted(n for n in names if n.split(".")[0] in LIBRARY_ROOTS)[:64]

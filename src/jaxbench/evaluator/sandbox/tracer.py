@@ -168,21 +168,11 @@ _PRELOADED_ROOTS = ("tokamax", "jax")
 
 
 def _preload_libraries(source: str) -> None:
-    import ast
     import importlib
 
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    for name in sorted(names):
+    from jaxbench.evaluator.common.jaxpr_format import imported_modules
+
+    for name in sorted(imported_modules(source)):
         if name.split(".")[0] in _PRELOADED_ROOTS:
             try:
                 importlib.import_module(name)
