@@ -94,6 +94,7 @@ class Evaluation:
         self.outputs: dict[str, list[Any]] = {}
         self.truths: dict[str, list[Any]] = {}
         self.judged: list[tuple[str, list[int]]] = []
+        self.started = 0.0  # when run() began (monotonic)
 
     def _derive_keys(self) -> dict[str, list[list[int]]]:
         task, size, case = self.case.task, self.case.size, self.case
@@ -120,8 +121,7 @@ class Evaluation:
 
     # -- the walk -------------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
-        started = time.monotonic()
-        self.started = started
+        self.started = time.monotonic()
         phases = (*PHASES[:2], "debug") if self.case.debug else PHASES
         for phase in phases:
             try:
@@ -138,10 +138,10 @@ class Evaluation:
                                   f"{str(exc)[:300]}")
             if phase in self.failures or (phase == "judge" and self.budget is not None):
                 break
-        self._finish(started)
+        self._finish()
         return printable_result(self.result)
 
-    def _finish(self, started: float) -> None:
+    def _finish(self) -> None:
         result = self.result
         hint = wrong_target_hint(self.source, self.case.target) if any(
             f.status in (Status.COMPILE_ERROR, Status.UNVERIFIED) for f in
@@ -159,7 +159,7 @@ class Evaluation:
                                     f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
         result.update(status=verdict.status, stage=verdict.stage, rule=verdict.rule,
                       message=verdict.message)
-        result["wall_s"] = round(time.monotonic() - started, 3)
+        result["wall_s"] = round(time.monotonic() - self.started, 3)
 
     # -- static ---------------------------------------------------------------------------------
     def phase_policy(self) -> None:
