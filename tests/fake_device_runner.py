@@ -46,7 +46,9 @@ def main() -> None:
         use("time", request.get("time_s", 0.3), name)
         lease(request, "shared")
         use("recheck", request.get("recheck_s", 0.05), name)
-        print(json.dumps({"status": "ran", "name": name}), flush=True)
+        print(json.dumps({"status": "ran", "name": name,
+                          **({"pid": os.getpid()} if request.get("pid") else {}),
+                          **({"retire": True} if request.get("retire") else {})}), flush=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ device's side; the lease's own bookkeeping is not what is checked.
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -129,3 +130,40 @@ def test_overlaps_names_an_exclusive_hold_that_overlaps():
     assert overlaps([(EXCLUSIVE, 0, 1), (EXCLUSIVE, 1, 2)]) == []
     with pytest.raises(ValueError, match="unknown lease kind"):
         DeviceLease().acquire("both")
+
+
+def test_a_runner_that_reset_the_tpu_interpreter_is_replaced_not_reused(tmp_path, monkeypatch):
+    """What a failed TPU interpreter leaves in a runner is JAX's and not known: a response
+    marked ``retire`` sends the next request to a fresh runner."""
+    monkeypatch.setenv("FAKE_DEVICE_LOG", str(tmp_path / "log"))
+    pool = RunnerPool(spares=0, command=FAKE)
+    try:
+        fast = {"compile_s": 0, "time_s": 0, "recheck_s": 0, "pid": True}
+        pids = [pool.run({"name": name, **fast, **extra}, 30, None).response["pid"]
+                for name, extra in (("a", {}), ("b", {"retire": True}), ("c", {}))]
+    finally:
+        pool.close()
+    assert pids[0] == pids[1] != pids[2]
+
+
+def test_the_runner_marks_its_response_after_a_tpu_interpreter_reset(monkeypatch):
+    import io
+
+    from jaxbench import backends
+    from jaxbench.evaluator.judge import runner
+
+    def judge(request, lease):
+        if request.task == "crash":
+            backends.reset_tpu_interpreter()
+        return {}
+
+    monkeypatch.setattr(runner, "judge", judge)
+    request = {"dir": "/nonexistent", "size": "small", "platform": "cpu", "target": "tpu",
+               "mode": "interpret", "trial_keys": [], "recheck_keys": []}
+    lines = "".join(json.dumps({**request, "task": t}) + "\n" for t in ("ok", "crash", "ok"))
+    monkeypatch.setattr(runner.sys, "stdin", io.StringIO(lines))
+    reply = io.StringIO()
+    runner.serve(reply)
+    answers = [json.loads(line) for line in reply.getvalue().splitlines()]
+    assert [a.get("retire", False) for a in answers] == [False, True, False], answers
+

@@ -558,6 +558,10 @@ MUTATIONS = [
     Mutation("tracer_integrity_check_reachable_by_the_candidate", "evaluator/sandbox/tracer.py",
         "    run.patched = _integrity_check(run)\n", "    run.patched = lambda stage: False\n",
         ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict[patch_timer_obfuscated.py]",)),
+    Mutation("runner_reused_after_a_tpu_interpreter_reset", "evaluator/parent/judge_client.py",
+        'outcome.response is not None and not outcome.response.get("retire")',
+        "outcome.response is not None",
+        ("tests/test_device_lease.py::test_a_runner_that_reset_the_tpu_interpreter_is_replaced_not_reused",)),
 ]
 
 

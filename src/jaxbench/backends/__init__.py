@@ -76,8 +76,18 @@ def tpu_check_params(key_word: int) -> dict[str, Any]:
     return {"detect_races": True, "num_cores_or_threads": 2, "random_seed": key_word % 2**31}
 
 
+_TPU_INTERPRETER_RESETS = [0]
+
+
+def tpu_interpreter_resets() -> int:
+    """How often this process reset the TPU interpreter after a failure (a trusted runner
+    that did is replaced: what the reset leaves behind is JAX's, and not known)."""
+    return _TPU_INTERPRETER_RESETS[0]
+
+
 def reset_tpu_interpreter() -> None:
     """The TPU interpreter keeps global state after a failure; clear it."""
+    _TPU_INTERPRETER_RESETS[0] += 1
     with contextlib.suppress(Exception):
         from jax._src.pallas.mosaic.interpret import interpret_pallas_call
 

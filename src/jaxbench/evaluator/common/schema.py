@@ -471,6 +471,7 @@ class JudgeResponse(Record):
     kernel_ir: Any = None
     compiled_artifacts: dict[str, Any] | None = None
     tpu_interpreter: str | None = None  # why the TPU interpreter did not run, where it did not
+    retire: bool = False  # the runner reset the TPU interpreter: replace it, never reuse it
     schema: int = SCHEMA_VERSION
 
 

@@ -411,6 +411,8 @@ def serve(reply: Any) -> None:
     """Answers requests until stdin closes."""
     import jax
 
+    from jaxbench.backends import tpu_interpreter_resets
+
     served = 0
     for line in sys.stdin:
         if not line.strip():
@@ -429,6 +431,7 @@ def serve(reply: Any) -> None:
             if sys.stdin.readline().strip() != "go":
                 raise RuntimeError(f"the parent did not grant the {kind} device lease")
 
+        resets = tpu_interpreter_resets()
         try:
             response = {"status": RAN, **judge(JudgeRequest.from_dict(request), lease)}
         except StageFailure as failure:
@@ -437,6 +440,8 @@ def serve(reply: Any) -> None:
         except (Exception, RecordError) as exc:  # noqa: BLE001 - a harness bug: report, go on
             response = {"status": Status.CRASHED, "stage": Stage.CORRECT, "rule": Rule.HARNESS,
                         "message": f"judge error: {short_error(exc, 300)}"}
+        if tpu_interpreter_resets() != resets:  # the interpreter failed here: a fresh runner next
+            response["retire"] = True
         if served % CLEAR_CACHES_EVERY == 0:  # keep the input generators warm, memory bounded
             jax.clear_caches()
         reply.write(json.dumps(response, default=str) + "\n")

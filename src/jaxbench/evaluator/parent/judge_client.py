@@ -183,7 +183,8 @@ class RunnerPool:
             runner = self._spawn()
         outcome = runner.request(payload, timeout_s, memory_bytes, lease)
         with self._lock:
-            keep = outcome.response is not None and runner.alive and not self._closed
+            keep = (outcome.response is not None and not outcome.response.get("retire")
+                    and runner.alive and not self._closed)
         if keep:
             self._idle.put(runner)
         else:
