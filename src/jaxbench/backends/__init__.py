@@ -12,25 +12,18 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-import jax
-
 from jaxbench.backends.chips import resolve_chip
+from jaxbench.backends.host import attached, holds_accelerator
 from jaxbench.backends.peaks import PEAKS, peak_for
 
 LOWERING_PLATFORM = {"tpu": "tpu", "gpu": "cuda"}
 
 
 def accelerator_platform() -> str | None:
-    """``"tpu"`` or ``"gpu"`` when JAX sees such a device, else ``None``."""
-    try:
-        platform = jax.devices()[0].platform
-    except RuntimeError:
-        return None
-    if platform == "tpu":
-        return "tpu"
-    if platform in ("gpu", "cuda", "rocm"):
-        return "gpu"
-    return None
+    """``"tpu"`` or ``"gpu"`` when this host has such a chip (:func:`jaxbench.backends.host
+    .attached`: a short-lived probe, never this process's JAX), else ``None``."""
+    found = attached()
+    return found.platform if found is not None and found.platform in ("tpu", "gpu") else None
 
 
 def resolve_mode(mode: str, target: str) -> str:
@@ -41,6 +34,10 @@ def resolve_mode(mode: str, target: str) -> str:
         return "device" if accelerator_platform() == target else "interpret"
     if mode == "device" and accelerator_platform() != target:
         raise RuntimeError(f"--mode device needs a {target.upper()}; none is visible to JAX")
+    if mode == "device" and holds_accelerator():
+        raise RuntimeError("this process's JAX already opened the accelerator, so the device "
+                           "owner cannot (a chip has one owner): make the Evaluator, or run "
+                           "jaxbench, before using JAX on the chip in this process")
     return mode
 
 
@@ -112,10 +109,9 @@ def kernel_backend_of_calls(custom_calls: dict[str, int]) -> str | None:
 
 
 def device_kind() -> str:
-    try:
-        return jax.devices()[0].device_kind
-    except RuntimeError:
-        return "unknown"
+    """The attached chip's device kind (from the probe), or ``"unknown"`` without one."""
+    found = attached()
+    return found.device_kind if found is not None else "unknown"
 
 
 __all__ = [

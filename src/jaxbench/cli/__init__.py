@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from jaxbench.backends.host import keep_off_accelerators
 from jaxbench.cli.terminal import usage_error
 
 # name: (module under jaxbench.cli, the command's function)
@@ -71,6 +72,9 @@ class _Group(click.Group):
                 formatter.write_dl(rows)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        # Before any command imports JAX: this process sees only the CPU; the chip belongs to
+        # the device owner the evaluator starts (jaxbench.backends.host).
+        keep_off_accelerators()
         kwargs.setdefault("standalone_mode", False)
         try:
             return super().main(*args, **kwargs)

@@ -25,13 +25,13 @@ def _show(report: dict[str, Any]) -> None:
     table.add_row("versions", f"Python {v['python']}, JAX {v['jax']}, jaxlib {v['jaxlib']} "
                               f"({v['system']})")
     b = report["backends"]
-    table.add_row("default backend", b["default"])
-    for name in ("cpu", "gpu", "tpu"):
-        value = b[name]
-        table.add_row(f"devices: {name}", ", ".join(value) if isinstance(value, list) else value)
+    table.add_row("devices: this process", ", ".join(b["this process"]))
+    table.add_row("accelerator", b["accelerator"])
     for name, state in report["pallas_backends"].items():
         table.add_row(f"pallas backend: {name}", state)
     table.add_row("isolation", report["isolation"])
+    for name, meaning in report["host_limits"].items():
+        table.add_row(f"host limit: {name}", meaning)
     p = report["peaks"]
     if p["peak_bf16_flops"]:
         table.add_row("chip peaks", f"{p['device_kind']}: {p['peak_bf16_flops'] / 1e12:g} TFLOP/s "
@@ -41,7 +41,7 @@ def _show(report: dict[str, Any]) -> None:
     for label, state in report["cross_lowering"].items():
         table.add_row(f"cross-lowering: {label}", state)
     table.add_row("Triton's compiler (sm_80)", report["triton_compiler"])
-    table.add_row("device timing (profiler)", report["profiler"])
+    table.add_row("profiler (this process's CPU)", report["profiler"])
     console().print(table)
 
 

@@ -34,16 +34,57 @@ def versions() -> dict[str, Any]:
 
 
 def backends() -> dict[str, Any]:
-    """JAX's backends: for cpu, gpu (cuda/rocm) and tpu, the devices or why there are none."""
+    """This process's devices (the CPU only: a chip has one owner) and the accelerator the
+    short-lived probe found (:func:`jaxbench.backends.host.attached`), or why there is none."""
     import jax
 
-    found: dict[str, Any] = {"default": jax.default_backend()}
-    for name in ("cpu", "gpu", "tpu"):
-        try:
-            found[name] = [f"{d.platform}:{d.id} {d.device_kind}" for d in jax.devices(name)]
-        except RuntimeError as exc:
-            found[name] = f"unavailable ({str(exc).splitlines()[0][:120]})"
+    from jaxbench.backends.host import accelerator_installed, attached
+
+    found: dict[str, Any] = {"this process": [f"{d.platform}:{d.id} {d.device_kind}"
+                                              for d in jax.devices("cpu")]}
+    if not accelerator_installed():
+        found["accelerator"] = "none (no TPU or GPU plugin installed, or JAX_PLATFORMS=cpu)"
+        return found
+    try:
+        chip = attached()
+    except RuntimeError as exc:
+        found["accelerator"] = f"unavailable ({str(exc)[:200]})"
+        return found
+    if chip is None:
+        found["accelerator"] = "none (the probe found only the CPU)"
+    else:
+        memory = f", {chip.memory_bytes / 2**30:.2f} GiB each" if chip.memory_bytes else ""
+        found["accelerator"] = (f"{chip.count} x {chip.device_kind} ({chip.platform}{memory}); "
+                                "opened only by the device owner, one process per chip")
     return found
+
+
+def host_limits(isolation: str) -> dict[str, str]:
+    """What this host withholds from the sandbox, and what each gap means for trust (the
+    verdict's own guarantees, which rest on the trusted side, hold on every host)."""
+    import socket
+
+    limits: dict[str, str] = {}
+    if "no Landlock" in isolation:
+        limits["landlock"] = ("missing: the tracer cannot be kept from reading files this user "
+                              "can read (the run's secret is kept where no tracer can read it "
+                              "only where Landlock or a mount namespace hides it); its writes, "
+                              "network, processes and the verdict (trusted side) still hold")
+    try:
+        with open(f"/proc/{os.getpid()}/status") as fh:
+            fh.read(1)
+    except OSError:
+        limits["proc"] = ("unreadable: the parent cannot confirm from outside what the tracer "
+                          "claims about its own restrictions (no_new_privs); the tracer's "
+                          "word is never believed for a success, so this only hides a gap")
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.close()
+    except OSError as exc:
+        limits["sockets"] = (f"refused ({exc.strerror or exc}): the tracer has no network on "
+                             "such a host by construction; `serve` over TCP, Ray and the "
+                             "providers' HTTP APIs do not run here (Unix sockets do)")
+    return limits or {"all": "none missing"}
 
 
 def isolation_level(timeout_s: float = 60.0) -> str:
@@ -211,8 +252,9 @@ def profiler_check() -> str:
 def diagnose() -> dict[str, Any]:
     from jaxbench import compat
 
+    isolation = isolation_level()
     return {"versions": versions(), "backends": backends(),
             "pallas_backends": compat.pallas_backends_available(),
-            "isolation": isolation_level(), "peaks": peaks(),
+            "isolation": isolation, "host_limits": host_limits(isolation), "peaks": peaks(),
             "cross_lowering": cross_lowering(), "triton_compiler": triton_compiler(),
             "profiler": profiler_check()}

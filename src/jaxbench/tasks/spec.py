@@ -121,6 +121,10 @@ class Task:
             is data movement: a gather, transpose, pad or concatenate). The outside-work rule
             counts XLA's share in that currency; the validator checks the choice against what
             XLA's optimised reference computes.
+        batch: a dimension along which the reference is independent (each element's outputs
+            depend only on that element's inputs, as attention's batch is): where the float32
+            truth does not fit the chip whole, the judge computes it in slices along it
+            (:meth:`batch_axes` finds each array's axis; a test checks the independence).
     """
 
     def __init__(
@@ -140,6 +144,7 @@ class Task:
         unrepaired_reference: Callable[..., Any] | None = None,
         description: str = "",
         work: str = "flops",
+        batch: str | None = None,
     ) -> None:
         missing = [s for s in SIZES if s not in sizes]
         if missing:
@@ -152,6 +157,9 @@ class Task:
         if work not in WORKS:
             raise ValueError(f"task {id}: work must be one of {WORKS}, not {work!r}")
         self.work = work
+        if batch is not None and any(batch not in dims for dims in sizes.values()):
+            raise ValueError(f"task {id}: batch {batch!r} is not a dimension of every size")
+        self.batch = batch
         self._bytes = bytes
         self._make_inputs = make_inputs
         self.atol = atol
@@ -197,6 +205,34 @@ class Task:
         """The reference's output ``ShapeDtypeStruct`` pytree (no computation)."""
         specs = [jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype)) for s in self.input_specs(size)]
         return jax.eval_shape(self.reference, *specs)
+
+    def shapes_at(self, dims: Mapping[str, int]) -> tuple[list[InputSpec], list[Any]]:
+        """Input specs and output shapes at any dimensions (not only a named size)."""
+        specs = list(self._inputs(Dims(**dims)))
+        outs = jax.eval_shape(self.reference, *[jax.ShapeDtypeStruct(s.shape, jnp.dtype(s.dtype))
+                                                 for s in specs])
+        return specs, jax.tree_util.tree_leaves(outs)
+
+    def batch_axes(self, size: str) -> tuple[list[int | None], list[int]] | None:
+        """Each input's and output's axis along :attr:`batch` at ``size`` (None for an input
+        without one, shared by every element), found by growing the batch by one; None when
+        the task declares no batch. ValueError when an array's batch axis is ambiguous."""
+        if self.batch is None:
+            return None
+        dims = self.sizes[size]
+        grown = {**dims, self.batch: dims[self.batch] + 1}
+        axes: list[list[int | None]] = []
+        for a, b in zip(self.shapes_at(dims), self.shapes_at(grown), strict=True):
+            found = []
+            for x, y in zip(a, b, strict=True):
+                changed = [i for i, (m, n) in enumerate(zip(x.shape, y.shape, strict=True)) if m != n]
+                if len(changed) > 1 or (changed and x.shape[changed[0]] != dims[self.batch]):
+                    raise ValueError(f"task {self.id}: an array's batch axis is ambiguous")
+                found.append(changed[0] if changed else None)
+            axes.append(found)
+        if any(axis is None for axis in axes[1]):
+            raise ValueError(f"task {self.id}: an output has no batch axis")
+        return axes[0], [int(a) for a in axes[1] if a is not None]
 
     def flops(self, size: str = "small") -> float:
         return float(self._flops(self.dims(size)))

@@ -472,6 +472,8 @@ class JudgeResponse(Record):
     compiled_artifacts: dict[str, Any] | None = None
     tpu_interpreter: str | None = None  # why the TPU interpreter did not run, where it did not
     retire: bool = False  # the runner reset the TPU interpreter: replace it, never reuse it
+    spans: dict[str, Any] = dataclasses.field(default_factory=dict)  # where its time went (s)
+    fits: dict[str, Any] | None = None  # device mode: what fits the chip (judge/fitting.py)
     schema: int = SCHEMA_VERSION
 
 

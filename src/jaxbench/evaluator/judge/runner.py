@@ -124,7 +124,6 @@ class _Judging:
     def __init__(self, request: JudgeRequest, lease: Callable[[str], None]) -> None:
         import jax
 
-        from jaxbench.backends import device_kind
         from jaxbench.tasks import load_task
 
         self.request, self.lease = request, lease
@@ -134,19 +133,24 @@ class _Judging:
         self.size, self.platform, self.mode = request.size, request.platform, request.mode
         self.in_types = _spec_types(self.task.input_specs(self.size))
         self.out_types = _spec_types(jax.tree_util.tree_leaves(self.task.output_shapes(self.size)))
-        self.response: dict[str, Any] = {"device_kind": device_kind(),
-                                         "backend": jax.default_backend(), "stages": {}}
+        self.response: dict[str, Any] = {"device_kind": _own_device()["device_kind"],
+                                         "backend": jax.default_backend(), "stages": {},
+                                         "spans": {}}
         self.payload: dict[str, Any] = {}
         self.lowered: Any = None
         self.runs: list[tuple[str, Any, Any]] = []
+        self.truths: list[tuple[str, Any, Any]] = []  # device mode: the float32 truths
         self.compiled: Any = None
         self.first: Any = None
+        self.fit: Any = None  # device mode: what fits the chip (judge/fitting.py)
 
     def inputs(self, key: list[int]) -> Any:
         return _inputs(self.task, key, self.size)
 
     def timed(self, name: str, t0: float, **extra: Any) -> None:
         self.response["stages"][name] = {"seconds": round(_perf_counter() - t0, 4), **extra}
+        if name in ("read", Stage.LOWER, "check", "probe"):  # the spans of what has no parts
+            self.span(name, t0)
 
     # -- read and lower -------------------------------------------------------------------------
     def read(self) -> None:
@@ -241,6 +245,31 @@ class _Judging:
         if probes or info:
             self.timed("probe", t0)
 
+    def draw(self, key: list[int]) -> Any:
+        """One key's inputs, drawn once (on the chip in device mode), timed as ``inputs``."""
+        import jax
+
+        t0 = _perf_counter()
+        inputs = jax.block_until_ready(self.inputs(key))
+        self.span("inputs", t0)
+        return inputs
+
+    def span(self, name: str, t0: float) -> None:
+        """Adds the seconds since ``t0`` to span ``name`` (the response's ``spans``)."""
+        spans = self.response.setdefault("spans", {})
+        spans[name] = round(spans.get(name, 0.0) + _perf_counter() - t0, 4)
+
+    def fits(self) -> None:
+        """On a device, before anything runs there: whether the reference (the timing's
+        baseline) and the float32 truth fit the chip's memory at this size, from XLA compiling
+        them for it; the compiled reference is kept for the timing."""
+        from jaxbench.evaluator.judge import fitting
+
+        t0 = _perf_counter()
+        self.fit = fitting.check(self.task, self.size)
+        self.response["fits"] = self.fit.record()
+        self.span("reference_compile", t0)
+
     def trials(self) -> None:
         import jax
 
@@ -251,17 +280,20 @@ class _Judging:
         t0 = _perf_counter()
         try:
             with tool_faults.watch() as captured:
-                self.first = first = self.inputs(self.request.trial_keys[0])
-                self.compiled = compiled = jax.jit(module.call).lower(*first).compile()
-                self.response["compile_s"] = round(_perf_counter() - t0, 4)
-                t0 = _perf_counter()
+                self.first = first = self.draw(self.request.trial_keys[0])
+                t1 = _perf_counter()
+                self.compiled = jax.jit(module.call).lower(*first).compile()
+                self.response["compile_s"] = round(_perf_counter() - t1, 4)
+                self.span("compile", t1)
                 trials = []
                 for i, key in enumerate(self.request.trial_keys):
-                    inputs = first if i == 0 else self.inputs(key)
-                    trials.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
+                    inputs = first if i == 0 else self.draw(key)
+                    trials.append(self.run_once(f"trial{i}", key, inputs))
                 if lowered.interpret_b is not None:  # the first trial, other uninitialised memory
+                    t1 = _perf_counter()
                     other = jax.jit(lowered.interpret_b.call).lower(*first).compile()
                     _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))
+                    self.span("second_fill", t1)
             self.runs += trials
         except StageFailure:
             raise
@@ -279,45 +311,61 @@ class _Judging:
                                rule=Rule.RUNTIME) from None
         self.timed(Stage.CORRECT, t0)
 
+    def run_once(self, label: str, key: list[int], inputs: Any) -> tuple[str, Any, Any]:
+        """The module on one key's inputs; on a device its outputs go to the host at once, and
+        the float32 truth of the same inputs is computed there while they are on the chip."""
+        import jax
+        import numpy as np
+
+        t0 = _perf_counter()
+        outputs = jax.block_until_ready(self.compiled(*inputs))
+        if self.mode == "device":
+            outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(outputs)]
+        self.span("trials", t0)
+        if self.mode == "device":
+            t0 = _perf_counter()
+            self.truths.append((label, key, self.fit.truth(inputs)))
+            self.span("truth", t0)
+        return (label, key, outputs)
+
     # -- on a device: the timing and the recheck --------------------------------------------------
     def time(self) -> None:
-        import jax
 
         from jaxbench.evaluator.judge.timing import time_device, time_interleaved
 
         request, first, compiled = self.request, self.first, self.compiled
-        t0 = _perf_counter()
-        try:
-            # compiled and generated before the device is ours alone: only timing needs it so
-            reference = jax.jit(self.task.reference).lower(*first).compile()
-            sets = [first] + [self.inputs(k) for k in request.timing_keys]
-            jax.block_until_ready(sets)
-            waited = _perf_counter()
-            self.lease("exclusive")
-            t0 = _perf_counter()
-            waited = t0 - waited
-            options = dict(request.timing)
-            device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
-            self.response["timing"] = time_interleaved(reference, compiled, sets,
-                                                       perf_counter=_perf_counter, **options)
-            if device_reps > 0:  # the same calls, timed on the device
-                self.response["timing"]["device"] = time_device(
-                    reference, compiled, sets, reps=device_reps,
-                    directory=str(self.directory / "trace"))  # other meaning: a folder
-            if request.save_ir:
-                from jaxbench.evaluator.common.artifacts import compiled_artifacts
+        reference = self.fit.reference
+        if reference is not None:
+            try:
+                sets = [first] + [self.draw(k) for k in request.timing_keys]
+                waiting = _perf_counter()
+                self.lease("exclusive")
+                self.span("timing_wait", waiting)
+                t0 = _perf_counter()
+                waited = t0 - waiting
+                options = dict(request.timing)
+                device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
+                self.response["timing"] = time_interleaved(reference, compiled, sets,
+                                                           perf_counter=_perf_counter, **options)
+                if device_reps > 0:  # the same calls, timed on the device
+                    self.response["timing"]["device"] = time_device(
+                        reference, compiled, sets, reps=device_reps,
+                        directory=str(self.directory / "trace"))  # other meaning: a folder
+                if request.save_ir:
+                    from jaxbench.evaluator.common.artifacts import compiled_artifacts
 
-                self.response["compiled_artifacts"] = compiled_artifacts(compiled)
-        except Exception as exc:  # noqa: BLE001
-            raise StageFailure(Status.RUNTIME_ERROR, Stage.TIME, short_error(exc),
-                               rule=Rule.RUNTIME) from None
-        self.timed(Stage.TIME, t0, lease_wait_s=round(waited, 4))
-        self.lease("shared")
+                    self.response["compiled_artifacts"] = compiled_artifacts(compiled)
+            except Exception as exc:  # noqa: BLE001
+                raise StageFailure(Status.RUNTIME_ERROR, Stage.TIME, short_error(exc),
+                                   rule=Rule.RUNTIME) from None
+            self.timed(Stage.TIME, t0, lease_wait_s=round(waited, 4))
+            self.span("time", t0)
+            del sets
+            self.lease("shared")
         t0 = _perf_counter()
         try:
             for i, key in enumerate(request.recheck_keys):
-                self.runs.append((f"recheck{i}", key,
-                                  jax.block_until_ready(compiled(*self.inputs(key)))))
+                self.runs.append(self.run_once(f"recheck{i}", key, self.draw(key)))
         except Exception as exc:  # noqa: BLE001
             raise StageFailure(Status.RUNTIME_ERROR, Stage.RECHECK, short_error(exc),
                                rule=Rule.RUNTIME) from None
@@ -325,24 +373,21 @@ class _Judging:
 
     # -- the outputs (and on a device the float32 truth) ------------------------------------------
     def write_outputs(self) -> None:
-        import jax
-
         from jaxbench.evaluator.common.arrays import pack
 
+        t0 = _perf_counter()
         data, layout = pack(self.runs)
         (self.directory / "outputs.npy").write_bytes(data)
         self.response["trials"] = layout
-        labelled = [(label, key) for label, key, _ in self.runs]
         self.runs = []
         del data
-        if self.mode == "device":  # the float32 truth on the same device (the host CPU is too slow)
-            # Free what timing held on the device first: a full-size float32 reference
-            # (attention scores, say) can need most of the device's memory.
-            self.compiled = self.first = None
-            jax.clear_caches()
-            data, layout = pack(_truths(self.task, self.size, labelled))
+        if self.truths:  # device mode: the float32 truths computed beside the trials
+            data, layout = pack(self.truths)
             (self.directory / "truth.npy").write_bytes(data)
             self.response["truth"] = layout
+            self.truths = []
+        self.compiled = self.first = None
+        self.span("outputs", t0)
 
 
 def judge(request: JudgeRequest | dict[str, Any],
@@ -357,17 +402,41 @@ def judge(request: JudgeRequest | dict[str, Any],
     if isinstance(request, dict):
         request = JudgeRequest.from_dict(request)
     judging = _Judging(request, lease)
+    try:
+        return _walk(judging, request)
+    except StageFailure as failure:
+        failure.spans = judging.response.get("spans", {})  # type: ignore[attr-defined]
+        failure.fits = judging.response.get("fits")  # type: ignore[attr-defined]
+        raise
+
+
+def _walk(judging: _Judging, request: JudgeRequest) -> dict[str, Any]:
     judging.read()
     judging.check()
     if judging.response["budget_problem"]:
         return judging.response
     judging.probe()
+    if judging.mode == "device":
+        judging.fits()
     if judging.mode != "interpret" or judging.lowered.interpret is not None:
         judging.trials()
         if judging.mode == "device" and request.time:
             judging.time()
     judging.write_outputs()
     return judging.response
+
+
+def _own_device() -> dict[str, Any]:
+    """What this runner's JAX holds (a device owner's chip, or the CPU): it asks its own JAX,
+    never a probe (a probe could not open a chip this process holds)."""
+    import jax
+
+    device = jax.devices()[0]
+    memory = None
+    with contextlib.suppress(Exception):
+        memory = (device.memory_stats() or {}).get("bytes_limit")
+    return {"platform": device.platform, "device_kind": device.device_kind,
+            "count": len(jax.devices()), "memory_bytes": memory}
 
 
 def _same_outputs(a: Any, b: Any) -> None:
@@ -385,26 +454,6 @@ def _same_outputs(a: Any, b: Any) -> None:
                                "written, or scratch read before it is written): two runs on the "
                                "same inputs, with that memory filled with different random bits, "
                                "differ", rule=Rule.UNINITIALISED)
-
-
-def _truths(task: Any, size: str, labelled: list[tuple[str, Any]]) -> list[tuple[str, Any, Any]]:
-    """The reference on the inputs upcast to float32, matmuls at full float32 precision (not
-    TF32), one per distinct key."""
-    import jax
-    import numpy as np
-
-    from jaxbench.tasks.spec import float32_reference
-
-    fn = float32_reference(task)
-    out = []
-    with jax.default_matmul_precision("highest"):
-        for label, key in labelled:
-            truth = fn(*_inputs(task, key, size))
-            # to the host at once, so one truth at a time occupies the device
-            out.append((label, key, [np.asarray(x, np.float32)
-                                     for x in jax.tree_util.tree_leaves(truth)]))
-            del truth
-    return out
 
 
 def serve(reply: Any) -> None:
@@ -436,7 +485,9 @@ def serve(reply: Any) -> None:
             response = {"status": RAN, **judge(JudgeRequest.from_dict(request), lease)}
         except StageFailure as failure:
             response = {"status": failure.status, "stage": failure.stage,
-                        "message": failure.message, "rule": failure.rule}
+                        "message": failure.message, "rule": failure.rule,
+                        "spans": getattr(failure, "spans", {}),
+                        "fits": getattr(failure, "fits", None)}
         except (Exception, RecordError) as exc:  # noqa: BLE001 - a harness bug: report, go on
             response = {"status": Status.CRASHED, "stage": Stage.CORRECT, "rule": Rule.HARNESS,
                         "message": f"judge error: {short_error(exc, 300)}"}
@@ -483,7 +534,7 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     _warm_up()
-    reply.write("ready\n")
+    reply.write("ready " + json.dumps(_own_device()) + "\n")
     reply.flush()
     serve(reply)
 

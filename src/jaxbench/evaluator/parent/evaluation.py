@@ -95,6 +95,8 @@ class Evaluation:
         self.truths: dict[str, list[Any]] = {}
         self.judged: list[tuple[str, list[int]]] = []
         self.started = 0.0  # when run() began (monotonic)
+        self.phase_seconds: dict[str, float] = {}
+        self.parts: dict[str, dict[str, float]] = {}  # each phase's measured parts
 
     def _derive_keys(self) -> dict[str, list[list[int]]]:
         task, size, case = self.case.task, self.case.size, self.case
@@ -124,6 +126,7 @@ class Evaluation:
         self.started = time.monotonic()
         phases = (*PHASES[:2], "debug") if self.case.debug else PHASES
         for phase in phases:
+            begun = time.monotonic()
             try:
                 getattr(self, f"phase_{phase}")()
             except (KeyboardInterrupt, SystemExit):
@@ -136,6 +139,8 @@ class Evaluation:
                     Status.CRASHED, Stage(next_stage(done)) if done else Stage.STATIC,
                     Rule.HARNESS, f"the evaluator failed on this kernel: {type(exc).__name__}: "
                                   f"{str(exc)[:300]}")
+            finally:
+                self.phase_seconds[phase] = time.monotonic() - begun
             if phase in self.failures or (phase == "judge" and self.budget is not None):
                 break
         self._finish()
@@ -159,7 +164,13 @@ class Evaluation:
                                     f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
         result.update(status=verdict.status, stage=verdict.stage, rule=verdict.rule,
                       message=verdict.message)
+        fits = self.response.get("fits")
+        if isinstance(fits, dict):
+            result["fits"] = fits
+            if fits.get("reason") and verdict.status == Status.CORRECT:
+                result["message"] = fits["reason"]
         result["wall_s"] = round(time.monotonic() - self.started, 3)
+        result["spans"] = spans_of(self.phase_seconds, self.parts, result["wall_s"])
 
     # -- static ---------------------------------------------------------------------------------
     def phase_policy(self) -> None:
@@ -185,6 +196,9 @@ class Evaluation:
                 self.result["stages"].update({k: {"seconds": stages[k]["seconds"]} for k in (
                     Stage.TRACE, HANDOVER_STEP) if isinstance(stages.get(k), dict) and isinstance(
                         stages[k].get("seconds"), (int, float))})
+            self.parts["untrusted"] = {
+                k: self.result["stages"][k]["seconds"] for k in (Stage.TRACE, HANDOVER_STEP)
+                if k in self.result["stages"]}
             keep_untrusted_text(self.result, status, outcome, case)
             untrusted_verdict(status, outcome, case)
             self.handover = read_file(outcome.dir / HANDOVER, MAX_HANDOVER_BYTES)
@@ -222,6 +236,12 @@ class Evaluation:
             request = judge_request(self.case, self.source, self.filename, self.keys,
                                     self.evaluator.secret, directory)
             outcome = self.evaluator.run_judge(request.to_dict(), case)
+            said_spans = (outcome.response or {}).get("spans")
+            self.parts["judge"] = {
+                "chip_wait" if case.mode == "device" else "runner_wait": outcome.waited_s,
+                "owner_start" if case.mode == "device" else "runner_start": outcome.start_s,
+                **({k: float(v) for k, v in said_spans.items() if isinstance(v, (int, float))}
+                   if isinstance(said_spans, dict) else {})}
             # The budgets: the judge's estimate from the jaxpr (it names the kernel's line) or
             # its count on the lowered modules, whichever found a problem first.
             said = outcome.response or {}
@@ -297,8 +317,16 @@ class Evaluation:
     # -- compare: the outputs against the float32 truth ------------------------------------------
     def compare(self, outputs: dict[str, list[Any]], judged: list[tuple[str, list[int]]],
                 raced: bool, truths: dict[str, list[Any]]) -> None:
-        compare_outputs(self.result, self.case, self.evaluator.truth, outputs, judged, raced,
-                        truths)
+        parts = self.parts.setdefault("compare", {"truth": 0.0})
+
+        def truth(task: Any, size: str, key: list[int]) -> list[Any]:
+            begun = time.monotonic()  # the float32 truth here (interpret mode), or its wait
+            try:
+                return self.evaluator.truth(task, size, key)
+            finally:
+                parts["truth"] += time.monotonic() - begun
+
+        compare_outputs(self.result, self.case, truth, outputs, judged, raced, truths)
 
     def phase_compare(self) -> None:
         self.compare(self.outputs, self.judged, bool(self.response.get("tpu_interpreter_race")),
@@ -322,6 +350,32 @@ class Evaluation:
                 task.flops(size), task.bytes(size), result["t_kernel_ms"] / 1e3, kind)
             result["peak_flops"], result["peak_bytes_per_s"] = peak_for(kind) or (None, None)
         result["trials"] = self.case.trials
+
+
+# Each phase's unmeasured rest: what it is.
+PHASE_REST = {"policy": "static", "untrusted": "tracer_io", "judge": "judge_io",
+              "chip": "chip_checks", "vouch": "vouch", "compare": "compare",
+              "figures": "figures", "debug": "debug_compare"}
+
+
+def spans_of(phase_seconds: dict[str, float], parts: dict[str, dict[str, float]],
+             wall_s: float) -> dict[str, float]:
+    """Where an evaluation's wall went: each phase's measured parts (the tracer's trace and
+    hand-over; the runner's or chip owner's own spans, the wait for it and its start; the
+    float32 truth here), each phase's rest under its name (:data:`PHASE_REST`: process
+    start-up and transfers for the tracer and the judge), and ``other``, the wall outside
+    every phase. Seconds, rounded to milliseconds."""
+    spans: dict[str, float] = {}
+    for phase, seconds in phase_seconds.items():
+        measured = {k: v for k, v in parts.get(phase, {}).items() if v > 0}
+        for name, value in measured.items():
+            spans[name] = spans.get(name, 0.0) + value
+        rest = seconds - sum(measured.values())
+        if rest > 0:
+            name = PHASE_REST.get(phase, phase)
+            spans[name] = spans.get(name, 0.0) + rest
+    spans["other"] = max(0.0, wall_s - sum(phase_seconds.values()))
+    return {k: round(v, 3) for k, v in spans.items()}
 
 
 def tracer_job(case: Case, source: str, filename: str, keys: dict[str, Any]) -> TracerJob:

@@ -3,28 +3,27 @@
 
 :class:`Evaluator` owns the warm untrusted tracers (:mod:`jaxbench.evaluator.parent.pool`), the
 warm trusted runners (:mod:`jaxbench.evaluator.parent.judge_client`), the float32 truths and the
-device lease; each :meth:`Evaluator.evaluate` call resolves its case
+chips' owners; each :meth:`Evaluator.evaluate` call resolves its case
 (:mod:`jaxbench.evaluator.parent.case`) and walks one
 :class:`~jaxbench.evaluator.parent.evaluation.Evaluation` through its phases.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import threading
 from pathlib import Path
 from typing import Any
 
+from jaxbench.backends.host import attached, keep_off_accelerators
 from jaxbench.evaluator.common.procs import kill_children
 from jaxbench.evaluator.common.schema import Settings
 from jaxbench.evaluator.judge.compare import GroundTruth
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
 from jaxbench.evaluator.parent.evaluation import SPEEDUP_REVIEW_THRESHOLD, Evaluation
-from jaxbench.evaluator.parent.judge_client import RunnerOutcome, RunnerPool
-from jaxbench.evaluator.parent.lease import DeviceLease
+from jaxbench.evaluator.parent.judge_client import ChipOwners, RunnerOutcome, RunnerPool
 from jaxbench.evaluator.parent.pool import TracerPool
 from jaxbench.tasks import get_task
 
@@ -55,29 +54,44 @@ class Evaluator:
         spares: warm tracer processes (and trusted runners) kept waiting.
         work_dir: where the tracers' private directories are made (default: the temp dir).
 
-    ``evaluate`` may be called from many threads at once: each call gets its own tracer and
-    trusted runner, so tracing, exporting, compiling and checking of different candidates
-    overlap on the host's cores. On a device, timing is the one part that is serialized:
-    the runners share :attr:`lease` (:mod:`jaxbench.evaluator.parent.lease`), which a runner holds
-    exclusively while it times, so no timing overlaps another candidate's compile, check or
-    timing. A TPU is opened by one process at a time, so there the trusted runs themselves
-    go one at a time (tracing still overlaps them).
+    ``evaluate`` may be called from many threads at once: each call gets its own tracer and,
+    in interpret mode, its own trusted runner, so tracing, lowering and checking of different
+    candidates overlap on the host's cores. On a device the chip has one owner
+    (:attr:`owners`): this process and every other see only the CPU, and the owner, started on
+    first use and kept warm, does each request's device work (compiling for the chip, the
+    trials, the truth and the timing) one request at a time, while other candidates trace.
     """
 
     def __init__(self, secret: bytes | None = None, spares: int = 1,
                  work_dir: str | os.PathLike[str] | None = None) -> None:
+        keep_off_accelerators()  # this process and its children see only the CPU
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.pool = TracerPool(spares=spares, root=work_dir)
         self.runners = RunnerPool(spares=min(spares, 1))
         self.truth = GroundTruth()
-        self.lease = DeviceLease()
-        self._tpu = threading.Lock()
+        self._owners: ChipOwners | None = None  # the chips' owners, started on first use
+        self._owners_lock = threading.Lock()
         self._prefetching: list[threading.Thread] = []
         self._aborted = False
+
+    @property
+    def owners(self) -> ChipOwners:
+        """One trusted runner per chip, the only processes that open it."""
+        with self._owners_lock:
+            if self._owners is None:
+                found = attached()
+                self._owners = ChipOwners(found.count if found is not None else 1)
+            return self._owners
+
+    def _close_owners(self) -> None:
+        with self._owners_lock:
+            if self._owners is not None:
+                self._owners.close()
 
     def close(self) -> None:
         self.pool.close()
         self.runners.close()
+        self._close_owners()
         self.truth.cancel()  # truths not started yet are not needed any more
         if self._aborted:  # the caller leaves with os._exit; nothing must wait for XLA
             return
@@ -91,6 +105,7 @@ class Evaluator:
         self._aborted = True
         self.pool.close()
         self.runners.close()
+        self._close_owners()
         kill_children()
 
     def __enter__(self) -> Evaluator:
@@ -128,12 +143,12 @@ class Evaluator:
         self._prefetching = [t for t in self._prefetching if t.is_alive()] + [thread]
 
     def run_judge(self, request: dict[str, Any], case: Case) -> RunnerOutcome:
-        """One judge request on a warm trusted runner. On a device the runner's resident size
-        counts mapped device memory: its host-memory watchdog applies in interpret mode only
-        (device memory errors are XLA's to report); a TPU admits one process at a time."""
+        """One judge request: on a device, by a chip's owner (it waits for a free one; the
+        host-memory watchdog does not apply there, since the owner's resident size counts
+        mapped device memory and device memory errors are XLA's to report); otherwise on a
+        warm trusted runner that sees only the CPU."""
         if case.mode == "device":
-            with self._tpu if case.target == "tpu" else contextlib.nullcontext():
-                return self.runners.run(request, case.timeout_s, None, self.lease)
+            return self.owners.run(request, case.timeout_s)
         return self.runners.run(request, case.timeout_s, case.memory_bytes)
 
 

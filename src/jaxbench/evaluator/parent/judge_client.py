@@ -45,6 +45,10 @@ class RunnerOutcome:
     memory_exceeded: bool = False
     returncode: int | None = None
     log_tail: str = ""
+    # spans the parent measured around the request: waiting for the runner (on a device, for
+    # the chip's owner to be free) and starting it (process start, imports, chip open)
+    waited_s: float = 0.0
+    start_s: float = 0.0
 
 
 RUNNER_COMMAND = (sys.executable, "-m", "jaxbench.evaluator.judge.runner")
@@ -60,6 +64,7 @@ class Runner:
             start_new_session=True, env={**env, "JAXBENCH_RUNNER_OWNER": str(os.getpid())})
         self._buffer = b""
         self.ready = False
+        self.info: dict[str, Any] = {}  # what the runner said it holds (its ready line)
 
     def _read_line(self, deadline: float, memory_bytes: int | None) -> tuple[bytes | None, str]:
         assert self.proc.stdout is not None
@@ -84,11 +89,15 @@ class Runner:
         """One request's response. With ``lease`` (device mode), the device lease is held on
         the runner's behalf: shared from the start, and as the runner asks (exclusive while it
         times); time spent waiting for the lease does not count towards ``timeout_s``."""
+        started = time.monotonic()
         if not self.ready:  # start-up is not the candidate's time, but bound it too
             line, why = self._read_line(time.monotonic() + 300, None)
             if line is None:
                 return self._failed(why)
             self.ready = True
+            if line.startswith(b"ready {"):
+                self.info = json.loads(line[len(b"ready "):])
+        start_s = time.monotonic() - started
         held: str | None = None
         if lease is not None:
             lease.acquire(SHARED)
@@ -102,7 +111,7 @@ class Runner:
                     return self._failed(why)
                 message = json.loads(line)
                 if not (isinstance(message, dict) and "lease" in message):
-                    return RunnerOutcome(message)
+                    return RunnerOutcome(message, start_s=start_s)
                 # The runner moves between compiling (shared) and timing (exclusive).
                 wanted = message["lease"]
                 if wanted not in (SHARED, EXCLUSIVE):
@@ -200,6 +209,91 @@ class RunnerPool:
             except queue.Empty:
                 break
         self._spawner.shutdown(wait=False)
+
+
+class ChipOwners:
+    """The device owners: one trusted runner per chip, the only processes that open it
+    (:mod:`jaxbench.backends.host`). A request waits until a chip's owner is free (the
+    outcome's ``waited_s``), and its owner, started on first use and kept warm, does all of the
+    request's device work; an owner that fails or times out is replaced. A chip that refuses
+    a new owner because it was released a moment ago is asked again after a pause."""
+
+    BUSY_RETRIES = 4
+    BUSY_PAUSE_S = 5.0
+
+    def __init__(self, chips: int = 1, command: tuple[str, ...] = RUNNER_COMMAND,
+                 env: dict[str, str] | None = None) -> None:
+        from jaxbench.backends.host import owner_env
+
+        base = runner_env(device_owner=True) if env is None else env
+        self._command = command
+        self._free: queue.Queue[_Owner] = queue.Queue()
+        for chip in range(max(chips, 1)):
+            self._free.put(_Owner(owner_env(base, chip, chips)))
+        self._closed = False
+        self._lock = threading.Lock()
+        self.lease = DeviceLease()
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxbench-owners")
+
+    def run(self, payload: dict[str, Any], timeout_s: float) -> RunnerOutcome:
+        waiting = time.monotonic()
+        owner = self._free.get()
+        waited = time.monotonic() - waiting
+        try:
+            start_s = 0.0
+            for attempt in range(self.BUSY_RETRIES + 1):
+                if owner.runner is None or not owner.runner.alive:
+                    if owner.runner is not None:
+                        owner.runner.kill()
+                    with self._lock:
+                        if self._closed:
+                            return RunnerOutcome(None, log_tail="the evaluator is closing")
+                        owner.runner = self._spawner.submit(Runner, owner.env,
+                                                            self._command).result()
+                ready = owner.runner.ready
+                outcome = owner.runner.request(payload, timeout_s, None, self.lease)
+                start_s += outcome.start_s
+                if outcome.response is not None or ready or attempt == self.BUSY_RETRIES \
+                        or not _chip_busy(outcome.log_tail):
+                    break
+                owner.runner = None  # refused the chip at start: released a moment ago
+                time.sleep(self.BUSY_PAUSE_S)
+                start_s += self.BUSY_PAUSE_S
+            if outcome.response is None or outcome.response.get("retire"):
+                owner.runner.kill()
+                owner.runner = None
+            outcome.waited_s, outcome.start_s = waited, start_s
+            return outcome
+        finally:
+            self._free.put(owner)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        owners = []
+        while True:
+            try:
+                owners.append(self._free.get_nowait())
+            except queue.Empty:
+                break
+        for owner in owners:
+            if owner.runner is not None:
+                owner.runner.kill()
+                owner.runner = None
+            self._free.put(owner)
+        self._spawner.shutdown(wait=False)
+
+
+@dataclass
+class _Owner:
+    env: dict[str, str]
+    runner: Runner | None = None
+
+
+def _chip_busy(log: str) -> bool:
+    from jaxbench.backends.host import CHIP_BUSY
+
+    return any(marker in log for marker in CHIP_BUSY)
 
 
 def runner_response(outcome: RunnerOutcome, case: Any, stages: dict[str, Any]) -> dict[str, Any]:

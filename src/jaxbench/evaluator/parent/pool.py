@@ -483,10 +483,11 @@ def tracer_env() -> dict[str, str]:
     return env
 
 
-def runner_env() -> dict[str, str]:
-    """The trusted runner's environment."""
+def runner_env(device_owner: bool = False) -> dict[str, str]:
+    """The trusted runner's environment; a device owner's keeps XLA's flags as the user set
+    them (the CPU checks' flags would change how the chip's modules are compiled)."""
     env = dict(os.environ)
-    if env.get("JAX_PLATFORMS") == "cpu":  # it can only check on the host CPU
+    if env.get("JAX_PLATFORMS") == "cpu" and not device_owner:  # it can only check on the CPU
         with_cpu_check_flags(env)
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

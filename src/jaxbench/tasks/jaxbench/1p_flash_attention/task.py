@@ -21,6 +21,7 @@ TASK = Task(
                       normal("v", (d.B, d.H, d.S, d.D))],
     # q kᵀ and p v over the causal (lower) half of the S x S score matrix.
     flops=lambda d: 2 * d.B * d.H * d.S * d.S * d.D,
+    batch="B",
     meta=dict(source="plain MHA, Pallas flash-attention config", family="attention",
               level="production", priority=True),
 )

@@ -36,5 +36,6 @@ TASK = Task(
         normal("v", (d.B, d.KV, d.S, d.D)),
     ],
     flops=_flops,
+    batch="B",
     meta=dict(source="Llama-3.1-405B", family="attention", level="production"),
 )

@@ -40,5 +40,6 @@ TASK = Task(
         normal("v", (d.B, d.KV, d.S, d.D)),
     ],
     flops=_flops,
+    batch="B",
     meta=dict(source="Llama-3.1-70B (splash attention)", family="attention", level="production"),
 )

@@ -39,5 +39,6 @@ TASK = Task(
         normal("rel_pos_bias", (d.H, d.S, d.S)),
     ],
     flops=_flops,
+    batch="B",
     meta=dict(source="Llama-3.1-70B", family="attention", level="production"),
 )

@@ -1,0 +1,189 @@
+"""Who may open the accelerator: the chip has one owner.
+
+A TPU admits one process at a time (libtpu holds a lock file), and a GPU shared by many
+processes times badly. So exactly one trusted process per chip, the *device owner* (a trusted
+runner started by :mod:`jaxbench.evaluator.parent.judge_client` with :func:`owner_env`),
+compiles, runs and times on it. Every other process (the command, ``serve``, the agents, the
+tracers, the checking runners) sees only the CPU:
+
+- :func:`keep_off_accelerators` is called before JAX initialises a backend (first thing in the
+  CLI, and when an :class:`~jaxbench.evaluator.Evaluator` is made): it sets
+  ``JAX_PLATFORMS=cpu`` for this process and every child it starts, keeping what the user had
+  asked for in ``JAXBENCH_ACCELERATOR_PLATFORMS`` for the owner;
+- :func:`attached` says whether a chip is present, and which, from a short-lived probe process
+  (run once per process, and only where an accelerator plugin is installed), never by asking
+  JAX here.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+ACCELERATOR_PLATFORMS = "JAXBENCH_ACCELERATOR_PLATFORMS"  # what the user asked JAX for
+PROBE_TIMEOUT_S = 240.0
+# Said by libtpu when another process holds the chip; a chip just released can refuse a
+# new process for a few seconds.
+CHIP_BUSY = ("multi-process lockfile", "TPU is already in use", "device or resource busy")
+
+_PROBE = r"""
+import json, os, sys
+import jax
+out = {"platform": "cpu", "device_kind": "", "count": 0, "memory_bytes": None}
+try:
+    devices = [d for d in jax.devices() if d.platform != "cpu"]
+except RuntimeError as exc:
+    print(json.dumps({"error": str(exc)[-600:]}))
+    sys.exit(0)
+if devices:
+    d = devices[0]
+    stats = {}
+    try:
+        stats = d.memory_stats() or {}
+    except Exception:
+        pass
+    out.update(platform=d.platform, device_kind=d.device_kind, count=len(devices),
+               memory_bytes=stats.get("bytes_limit"))
+print(json.dumps(out))
+"""
+
+
+@dataclass(frozen=True)
+class Attached:
+    """The accelerator a probe saw: ``platform`` ``tpu`` or ``gpu``, JAX's device kind, how
+    many chips, and one chip's memory as its runtime reports it (None where it does not)."""
+
+    platform: str
+    device_kind: str
+    count: int
+    memory_bytes: int | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def user_platforms() -> str:
+    """What the user asked JAX for (``JAX_PLATFORMS`` before this process set it to cpu)."""
+    if ACCELERATOR_PLATFORMS in os.environ:
+        return os.environ[ACCELERATOR_PLATFORMS]
+    return os.environ.get("JAX_PLATFORMS", "")
+
+
+def _backends_initialised() -> list[str]:
+    """The platforms this process's JAX has opened (none when JAX is not imported)."""
+    if "jax" not in sys.modules:
+        return []
+    from jax._src import xla_bridge
+
+    if not xla_bridge.backends_are_initialized():
+        return []
+    return sorted(xla_bridge.backends())
+
+
+def holds_accelerator() -> bool:
+    """Whether this process's JAX already opened a backend other than the CPU."""
+    return any(p != "cpu" for p in _backends_initialised())
+
+
+def keep_off_accelerators() -> None:
+    """Makes this process, and every process it starts, see only the CPU, remembering what the
+    user asked for (the device owner gets it back). Where JAX is imported but has opened no
+    backend yet, its config is set too. A process that already opened an accelerator keeps
+    it (:func:`holds_accelerator` says so; device mode then refuses with that reason)."""
+    if os.environ.get("JAX_PLATFORMS", "") != "cpu":
+        os.environ[ACCELERATOR_PLATFORMS] = os.environ.get("JAX_PLATFORMS", "")
+    else:
+        os.environ.setdefault(ACCELERATOR_PLATFORMS, "cpu")
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    if "jax" in sys.modules and not _backends_initialised():
+        import jax
+
+        jax.config.update("jax_platforms", "cpu")
+
+
+def owner_env(base: dict[str, str], chip: int | None = None, chips: int = 1) -> dict[str, str]:
+    """The device owner's environment: the platforms the user asked for, and on a host of
+    several chips only chip ``chip`` visible (one owner per chip)."""
+    env = dict(base)
+    asked = user_platforms()
+    env.pop(ACCELERATOR_PLATFORMS, None)
+    if asked and asked != "cpu":
+        env["JAX_PLATFORMS"] = asked
+    else:
+        env.pop("JAX_PLATFORMS", None)
+    if chip is not None and chips > 1:
+        # TPU: one chip per process; GPU: one visible device (names from JAX's and CUDA's docs)
+        env.update(TPU_VISIBLE_CHIPS=str(chip), TPU_CHIPS_PER_PROCESS_BOUNDS="1,1,1",
+                   TPU_PROCESS_BOUNDS="1,1,1", CUDA_VISIBLE_DEVICES=str(chip))
+    return env
+
+
+def accelerator_installed() -> bool:
+    """Whether JAX here could find an accelerator: a TPU or CUDA/ROCm plugin is installed, or a
+    module under ``jax_plugins``. Cheap: imports nothing of JAX."""
+    if user_platforms() == "cpu":
+        return False
+    if importlib.util.find_spec("libtpu") is not None:
+        return True
+    try:
+        spec = importlib.util.find_spec("jax_plugins")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and list(spec.submodule_search_locations or []):
+        for location in spec.submodule_search_locations or []:
+            if any(not n.startswith((".", "_")) for n in os.listdir(location)):
+                return True
+    names = {d.metadata["Name"].lower().replace("_", "-") for d in importlib.metadata.distributions()
+             if d.metadata["Name"]}
+    return any(n.startswith(("libtpu", "jax-cuda", "jax-rocm")) for n in names)
+
+
+def probe(env: dict[str, str] | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> Attached | None:
+    """Runs the short-lived probe: the accelerator it sees, or None (only the CPU). A chip that
+    another process holds raises RuntimeError naming it."""
+    env = owner_env(dict(os.environ) if env is None else env)
+    last = ""
+    for attempt in range(3):  # a chip released a moment ago can refuse a new process
+        try:
+            out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
+                                 env=env, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"the accelerator probe did not answer within {timeout_s:g} s") \
+                from None
+        lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+        said = json.loads(lines[-1]) if lines else {"error": out.stderr[-600:]}
+        if "error" not in said:
+            if said["platform"] == "cpu":
+                return None
+            platform = "gpu" if said["platform"] in ("gpu", "cuda", "rocm") else said["platform"]
+            return Attached(platform, said["device_kind"], int(said["count"]),
+                            said.get("memory_bytes"))
+        last = said["error"]
+        if not any(m in last for m in CHIP_BUSY) or attempt == 2:
+            break
+        time.sleep(5)
+    if any(m in last for m in CHIP_BUSY):
+        raise RuntimeError("the accelerator is held by another process (a TPU admits one at a "
+                           "time): stop it, or evaluate in interpret mode (--mode interpret)")
+    raise RuntimeError(f"the accelerator probe failed: {last.strip().splitlines()[-1:] or last}")
+
+
+@functools.lru_cache(maxsize=1)
+def attached() -> Attached | None:
+    """The accelerator of this host, probed once per process; None on a CPU-only host (no
+    plugin installed, or ``JAX_PLATFORMS=cpu`` asked by the user). A failed probe (a chip held
+    by another process) raises RuntimeError with the reason."""
+    if not accelerator_installed():
+        return None
+    return probe()
+
+
+__all__ = ["ACCELERATOR_PLATFORMS", "CHIP_BUSY", "Attached", "accelerator_installed", "attached",
+           "holds_accelerator", "keep_off_accelerators", "owner_env", "probe", "user_platforms"]
