@@ -39,8 +39,9 @@ class FakeDeviceRunners:
     `correct`), the float32 truths, and the given timing samples; one request at a time, as
     one owner per chip does."""
 
-    def __init__(self, timing, hold_s=0.0):
+    def __init__(self, timing, hold_s=0.0, fits=None):
         self.timing = timing
+        self.fits = fits
         self.requests = []
         self.hold_s = hold_s  # seconds each phase keeps the pretend device
         self.used = []  # (phase, start, end, request) as the pretend device saw it
@@ -85,6 +86,7 @@ class FakeDeviceRunners:
         return RunnerOutcome({"status": "ran", "trials": layout, "truth": truth_layout,
                               "device_kind": DEVICE_KIND, "backend": "tpu", "compile_s": 0.5,
                               "structure": {"kernel_calls": 1}, "timing": self.timing,
+                              "fits": self.fits, "spans": {"compile": 0.5, "truth": 0.1},
                               "stages": {"correct": {"seconds": 0.1}, "time": {"seconds": 1.0}}})
 
 
@@ -107,12 +109,12 @@ def device_evaluator():
         yield ev
 
 
-def _evaluate(ev, monkeypatch, timing):
+def _evaluate(ev, monkeypatch, timing, fits=None):
     import jaxbench.evaluator.parent.case as parent_module
 
     monkeypatch.setattr(parent_module, "resolve_mode", lambda mode, target: "device")
     monkeypatch.setattr(parent_module, "device_kind", lambda: DEVICE_KIND)
-    fake = FakeDeviceRunners(timing)
+    fake = FakeDeviceRunners(timing, fits=fits)
     monkeypatch.setattr(ev, "_owners", fake)
     result = ev.evaluate(SEED, TASK, mode="device", trials=2)
     assert len(fake.requests) == 1 and fake.requests[0]["mode"] == "device"
@@ -213,3 +215,20 @@ def test_a_device_mode_optimize_run_never_times_two_kernels_at_once(tmp_path, mo
     assert clashes == []
     overlapping = [(a, b) for a in used for b in used if a[3] != b[3] and a[1] < b[2] and b[1] < a[2]]
     assert overlapping == []
+
+
+def test_a_reference_that_does_not_fit_leaves_a_correct_kernel_correct_untimed(device_evaluator,
+                                                                              monkeypatch):
+    """The owner did not time a reference that does not fit the chip: the kernel's trials
+    passed, so it is `correct`, with no speedup and the owner's reason as its message."""
+    reason = ("the reference (XLA's program, the baseline) does not fit the chip at size "
+              "'small': it needs 17.00 GiB of the chip's memory, which has 15.75 GiB")
+    fits = {"reference": False, "reference_bytes": 17 * 2**30, "available_bytes": 16 * 2**30,
+            "reason": reason, "truth_on": "chip, in slices of B=1"}
+    result = _evaluate(device_evaluator, monkeypatch, None, fits=fits)
+    assert result["status"] == "correct"
+    assert result["speedup"] is None and result["t_ref_ms"] is None
+    assert result["message"] == reason and result["fits"] == fits
+    # the owner's own spans are the result's, beside the parent's
+    assert result["spans"]["compile"] == 0.5 and result["spans"]["truth"] == 0.1
+    assert result["spans"]["trace"] > 0

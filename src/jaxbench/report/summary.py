@@ -145,6 +145,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "skipped_files": [str(f) for e in events if e.get("type") == "kernels_skipped"
                           and isinstance(e.get("files"), list) for f in e["files"]],
         "judge_warnings": judge_warnings(e for e in events if e.get("type") == "evaluation"),
+        "spans": spans_summary(evaluated),
         "tasks": {task_id: tasks[task_id] for task_id in in_catalogue_order(tasks)},
         "series_tasks": {task_id: series_tasks[task_id] for task_id in in_catalogue_order(series_tasks)},
     }
@@ -328,6 +329,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         for k in kinds) or None
     console.print(table)
     print_usage(summary.get("usage"), console, seeded_methods)
+    print_spans(summary.get("spans"), console)
     print_failures(summary.get("failures") or {}, console)
     for name in seeded_methods:
         console.print(f"{name}: {SEEDED_FLAG}; compare it with an unseeded method knowingly")
@@ -343,6 +345,51 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
     text = (summary.get("progress") or {}).get("text")
     if text:
         console.print(f"[bold yellow]{escape(text)}[/]")
+
+
+def spans_summary(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Where the evaluations' wall time went (each result's ``spans``): per span the total
+    seconds, its share of the summed wall and the median over the evaluations that have it;
+    ``coverage``, the spans' sum over the wall. None when no evaluation records spans (runs
+    made before they were recorded)."""
+    import statistics
+
+    timed = [e for e in evaluations if isinstance(e.get("spans"), dict)
+             and isinstance(e.get("wall_s"), (int, float)) and e["wall_s"] > 0]
+    if not timed:
+        return None
+    wall = sum(e["wall_s"] for e in timed)
+    names: dict[str, list[float]] = defaultdict(list)
+    for e in timed:
+        for name, seconds in e["spans"].items():
+            if isinstance(seconds, (int, float)):
+                names[name].append(float(seconds))
+    spans = {name: {"total_s": round(sum(v), 3), "share": sum(v) / wall,
+                    "median_s": round(statistics.median(v), 3)}
+             for name, v in sorted(names.items(), key=lambda kv: -sum(kv[1]))}
+    return {"evaluations": len(timed), "wall_s": round(wall, 3),
+            "median_wall_s": round(statistics.median(e["wall_s"] for e in timed), 3),
+            "coverage": sum(v["total_s"] for v in spans.values()) / wall, "spans": spans}
+
+
+def print_spans(spans: dict[str, Any] | None, console: Any, most: int = 12) -> None:
+    """The spans' table: the largest first, the rest summed in one row."""
+    from rich.table import Table
+
+    if not spans:
+        return
+    table = Table(title=f"where the time went ({spans['evaluations']} evaluations, median wall "
+                        f"{spans['median_wall_s']:.1f} s, spans cover {spans['coverage']:.0%})")
+    for col in ("span", "total s", "share", "median s"):
+        table.add_column(col)
+    rows = list(spans["spans"].items())
+    for name, v in rows[:most]:
+        table.add_row(name, f"{v['total_s']:.1f}", f"{v['share']:.1%}", f"{v['median_s']:.2f}")
+    if len(rows) > most:
+        rest = rows[most:]
+        table.add_row(f"{len(rest)} more", f"{sum(v['total_s'] for _, v in rest):.1f}",
+                      f"{sum(v['share'] for _, v in rest):.1%}", "")
+    console.print(table)
 
 
 # Warnings of the judge that a report shows: what it could not decide and set aside (a

@@ -1,0 +1,201 @@
+"""The chip has one owner (jaxbench.backends.host, ChipOwners in parent/judge_client.py).
+
+No accelerator here, so the promise is shown with a fake PJRT plugin that JAX itself discovers
+(a module under the `jax_plugins` namespace, as real plugins ship): its backend factory writes
+the pid of every process that asks JAX to open it. The command must never be one of them; the
+short-lived probe is (which shows the plugin is live and would have been opened)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from jaxbench.backends import host
+from jaxbench.evaluator.parent.judge_client import ChipOwners
+from jaxbench.tasks import get_task
+
+FAKE = (sys.executable, str(Path(__file__).with_name("fake_device_runner.py")))
+
+PLUGIN = '''
+import os
+
+
+def initialize():
+    from jax._src import xla_bridge
+
+    def factory():
+        with open(os.environ["FAKE_CHIP_LOG"], "a") as log:
+            log.write(f"{os.getpid()}\\n")
+        raise RuntimeError("fake chip: nothing attached")
+
+    xla_bridge.register_backend_factory("fakechip", factory, priority=500, fail_quietly=True)
+'''
+
+
+def _with_plugin(tmp_path: Path) -> dict[str, str]:
+    plugin = tmp_path / "plug" / "jax_plugins" / "jaxbench_fake_chip"
+    plugin.mkdir(parents=True)
+    (plugin / "__init__.py").write_text(PLUGIN)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JAX_PLATFORMS", host.ACCELERATOR_PLATFORMS)}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "plug"), env.get("PYTHONPATH", "")])
+    env["FAKE_CHIP_LOG"] = str(tmp_path / "opened.log")
+    return env
+
+
+def _opened(tmp_path: Path) -> list[int]:
+    log = tmp_path / "opened.log"
+    return [int(line) for line in log.read_text().split()] if log.exists() else []
+
+
+def test_the_fake_plugin_is_opened_by_a_process_that_does_not_keep_off(tmp_path):
+    """The control: a plain JAX process with the plugin installed opens it."""
+    env = _with_plugin(tmp_path)
+    out = subprocess.run([sys.executable, "-c", "import jax; print(jax.devices()[0].platform)"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert len(_opened(tmp_path)) == 1
+
+
+@pytest.mark.parametrize("command", [
+    ["eval", "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py", "--task", "12p_rmsnorm",
+     "--json"],
+    ["run", "--tasks", "12p_rmsnorm", "--kernels", "seed", "--target", "tpu", "--json"],
+])
+def test_the_command_never_opens_an_accelerator_backend(tmp_path, command):
+    env = _with_plugin(tmp_path)
+    if command[0] == "run":
+        command = [*command, "--out", str(tmp_path / "run")]
+    proc = subprocess.Popen([sys.executable, "-m", "jaxbench.cli", *command], env=env,
+                            cwd=Path(__file__).parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr[-1500:]
+    assert '"status": "correct"' in stdout
+    opened = _opened(tmp_path)
+    assert proc.pid not in opened  # the command itself never asked JAX for the chip
+    assert len(opened) == 1  # the probe did, once; no tracer or checking runner did
+
+
+def test_keep_off_accelerators_remembers_what_the_user_asked_for(tmp_path):
+    script = ("import os, jax; from jaxbench.backends import host; host.keep_off_accelerators(); "
+              "print(os.environ['JAX_PLATFORMS'], os.environ[host.ACCELERATOR_PLATFORMS], "
+              "jax.config.jax_platforms, host.owner_env(dict(os.environ)).get('JAX_PLATFORMS'))")
+    env = {k: v for k, v in os.environ.items() if k != host.ACCELERATOR_PLATFORMS}
+    env["JAX_PLATFORMS"] = "tpu,cpu"
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.split() == ["cpu", "tpu,cpu", "cpu", "tpu,cpu"], out.stderr[-500:]
+
+
+def test_a_process_that_holds_the_chip_cannot_be_the_judge(monkeypatch):
+    from jaxbench import backends
+
+    monkeypatch.setattr(backends, "accelerator_platform", lambda: "tpu")
+    monkeypatch.setattr(backends, "holds_accelerator", lambda: True)
+    with pytest.raises(RuntimeError, match="one owner"):
+        backends.resolve_mode("device", "tpu")
+
+
+def test_owner_env_gives_each_owner_one_chip_of_several():
+    base = {"JAX_PLATFORMS": "cpu", host.ACCELERATOR_PLATFORMS: ""}
+    assert "JAX_PLATFORMS" not in host.owner_env(base)
+    assert "TPU_VISIBLE_CHIPS" not in host.owner_env(base, 0, 1)
+    two = host.owner_env(base, 1, 4)
+    assert two["TPU_VISIBLE_CHIPS"] == "1" and two["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_one_owner_per_chip_serves_every_request(tmp_path, monkeypatch):
+    """Requests from many threads: one process per chip answers them all, one at a time."""
+    log = tmp_path / "device.log"
+    monkeypatch.setenv("FAKE_DEVICE_LOG", str(log))
+    owners = ChipOwners(chips=2, command=FAKE, env=dict(os.environ))
+    try:
+        outcomes: list = []
+        threads = [threading.Thread(target=lambda i=i: outcomes.append(owners.run(
+            {"name": f"r{i}", "pid": True, "compile_s": 0.1, "time_s": 0.1}, 30)))
+            for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        owners.close()
+    assert all(o.response and o.response["status"] == "ran" for o in outcomes)
+    pids = {o.response["pid"] for o in outcomes}
+    assert len(pids) == 2  # one owner per chip, kept warm
+    rows = [line.split() for line in log.read_text().splitlines()]
+    by_owner: dict[str, list] = {}
+    names = {o.response["name"]: o.response["pid"] for o in outcomes}
+    for phase, start, end, name in rows:
+        by_owner.setdefault(names[name], []).append((float(start), float(end), name))
+    for uses in by_owner.values():  # one owner never works on two requests at once
+        clash = [(a, b) for a in uses for b in uses if a[2] != b[2] and a[0] < b[1] and b[0] < a[1]]
+        assert clash == []
+    assert any(o.waited_s > 0.05 for o in outcomes)  # later requests waited for a chip
+
+
+BUSY_RUNNER = '''
+import os, sys
+count = os.environ["BUSY_COUNT"]
+n = int(open(count).read()) if os.path.exists(count) else 0
+open(count, "w").write(str(n + 1))
+if n == 0:
+    sys.stderr.write("RuntimeError: Unable to initialize backend 'tpu': ABORTED: Internal error "
+                     "when accessing libtpu multi-process lockfile\\n")
+    sys.exit(1)
+os.execv(sys.executable, [sys.executable, sys.argv[1]])
+'''
+
+
+def test_an_owner_refused_by_a_chip_just_released_is_started_again(tmp_path, monkeypatch):
+    script = tmp_path / "busy.py"
+    script.write_text(BUSY_RUNNER)
+    monkeypatch.setenv("BUSY_COUNT", str(tmp_path / "count"))
+    monkeypatch.setenv("FAKE_DEVICE_LOG", str(tmp_path / "device.log"))
+    monkeypatch.setattr(ChipOwners, "BUSY_PAUSE_S", 0.2)
+    owners = ChipOwners(command=(sys.executable, str(script), FAKE[1]), env=dict(os.environ))
+    try:
+        outcome = owners.run({"name": "a"}, 30)
+    finally:
+        owners.close()
+    assert outcome.response and outcome.response["status"] == "ran", outcome.log_tail
+    assert (tmp_path / "count").read_text() == "2"
+    assert outcome.start_s >= 0.2
+
+
+def test_the_probe_reads_what_a_chip_process_says(tmp_path, monkeypatch):
+    """The probe's answer comes from a child process: here one with no accelerator, then the
+    chip busy (a lockfile error) is named as such, not as a missing chip."""
+    assert host.probe(env={**os.environ, "JAX_PLATFORMS": "cpu"}) is None
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho '{\"error\": \"Internal error when accessing libtpu "
+                    "multi-process lockfile\"}'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(host.sys, "executable", str(fake))
+    monkeypatch.setattr(host.time, "sleep", lambda s: None)
+    with pytest.raises(RuntimeError, match="held by another process"):
+        host.probe(env=dict(os.environ))
+
+
+def test_spans_of_an_interpret_evaluation_add_up_to_its_wall():
+    from jaxbench.evaluator import evaluate
+
+    task = get_task("12p_rmsnorm")
+    started = time.monotonic()
+    result = evaluate(task.kernel_files()[("seed", "tpu")], task.id)
+    assert result["status"] == "correct", result["message"]
+    spans = result["spans"]
+    assert abs(sum(spans.values()) - result["wall_s"]) <= 0.05 * result["wall_s"]
+    assert result["wall_s"] <= time.monotonic() - started
+    # each part of the work is measured where it runs, not left in a remainder
+    for name in ("trace", "read", "lower", "check", "inputs", "compile", "trials"):
+        assert spans.get(name, 0) > 0, (name, spans)
+    assert json.loads(json.dumps(spans)) == spans
