@@ -562,6 +562,28 @@ MUTATIONS = [
         'outcome.response is not None and not outcome.response.get("retire")',
         "outcome.response is not None",
         ("tests/test_device_lease.py::test_a_runner_that_reset_the_tpu_interpreter_is_replaced_not_reused",)),
+    Mutation(
+        "the_command_keeps_the_chip", "backends/host.py",
+        '    if os.environ.get("JAX_PLATFORMS", "") != "cpu":\n',
+        '    return  # mutant: this process may open the accelerator\n'
+        '    if os.environ.get("JAX_PLATFORMS", "") != "cpu":\n',
+        ("tests/test_chip_owner.py::test_the_command_never_opens_an_accelerator_backend"
+         "[command0]",)),
+    Mutation(
+        "a_new_owner_per_request", "evaluator/parent/judge_client.py",
+        "                if owner.runner is None or not owner.runner.alive:\n",
+        "                if True:  # mutant: another process opens the chip for each request\n",
+        ("tests/test_chip_owner.py::test_one_owner_per_chip_serves_every_request",)),
+    Mutation(
+        "a_reference_that_does_not_fit_is_timed", "evaluator/judge/fitting.py",
+        "    if needed is not None and available is not None and needed > HEADROOM * available:\n",
+        "    if False:  # mutant: XLA's memory analysis is not read\n",
+        ("tests/test_fitting.py::test_a_reference_that_does_not_fit_is_not_timed_and_says_why",)),
+    Mutation(
+        "the_judges_spans_dropped", "evaluator/parent/evaluation.py",
+        '            self.parts["judge"] = judge_parts(outcome, case.mode)\n',
+        "            pass  # mutant: the runner's spans are lost in the judge's rest\n",
+        ("tests/test_chip_owner.py::test_spans_of_an_interpret_evaluation_add_up_to_its_wall",)),
 ]
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from jaxbench.backends.chips import resolve_chip
-from jaxbench.backends.host import attached, holds_accelerator
+from jaxbench.backends.host import attached, holds_accelerator, keep_off_accelerators
 from jaxbench.backends.peaks import PEAKS, peak_for
 
 LOWERING_PLATFORM = {"tpu": "tpu", "gpu": "cuda"}
@@ -116,6 +116,6 @@ def device_kind() -> str:
 
 __all__ = [
     "KERNEL_CALL_BACKENDS", "LOWERING_PLATFORM", "PEAKS", "accelerator_platform", "device_kind",
-    "interpret_mode", "kernel_backend_of_calls",
+    "interpret_mode", "keep_off_accelerators", "kernel_backend_of_calls",
     "peak_for", "reset_tpu_interpreter", "resolve_chip", "resolve_mode", "tpu_check_params",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from jaxbench.backends.host import keep_off_accelerators
+from jaxbench.backends import keep_off_accelerators
 from jaxbench.cli.terminal import usage_error
 
 # name: (module under jaxbench.cli, the command's function)

@@ -330,46 +330,7 @@ class _Judging:
 
     # -- on a device: the timing and the recheck --------------------------------------------------
     def time(self) -> None:
-
-        from jaxbench.evaluator.judge.timing import time_device, time_interleaved
-
-        request, first, compiled = self.request, self.first, self.compiled
-        reference = self.fit.reference
-        if reference is not None:
-            try:
-                sets = [first] + [self.draw(k) for k in request.timing_keys]
-                waiting = _perf_counter()
-                self.lease("exclusive")
-                self.span("timing_wait", waiting)
-                t0 = _perf_counter()
-                waited = t0 - waiting
-                options = dict(request.timing)
-                device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
-                self.response["timing"] = time_interleaved(reference, compiled, sets,
-                                                           perf_counter=_perf_counter, **options)
-                if device_reps > 0:  # the same calls, timed on the device
-                    self.response["timing"]["device"] = time_device(
-                        reference, compiled, sets, reps=device_reps,
-                        directory=str(self.directory / "trace"))  # other meaning: a folder
-                if request.save_ir:
-                    from jaxbench.evaluator.common.artifacts import compiled_artifacts
-
-                    self.response["compiled_artifacts"] = compiled_artifacts(compiled)
-            except Exception as exc:  # noqa: BLE001
-                raise StageFailure(Status.RUNTIME_ERROR, Stage.TIME, short_error(exc),
-                                   rule=Rule.RUNTIME) from None
-            self.timed(Stage.TIME, t0, lease_wait_s=round(waited, 4))
-            self.span("time", t0)
-            del sets
-            self.lease("shared")
-        t0 = _perf_counter()
-        try:
-            for i, key in enumerate(request.recheck_keys):
-                self.runs.append(self.run_once(f"recheck{i}", key, self.draw(key)))
-        except Exception as exc:  # noqa: BLE001
-            raise StageFailure(Status.RUNTIME_ERROR, Stage.RECHECK, short_error(exc),
-                               rule=Rule.RUNTIME) from None
-        self.timed(Stage.RECHECK, t0)
+        _time_on_chip(self)
 
     # -- the outputs (and on a device the float32 truth) ------------------------------------------
     def write_outputs(self) -> None:
@@ -388,6 +349,51 @@ class _Judging:
             self.truths = []
         self.compiled = self.first = None
         self.span("outputs", t0)
+
+
+def _time_on_chip(judging: _Judging) -> None:
+    """The timing (the reference, when it fits, against the module, interleaved, inputs
+    rotating; the device's own times from the profiler beside the wall clock) and the recheck
+    on new inputs, with its truth."""
+    from jaxbench.evaluator.judge.timing import time_device, time_interleaved
+
+    request, first, compiled = judging.request, judging.first, judging.compiled
+    reference = judging.fit.reference
+    if reference is not None:
+        try:
+            sets = [first] + [judging.draw(k) for k in request.timing_keys]
+            waiting = _perf_counter()
+            judging.lease("exclusive")
+            judging.span("timing_wait", waiting)
+            t0 = _perf_counter()
+            waited = t0 - waiting
+            options = dict(request.timing)
+            device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
+            judging.response["timing"] = time_interleaved(reference, compiled, sets,
+                                                       perf_counter=_perf_counter, **options)
+            if device_reps > 0:  # the same calls, timed on the device
+                judging.response["timing"]["device"] = time_device(
+                    reference, compiled, sets, reps=device_reps,
+                    directory=str(judging.directory / "trace"))  # other meaning: a folder
+            if request.save_ir:
+                from jaxbench.evaluator.common.artifacts import compiled_artifacts
+
+                judging.response["compiled_artifacts"] = compiled_artifacts(compiled)
+        except Exception as exc:  # noqa: BLE001
+            raise StageFailure(Status.RUNTIME_ERROR, Stage.TIME, short_error(exc),
+                               rule=Rule.RUNTIME) from None
+        judging.timed(Stage.TIME, t0, lease_wait_s=round(waited, 4))
+        judging.span("time", t0)
+        del sets
+        judging.lease("shared")
+    t0 = _perf_counter()
+    try:
+        for i, key in enumerate(request.recheck_keys):
+            judging.runs.append(judging.run_once(f"recheck{i}", key, judging.draw(key)))
+    except Exception as exc:  # noqa: BLE001
+        raise StageFailure(Status.RUNTIME_ERROR, Stage.RECHECK, short_error(exc),
+                           rule=Rule.RUNTIME) from None
+    judging.timed(Stage.RECHECK, t0)
 
 
 def judge(request: JudgeRequest | dict[str, Any],

@@ -164,11 +164,7 @@ class Evaluation:
                                     f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
         result.update(status=verdict.status, stage=verdict.stage, rule=verdict.rule,
                       message=verdict.message)
-        fits = self.response.get("fits")
-        if isinstance(fits, dict):
-            result["fits"] = fits
-            if fits.get("reason") and verdict.status == Status.CORRECT:
-                result["message"] = fits["reason"]
+        take_fits(result, self.response.get("fits"), verdict.status)
         result["wall_s"] = round(time.monotonic() - self.started, 3)
         result["spans"] = spans_of(self.phase_seconds, self.parts, result["wall_s"])
 
@@ -236,12 +232,7 @@ class Evaluation:
             request = judge_request(self.case, self.source, self.filename, self.keys,
                                     self.evaluator.secret, directory)
             outcome = self.evaluator.run_judge(request.to_dict(), case)
-            said_spans = (outcome.response or {}).get("spans")
-            self.parts["judge"] = {
-                "chip_wait" if case.mode == "device" else "runner_wait": outcome.waited_s,
-                "owner_start" if case.mode == "device" else "runner_start": outcome.start_s,
-                **({k: float(v) for k, v in said_spans.items() if isinstance(v, (int, float))}
-                   if isinstance(said_spans, dict) else {})}
+            self.parts["judge"] = judge_parts(outcome, case.mode)
             # The budgets: the judge's estimate from the jaxpr (it names the kernel's line) or
             # its count on the lowered modules, whichever found a problem first.
             said = outcome.response or {}
@@ -317,15 +308,7 @@ class Evaluation:
     # -- compare: the outputs against the float32 truth ------------------------------------------
     def compare(self, outputs: dict[str, list[Any]], judged: list[tuple[str, list[int]]],
                 raced: bool, truths: dict[str, list[Any]]) -> None:
-        parts = self.parts.setdefault("compare", {"truth": 0.0})
-
-        def truth(task: Any, size: str, key: list[int]) -> list[Any]:
-            begun = time.monotonic()  # the float32 truth here (interpret mode), or its wait
-            try:
-                return self.evaluator.truth(task, size, key)
-            finally:
-                parts["truth"] += time.monotonic() - begun
-
+        truth = TimedTruth(self.evaluator.truth, self.parts.setdefault("compare", {}))
         compare_outputs(self.result, self.case, truth, outputs, judged, raced, truths)
 
     def phase_compare(self) -> None:
@@ -334,22 +317,61 @@ class Evaluation:
 
     # -- time: the figures -----------------------------------------------------------------------
     def phase_figures(self) -> None:
-        result, response, task, size = self.result, self.response, self.case.task, self.case.size
-        if response.get("timing"):
-            from jaxbench.evaluator.judge.timing import summarize
+        take_figures(self.result, self.response, self.case)
 
-            try:
-                figures = summarize(response["timing"])
-            except ValueError as exc:
-                raise StageFailure(Status.CRASHED, Stage.TIME, str(exc), rule=Rule.HARNESS) from None
-            result["stages"].setdefault(Stage.TIME, {}).update(figures)
-            for field in ("t_ref_ms", "t_kernel_ms", "speedup", "timing_method"):
-                result[field] = figures[field]
-            kind = result.get("device_kind", "")
-            result["roofline_fraction"] = roofline_fraction(
-                task.flops(size), task.bytes(size), result["t_kernel_ms"] / 1e3, kind)
-            result["peak_flops"], result["peak_bytes_per_s"] = peak_for(kind) or (None, None)
-        result["trials"] = self.case.trials
+
+def take_figures(result: dict[str, Any], response: dict[str, Any], case: Case) -> None:
+    """The figures from the judge's timing samples (device mode), computed here."""
+    task, size = case.task, case.size
+    if response.get("timing"):
+        from jaxbench.evaluator.judge.timing import summarize
+
+        try:
+            figures = summarize(response["timing"])
+        except ValueError as exc:
+            raise StageFailure(Status.CRASHED, Stage.TIME, str(exc), rule=Rule.HARNESS) from None
+        result["stages"].setdefault(Stage.TIME, {}).update(figures)
+        for field in ("t_ref_ms", "t_kernel_ms", "speedup", "timing_method"):
+            result[field] = figures[field]
+        kind = result.get("device_kind", "")
+        result["roofline_fraction"] = roofline_fraction(
+            task.flops(size), task.bytes(size), result["t_kernel_ms"] / 1e3, kind)
+        result["peak_flops"], result["peak_bytes_per_s"] = peak_for(kind) or (None, None)
+    result["trials"] = case.trials
+
+
+def judge_parts(outcome: Any, mode: str) -> dict[str, float]:
+    """The judge phase's measured parts: the wait for a runner (on a device, for the chip's
+    owner), its start (process, imports, chip open) and the runner's own spans."""
+    said = (outcome.response or {}).get("spans")
+    return {"chip_wait" if mode == "device" else "runner_wait": outcome.waited_s,
+            "owner_start" if mode == "device" else "runner_start": outcome.start_s,
+            **({k: float(v) for k, v in said.items() if isinstance(v, (int, float))}
+               if isinstance(said, dict) else {})}
+
+
+class TimedTruth:
+    """The parent's float32 truth (interpret mode), its seconds (computing, or waiting for the
+    prefetch) added to ``parts["truth"]``."""
+
+    def __init__(self, truth: Any, parts: dict[str, float]) -> None:
+        self.truth, self.parts = truth, parts
+
+    def __call__(self, task: Any, size: str, key: list[int]) -> list[Any]:
+        begun = time.monotonic()
+        try:
+            return self.truth(task, size, key)
+        finally:
+            self.parts["truth"] = self.parts.get("truth", 0.0) + time.monotonic() - begun
+
+
+def take_fits(result: dict[str, Any], fits: Any, status: Status) -> None:
+    """What fitted the chip (device mode): recorded; a `correct` kernel whose reference was not
+    timed carries the reason as its message."""
+    if isinstance(fits, dict):
+        result["fits"] = fits
+        if fits.get("reason") and status == Status.CORRECT:
+            result["message"] = fits["reason"]
 
 
 # Each phase's unmeasured rest: what it is.
