@@ -5,14 +5,13 @@ Three parts, each measured side by side in this run:
 - ``interpret``: the real evaluator (sandboxed tracers, trusted runners, float32 truths) on
   small shipped seeds in interpret mode, with 1, 2, 4 and 8 evaluations in flight on this
   host; evaluations per minute and the ratio to one at a time.
-- ``device``: a simulated device (a GPU: on a TPU, which one process opens, the evaluator
-  runs the trusted side one at a time). The untrusted side is real (the tracer traces and
-  exports each GPU seed for the chip); the trusted runner is a stand-in that holds the evaluator's
-  device lease as a device runner does: shared for ``--compile-s`` (compiling and checking),
-  exclusively for ``--time-s`` (timing), shared again for a recheck. It prints evaluations
-  per minute, the share of the wall time the pretend device spent timing, and the bound
-  ``60 / time_s`` that a device busy with timings only reaches. Every timing is checked
-  not to overlap anything else.
+- ``device``: a simulated chip with its one owner (as on a TPU or a GPU: one trusted
+  process per chip does every request's device work, one request at a time). The untrusted
+  side is real (the tracer traces each seed); the chip's owner is a stand-in that spends
+  ``--compile-s`` compiling and checking, ``--time-s`` timing and a recheck, alone. It
+  prints evaluations per minute, the share of the wall the pretend chip was busy, and the
+  bound ``60 / (compile_s + time_s + recheck)`` that a chip busy all the time reaches. No
+  two requests' use of the chip may overlap.
 - ``latency``: the p50 of one small evaluation through the evaluator against the same
   checks done bare in this process (:func:`jaxbench.evaluator.inprocess.check_in_process`).
 
@@ -37,16 +36,15 @@ from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jaxbench.evaluator.parent.evaluator as parent_module  # noqa: E402
+import jaxbench.evaluator.parent.case as parent_module  # noqa: E402
 from jaxbench.evaluator import Evaluator  # noqa: E402
 from jaxbench.evaluator.inprocess import check_in_process  # noqa: E402
 from jaxbench.evaluator.judge.compare import GroundTruth  # noqa: E402
 from jaxbench.evaluator.parent.judge_client import RunnerOutcome  # noqa: E402
-from jaxbench.evaluator.parent.lease import EXCLUSIVE, SHARED, DeviceLease  # noqa: E402
 from jaxbench.tasks import get_task  # noqa: E402
 
 TASKS = ["12p_rmsnorm", "8p_gemm", "19k_matmul_subtract_multiply_relu", "9p_swiglu_mlp"]
-DEVICE_KIND = "NVIDIA H200"  # the simulated device: a GPU (several runner processes share it)
+DEVICE_KIND = "TPU v5 lite"  # the simulated chip
 
 
 def seeds(n: int, target: str = "tpu") -> list[tuple[str, str]]:
@@ -67,14 +65,15 @@ def throughput(evaluator: Any, jobs: list[tuple[str, str]], in_flight: int,
 
 
 class SimulatedDevice:
-    """Stands in for the trusted runners on one device: correct outputs (the float32 truth
-    in the kernel's dtype), computed before the lease is taken, then the device held as a
-    runner holds it. Logs every use of the pretend device."""
+    """Stands in for a chip's one owner: correct outputs (the float32 truth in the kernel's
+    dtype), then the chip used for compiling, timing and a recheck, one request at a time.
+    Logs every use of the pretend chip."""
 
     def __init__(self, compile_s: float, time_s: float, recheck_s: float) -> None:
         self.compile_s, self.time_s, self.recheck_s = compile_s, time_s, recheck_s
         self.used: list[tuple[str, float, float, str]] = []
         self._lock = threading.Lock()
+        self._owner = threading.Lock()
 
     def _use(self, phase: str, seconds: float, name: str) -> None:
         start = time.monotonic()
@@ -82,28 +81,29 @@ class SimulatedDevice:
         with self._lock:
             self.used.append((phase, start, time.monotonic(), name))
 
-    def run(self, request: dict[str, Any], timeout_s: float, memory_bytes: int | None,
-            lease: DeviceLease | None = None) -> RunnerOutcome:
+    def run(self, request: dict[str, Any], timeout_s: float) -> RunnerOutcome:
         import jax
         import numpy as np
 
         from jaxbench.evaluator.common.arrays import pack
-        from jaxbench.evaluator.judge.runner import _truths
+        from jaxbench.tasks.spec import float32_reference
 
-        assert lease is not None, "a device request comes with the device lease"
         task, size = get_task(request["task"]), request["size"]
         labelled = [(f"trial{i}", k) for i, k in enumerate(request["trial_keys"])]
         labelled += [(f"recheck{i}", k) for i, k in enumerate(request["recheck_keys"])]
-        truths = _truths(task, size, labelled)
+        fn = float32_reference(task)
+        truths = [(label, key, [np.asarray(x, np.float32) for x in jax.tree_util.tree_leaves(
+            fn(*task.make_inputs(jax.random.wrap_key_data(np.asarray(key, np.uint32)), size)))])
+            for label, key in labelled]
         dtypes = [s.dtype for s in jax.tree_util.tree_leaves(task.output_shapes(size))]
         outputs = [(label, key, [np.asarray(x).astype(d) for x, d in zip(t, dtypes, strict=True)])
                    for label, key, t in truths]
         name = request["dir"]
-        with lease.hold(SHARED):
+        waiting = time.monotonic()
+        with self._owner:
+            waited = time.monotonic() - waiting
             self._use("compile", self.compile_s, name)
-        with lease.hold(EXCLUSIVE):
             self._use("time", self.time_s, name)
-        with lease.hold(SHARED):
             self._use("recheck", self.recheck_s, name)
         directory = Path(request["dir"])
         data, layout = pack(outputs)
@@ -113,17 +113,18 @@ class SimulatedDevice:
         samples = [0.002, 0.0021, 0.0019]
         return RunnerOutcome({
             "status": "ran", "trials": layout, "truth": truth_layout, "device_kind": DEVICE_KIND,
-            "backend": "gpu", "structure": {"kernel_calls": 1},
+            "backend": "tpu", "structure": {"kernel_calls": 1},
             "timing": {"ref_s": samples, "kernel_s": samples, "input_sets": 3, "warmup_rounds": 3},
-            "stages": {"time": {"seconds": self.time_s}}})
+            "stages": {"time": {"seconds": self.time_s}}}, waited_s=waited)
 
     def close(self) -> None:
         pass
 
 
 def clashes(used: list[tuple[str, float, float, str]]) -> int:
-    return sum(1 for a in used if a[0] == "time" for b in used
-               if b is not a and b[3] != a[3] and a[1] < b[2] and b[1] < a[2])
+    """Pairs of uses of the chip by two requests that overlap (one owner: none)."""
+    return sum(1 for i, a in enumerate(used) for b in used[i + 1:]
+               if b[3] != a[3] and a[1] < b[2] and b[1] < a[2])
 
 
 def part_interpret(levels: list[int], n: int) -> list[dict[str, Any]]:
@@ -148,23 +149,21 @@ def part_device(levels: list[int], n: int, compile_s: float, time_s: float) -> l
     for in_flight in levels:
         device = SimulatedDevice(compile_s, time_s, recheck_s=0.1)
         with Evaluator(spares=min(in_flight, 2)) as evaluator:
-            real, evaluator.runners = evaluator.runners, device
-            try:
-                throughput(evaluator, seeds(1, "gpu"), 1, target="gpu", mode="device")
-                device.used.clear()
-                wall, results = throughput(evaluator, seeds(n, "gpu"), in_flight, target="gpu",
-                                           mode="device")
-            finally:
-                evaluator.runners = real
-        timing = sum(e - s for phase, s, e, _ in device.used if phase == "time")
+            evaluator._owners = device  # the chip's owner, simulated
+            throughput(evaluator, seeds(1), 1, target="tpu", mode="device")
+            device.used.clear()
+            wall, results = throughput(evaluator, seeds(n), in_flight, target="tpu",
+                                       mode="device")
+        busy = sum(e - s for _, s, e, _ in device.used)
+        bound = 60 / (compile_s + time_s + device.recheck_s)
         statuses = sorted({r["status"] for r in results})
         rows.append({"part": "device", "in_flight": in_flight, "evals": n, "wall_s": round(wall, 1),
-                     "per_min": round(60 * n / wall, 2), "timing_share": round(timing / wall, 3),
-                     "bound_per_min": round(60 / time_s, 2), "clashes": clashes(device.used),
+                     "per_min": round(60 * n / wall, 2), "chip_busy_share": round(busy / wall, 3),
+                     "bound_per_min": round(bound, 2), "clashes": clashes(device.used),
                      "statuses": statuses})
         print(f"device     in flight {in_flight}: {n} evaluations in {wall:6.1f} s "
-              f"= {60 * n / wall:5.1f}/min, timing {100 * timing / wall:4.0f}% of the wall "
-              f"(bound {60 / time_s:.1f}/min), {clashes(device.used)} clashes {statuses}",
+              f"= {60 * n / wall:5.1f}/min, the chip busy {100 * busy / wall:4.0f}% of the wall "
+              f"(bound {bound:.1f}/min), {clashes(device.used)} clashes {statuses}",
               flush=True)
     return rows
 
@@ -201,9 +200,9 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=8, help="evaluations per level")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--compile-s", type=float, default=1.0,
-                        help="simulated device: seconds of compiling and checking (shared)")
+                        help="simulated chip: seconds of compiling and checking")
     parser.add_argument("--time-s", type=float, default=1.5,
-                        help="simulated device: seconds of timing (exclusive)")
+                        help="simulated chip: seconds of timing")
     parser.add_argument("--reps", type=int, default=5, help="latency repetitions")
     parser.add_argument("--parts", nargs="+", default=["interpret", "device", "latency"],
                         choices=["interpret", "device", "latency"])

@@ -47,6 +47,8 @@ class FakeDeviceRunners:
         self.used = []  # (phase, start, end, request) as the pretend device saw it
         self._lock = threading.Lock()
         self._owner = threading.Lock()  # the one owner of the pretend chip
+        self._serving = 0  # requests in the owner or waiting for it
+        self.queued = 0  # requests that arrived while another was there
 
     def close(self):
         pass
@@ -58,8 +60,15 @@ class FakeDeviceRunners:
             self.used.append((phase, start, time.monotonic(), request["dir"]))
 
     def run(self, request, timeout_s):
-        with self._owner:
-            return self._run(request)
+        with self._lock:  # another request arrived while the owner was busy: they overlapped
+            self.queued += self._serving
+            self._serving += 1
+        try:
+            with self._owner:
+                return self._run(request)
+        finally:
+            with self._lock:
+                self._serving -= 1
 
     def _run(self, request):
         import jax
@@ -215,6 +224,7 @@ def test_a_device_mode_optimize_run_never_times_two_kernels_at_once(tmp_path, mo
     assert clashes == []
     overlapping = [(a, b) for a in used for b in used if a[3] != b[3] and a[1] < b[2] and b[1] < a[2]]
     assert overlapping == []
+    assert fake.queued >= 1  # the evaluations were in flight together (tracing overlapped)
 
 
 def test_a_reference_that_does_not_fit_leaves_a_correct_kernel_correct_untimed(device_evaluator,

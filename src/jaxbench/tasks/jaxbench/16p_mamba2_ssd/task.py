@@ -55,5 +55,6 @@ TASK = Task(
         uniform("A_log", (d.b, d.h, d.S), 2.0, 8.0, dtype="float32"),
     ],
     flops=lambda d: 2 * d.b * d.h * d.S * d.S * d.n,
+    batch="b",
     meta=dict(source="Mamba-2-2.7B", family="ssm", level="production"),
 )
