@@ -134,7 +134,7 @@ def test_one_owner_per_chip_serves_every_request(tmp_path, monkeypatch):
     rows = [line.split() for line in log.read_text().splitlines()]
     by_owner: dict[str, list] = {}
     names = {o.response["name"]: o.response["pid"] for o in outcomes}
-    for phase, start, end, name in rows:
+    for _phase, start, end, name in rows:
         by_owner.setdefault(names[name], []).append((float(start), float(end), name))
     for uses in by_owner.values():  # one owner never works on two requests at once
         clash = [(a, b) for a in uses for b in uses if a[2] != b[2] and a[0] < b[1] and b[0] < a[1]]

@@ -195,7 +195,8 @@ def test_device_check_dry_run_writes_the_json_and_the_table(tmp_path):
     assert "| 12p_rmsnorm | seed_mosaic | mosaic_gpu |" in table
     assert ("| 12p_rmsnorm | seed_mosaic_legacy | mosaic_gpu |" in table) == legacy
     doctor = json.loads((out / "doctor.json").read_text())
-    assert doctor["versions"]["jax"] == jax.__version__ and doctor["backends"]["this process"] == ["cpu:0 cpu"]
+    assert doctor["versions"]["jax"] == jax.__version__
+    assert doctor["backends"]["this process"] == ["cpu:0 cpu"]
     assert doctor["cross_lowering"]["cuda (Mosaic GPU)"].startswith("ok (mosaic_gpu")
     assert doctor["cross_lowering"]["cuda (Mosaic GPU, pallas_call)"].startswith(
         "ok (mosaic_gpu" if legacy else "unavailable: ")

@@ -189,6 +189,10 @@ class Task:
 
     def make_inputs(self, key: jax.Array, size: str = "small") -> tuple:
         """Draws the input tuple for ``size`` from a PRNG key (same key, same inputs)."""
+        return self.drawing(size)(key)
+
+    def drawing(self, size: str = "small") -> Callable[[jax.Array], tuple]:
+        """The jitted program that draws ``size``'s inputs from a key (one per size)."""
         if size not in self._draw_jit:  # one compiled program per size, not one per op
             specs, dims, custom_draw = self.input_specs(size), self.dims(size), self._make_inputs
 
@@ -199,7 +203,7 @@ class Task:
                 return tuple(spec.draw(kk) for spec, kk in zip(specs, keys, strict=True))
 
             self._draw_jit[size] = jax.jit(draw)
-        return self._draw_jit[size](key)
+        return self._draw_jit[size]
 
     def output_shapes(self, size: str = "small") -> Any:
         """The reference's output ``ShapeDtypeStruct`` pytree (no computation)."""
