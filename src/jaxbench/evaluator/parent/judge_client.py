@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +232,6 @@ class ChipOwners:
             self._free.put(_Owner(owner_env(base, chip, chips)))
         self._closed = False
         self._lock = threading.Lock()
-        self.lease = DeviceLease()
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxbench-owners")
 
     def run(self, payload: dict[str, Any], timeout_s: float) -> RunnerOutcome:
@@ -251,7 +250,7 @@ class ChipOwners:
                         owner.runner = self._spawner.submit(Runner, owner.env,
                                                             self._command).result()
                 ready = owner.runner.ready
-                outcome = owner.runner.request(payload, timeout_s, None, self.lease)
+                outcome = owner.runner.request(payload, timeout_s, None, owner.lease)
                 start_s += outcome.start_s
                 if outcome.response is not None or ready or attempt == self.BUSY_RETRIES \
                         or not _chip_busy(outcome.log_tail):
@@ -286,8 +285,12 @@ class ChipOwners:
 
 @dataclass
 class _Owner:
+    """One chip's owner: its environment (that chip visible), its runner once started, and the
+    lease that marks its timing window (uncontended: the owner serves one request at a time)."""
+
     env: dict[str, str]
     runner: Runner | None = None
+    lease: DeviceLease = field(default_factory=DeviceLease)
 
 
 def _chip_busy(log: str) -> bool:
