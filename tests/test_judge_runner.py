@@ -10,6 +10,7 @@ import json
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxbench.evaluator.common.arrays import unpack
 from jaxbench.evaluator.judge import rules, runner
@@ -19,8 +20,7 @@ from jaxbench.evaluator.sandbox import handover
 from jaxbench.tasks import get_task
 
 
-def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch):
-    task = get_task("12p_rmsnorm")
+def _device_request(tmp_path, monkeypatch, task):
     source = (task.folder / "seed_gpu.py").read_text()
     namespace: dict = {}
     exec(compile(source, "seed_gpu.py", "exec"), namespace)  # a trusted, shipped seed
@@ -40,6 +40,12 @@ def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch
                "timing_keys": derive_keys(b"s", task.id, "small", 2, "timing"),
                "timing": {"warmup": 1, "min_reps": 4, "max_reps": 6, "budget_s": 0.1,
                           "device_reps": 4}}
+    return request
+
+
+def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch):
+    task = get_task("12p_rmsnorm")
+    request = _device_request(tmp_path, monkeypatch, task)
     response = json.loads(json.dumps(runner.judge(request), default=str))
     assert "trials" in response, response.get("budget_problem")
     labels = [t["label"] for t in response["trials"]]
@@ -64,3 +70,21 @@ def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch
     assert response["fits"]["reference"] is True and response["fits"]["truth_on"] == "chip"
     for name in ("reference_compile", "inputs", "compile", "trials", "truth", "time", "outputs"):
         assert response["spans"][name] > 0, name
+
+
+def test_a_truth_that_cannot_be_computed_is_unverified_not_the_kernels_error(tmp_path,
+                                                                              monkeypatch):
+    from jaxbench.evaluator.common.schema import Rule, StageFailure, Status
+    from jaxbench.evaluator.judge import fitting
+
+    task = get_task("12p_rmsnorm")
+    request = _device_request(tmp_path, monkeypatch, task)
+
+    def no_room(self, inputs):
+        raise RuntimeError("RESOURCE_EXHAUSTED: out of memory computing the truth")
+
+    monkeypatch.setattr(fitting.Fit, "truth", no_room)
+    with pytest.raises(StageFailure) as failed:
+        runner.judge(request)
+    assert failed.value.status == Status.UNVERIFIED and failed.value.rule == Rule.NO_TRUTH
+    assert "float32 truth could not be computed" in failed.value.message

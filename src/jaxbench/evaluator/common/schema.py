@@ -169,6 +169,7 @@ class Rule(StrEnum):
     TOOL_FAULT = "tool_fault"  # one of JAX's tools crashed inside its own code
     GPU_RACE_UNKNOWN = "gpu_race_unknown"  # the race rule cannot decide (data-dependent stores)
     NO_INTERPRET_EXPORT = "no_interpret_export"  # no interpret-mode lowering to run here
+    NO_TRUTH = "no_truth"  # the float32 truth could not be computed (the task's, not the kernel's)
 
 
 # Every rule's category, whatever its message says.
@@ -200,7 +201,7 @@ RULE_CATEGORY: dict[Rule, Category] = {
     **dict.fromkeys((Rule.MEMORY_LIMIT, Rule.DISK_LIMIT, Rule.PROCESS_DIED, Rule.HARNESS),
                     Category.CRASHED),
     **dict.fromkeys((Rule.TOOL_FAULT, Rule.GPU_RACE_UNKNOWN, Rule.NO_INTERPRET_EXPORT,
-                     Rule.NOT_DATA), Category.UNVERIFIED),
+                     Rule.NOT_DATA, Rule.NO_TRUTH), Category.UNVERIFIED),
 }
 RULES = frozenset(Rule)
 # Rules whose refusal is policy (honest work left in XLA), not a cheat: the agents say so.

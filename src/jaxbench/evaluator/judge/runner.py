@@ -329,7 +329,13 @@ class _Judging:
         self.span("trials", t0)
         if self.mode == "device":
             t0 = _perf_counter()
-            self.truths.append((label, key, self.fit.truth(inputs)))
+            try:
+                truth = self.fit.truth(inputs)
+            except Exception as exc:  # noqa: BLE001 - the task's reference, not the kernel
+                raise StageFailure(Status.UNVERIFIED, Stage.CORRECT, "the float32 truth could not "
+                                   f"be computed ({self.fit.truth_on}), so nothing can judge the "
+                                   f"outputs: {short_error(exc, 400)}", rule=Rule.NO_TRUTH) from None
+            self.truths.append((label, key, truth))
             self.span("truth", t0)
         return (label, key, outputs)
 
@@ -388,13 +394,15 @@ def _time_on_chip(judging: _Judging) -> None:
             raise StageFailure(Status.RUNTIME_ERROR, Stage.TIME, short_error(exc),
                                rule=Rule.RUNTIME) from None
         judging.timed(Stage.TIME, t0, lease_wait_s=round(waited, 4))
-        judging.span("time", t0)
+        judging.span(Stage.TIME, t0)
         del sets
         judging.lease("shared")
     t0 = _perf_counter()
     try:
         for i, key in enumerate(request.recheck_keys):
             judging.runs.append(judging.run_once(f"recheck{i}", key, judging.draw(key)))
+    except StageFailure:
+        raise
     except Exception as exc:  # noqa: BLE001
         raise StageFailure(Status.RUNTIME_ERROR, Stage.RECHECK, short_error(exc),
                            rule=Rule.RUNTIME) from None

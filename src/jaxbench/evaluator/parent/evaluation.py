@@ -375,7 +375,7 @@ def take_fits(result: dict[str, Any], fits: Any, status: Status) -> None:
 
 
 # Each phase's unmeasured rest: what it is.
-PHASE_REST = {"policy": "static", "untrusted": "tracer_io", "judge": "judge_io",
+PHASE_REST = {"policy": Stage.STATIC, "untrusted": "tracer_io", "judge": "judge_io",
               "chip": "chip_checks", "vouch": "vouch", "compare": "compare",
               "figures": "figures", "debug": "debug_compare"}
 
