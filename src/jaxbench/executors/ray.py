@@ -29,7 +29,6 @@ import logging
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -349,10 +348,15 @@ def _node_name() -> str:
 
 
 def _device_kind_on_node() -> str:
-    out = subprocess.run([sys.executable, "-c", "import jax; print(jax.devices()[0].device_kind)"],
-                         capture_output=True, text=True, timeout=300, check=False)
-    lines = out.stdout.strip().splitlines()
-    return lines[-1] if out.returncode == 0 and lines else "unknown"
+    """The node's chip, from the short-lived probe (this worker never opens it: its owner
+    does)."""
+    from jaxbench.backends.host import probe
+
+    try:
+        found = probe()
+    except RuntimeError:
+        return "unknown"
+    return found.device_kind if found is not None else "unknown"
 
 
 # -- the driver side --------------------------------------------------------------------------
