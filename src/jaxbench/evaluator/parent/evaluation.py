@@ -22,7 +22,9 @@ the reports into the verdict, and the result record is finished from it.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -97,8 +99,10 @@ class Evaluation:
         self.started = 0.0  # when run() began (monotonic)
 
     def _derive_keys(self) -> dict[str, list[list[int]]]:
+        """From the run's secret, or (``fresh_keys``) it and this evaluation's own nonce."""
         task, size, case = self.case.task, self.case.size, self.case
-        return {purpose: derive_keys(self.evaluator.secret, task.id, size, n, purpose)
+        self.nonce, self.secret = evaluation_secret(self.evaluator.secret, case.settings.fresh_keys)
+        return {purpose: derive_keys(self.secret, task.id, size, n, purpose)
                 for purpose, n in (("trial", case.trials), (Stage.RECHECK, 1), ("probe", 1),
                                    ("untrusted", case.trials))}
 
@@ -111,7 +115,7 @@ class Evaluation:
                       chip=case.chip,
                       lowering_fidelity=chip_checks.lowering_fidelity(case.target, case.mode,
                                                                       case.chip))
-        result["timeout_s"] = case.timeout_s
+        result.update(timeout_s=case.timeout_s, **({"trial_nonce": self.nonce} if self.nonce else {}))
         if case.debug:
             result["debug"] = True
         if case.assumed_target and parses(self.source):
@@ -220,7 +224,7 @@ class Evaluation:
             assert self.handover is not None
             (directory / HANDOVER).write_bytes(self.handover)
             request = judge_request(self.case, self.source, self.filename, self.keys,
-                                    self.evaluator.secret, directory)
+                                    self.secret, directory)
             outcome = self.evaluator.run_judge(request.to_dict(), case)
             # The budgets: the judge's estimate from the jaxpr (it names the kernel's line) or
             # its count on the lowered modules, whichever found a problem first.
@@ -322,6 +326,22 @@ class Evaluation:
                 task.flops(size), task.bytes(size), result["t_kernel_ms"] / 1e3, kind)
             result["peak_flops"], result["peak_bytes_per_s"] = peak_for(kind) or (None, None)
         result["trials"] = self.case.trials
+
+
+def evaluation_secret(secret: bytes, fresh: bool) -> tuple[str | None, bytes]:
+    """(nonce, what an evaluation's keys derive from): (None, the run's secret), or with
+    ``fresh`` (``Settings.fresh_keys``) a nonce drawn for this evaluation alone, in hex, and
+    :func:`nonce_secret` of the two. The result records the nonce (``trial_nonce``): with the
+    secret a run reveals when it ends, anyone re-derives the keys; without it, nobody."""
+    if not fresh:
+        return None, secret
+    nonce = secrets.token_hex(16)
+    return nonce, nonce_secret(secret, nonce)
+
+
+def nonce_secret(secret: bytes, nonce: str) -> bytes:
+    """``sha256("jaxbench-trial-nonce|" secret "|" nonce)``: the secret of one evaluation."""
+    return hashlib.sha256(b"jaxbench-trial-nonce|" + secret + b"|" + nonce.encode()).digest()
 
 
 def tracer_job(case: Case, source: str, filename: str, keys: dict[str, Any]) -> TracerJob:
