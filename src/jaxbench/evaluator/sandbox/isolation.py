@@ -608,15 +608,19 @@ def _beneath(path: str, root: str) -> bool:
 
 def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
     """What a Python process needs to read to keep importing modules of its installed
-    environment: its prefixes, site-packages and sysconfig paths, the existing directories
-    of ``sys.path`` except those beneath an ``exclude`` entry (e.g. the repository's own
-    source tree), the system libraries, and the read-only system files Python, NumPy and
-    XLA look at. Resolved, existing, and with paths nested in another one dropped.
+    environment: its prefixes, site-packages and sysconfig paths, the system libraries, and
+    the read-only system files Python, NumPy and XLA look at. Resolved, existing, and with
+    paths nested in another one dropped.
+
+    Nothing else on ``sys.path`` is added: not the current directory (``''``, or the
+    absolute one ``python -m`` puts first), not ``PYTHONPATH``'s entries, not an editable
+    install's source tree. Those are where the host keeps its own files (a repository root
+    holds ``runs/``, with each run's secret, events and kernel sources); a tracer imports
+    what it needs from them before it locks itself down.
 
     Landlock grants by subtree, so a root that holds an ``exclude`` entry is replaced by its
     children, recursively, leaving out the excluded directory itself (the repository's
-    ``src/`` or a ``site-packages`` that holds ``jaxbench``). The current directory
-    (``''`` on ``sys.path``) is never added."""
+    ``src/`` or a ``site-packages`` that holds ``jaxbench``)."""
     excluded = [os.path.realpath(p) for p in exclude]
     candidates: list[str] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     try:
@@ -628,13 +632,6 @@ def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
         candidates.append(user_site)
     paths = sysconfig.get_paths()
     candidates += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
-    for entry in sys.path:
-        if not entry or not os.path.isdir(entry):
-            continue
-        real = os.path.realpath(entry)
-        if any(_beneath(real, ex) for ex in excluded):
-            continue
-        candidates.append(real)
     candidates += ["/usr/lib", "/lib", "/lib64", "/usr/lib64", "/etc/ld.so.cache", "/etc/localtime",
                    *own_procfs(), "/sys/devices/system/cpu", "/sys/devices/system/node",
                    "/sys/fs/cgroup"]
