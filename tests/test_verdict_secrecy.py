@@ -42,10 +42,16 @@ def test_optimize_evaluates_every_candidate_with_fresh_keys(tmp_path):
 
 
 def test_a_run_directory_inside_the_tracers_read_roots_is_refused(tmp_path):
-    inside = Path(sys.prefix).resolve() / "jaxbench-test-run-never-made"
-    with pytest.raises(RunError, match="sandboxed tracers may read"):
-        RunDir.open(inside, {"command": "test"})
-    assert not inside.exists()
+    import shutil
+    import uuid
+
+    inside = Path(sys.prefix).resolve() / f"jaxbench-test-run-never-made-{uuid.uuid4().hex}"
+    try:
+        with pytest.raises(RunError, match="sandboxed tracers may read"):
+            RunDir.open(inside, {"command": "test"})
+        assert not inside.exists()
+    finally:  # where the refusal is missing (a mutant), the run is not left in the installation
+        shutil.rmtree(inside, ignore_errors=True)
     RunDir.open(tmp_path / "run", {"command": "test"})  # anywhere else: fine
 
 
@@ -60,3 +66,24 @@ def test_read_roots_hold_no_path_entry_outside_the_installation(tmp_path, monkey
     assert not any(str(extra.resolve()).startswith(r.rstrip("/") + "/") or r == str(extra.resolve())
                    for r in roots), roots
     assert all(Path(r).exists() for r in roots)
+
+
+def test_library_directories_never_include_the_working_directory(tmp_path, monkeypatch):
+    """``JAXBENCH_TRACER_LIBRARY_PATH`` adds kernel libraries that are not installed to the
+    tracers' read roots, never the working directory nor a directory holding it (in the
+    tracer, by its own; in the pool, by the host's: ``tracer_env``)."""
+    import os
+
+    from jaxbench.evaluator.parent.pool import tracer_env
+    from jaxbench.evaluator.sandbox.isolation import LIBRARY_PATH, library_roots
+
+    work, lib = tmp_path / "work", tmp_path / "lib"
+    work.mkdir()
+    lib.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv(LIBRARY_PATH, os.pathsep.join([str(lib), str(work), str(tmp_path), "lib"]))
+    assert library_roots() == [str(lib.resolve())]
+    assert tracer_env()[LIBRARY_PATH] == str(lib.resolve())
+    monkeypatch.setenv(LIBRARY_PATH, str(tmp_path))
+    assert LIBRARY_PATH not in tracer_env() and library_roots() == []
+    assert library_roots(cwd=str(tmp_path.parent / "elsewhere")) == [str(tmp_path.resolve())]

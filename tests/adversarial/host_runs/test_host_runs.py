@@ -86,15 +86,21 @@ def _assert_nothing_read(result: dict, secret: str, host: Path, path_checked: bo
 
 
 @needs_landlock
-@pytest.mark.parametrize("on_pythonpath", [False, True], ids=["plain", "pythonpath_dot"])
-def test_a_kernel_cannot_read_the_hosts_run_directory(host, monkeypatch, on_pythonpath):
+@pytest.mark.parametrize("environment", ["plain", "pythonpath_dot", "library_path_above"])
+def test_a_kernel_cannot_read_the_hosts_run_directory(host, monkeypatch, environment):
+    """``pythonpath_dot``: the working directory on ``PYTHONPATH``; ``library_path_above``:
+    also a directory holding it named as a kernel library directory
+    (``JAXBENCH_TRACER_LIBRARY_PATH``), which the pool drops."""
     from jaxbench.evaluator import Evaluator
 
     host, run, secret, kept = _host_with_a_run(host)
     monkeypatch.chdir(host)
+    on_pythonpath = environment != "plain"
     if on_pythonpath:
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
             ["."] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    if environment == "library_path_above":
+        monkeypatch.setenv("JAXBENCH_TRACER_LIBRARY_PATH", str(host.parent))
     with Evaluator(spares=0) as evaluator:  # its tracers start from here, with this environment
         result = evaluator.evaluate(_attacker(host, run, kept), TASK, trials=1, mode="interpret")
     _assert_nothing_read(result, secret, host, path_checked=not on_pythonpath)

@@ -477,6 +477,9 @@ NEUTRAL_CWD = "/"
 # stays behind).
 _TRACER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRTUAL_ENV",
                "TF_CPP_MIN_LOG_LEVEL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# Kernel libraries that are not installed, which tracers may read (sandbox/isolation.py
+# library_roots): passed on without the working directory or any directory holding it.
+LIBRARY_PATH = "JAXBENCH_TRACER_LIBRARY_PATH"
 
 
 def tracer_env() -> dict[str, str]:
@@ -487,6 +490,12 @@ def tracer_env() -> dict[str, str]:
         # is dropped
         entries = [os.path.abspath(e) for e in env["PYTHONPATH"].split(os.pathsep) if e]
         env["PYTHONPATH"] = os.pathsep.join(entries)
+    here = os.path.realpath(os.getcwd())
+    libraries = [os.path.realpath(e) for e in os.environ.get(LIBRARY_PATH, "").split(os.pathsep)
+                 if e and os.path.isabs(e)]
+    libraries = [e for e in libraries if not (here == e or here.startswith(e.rstrip("/") + "/"))]
+    if libraries:
+        env[LIBRARY_PATH] = os.pathsep.join(libraries)
     env.update(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="", TPU_VISIBLE_CHIPS="",
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONDONTWRITEBYTECODE="1", JAX_ENABLE_COMPILATION_CACHE="false",
