@@ -587,6 +587,8 @@ MUTATIONS = [
         "                   and not any(_beneath(os.path.realpath(e), x) for x in excluded)]\n",
         ("tests/adversarial/host_runs/test_host_runs.py::test_a_kernel_cannot_read_the_hosts_run_directory"
          "[pythonpath_dot]",
+         "tests/adversarial/host_runs/test_host_runs.py::"
+         "test_the_attack_of_issue_46_from_a_directory_holding_the_run_is_not_correct[pythonpath_dot]",
          "tests/test_verdict_secrecy.py::test_read_roots_hold_no_path_entry_outside_the_installation")),
     Mutation("tracer_started_with_the_working_directory_on_its_path", "evaluator/parent/pool.py",
         'TRACER_PYTHON = (sys.executable, "-P", "-m")\nNEUTRAL_CWD = "/"\n',

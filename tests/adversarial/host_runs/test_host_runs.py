@@ -107,6 +107,40 @@ def test_a_kernel_cannot_read_the_hosts_run_directory(host, monkeypatch, environ
     assert any(f"{kept}={code}" in result["message"] for code in REFUSED), result["message"]
 
 
+ATTACK = Path(__file__).parent / "rederive_from_secret.py"
+
+
+@needs_landlock
+@pytest.mark.parametrize("environment", ["plain", "pythonpath_dot", "readable_control"])
+def test_the_attack_of_issue_46_from_a_directory_holding_the_run_is_not_correct(
+        host, monkeypatch, environment):
+    """The whole attack: read the secret, re-derive the keys, draw the inputs, embed the losses.
+    Evaluated as ``jaxbench run --out runs/mine`` evaluates (the run's secret, from the
+    directory that holds the run), it is `incorrect`: the secret could not be read. The
+    attack's own control: where the run directory is readable after all (named, after the run
+    was opened, as a kernel library directory), the same kernel is `correct`, so the other
+    cases fail exactly where a tracer can read the run."""
+    from jaxbench.evaluator import Evaluator
+    from jaxbench.runs import RunDir
+
+    run = RunDir.open(host / "runs" / "mine", {"command": "test"})
+    monkeypatch.chdir(host)
+    if environment == "pythonpath_dot":
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+            ["."] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    if environment == "readable_control":
+        monkeypatch.setenv("JAXBENCH_TRACER_LIBRARY_PATH", str(run.path))
+    source = ATTACK.read_text().replace("@RUN@", str(run.path))
+    with Evaluator(secret=run.secret, spares=0) as evaluator:
+        result = evaluator.evaluate(source, "13p_cross_entropy", size="small", trials=3,
+                                    mode="interpret")
+    if environment == "readable_control":
+        assert result["status"] == "correct", result
+        return
+    assert (result["status"], result["stage"]) == ("incorrect", "correct"), result
+    assert run.secret.hex() not in json.dumps(result)
+
+
 @needs_landlock
 def test_serve_default_run_directory_is_unreadable_to_kernels(host, monkeypatch):
     pytest.importorskip("fastapi")
