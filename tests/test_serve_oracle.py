@@ -16,6 +16,7 @@ never come again."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,20 @@ def test_an_adaptive_oracle_over_serve_never_becomes_correct(tmp_path):
     nonces = [e.get("trial_nonce") for e in events(service.out) if e.get("type") == "evaluation"]
     assert len(nonces) == STEPS and all(nonces) and len(set(nonces)) == STEPS, nonces
     assert len({round(f, 4) for f, _ in table}) == STEPS  # a new fingerprint every time
+
+
+def test_fresh_keys_draw_new_inputs_and_keep_no_truth_behind():
+    """Two evaluations of an honest kernel with fresh keys: both `correct`, each with its own
+    ``trial_nonce``, and the evaluator keeps none of their truths (a long service would
+    otherwise hold every evaluation's: 8 MiB each for 12p at size small)."""
+    from jaxbench.evaluator import Evaluator
+
+    seed = (Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py")
+    with Evaluator(spares=0) as evaluator:
+        results = [evaluator.evaluate(seed.read_text() + f"\n# {i}\n", "12p_rmsnorm",
+                                      mode="interpret", trials=2, fresh_keys=True)
+                   for i in range(2)]
+        kept = dict(evaluator.truth._cache)
+    assert [r["status"] for r in results] == ["correct", "correct"], results
+    assert results[0]["trial_nonce"] != results[1]["trial_nonce"]
+    assert kept == {}

@@ -568,10 +568,16 @@ MUTATIONS = [
         'f"{tuple(int(j) for j in idx)}: got {float(got[idx]):.5g}, truth {float(ref[idx]):.5g}",',
         ("tests/test_compare.py::test_a_mismatch_message_says_where_and_by_how_much_never_a_value",)),
     Mutation("fresh_keys_ignored", "evaluator/parent/evaluation.py",
-        "    if not fresh:\n        return None, secret\n",
-        "    if True:  # mutant: the run's secret for every evaluation\n        return None, secret\n",
+        "    if not fresh:\n        return None, evaluator.secret, evaluator.truth\n",
+        "    if True:  # mutant: the run's secret for every evaluation\n"
+        "        return None, evaluator.secret, evaluator.truth\n",
         ("tests/test_serve_oracle.py::test_an_adaptive_oracle_over_serve_never_becomes_correct",
          "tests/test_compare.py::test_fresh_keys_are_new_for_every_evaluation_and_re_derivable")),
+    Mutation("fresh_keys_prefetched_into_the_shared_cache", "evaluator/parent/evaluation.py",
+        "[] if self.nonce else  # see truth",
+        'self.keys["trial"] + self.keys["probe"] if True else  # mutant: fresh keys cached',
+
+        ("tests/test_serve_oracle.py::test_fresh_keys_draw_new_inputs_and_keep_no_truth_behind",)),
     Mutation("serve_keeps_one_secret_for_its_life", "serve/workers.py",
         "                                fresh_keys=True)",
         "                                fresh_keys=False)",

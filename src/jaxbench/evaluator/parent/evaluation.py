@@ -46,7 +46,7 @@ from jaxbench.evaluator.common.schema import (
     TracerJob,
     new_result,
 )
-from jaxbench.evaluator.judge.compare import check_outputs, derive_keys
+from jaxbench.evaluator.judge.compare import check_outputs, derive_keys, key_from_data
 from jaxbench.evaluator.parent import chip_checks
 from jaxbench.evaluator.parent.case import Case, job_chip
 from jaxbench.evaluator.parent.judge_client import runner_response
@@ -99,9 +99,9 @@ class Evaluation:
         self.started = 0.0  # when run() began (monotonic)
 
     def _derive_keys(self) -> dict[str, list[list[int]]]:
-        """From the run's secret, or (``fresh_keys``) it and this evaluation's own nonce."""
         task, size, case = self.case.task, self.case.size, self.case
-        self.nonce, self.secret = evaluation_secret(self.evaluator.secret, case.settings.fresh_keys)
+        self.nonce, self.secret, self.truth = evaluation_inputs(self.evaluator,
+                                                                case.settings.fresh_keys)
         return {purpose: derive_keys(self.secret, task.id, size, n, purpose)
                 for purpose, n in (("trial", case.trials), (Stage.RECHECK, 1), ("probe", 1),
                                    ("untrusted", case.trials))}
@@ -176,7 +176,8 @@ class Evaluation:
         if case.mode == "interpret":  # the truth is computed here while the others work
             if not case.debug:  # and the trusted runner warms up (on a device, where a TPU
                 evaluator.runners.prestart()  # admits one process at a time, only when needed)
-            evaluator.prefetch_truth(case.task, case.size, self.keys["trial"] + self.keys["probe"])
+            evaluator.prefetch_truth(case.task, case.size, [] if self.nonce else  # see truth
+                                     self.keys["trial"] + self.keys["probe"])
         job = tracer_job(case, self.source, self.filename, self.keys)
         outcome = evaluator.pool.run(job.to_dict(), case.timeout_s,
                                      case.memory_bytes)
@@ -301,8 +302,7 @@ class Evaluation:
     # -- compare: the outputs against the float32 truth ------------------------------------------
     def compare(self, outputs: dict[str, list[Any]], judged: list[tuple[str, list[int]]],
                 raced: bool, truths: dict[str, list[Any]]) -> None:
-        compare_outputs(self.result, self.case, self.evaluator.truth, outputs, judged, raced,
-                        truths)
+        compare_outputs(self.result, self.case, self.truth, outputs, judged, raced, truths)
 
     def phase_compare(self) -> None:
         self.compare(self.outputs, self.judged, bool(self.response.get("tpu_interpreter_race")),
@@ -328,20 +328,37 @@ class Evaluation:
         result["trials"] = self.case.trials
 
 
-def evaluation_secret(secret: bytes, fresh: bool) -> tuple[str | None, bytes]:
-    """(nonce, what an evaluation's keys derive from): (None, the run's secret), or with
-    ``fresh`` (``Settings.fresh_keys``) a nonce drawn for this evaluation alone, in hex, and
-    :func:`nonce_secret` of the two. The result records the nonce (``trial_nonce``): with the
-    secret a run reveals when it ends, anyone re-derives the keys; without it, nobody."""
+def evaluation_inputs(evaluator: Any, fresh: bool) -> tuple[str | None, bytes, Any]:
+    """(nonce, secret, truth): what an evaluation's keys derive from and what computes their
+    float32 truths. (None, the run's secret, the evaluator's cached truths), or with ``fresh``
+    (``Settings.fresh_keys``) a nonce drawn for this evaluation alone, in hex,
+    :func:`nonce_secret` of the run's secret and it, and :class:`FreshTruth` (keys never seen
+    again: caching their truths would keep every evaluation's in a long service). The result
+    records the nonce (``trial_nonce``): with the secret a run reveals when it ends, anyone
+    re-derives the keys; without it, nobody."""
     if not fresh:
-        return None, secret
+        return None, evaluator.secret, evaluator.truth
     nonce = secrets.token_hex(16)
-    return nonce, nonce_secret(secret, nonce)
+    return nonce, nonce_secret(evaluator.secret, nonce), FreshTruth(evaluator.truth)
 
 
 def nonce_secret(secret: bytes, nonce: str) -> bytes:
     """``sha256("jaxbench-trial-nonce|" secret "|" nonce)``: the secret of one evaluation."""
     return hashlib.sha256(b"jaxbench-trial-nonce|" + secret + b"|" + nonce.encode()).digest()
+
+
+class FreshTruth:
+    """The float32 truths of one evaluation's fresh keys: computed by the evaluator's ground
+    truth (``of_inputs``, its compiled references) on the inputs of each key, held by this
+    evaluation only (not prefetched, not in the evaluator's cache)."""
+
+    def __init__(self, shared: Any) -> None:
+        self.shared = shared
+
+    def __call__(self, task: Any, size: str, key: list[int]) -> list[Any]:
+        with jax.default_device(jax.devices("cpu")[0]):
+            inputs = task.make_inputs(key_from_data(key), size)
+        return self.shared.of_inputs(task, inputs)
 
 
 def tracer_job(case: Case, source: str, filename: str, keys: dict[str, Any]) -> TracerJob:
