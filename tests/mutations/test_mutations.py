@@ -576,7 +576,6 @@ MUTATIONS = [
     Mutation("fresh_keys_prefetched_into_the_shared_cache", "evaluator/parent/evaluation.py",
         "[] if self.nonce else  # see truth",
         'self.keys["trial"] + self.keys["probe"] if True else  # mutant: fresh keys cached',
-
         ("tests/test_serve_oracle.py::test_fresh_keys_draw_new_inputs_and_keep_no_truth_behind",)),
     Mutation("serve_keeps_one_secret_for_its_life", "serve/workers.py",
         "                                fresh_keys=True)",
