@@ -78,7 +78,7 @@ def _assert_nothing_read(result: dict, secret: str, host: Path, path_checked: bo
     assert result["status"] != "correct", result
     assert "REPORT" in message, message  # the kernel ran its reads and said what it got
     assert "READ:" not in message, message
-    for name in (".secret", "events.jsonl", "manifest.json"):
+    for name in (".secret", "events.jsonl", "manifest.json", "proc_root_secret"):
         assert any(f"{name}={code}" in message for code in REFUSED), message
     if path_checked:
         assert "on_path=[]" in message, message
