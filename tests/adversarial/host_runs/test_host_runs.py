@@ -146,7 +146,7 @@ def test_serve_default_run_directory_is_unreadable_to_kernels(host, monkeypatch)
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
     pytest.importorskip("httpx")
-    sys.path.insert(0, str(Path(__file__).parents[2]))
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2]))  # tests/, for its helpers
     from serve_helpers import Server
 
     from jaxbench.evaluator.common.schema import source_sha256
