@@ -63,3 +63,51 @@ def test_nan_and_shape_mismatch_fail():
     bad[0, 0] = np.nan
     assert "NaN" in check_outputs([bad], expected, truth, 1e-2, 1e-2).message
     assert "shape" in check_outputs([bad[:, :8]], expected, truth, 1e-2, 1e-2).message
+
+
+def test_a_mismatch_message_says_where_and_by_how_much_never_a_value():
+    """Issue 46: the message reaches callers who resubmit (serve, optimize's model); it names
+    where, how many elements and the error against the tolerance, never the output's or the
+    truth's values (a kernel that outputs an input element learnt the truth from "got X, truth
+    Y")."""
+    truth = np.full((4, 16), 7.3125, np.float32)
+    truth[2, 5] = 11.640625
+    got = truth.copy()
+    got[2, 5] = -3.359375
+    spec = [np.zeros((4, 16), np.float32)]
+    verdict = check_outputs([got], spec, [truth], 1e-3, 1e-3)
+    assert not verdict.ok and "1 of 64 elements" in verdict.message
+    assert "worst at (2, 5)" in verdict.message and "x its tolerance" in verdict.message
+    for value in (11.640625, -3.359375, 7.3125):
+        for shown in (f"{value:.5g}", f"{value:g}", f"{value}", str(abs(value))[:5]):
+            assert shown not in verdict.message, (shown, verdict.message)
+    assert "got" not in verdict.message and "truth " not in verdict.message
+    fraction = 15.0 / (1e-3 + 1e-3 * 11.640625)
+    assert f"{fraction:.3g}x its tolerance" in verdict.message
+    scalar = check_outputs([np.float32(3.5)], [np.float32(0)], [np.float32(9.25)], 1e-3, 1e-3)
+    assert "3.5" not in scalar.message and "9.25" not in scalar.message
+    assert scalar.message.startswith("output: 1 of 1 elements") and ", ;" not in scalar.message
+
+
+def test_fresh_keys_are_new_for_every_evaluation_and_re_derivable():
+    """``Settings.fresh_keys``: each evaluation's keys derive from the run's secret and a nonce
+    of its own (recorded as ``trial_nonce``), so they differ between evaluations and an audit
+    that knows the secret re-derives them; without it, the run's secret as before."""
+    from types import SimpleNamespace
+
+    from jaxbench.evaluator.parent.evaluation import FreshTruth, evaluation_inputs, nonce_secret
+
+    secret = b"s" * 32
+    evaluator = SimpleNamespace(secret=secret, truth=GroundTruth())
+    assert evaluation_inputs(evaluator, False) == (None, secret, evaluator.truth)
+    (n1, s1, t1), (n2, s2, _) = (evaluation_inputs(evaluator, True) for _ in range(2))
+    assert isinstance(t1, FreshTruth)
+    assert n1 != n2 and len(n1) == 32 and s1 != s2 and secret not in (s1, s2)
+    assert nonce_secret(secret, n1) == s1 and nonce_secret(b"t" * 32, n1) != s1
+    k1, k2 = (derive_keys(s, "8p_gemm", "small", 3, "trial") for s in (s1, s2))
+    assert k1 != k2 and k1 != derive_keys(secret, "8p_gemm", "small", 3, "trial")
+    # a fresh key's truth is the same truth, but not kept in the evaluator's cache
+    task = get_task("8p_gemm")
+    fresh = t1(task, "small", k1[0])
+    assert evaluator.truth._cache == {}
+    np.testing.assert_array_equal(fresh[0], GroundTruth()(task, "small", k1[0])[0])

@@ -40,7 +40,8 @@ def _candidate(name):
 @pytest.fixture(scope="module")
 def library_evaluator(tmp_path_factory):
     """An evaluator whose tracers find the stand-ins first on their path (PYTHONPATH is one of
-    the few variables a tracer keeps, and Landlock lets it read its directories)."""
+    the few variables a tracer keeps) and may read them (JAXBENCH_TRACER_LIBRARY_PATH: a
+    tracer reads no PYTHONPATH entry outside the installation otherwise)."""
     import os
 
     from jaxbench.evaluator import Evaluator
@@ -50,10 +51,12 @@ def library_evaluator(tmp_path_factory):
     _stand_in(root, "einops")  # on the import allow-list, not exempt
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([str(root)] + ([old] if old else []))
+    os.environ["JAXBENCH_TRACER_LIBRARY_PATH"] = str(root)
     try:
         with Evaluator(spares=0) as ev:
             yield ev
     finally:
+        os.environ.pop("JAXBENCH_TRACER_LIBRARY_PATH")
         if old is None:
             os.environ.pop("PYTHONPATH")
         else:

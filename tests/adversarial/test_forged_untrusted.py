@@ -153,7 +153,7 @@ SCENARIOS = [
         "status.json": _status(tpu_interpreter="unsupported: forged", probe=[]),
         "jaxpr.pkl": _cached("zeros", _zeros_kernel),
         "target.export": b"forged", "interpret.export": b"forged", "probe.npy": b"forged"}),
-     "incorrect", "correct", "got 0, truth"),
+     "incorrect", "correct", "x its tolerance"),
     ("plain_xla_handover", lambda d, j: _write(d, {
         "status.json": _status(), "jaxpr.pkl": _cached("xla", _plain_xla)}),
      "no_pallas", "trace", "no pallas_call"),

@@ -584,6 +584,52 @@ MUTATIONS = [
         '            self.parts["judge"] = judge_parts(outcome, case.mode)\n',
         "            pass  # mutant: the runner's spans are lost in the judge's rest\n",
         ("tests/test_chip_owner.py::test_spans_of_an_interpret_evaluation_add_up_to_its_wall",)),
+    # issue 46, item 3: nothing learnt from one verdict applies to the next
+    Mutation("mismatch_message_shows_the_truths_value", "evaluator/judge/compare.py",
+        'f"{tuple(int(j) for j in idx)}, {float(fraction[idx]):.3g}x its tolerance",',
+        'f"{tuple(int(j) for j in idx)}: got {float(got[idx]):.5g}, truth {float(ref[idx]):.5g}",',
+        ("tests/test_compare.py::test_a_mismatch_message_says_where_and_by_how_much_never_a_value",)),
+    Mutation("fresh_keys_ignored", "evaluator/parent/evaluation.py",
+        "    if not fresh:\n        return None, evaluator.secret, evaluator.truth\n",
+        "    if True:  # mutant: the run's secret for every evaluation\n"
+        "        return None, evaluator.secret, evaluator.truth\n",
+        ("tests/test_serve_oracle.py::test_an_adaptive_oracle_over_serve_never_becomes_correct",
+         "tests/test_compare.py::test_fresh_keys_are_new_for_every_evaluation_and_re_derivable")),
+    Mutation("fresh_keys_prefetched_into_the_shared_cache", "evaluator/parent/evaluation.py",
+        "[] if self.nonce else  # see truth",
+        'self.keys["trial"] + self.keys["probe"] if True else  # mutant: fresh keys cached',
+        ("tests/test_serve_oracle.py::test_fresh_keys_draw_new_inputs_and_keep_no_truth_behind",)),
+    Mutation("serve_keeps_one_secret_for_its_life", "serve/workers.py",
+        "                                fresh_keys=True)",
+        "                                fresh_keys=False)",
+        ("tests/test_serve_oracle.py::test_an_adaptive_oracle_over_serve_never_becomes_correct",)),
+    Mutation("optimize_keeps_one_secret_for_the_run", "agents/driver.py",
+        "fresh_keys=True), kind", "fresh_keys=False), kind",
+        ("tests/test_verdict_secrecy.py::test_optimize_evaluates_every_candidate_with_fresh_keys",)),
+    # issue 46, item 4: the tracer reads nothing of the host's runs
+    Mutation("tracer_reads_its_sys_path", "evaluator/sandbox/isolation.py",
+        '"platlib") if k in paths]\n',
+        '"platlib") if k in paths]\n'
+        "    candidates += [os.path.realpath(e) for e in sys.path if e and os.path.isdir(e)\n"
+        "                   and not any(_beneath(os.path.realpath(e), x) for x in excluded)]\n",
+        ("tests/adversarial/host_runs/test_host_runs.py::test_a_kernel_cannot_read_the_hosts_run_directory"
+         "[pythonpath_dot]",
+         "tests/adversarial/host_runs/test_host_runs.py::"
+         "test_the_attack_of_issue_46_from_a_directory_holding_the_run_is_not_correct[pythonpath_dot]",
+         "tests/test_verdict_secrecy.py::test_read_roots_hold_no_path_entry_outside_the_installation")),
+    Mutation("tracer_started_with_the_working_directory_on_its_path", "evaluator/parent/pool.py",
+        'TRACER_PYTHON = (sys.executable, "-P", "-m")\nNEUTRAL_CWD = "/"\n',
+        'TRACER_PYTHON = (sys.executable, "-m")\nNEUTRAL_CWD = None\n',
+        ("tests/adversarial/host_runs/test_host_runs.py::test_a_kernel_cannot_read_the_hosts_run_directory"
+         "[plain]",)),
+    Mutation("tracer_library_path_keeps_the_working_directory", "evaluator/parent/pool.py",
+        'libraries = [e for e in libraries if not (here == e or here.startswith(e.rstrip("/") + "/"))]',
+        "libraries = list(libraries)  # mutant: a directory holding the working one passes",
+        ("tests/adversarial/host_runs/test_host_runs.py::test_a_kernel_cannot_read_the_hosts_run_directory"
+         "[library_path_above]",)),
+    Mutation("run_directory_inside_the_read_roots_allowed", "runs/directory.py",
+        "        _refuse_tracer_readable(path)\n", "",
+        ("tests/test_verdict_secrecy.py::test_a_run_directory_inside_the_tracers_read_roots_is_refused",)),
 ]
 
 

@@ -113,12 +113,15 @@ def optimize(
 
 def _resolved(settings: Settings, cluster: Any) -> tuple[Settings, str | None]:
     """The run's settings with their target (tpu by default) and mode resolved, here or on the
-    Ray cluster, and the device kind the kernels are timed on (None in interpret mode)."""
+    Ray cluster, and fresh trial keys per evaluation (``fresh_keys``); and the device kind
+    the kernels are timed on (None in interpret mode)."""
     target = settings.target or "tpu"
     mode = cluster.resolve_mode(settings.mode, target) if cluster else resolve_mode(settings.mode,
                                                                                     target)
     kind = (cluster.device_kind(target) if cluster else device_kind()) if mode == "device" else None
-    return settings.replace(target=target, mode=mode), kind
+    # Fresh trial keys for every evaluation: a model reads each verdict before its next
+    # candidate, so nothing it learns of one evaluation's inputs may apply to the next.
+    return settings.replace(target=target, mode=mode, fresh_keys=True), kind
 
 
 @dataclass

@@ -5,7 +5,10 @@ Every candidate, LLM call and evaluation result is one JSON line, flushed and
 fsynced as it is written, so a killed run loses at most the line in flight and
 resumes from what is on disk. The run's secret (correctness inputs derive from
 it) is committed to in the manifest by its SHA-256, kept in ``.secret`` while
-the run is open, and revealed in the final ``run_end`` event for auditing. A `jaxbench run`
+the run is open, and revealed in the final ``run_end`` event for auditing. No tracer reads a
+run directory: tracers read the Python installation only, and a run directory inside it is
+refused. Evaluations that draw fresh keys (``serve``, ``optimize``) record their
+``trial_nonce``; their keys derive from the secret and that nonce. A `jaxbench run`
 records its plan, the keys of the jobs it evaluates, in the manifest (``plan``), so a report
 knows which evaluations are missing without planning the jobs again. A run stopped
 by Ctrl-C (``jaxbench optimize``) gets a ``run_end`` with ``interrupted: true`` instead, which
@@ -88,6 +91,7 @@ class RunDir:
 
     @classmethod
     def _open(cls, path: Path, config: dict[str, Any]) -> RunDir:
+        _refuse_tracer_readable(path)
         manifest_path = path / MANIFEST
         if manifest_path.exists():
             try:
@@ -175,6 +179,22 @@ class RunDir:
         ``interrupted: true`` that reveals nothing; the secret stays, so rerunning the command
         resumes the run (and a finished resume ends with its own ``run_end``)."""
         self.append({"type": "run_end", "interrupted": True, **summary})
+
+
+def _refuse_tracer_readable(path: Path) -> None:
+    """A run directory the sandboxed tracers could read is refused: its ``.secret`` (the trial
+    inputs derive from it), events and kernel sources would be open to every kernel traced.
+    Tracers read the Python installation only (``isolation.python_read_roots``), so this
+    refuses a directory inside it, e.g. ``--out`` in a virtual environment made at a
+    repository's root."""
+    from jaxbench.evaluator.sandbox.isolation import python_read_roots
+
+    real = os.path.realpath(path)
+    for root in python_read_roots():
+        if real == root or real.startswith(root.rstrip("/") + "/"):
+            raise RunError(f"{path} lies in {root}, which the sandboxed tracers may read (the "
+                           "Python installation): its secret, events and kernel sources would "
+                           "be open to the kernels; use an --out outside it")
 
 
 def _plan_of(manifest: Any) -> list[str] | None:
@@ -324,7 +344,7 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
         **dict.fromkeys(("trials", "sample"), "integer"),
         **dict.fromkeys(("task", "status", "stage", "target", "mode", "size", "message", "method",
                          "kind", "origin", "step", "parent", "job", "kernel_file", "source_file",
-                         "source_sha256", "device_kind", "backend"), "string"),
+                         "source_sha256", "device_kind", "backend", "trial_nonce"), "string"),
         "versions": "object",
     },
     "llm_call": {

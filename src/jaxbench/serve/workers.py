@@ -101,8 +101,10 @@ class Workers:
         try:
             if source is None:
                 raise RuntimeError(f"the source {sub.source_file} is missing from the run directory")
+            # fresh trial keys per evaluation: a caller reads each verdict before resubmitting
             settings = Settings(target=sub.target, mode=sub.resolved_mode, size=sub.size,
-                                trials=sub.trials, timeout_s=sub.timeout_s, chip=sub.chip)
+                                trials=sub.trials, timeout_s=sub.timeout_s, chip=sub.chip,
+                                fresh_keys=True)
             result = evaluate_with(self.evaluator, source, sub.task, settings)
         except EvaluationLost as exc:
             error = f"no verdict: {exc}"

@@ -317,6 +317,10 @@ class Settings:
     save_ir: str | None = None  # a directory for the IR and analyses
     debug: bool = False
     chip: str | None = None
+    # Trial keys drawn afresh for this evaluation (a nonce mixed with the run's secret, kept in
+    # the result as ``trial_nonce``): for callers that show the verdict to whoever resubmits
+    # (``serve``, ``optimize``'s agents), so nothing learnt from one verdict applies to the next.
+    fresh_keys: bool = False
 
     def replace(self, **changes: Any) -> Settings:
         if isinstance(changes.get("timing"), dict):

@@ -161,12 +161,15 @@ def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarr
         worst_abs, worst_rel = max(worst_abs, max_abs), max(worst_rel, rel)
         over = err > tol
         if over.any():
+            # Where, how many and by how much against the tolerance: never a value of the
+            # output or of the truth (a caller that resubmits must learn nothing of the truth
+            # from the message; docs/evaluator.md, "What a verdict reveals").
             idx = np.unravel_index(int(np.argmax(err - tol)), err.shape)
+            place = f", {where(over)}" if over.ndim else ""
             return Verdict(
                 False,
                 f"{name}: {int(over.sum())} of {err.size} elements ({over.mean():.1%}) exceed "
-                f"atol {atol:g} + rtol {rtol:g}·|truth|, {where(over)}; worst at "
-                f"{tuple(int(j) for j in idx)}: got {float(got[idx]):.5g}, truth "
-                f"{float(ref[idx]):.5g}",
+                f"atol {atol:g} + rtol {rtol:g}·|truth|{place}; worst at "
+                f"{tuple(int(j) for j in idx)}, {float(fraction[idx]):.3g}x its tolerance",
                 max_abs, rel, worst_fraction, rule=Rule.MISMATCH)
     return Verdict(True, "", worst_abs, worst_rel, worst_fraction)

@@ -22,7 +22,9 @@ the reports into the verdict, and the result record is finished from it.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -44,7 +46,7 @@ from jaxbench.evaluator.common.schema import (
     TracerJob,
     new_result,
 )
-from jaxbench.evaluator.judge.compare import check_outputs, derive_keys
+from jaxbench.evaluator.judge.compare import check_outputs, derive_keys, key_from_data
 from jaxbench.evaluator.parent import chip_checks
 from jaxbench.evaluator.parent.case import Case, job_chip
 from jaxbench.evaluator.parent.judge_client import runner_response
@@ -100,7 +102,9 @@ class Evaluation:
 
     def _derive_keys(self) -> dict[str, list[list[int]]]:
         task, size, case = self.case.task, self.case.size, self.case
-        return {purpose: derive_keys(self.evaluator.secret, task.id, size, n, purpose)
+        self.nonce, self.secret, self.truth = evaluation_inputs(self.evaluator,
+                                                                case.settings.fresh_keys)
+        return {purpose: derive_keys(self.secret, task.id, size, n, purpose)
                 for purpose, n in (("trial", case.trials), (Stage.RECHECK, 1), ("probe", 1),
                                    ("untrusted", case.trials))}
 
@@ -113,7 +117,7 @@ class Evaluation:
                       chip=case.chip,
                       lowering_fidelity=chip_checks.lowering_fidelity(case.target, case.mode,
                                                                       case.chip))
-        result["timeout_s"] = case.timeout_s
+        result.update(timeout_s=case.timeout_s, **({"trial_nonce": self.nonce} if self.nonce else {}))
         if case.debug:
             result["debug"] = True
         if case.assumed_target and parses(self.source):
@@ -179,7 +183,8 @@ class Evaluation:
         if case.mode == "interpret":  # the truth is computed here while the others work
             if not case.debug:  # and the trusted runner warms up (on a device, where a TPU
                 evaluator.runners.prestart()  # admits one process at a time, only when needed)
-            evaluator.prefetch_truth(case.task, case.size, self.keys["trial"] + self.keys["probe"])
+            evaluator.prefetch_truth(case.task, case.size, [] if self.nonce else  # see truth
+                                     self.keys["trial"] + self.keys["probe"])
         job = tracer_job(case, self.source, self.filename, self.keys)
         outcome = evaluator.pool.run(job.to_dict(), case.timeout_s,
                                      case.memory_bytes)
@@ -230,7 +235,7 @@ class Evaluation:
             assert self.handover is not None
             (directory / HANDOVER).write_bytes(self.handover)
             request = judge_request(self.case, self.source, self.filename, self.keys,
-                                    self.evaluator.secret, directory)
+                                    self.secret, directory)
             outcome = self.evaluator.run_judge(request.to_dict(), case)
             self.parts["judge"] = judge_parts(outcome, case.mode)
             # The budgets: the judge's estimate from the jaxpr (it names the kernel's line) or
@@ -308,7 +313,7 @@ class Evaluation:
     # -- compare: the outputs against the float32 truth ------------------------------------------
     def compare(self, outputs: dict[str, list[Any]], judged: list[tuple[str, list[int]]],
                 raced: bool, truths: dict[str, list[Any]]) -> None:
-        truth = TimedTruth(self.evaluator.truth, self.parts.setdefault("compare", {}))
+        truth = TimedTruth(self.truth, self.parts.setdefault("compare", {}))
         compare_outputs(self.result, self.case, truth, outputs, judged, raced, truths)
 
     def phase_compare(self) -> None:
@@ -398,6 +403,39 @@ def spans_of(phase_seconds: dict[str, float], parts: dict[str, dict[str, float]]
             spans[name] = spans.get(name, 0.0) + rest
     spans["other"] = max(0.0, wall_s - sum(phase_seconds.values()))
     return {k: round(v, 3) for k, v in spans.items()}
+
+
+def evaluation_inputs(evaluator: Any, fresh: bool) -> tuple[str | None, bytes, Any]:
+    """(nonce, secret, truth): what an evaluation's keys derive from and what computes their
+    float32 truths. (None, the run's secret, the evaluator's cached truths), or with ``fresh``
+    (``Settings.fresh_keys``) a nonce drawn for this evaluation alone, in hex,
+    :func:`nonce_secret` of the run's secret and it, and :class:`FreshTruth` (keys never seen
+    again: caching their truths would keep every evaluation's in a long service). The result
+    records the nonce (``trial_nonce``): with the secret a run reveals when it ends, anyone
+    re-derives the keys; without it, nobody."""
+    if not fresh:
+        return None, evaluator.secret, evaluator.truth
+    nonce = secrets.token_hex(16)
+    return nonce, nonce_secret(evaluator.secret, nonce), FreshTruth(evaluator.truth)
+
+
+def nonce_secret(secret: bytes, nonce: str) -> bytes:
+    """``sha256("jaxbench-trial-nonce|" secret "|" nonce)``: the secret of one evaluation."""
+    return hashlib.sha256(b"jaxbench-trial-nonce|" + secret + b"|" + nonce.encode()).digest()
+
+
+class FreshTruth:
+    """The float32 truths of one evaluation's fresh keys: computed by the evaluator's ground
+    truth (``of_inputs``, its compiled references) on the inputs of each key, held by this
+    evaluation only (not prefetched, not in the evaluator's cache)."""
+
+    def __init__(self, shared: Any) -> None:
+        self.shared = shared
+
+    def __call__(self, task: Any, size: str, key: list[int]) -> list[Any]:
+        with jax.default_device(jax.devices("cpu")[0]):
+            inputs = task.make_inputs(key_from_data(key), size)
+        return self.shared.of_inputs(task, inputs)
 
 
 def tracer_job(case: Case, source: str, filename: str, keys: dict[str, Any]) -> TracerJob:

@@ -76,11 +76,11 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "jaxbench.evaluator.sandbox.zygote",
+                [*TRACER_PYTHON, "jaxbench.evaluator.sandbox.zygote",
                  str(theirs.fileno()), str(os.getpid())],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, env=env)
+                start_new_session=True, env=env, cwd=NEUTRAL_CWD)
         finally:
             theirs.close()
         self._sock = ours
@@ -183,7 +183,7 @@ class _Tracer:
                 self.proc = _Forked(zygote, pid, open(write_end, "wb"))  # noqa: SIM115
         if self.proc is None:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "jaxbench.evaluator.sandbox.tracer", str(self.dir)],
+                [*TRACER_PYTHON, "jaxbench.evaluator.sandbox.tracer", str(self.dir)],
                 stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
                 start_new_session=True, env=env, cwd=self.dir,
             )
@@ -465,15 +465,37 @@ def _dir_over(path: Path, max_bytes: int, max_entries: int) -> str:
     return ""
 
 
+# How tracers and their fork server start: ``-P`` keeps the working directory (``python -m``
+# would put it first on ``sys.path``) off their path; they start in a directory of nothing, so
+# no relative path names the host's files either (issue 46: a tracer started from a repository
+# root read ``runs/*/.secret``). What they may read is the installation
+# (``isolation.python_read_roots``), never a ``sys.path`` entry outside it.
+TRACER_PYTHON = (sys.executable, "-P", "-m")
+NEUTRAL_CWD = "/"
+
 # Variables a tracer keeps from the parent's environment (everything else, API keys included,
 # stays behind).
 _TRACER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRTUAL_ENV",
                "TF_CPP_MIN_LOG_LEVEL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+# Kernel libraries that are not installed, which tracers may read (sandbox/isolation.py
+# library_roots): passed on without the working directory or any directory holding it.
+LIBRARY_PATH = "JAXBENCH_TRACER_LIBRARY_PATH"
 
 
 def tracer_env() -> dict[str, str]:
     """The untrusted side's environment: minimal, CPU only, no caches shared with the harness."""
     env = {k: v for k, v in os.environ.items() if k in _TRACER_ENV}
+    if "PYTHONPATH" in env:
+        # absolute, as tracers start in NEUTRAL_CWD; an empty entry (the working directory)
+        # is dropped
+        entries = [os.path.abspath(e) for e in env["PYTHONPATH"].split(os.pathsep) if e]
+        env["PYTHONPATH"] = os.pathsep.join(entries)
+    here = os.path.realpath(os.getcwd())
+    libraries = [os.path.realpath(e) for e in os.environ.get(LIBRARY_PATH, "").split(os.pathsep)
+                 if e and os.path.isabs(e)]
+    libraries = [e for e in libraries if not (here == e or here.startswith(e.rstrip("/") + "/"))]
+    if libraries:
+        env[LIBRARY_PATH] = os.pathsep.join(libraries)
     env.update(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="", TPU_VISIBLE_CHIPS="",
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONDONTWRITEBYTECODE="1", JAX_ENABLE_COMPILATION_CACHE="false",

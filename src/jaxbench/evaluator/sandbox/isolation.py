@@ -608,15 +608,20 @@ def _beneath(path: str, root: str) -> bool:
 
 def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
     """What a Python process needs to read to keep importing modules of its installed
-    environment: its prefixes, site-packages and sysconfig paths, the existing directories
-    of ``sys.path`` except those beneath an ``exclude`` entry (e.g. the repository's own
-    source tree), the system libraries, and the read-only system files Python, NumPy and
-    XLA look at. Resolved, existing, and with paths nested in another one dropped.
+    environment: its prefixes, site-packages and sysconfig paths, the system libraries, and
+    the read-only system files Python, NumPy and XLA look at. Resolved, existing, and with
+    paths nested in another one dropped.
+
+    Nothing else on ``sys.path`` is added: not the current directory (``''``, or the
+    absolute one ``python -m`` puts first), not ``PYTHONPATH``'s entries, not an editable
+    install's source tree: those are where the host keeps its own files (a repository root
+    holds ``runs/``, with each run's secret, events and kernel sources); a tracer imports what
+    it needs from them before it locks itself down. Only the library directories an operator
+    names in :data:`LIBRARY_PATH` are added (:func:`library_roots`).
 
     Landlock grants by subtree, so a root that holds an ``exclude`` entry is replaced by its
     children, recursively, leaving out the excluded directory itself (the repository's
-    ``src/`` or a ``site-packages`` that holds ``jaxbench``). The current directory
-    (``''`` on ``sys.path``) is never added."""
+    ``src/`` or a ``site-packages`` that holds ``jaxbench``)."""
     excluded = [os.path.realpath(p) for p in exclude]
     candidates: list[str] = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     try:
@@ -628,13 +633,7 @@ def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
         candidates.append(user_site)
     paths = sysconfig.get_paths()
     candidates += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
-    for entry in sys.path:
-        if not entry or not os.path.isdir(entry):
-            continue
-        real = os.path.realpath(entry)
-        if any(_beneath(real, ex) for ex in excluded):
-            continue
-        candidates.append(real)
+    candidates += library_roots()
     candidates += ["/usr/lib", "/lib", "/lib64", "/usr/lib64", "/etc/ld.so.cache", "/etc/localtime",
                    *own_procfs(), "/sys/devices/system/cpu", "/sys/devices/system/node",
                    "/sys/fs/cgroup"]
@@ -645,6 +644,28 @@ def python_read_roots(exclude: Iterable[str] = ()) -> list[str]:
         if not any(_beneath(path, r) for r in roots):
             roots.append(path)
     return sorted(p for root in roots for p in _split_around(root, excluded))
+
+
+# Directories of kernel libraries that are not installed (os.pathsep-separated, absolute), which
+# tracers may read besides the installation: set by whoever starts the evaluator, never by a
+# kernel. The parent passes it to tracers only as ``library_roots`` leaves it.
+LIBRARY_PATH = "JAXBENCH_TRACER_LIBRARY_PATH"
+
+
+def library_roots(cwd: str | None = None) -> list[str]:
+    """The existing directories :data:`LIBRARY_PATH` names, resolved, except a relative entry,
+    the working directory ``cwd`` (this process's by default) and any directory that holds it:
+    the working directory is where the host keeps its runs. Put them on ``PYTHONPATH`` as well
+    for the tracers to import from them."""
+    here = os.path.realpath(cwd if cwd is not None else os.getcwd())
+    roots = []
+    for entry in os.environ.get(LIBRARY_PATH, "").split(os.pathsep):
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue
+        real = os.path.realpath(entry)
+        if not _beneath(here, real):
+            roots.append(real)
+    return roots
 
 
 # System-wide procfs files that describe the machine, not other processes.

@@ -2,7 +2,7 @@
 
 Forked by the fork server (:mod:`jaxbench.evaluator.sandbox.zygote`, which has
 imported the harness already) or started as ``python -m
-jaxbench.evaluator.sandbox.tracer DIR`` by the parent, with a minimal
+jaxbench.evaluator.sandbox.tracer DIR`` (with ``-P``) by the parent, with a minimal
 environment, no accelerator (``JAX_PLATFORMS=cpu``) and ``DIR`` its private
 directory. While still single-threaded it enters fresh user, network
 and mount namespaces, imports what it needs, hides the host's shared directories

@@ -137,7 +137,8 @@ def serve(sock: socket.socket) -> None:
 
 
 def main() -> None:
-    """``python -m jaxbench.evaluator.sandbox.zygote SOCKET_FD PARENT_PID``"""
+    """``python -P -m jaxbench.evaluator.sandbox.zygote SOCKET_FD PARENT_PID`` (``-P``: the
+    working directory is never on its path; the pool starts it in ``/``)"""
     sock = socket.socket(fileno=int(sys.argv[1]))
     if not isolation.set_parent_death_signal() or os.getppid() != int(sys.argv[2]):
         sys.exit(1)  # no parent-death signal, or the pool is gone already
