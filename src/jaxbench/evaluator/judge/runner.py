@@ -467,6 +467,7 @@ def _warm_up() -> None:
 
     jaxbench.tasks.list_tasks()
     jaxpr_reader.allowed()
+    jaxpr_reader.derived_classes()
     jaxpr_reader.primitive_registry()
     jax.block_until_ready(jax.jit(lambda x: x + 1)(jnp.ones((8, 128))))
 
