@@ -193,6 +193,8 @@ class _Slicer:
             return [self.pids[int(eqn.params["axis"])]]
         if name == "num_programs":
             return [jnp.int32(self.grid[int(eqn.params["axis"])])]
+        if name in _HINTS:  # a compiler hint is its operand's value
+            return list(ins[:len(eqn.outvars)]) + unknown[len(ins):]
         if name in _WRITES:
             if ins and isinstance(ins[0], _OutRef):
                 self.record(eqn, ins, mask)
@@ -769,6 +771,9 @@ def _evaluate(grid: tuple[int, ...], sequential: frozenset[int], make: Any,
 
 # Writes to a ref (``ref[...] = v``, ``ref[...] += v``, masked stores); atomics are race-free.
 _WRITES = frozenset({"swap", "masked_swap", "addupdate", "store"})
+# Compiler hints whose result is their operand (``pl.multiple_of``, Triton's
+# ``max_contiguous``, an optimization barrier): the rule reads through them.
+_HINTS = frozenset({"multiple_of", "max_contiguous", "optimization_barrier"})
 
 
 def _sub_bindings(eqn: Any) -> list[tuple[Any, list[Any]]]:
@@ -1093,6 +1098,8 @@ def _operand_values(closed: Any) -> dict[int, list[Any]]:
             found[id(eqn)] = ins
             return unknown
         name = eqn.primitive.name
+        if name in _HINTS:
+            return list(ins[:len(eqn.outvars)]) + unknown[len(ins):]
         subs = [(key, value) for key, value in eqn.params.items()
                 if isinstance(value, (compat.ClosedJaxpr, compat.Jaxpr))]
         if name in _CALLS:
