@@ -32,6 +32,8 @@ CASES = [
     ("tpu_model_prng_weights.py", "41k_gemm_add_relu"),    # Model class, PRNGKey(0) default weights
     ("gpu_model_prng_weights.py", "41k_gemm_add_relu"),    # the same on a GPU, typed jax.random.key
     ("tpu_module_prng_weights.py", "21k_gemm_divide_sum_scaling"),  # init_params(PRNGKey(0))
+    # store rows from the task's group sizes: the race rule decides on each trial's inputs
+    ("gpu_grouped_rows_from_sizes.py", "11p_megablox_gmm"),
 ]
 # At size full as well (each a CPU run of under a minute).
 FULL_CASES = [("gpu_atomic_row_sum.py", "l1_reduce_sum")]  # core_map on l1_add: 37 s, estimated 6 min
@@ -45,7 +47,12 @@ TOKAMAX_CASES = [
     ("gpu_tokamax_ragged_dot_op.py", "14p_ragged_dot"),    # its op class, uneven groups
     # MaxText's Tokamax path: a private kernel module of the library (decided from its layout)
     ("tpu_tokamax_splash_attention.py", "1p_flash_attention"),
+    # Tokamax's Triton ragged dot on 11p: offsets from group_sizes, decided on the trials
+    ("gpu_tokamax_ragged_dot_11p.py", "11p_megablox_gmm"),
 ]
+# Kernels whose stores the GPU race rule decides only on the trials' inputs: the pass names
+# its residual risk in the result.
+BY_TRIAL = {"gpu_grouped_rows_from_sizes.py", "gpu_tokamax_ragged_dot_11p.py"}
 # Not covered: jax.experimental.pallas.ops.gpu.layer_norm (no task computes a plain layer norm;
 # 12p is RMSNorm, whose GPU op is covered by gpu_rms_norm.py).
 
@@ -56,6 +63,15 @@ def test_legit_kernel_is_correct(evaluator, name, task):
     assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
     if result["target"] == "tpu":
         assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+    _by_trial(name, result)
+
+
+def _by_trial(name, result):
+    named = result["stages"]["correct"].get("gpu_race_rule", "")
+    if name in BY_TRIAL:
+        assert "race-free on each of the 2 trials' inputs; residual risk" in named, result
+    else:
+        assert not named, named
 
 
 @pytest.mark.parametrize("name,task", TOKAMAX_CASES, ids=[c[0] for c in TOKAMAX_CASES])
@@ -65,6 +81,7 @@ def test_legit_tokamax_kernel_is_correct(evaluator, name, task):
     assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
     if result["target"] == "tpu":
         assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+    _by_trial(name, result)
 
 
 @pytest.mark.parametrize("name,task", FULL_CASES, ids=[c[0] for c in FULL_CASES])
@@ -82,6 +99,15 @@ def test_core_map_pipeline_split_over_cores_is_never_rejected(evaluator, tmp_pat
     path = tmp_path / "tpu_core_map_split.py"
     path.write_text(source.replace("out_specs=spec,", 'out_specs=spec, core_axis_name="core",'))
     result = evaluator.evaluate(path, "l1_add", trials=1, timeout_s=300)
+    assert (result["status"], result["rule"]) == ("unverified", "no_interpret_export"), \
+        result["message"]
+
+
+def test_subcore_mesh_kernel_is_never_rejected(evaluator):
+    """A SparseCore subcore mesh crosses the hand-over as data (its axis names and sizes) and
+    reaches the lowering; the CPU interpreter cannot run it (see the kernel's docstring)."""
+    result = evaluator.evaluate(KERNELS.parent / "unverified" / "tpu_subcore_mesh_add.py",
+                                "l1_add", trials=1, timeout_s=300)
     assert (result["status"], result["rule"]) == ("unverified", "no_interpret_export"), \
         result["message"]
 

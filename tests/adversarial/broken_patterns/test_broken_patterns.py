@@ -16,6 +16,8 @@ CASES = [
     ("gpu_split_k_wrong_split.py", "8p_gemm", "incorrect", "correct", "mismatch"),
     ("gpu_split_k_plain_store.py", "8p_gemm", "incorrect", "lower", "gpu_race"),
     ("tpu_core_map_half_grid.py", "l1_add", "incorrect", "correct", "uninitialised"),
+    # a race only the trials' group sizes show: decided on them, before the kernel runs
+    ("gpu_grouped_rows_overlap.py", "11p_megablox_gmm", "incorrect", "lower", "gpu_race"),
     # the default weights' random draw stays in XLA: refused for its work outside the kernel
     # before the trials (whatever status that refusal carries, never `correct`)
     ("tpu_model_prng_default_weights.py", "41k_gemm_add_relu", None, "lower", "outside_flops"),

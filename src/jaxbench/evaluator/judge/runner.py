@@ -258,6 +258,7 @@ class _Judging:
                 trials = []
                 for i, key in enumerate(self.request.trial_keys):
                     inputs = first if i == 0 else self.inputs(key)
+                    self.race_on_trial(i, inputs)
                     trials.append((f"trial{i}", key, jax.block_until_ready(compiled(*inputs))))
                 if lowered.interpret_b is not None:  # the first trial, other uninitialised memory
                     other = jax.jit(lowered.interpret_b.call).lower(*first).compile()
@@ -278,6 +279,25 @@ class _Judging:
             raise StageFailure(Status.RUNTIME_ERROR, Stage.CORRECT, short_error(exc),
                                rule=Rule.RUNTIME) from None
         self.timed(Stage.CORRECT, t0)
+        if lowered.race_unknown:
+            self.response["stages"][Stage.CORRECT]["gpu_race_rule"] = (
+                f"race-free on each of the {len(self.request.trial_keys)} trials' inputs; residual "
+                f"risk: before any input it could not decide ({lowered.race_unknown[:300]}), so "
+                "inputs other than the trials' are not covered")
+
+    def race_on_trial(self, index: int, inputs: Any) -> None:
+        """The GPU race rule, undecided before any trial, decided on this trial's inputs."""
+        from jaxbench.evaluator.judge import gpu_rules, lowering
+
+        if not self.lowered.race_unknown:
+            return
+        with lowering.known_lines(self.payload["lines"]):  # messages name the kernel's line
+            verdict = gpu_rules.race_verdict(self.lowered.race_trace, inputs)
+        if verdict.race:
+            raise StageFailure(Status.INCORRECT, Stage.LOWER, f"GPU race rule, on the inputs of "
+                               f"trial {index}: {verdict.race}", rule=Rule.GPU_RACE)
+        if verdict.unknown:
+            raise lowering.race_unknown_failure(verdict.unknown)
 
     # -- on a device: the timing and the recheck --------------------------------------------------
     def time(self) -> None:
@@ -366,6 +386,10 @@ def judge(request: JudgeRequest | dict[str, Any],
         judging.trials()
         if judging.mode == "device" and request.time:
             judging.time()
+    elif judging.lowered.race_unknown:  # no trial to decide the race rule on
+        from jaxbench.evaluator.judge.lowering import race_unknown_failure
+
+        raise race_unknown_failure(judging.lowered.race_unknown)
     judging.write_outputs()
     return judging.response
 
