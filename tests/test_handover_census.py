@@ -201,6 +201,8 @@ def _failure(data: bytes) -> StageFailure:
     (PRNG_KEY_TAG, "my_own_prng", np.zeros(2, np.uint32)),
     (PRNG_KEY_TAG, "threefry2x32", np.zeros(2, object)),
     (TENSORCORE_MESH_TAG, ("core",), (1 << 20,)),
+    (TENSORCORE_MESH_TAG, ("a", "b", "c", "d"), (64, 64, 64, 64)),  # 16M cores: never built
+    (TENSORCORE_MESH_TAG, ("core",), (0,)),
     (TENSORCORE_MESH_TAG, (b"core",), (1,)),
 ])
 def test_forged_descriptions_are_refused(pid):

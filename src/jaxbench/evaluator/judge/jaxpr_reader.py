@@ -29,6 +29,7 @@ Whatever passes is then lowered, checked and run by JAX's own code in this proce
 from __future__ import annotations
 
 import io
+import math
 import pickle
 import pickletools
 import re
@@ -52,6 +53,7 @@ MAX_BYTES = 64 << 20
 MAX_OPCODES = 4_000_000
 MAX_DEPTH = 400
 MAX_EQUATIONS = 1_000_000
+MAX_MESH_CORES = 1024  # cores of a TensorCore mesh rebuilt from its description
 
 # Everything the hand-over may name, as "module:qualified name"; a name this JAX version does
 # not have is left out (tests/test_handover.py checks every shipped kernel's hand-over against
@@ -403,7 +405,8 @@ def _tensorcore_mesh(axis_names: Any, shape: Any) -> Any:
     if not (isinstance(axis_names, tuple) and isinstance(shape, tuple)
             and len(axis_names) == len(shape) <= 4
             and all(isinstance(a, str) and len(a) <= 100 for a in axis_names)
-            and all(type(n) is int and 1 <= n <= 64 for n in shape)):
+            and all(type(n) is int and 1 <= n for n in shape)
+            and math.prod(shape) <= MAX_MESH_CORES):
         raise _refused("the hand-over holds a malformed TensorCore mesh")
     return compat.tensorcore_mesh(axis_names, shape)
 
