@@ -137,7 +137,7 @@ ESCAPE_IMPORT_ROOTS = frozenset({
     "multiprocessing", "concurrent", "signal", "pickle", "marshal", "shelve", "shutil",
     "builtins", "jaxbench", "tempfile", "resource", "mmap", "pty", "code", "codeop", "runpy",
     "pkgutil", "site", "sysconfig", "http", "urllib", "ftplib", "smtplib", "requests", "posix",
-    "_posixsubprocess", "fcntl", "pdb", "trace",
+    "_posixsubprocess", "fcntl", "pdb", "trace",  # other meaning: module names
 })
 
 
