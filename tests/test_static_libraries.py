@@ -106,3 +106,30 @@ def test_other_private_tokamax_modules_are_a_policy_refusal(source):
 ])
 def test_escape_capable_imports_stay_rejected(source):
     assert _verdict(source) == ("rejected", "static_policy")
+
+
+@pytest.mark.parametrize("source,verdict", [
+    # what a kernel module imported for itself is judged as if the kernel imported it
+    ("from tokamax._src.ops.ragged_dot.pallas_mosaic_tpu import types",
+     ("rejected", "static_policy")),
+    ("from tokamax._src.ops.ragged_dot.pallas_mosaic_tpu import quantization",
+     ("compile_error", "private_import")),
+    ("from tokamax._src.ops.ragged_dot.pallas_mosaic_tpu import pltpu", None),
+    ("from tokamax._src.ops.ragged_dot.pallas_mosaic_tpu import backend", None),
+])
+def test_names_a_kernel_module_imported_are_judged_as_direct_imports(source, verdict):
+    pytest.importorskip("tokamax", reason="the optional jaxbench[tokamax] extra is not installed")
+    assert _verdict(source) == verdict
+
+
+def test_a_reexport_is_read_from_the_layout(fakelib, tmp_path):
+    kernel = tmp_path / "fakelib" / "_src" / "ops" / "gemm" / "pallas_tpu.py"
+    kernel.write_text("import types\nfrom jax.experimental import pallas as pl\n"
+                      "from . import base as helpers\n")
+    static._library_layout.cache_clear()
+    assert static.reexported_module("fakelib._src.ops.gemm.pallas_tpu", "types") == "types"
+    assert static.reexported_module("fakelib._src.ops.gemm.pallas_tpu", "pl") == \
+        "jax.experimental.pallas"
+    assert static.reexported_module("fakelib._src.ops.gemm.pallas_tpu", "helpers") == \
+        "fakelib._src.ops.gemm.base"
+    assert static.reexported_module("fakelib._src.ops.gemm.pallas_tpu", "matmul") is None

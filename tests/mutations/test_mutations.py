@@ -112,6 +112,12 @@ MUTATIONS = [
          _SL + "test_tokamax_kernel_modules_may_be_imported[from tokamax._src.ops.experimental.tpu."
          "splash_attention import splash_attention_kernel]")),
     Mutation(
+        "kernel_module_reexports_unchecked", "evaluator/parent/static.py",
+        "            elif _library_kernel_module(module) and reexported_module(module, alias.name):",
+        "            elif False:  # mutant: a kernel module hands over whatever it imported",
+        (_SL + "test_names_a_kernel_module_imported_are_judged_as_direct_imports["
+         "from tokamax._src.ops.ragged_dot.pallas_mosaic_tpu import types-verdict0]",)),
+    Mutation(
         "private_library_import_rejected", "evaluator/parent/static.py",
         "        if _refused_library_module(name):",
         "        if False:  # mutant: a private library module is `rejected`",

@@ -163,8 +163,37 @@ def library_modules(root: str) -> frozenset[str]:
     return _library_layout(root)[1]
 
 
+def reexported_module(module: str, name: str) -> str | None:
+    """The module that kernel module ``module`` binds to ``name`` by an import of its own
+    (``import types``, ``from tokamax._src import quantization``), or None: importing it
+    from there is judged as importing it directly."""
+    return _library_layout(root_of(module))[2].get(module, {}).get(name)
+
+
+def _bound_by_imports(path: Any, package: str) -> dict[str, str]:
+    """``name -> module`` for the names a module's top-level imports bind (from its text)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    bound: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+    return bound
+
+
 @functools.cache
-def _library_layout(root: str) -> tuple[frozenset[str], frozenset[str]]:
+def _library_layout(root: str) -> tuple[frozenset[str], frozenset[str], dict[str, dict[str, str]]]:
     import importlib.util
     from pathlib import Path
 
@@ -174,13 +203,14 @@ def _library_layout(root: str) -> tuple[frozenset[str], frozenset[str]]:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        return frozenset(), frozenset()
+        return frozenset(), frozenset(), {}
     base = Path(next(iter(spec.submodule_search_locations)))
     top = base.joinpath(*tree[1:])
     if not top.is_dir():
-        return frozenset(), frozenset()
+        return frozenset(), frozenset(), {}
     found: set[str] = set()
     every: set[str] = set()
+    bound: dict[str, dict[str, str]] = {}
     for folder in sorted({p.parent for p in top.rglob("*.py")}):
         package = ".".join((root, *folder.relative_to(base).parts))
         every.add(package)
@@ -196,8 +226,10 @@ def _library_layout(root: str) -> tuple[frozenset[str], frozenset[str]]:
         for path, names in texts.items():
             if any(n.split(".")[0] in ESCAPE_IMPORT_ROOTS for n in names):
                 continue
-            found.add(package if path.stem == "__init__" else f"{package}.{path.stem}")
-    return frozenset(found), frozenset(every)
+            name = package if path.stem == "__init__" else f"{package}.{path.stem}"
+            found.add(name)
+            bound[name] = _bound_by_imports(path, package)
+    return frozenset(found), frozenset(every), bound
 
 
 def _library_kernel_module(name: str) -> bool:
@@ -280,6 +312,11 @@ class _PolicyVisitor(ast.NodeVisitor):
             full = f"{module}.{alias.name}"
             if _denied_attribute(alias.name):
                 self._deny(node, f"import of {full!r} is not allowed")
+            elif _library_kernel_module(module) and reexported_module(module, alias.name):
+                # a module the kernel module imported for itself: judged as imported directly
+                target = reexported_module(module, alias.name) or ""
+                if not (_allowed_module(target) or _library_kernel_module(target)):
+                    self._import(node, target, f"import of {full!r}, which is")
             elif not _allowed_module(full) and not (_library_kernel_module(module)
                                                    and full not in library_modules(root_of(full))):
                 # (a name a kernel module defines is no module: it comes with the module)
