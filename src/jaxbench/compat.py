@@ -682,3 +682,92 @@ def uninitialized_fill(seed: int) -> Iterator[None]:
         primitives.uninitialized_value = original
         if tpu_original is not None:
             tpu_utils.get_uninitialized_value = tpu_original
+
+
+# -- PRNG keys and TensorCore meshes in a hand-over ----------------------------------------------
+def prng_module() -> Any:
+    """JAX's PRNG implementation module: ``jax._src.random.prng`` (JAX 0.10 on), earlier
+    ``jax._src.prng``; None when neither is imported."""
+    import sys
+
+    for name in ("jax._src.random.prng", "jax._src.prng"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "prngs") and hasattr(module, "PRNGImpl"):
+            return module
+    return None
+
+
+def registered_prng_impl(name: str) -> Any:
+    """The PRNG implementation JAX registered under ``name`` (``threefry2x32``, ``rbg``, ...),
+    or None: implementations are named, never rebuilt from their functions."""
+    module = prng_module()
+    impl = module.prngs.get(name) if module is not None and isinstance(name, str) else None
+    return impl if isinstance(impl, module.PRNGImpl) else None
+
+
+def prng_impl_name(obj: Any) -> str | None:
+    """The registered name of a PRNG implementation, or None when ``obj`` is not one JAX
+    registered (a kernel's own implementation is not data)."""
+    module = prng_module()
+    if module is None or not isinstance(obj, module.PRNGImpl):
+        return None
+    for name, impl in module.prngs.items():
+        if impl is obj:
+            return name
+    return None
+
+
+def prng_key_parts(obj: Any) -> tuple[str, Any] | None:
+    """``(implementation name, uint32 key data)`` of a concrete typed PRNG key array, or None."""
+    module = prng_module()
+    if module is None or not isinstance(obj, module.PRNGKeyArray):
+        return None
+    name = prng_impl_name(obj._impl)
+    if name is None:
+        return None
+    import numpy as np
+
+    return name, np.asarray(obj._base_array)
+
+
+def prng_key(name: str, data: Any) -> Any:
+    """A typed PRNG key array of JAX's implementation ``name`` over ``data`` (uint32)."""
+    return jax.random.wrap_key_data(data, impl=name)
+
+
+def tensorcore_classes() -> tuple[Any, Any] | None:
+    import sys
+
+    module = sys.modules.get("jax._src.pallas.mosaic.core")
+    if module is None or not hasattr(module, "TensorCoreMesh") or not hasattr(module, "TensorCore"):
+        return None
+    return module.TensorCoreMesh, module.TensorCore
+
+
+def tensorcore_mesh_description(obj: Any) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    """``(axis names, shape)`` of a TensorCore mesh (``pltpu.create_tensorcore_mesh``) whose
+    cores are numbered 0, 1, ... in order, or None for anything else."""
+    import numpy as np
+
+    classes = tensorcore_classes()
+    if classes is None or type(obj) is not classes[0]:
+        return None
+    devices = np.asarray(obj.devices)
+    cores = [d.id if type(d) is classes[1] else None for d in devices.ravel()]
+    if cores != list(range(devices.size)):
+        return None
+    return tuple(str(a) for a in obj.axis_names), tuple(int(n) for n in devices.shape)
+
+
+def tensorcore_mesh(axis_names: tuple[str, ...], shape: tuple[int, ...]) -> Any:
+    """The TensorCore mesh a description names, built by this process's JAX."""
+    import numpy as np
+
+    classes = tensorcore_classes()
+    if classes is None:
+        raise ValueError("this JAX has no TensorCore meshes")
+    mesh_class, core_class = classes
+    cores = np.empty(int(np.prod(shape)), dtype=object)
+    for i in range(cores.size):
+        cores[i] = core_class(i)
+    return mesh_class(cores.reshape(shape), axis_names)

@@ -42,8 +42,86 @@ _H = "tests/test_report_html.py::"
 _T = "tests/test_optimize_interrupt.py::"
 _F = "tests/test_task_file.py::"
 _M = "tests/test_messages_first_steps.py::"
+_L = "tests/legit/test_legit.py::test_legit_kernel_is_correct["
+_TK = "tests/legit/test_legit.py::test_legit_tokamax_kernel_is_correct["
+_C = "tests/test_handover_census.py::"
+_B = "tests/adversarial/broken_patterns/test_broken_patterns.py::test_broken_pattern_is_not_correct["
+_SL = "tests/test_static_libraries.py::"
 
 MUTATIONS = [
+    # issue 48: what the hand-over reads, the race rule's hints and trials, the kernel trees
+    Mutation(
+        "reader_allow_list_renarrowed", "evaluator/judge/jaxpr_reader.py",
+        'value = self._allowed.get(f"{module}:{name}") or self._derived.get(f"{module}:{name}")',
+        'value = self._allowed.get(f"{module}:{name}")  # mutant: nothing derived',
+        (_L + "gpu_atomic_row_sum.py]", _L + "gpu_split_k_gemm.py]",
+         _C + "test_the_triton_atomic_enum_is_derived[AtomicOpType]")),
+    Mutation(
+        "derived_classes_without_enums", "evaluator/judge/jaxpr_reader.py",
+        "    if issubclass(value, enum.Enum):\n        for klass in value.__mro__:",
+        "    if False:  # mutant: enums are not derived\n        for klass in value.__mro__:",
+        (_C + "test_every_primitive_parameter_class_of_this_jax_is_read_or_refused_for_a_reason",
+         _L + "gpu_atomic_row_sum.py]")),
+    Mutation(
+        "derived_classes_admit_callables", "evaluator/judge/jaxpr_reader.py",
+        '_BEHAVIOUR = ("__call__", "__setstate__", "__getattr__", "__del__")',
+        '_BEHAVIOUR = ("__setstate__", "__getattr__", "__del__")  # mutant',
+        (_C + "test_the_derived_list_holds_classes_only_and_no_callable_instances",)),
+    Mutation(
+        "own_jax_class_rejected_as_cheating", "evaluator/judge/jaxpr_reader.py",
+        "        if value is None and _own_class(module, name):",
+        "        if value is None and False:  # mutant: every unread class is `rejected`",
+        (_C + "test_a_jax_class_the_reader_does_not_read_is_unverified_and_named",)),
+    Mutation(
+        "prng_implementation_not_named", "evaluator/sandbox/handover.py",
+        "                return (PRNG_IMPL_TAG, name)",
+        "                return None  # mutant: pickled as its tuple of functions",
+        (_L + "tpu_model_prng_weights.py]", _L + "gpu_model_prng_weights.py]",
+         _C + "test_prng_keys_traced_in_a_kernel_module_are_read")),
+    Mutation(
+        "prng_key_array_not_described", "evaluator/sandbox/handover.py",
+        "                return (PRNG_KEY_TAG, parts[0], parts[1])",
+        "                return None  # mutant",
+        (_C + "test_a_concrete_prng_key_crosses_as_its_implementation_and_data",)),
+    Mutation(
+        "tensorcore_mesh_not_described", "evaluator/sandbox/handover.py",
+        "                return (TENSORCORE_MESH_TAG, *description)",
+        "                return None  # mutant: its object-dtype devices are pickled",
+        (_L + "tpu_core_map_pipeline.py]", _C + "test_a_tensorcore_mesh_crosses_as_its_description")),
+    Mutation(
+        "race_rule_blind_to_hints", "evaluator/judge/gpu_rules.py",
+        '_HINTS = frozenset({"multiple_of", "max_contiguous", "optimization_barrier"})',
+        "_HINTS: frozenset[str] = frozenset()  # mutant",
+        (_L + "gpu_split_k_gemm.py]",)),
+    Mutation(
+        "race_rule_ignores_trial_inputs", "evaluator/judge/gpu_rules.py",
+        "    if inputs is not None and len(inputs) == len(args):",
+        "    if False:  # mutant: the trials' inputs are never read",
+        (_L + "gpu_grouped_rows_from_sizes.py]", _TK + "gpu_tokamax_ragged_dot_11p.py]")),
+    Mutation(
+        "race_not_rechecked_on_trials", "evaluator/judge/runner.py",
+        "                    _race_on_trial(self, i, inputs)\n",
+        "                    pass  # mutant: an undecided race rule is skipped\n",
+        (_B + "gpu_grouped_rows_overlap.py]",)),
+    Mutation(
+        "library_kernel_tree_renarrowed", "evaluator/parent/static.py",
+        '    return name in library_kernel_modules(name.split(".")[0])',
+        '    return re.match(r"tokamax\\._src\\.ops\\.\\w+\\.pallas_(mosaic_tpu|triton)$", name) '
+        'is not None  # mutant: the old hand-written pattern',
+        (_TK + "tpu_tokamax_splash_attention.py]",
+         _SL + "test_tokamax_kernel_modules_may_be_imported[from tokamax._src.ops.experimental.tpu."
+         "splash_attention import splash_attention_kernel]")),
+    Mutation(
+        "kernel_module_reexports_unchecked", "evaluator/parent/static.py",
+        "            elif _library_kernel_module(module) and reexported_module(module, alias.name):",
+        "            elif False:  # mutant: a kernel module hands over whatever it imported",
+        (_SL + "test_names_a_kernel_module_imported_are_judged_as_direct_imports["
+         "from tokamax._src.ops.ragged_dot.pallas_mosaic_tpu import types-verdict0]",)),
+    Mutation(
+        "private_library_import_rejected", "evaluator/parent/static.py",
+        "        if _refused_library_module(name):",
+        "        if False:  # mutant: a private library module is `rejected`",
+        (_SL + "test_other_private_tokamax_modules_are_a_policy_refusal[from tokamax._src import utils]",)),
     Mutation(
         "pool_does_not_kill_a_timed_out_tracer", "evaluator/parent/pool.py",
         "        tracer.kill()  # always: nothing the candidate started may outlive the evaluation\n",

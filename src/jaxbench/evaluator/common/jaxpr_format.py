@@ -11,6 +11,12 @@ from typing import Any
 
 FORMAT = "jaxbench-jaxpr/1"
 PRIMITIVE_TAG = "primitive"
+# JAX's own objects that are handed over by description, never pickled (they hold functions or
+# device objects): a registered PRNG implementation by name, a concrete key array as that name
+# and its uint32 data, a TensorCore mesh as its axis names and shape.
+PRNG_IMPL_TAG = "prng_impl"
+PRNG_KEY_TAG = "prng_key"
+TENSORCORE_MESH_TAG = "tensorcore_mesh"
 PRIMITIVE_ROOTS = ("jax", "jaxlib", "tokamax")
 
 

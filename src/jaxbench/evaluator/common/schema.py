@@ -113,6 +113,7 @@ class Rule(StrEnum):
     SYNTAX_ERROR = "syntax_error"
     DEBUG_PRINT = "debug_print"  # a leftover jax.debug.print: an honest mistake, not gaming
     UNAVAILABLE_IMPORT = "unavailable_import"  # a module kernels cannot use
+    PRIVATE_IMPORT = "private_import"  # an allowed library's private module that is no kernel
     NO_KERNEL_FUNCTION = "no_kernel_function"  # no top-level kernel(*inputs)
     # the untrusted side, as the tracer reports it (believed only as a failure)
     TRACE_ERROR = "trace_error"  # the kernel raised while traced
@@ -170,13 +171,14 @@ class Rule(StrEnum):
     GPU_RACE_UNKNOWN = "gpu_race_unknown"  # the race rule cannot decide (data-dependent stores)
     NO_INTERPRET_EXPORT = "no_interpret_export"  # no interpret-mode lowering to run here
     NO_TRUTH = "no_truth"  # the float32 truth could not be computed (the task's, not the kernel's)
+    HANDOVER_UNREAD = "handover_unread"  # a class of JAX's own that the judge does not read
 
 
 # Every rule's category, whatever its message says.
 RULE_CATEGORY: dict[Rule, Category] = {
     Rule.STATIC_POLICY: Category.STATIC_POLICY,
     **dict.fromkeys((Rule.SYNTAX_ERROR, Rule.DEBUG_PRINT, Rule.UNAVAILABLE_IMPORT,
-                     Rule.NO_KERNEL_FUNCTION), Category.SOURCE_ERROR),
+                     Rule.PRIVATE_IMPORT, Rule.NO_KERNEL_FUNCTION), Category.SOURCE_ERROR),
     **dict.fromkeys((Rule.TRACE_ERROR, Rule.OTHER_SIZE_TRACE_ERROR), Category.TRACE_ERROR),
     **dict.fromkeys((Rule.SANDBOX, Rule.OS_ISOLATION, Rule.PATCHED_HARNESS, Rule.HOST_CALLBACK,
                      Rule.OWN_INTERPRET, Rule.PLATFORM_DEPENDENT, Rule.SEALED,
@@ -201,7 +203,7 @@ RULE_CATEGORY: dict[Rule, Category] = {
     **dict.fromkeys((Rule.MEMORY_LIMIT, Rule.DISK_LIMIT, Rule.PROCESS_DIED, Rule.HARNESS),
                     Category.CRASHED),
     **dict.fromkeys((Rule.TOOL_FAULT, Rule.GPU_RACE_UNKNOWN, Rule.NO_INTERPRET_EXPORT,
-                     Rule.NOT_DATA, Rule.NO_TRUTH), Category.UNVERIFIED),
+                     Rule.NOT_DATA, Rule.NO_TRUTH, Rule.HANDOVER_UNREAD), Category.UNVERIFIED),
 }
 RULES = frozenset(Rule)
 # Rules whose refusal is policy (honest work left in XLA), not a cheat: the agents say so.

@@ -7,8 +7,13 @@ The bytes come from the process that ran candidate code, so they are read as hos
    depth of what they would build (a deep structure would exhaust recursion later);
 2. **an allow-list of classes**: :class:`_Reader` resolves only the classes, enums and JAX
    helper functions in :data:`ALLOWED` (JAX's jaxpr, aval, sharding, Pallas grid, block-spec,
-   compiler-parameter and transform types; NumPy and ml_dtypes arrays and dtypes, never the
-   ``object`` dtype); any other name is ``rejected`` and named;
+   compiler-parameter and transform types, PRNG key types; NumPy and ml_dtypes arrays and
+   dtypes, never the ``object`` dtype), plus the parameter classes derived from JAX itself
+   (:func:`derived_classes`: every enum, dataclass and NamedTuple the modules that define
+   JAX's registered primitives can name, none callable); any other class JAX really defines
+   is ``unverified`` and named (a gap of the reader), anything else ``rejected``;
+   JAX's objects that are not data (a PRNG implementation's functions, a TensorCore mesh's
+   devices) arrive as descriptions and are rebuilt here;
 3. **primitives by name from JAX's own registry**: a primitive is a persistent reference
    ``("primitive", name, "module:attribute")``, resolved to the object this process's JAX
    keeps at that module attribute, whose name must match; no other way to make a primitive
@@ -24,14 +29,20 @@ Whatever passes is then lowered, checked and run by JAX's own code in this proce
 from __future__ import annotations
 
 import io
+import math
 import pickle
 import pickletools
+import re
 import sys
 from typing import Any
 
 from jaxbench.evaluator.common.jaxpr_format import (
     FORMAT,
+    PRIMITIVE_ROOTS,
     PRIMITIVE_TAG,
+    PRNG_IMPL_TAG,
+    PRNG_KEY_TAG,
+    TENSORCORE_MESH_TAG,
     import_jax_modules,
     primitive_registry,
     singletons,
@@ -42,6 +53,7 @@ MAX_BYTES = 64 << 20
 MAX_OPCODES = 4_000_000
 MAX_DEPTH = 400
 MAX_EQUATIONS = 1_000_000
+MAX_MESH_CORES = 1024  # cores of a TensorCore mesh rebuilt from its description
 
 # Everything the hand-over may name, as "module:qualified name"; a name this JAX version does
 # not have is left out (tests/test_handover.py checks every shipped kernel's hand-over against
@@ -86,6 +98,8 @@ _ALLOWED_NAMES = (
     "jax._src.state.types:TransformedRef", "jax._src.state.types:BitcastTransform",
     "jax._src.state.types:ReshapeTransform", "jax._src.state.types:TransposeTransform",
     "jax._src.state.types:RefBitcaster", "jax._src.state.types:RefReshaper",
+    # PRNG key types (an implementation is handed over by its registered name)
+    "jax._src.random.prng:KeyTy", "jax._src.prng:KeyTy",
     # Pallas
     "jax._src.pallas.core:BlockMapping", "jax._src.pallas.core:GridMapping",
     "jax._src.pallas.core:Blocked", "jax._src.pallas.core:Element", "jax._src.pallas.core:Squeezed",
@@ -150,6 +164,107 @@ _SCALAR_TYPES = ("bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", 
                  "float16", "float32", "float64", "complex64", "complex128")
 
 
+# Classes a primitive's parameters may hold besides the list above, derived from JAX itself:
+# every enum, dataclass and NamedTuple that a module defining a registered primitive (or a JAX
+# module it imports) can name, defined by JAX (or an allowed library). Left out:
+# - modules that are machinery rather than traced data (the interpreters' own state,
+#   configuration, backends, export, profiling, lowering contexts, MLIR bindings) and private
+#   classes;
+# - classes with behaviour of their own when built or used: ``__call__`` (a callable is not
+#   data), ``__setstate__``, ``__getattr__``, ``__del__``, a ``__new__`` of their own, and
+#   classes with fields typed as callables.
+# JAX's extended dtypes (PRNG key types, semaphore types) are dtypes: data.
+_MACHINERY_MODULE = re.compile(
+    r"(^|\.)(interpret|profiler|config|xla_bridge|export|dispatch|stages|deprecations|"
+    r"compilation_cache|compiler|monitoring|cudnn|ffi|callback|debugging|pretty_printer|"
+    r"_pretty_printer|\w*lowering|layout_inference|mlir|partial_eval|pxla|pjit|tree_util|"
+    r"discharge|error_handling|helpers|tpu_info|launch_context|typing|utils)(\.|$)"
+    r"|^jaxlib\.(cpu|cuda|rocm|mlir|_jax|_hlo)(\.|$)")
+_BEHAVIOUR = ("__call__", "__setstate__", "__getattr__", "__del__")
+
+
+def parameter_class(value: Any) -> bool:
+    """Whether ``value`` is a class the derived allow-list admits (see :func:`unread_reason`)."""
+    return isinstance(value, type) and not unread_reason(value)
+
+
+def unread_reason(value: type) -> str:
+    """Why the derived allow-list leaves the class ``value`` out ('' when it admits it): it
+    admits an enum, dataclass, NamedTuple or extended dtype defined by JAX or an allowed
+    library, outside its machinery modules, with no behaviour of its own on building or
+    calling."""
+    import dataclasses
+    import enum
+
+    module = getattr(value, "__module__", None)
+    if not isinstance(module, str) or module.split(".")[0] not in PRIMITIVE_ROOTS:
+        return "not defined by JAX or an allowed library"
+    if _MACHINERY_MODULE.search(module):
+        return "defined in a module of JAX's machinery, not of traced data"
+    if issubclass(value, enum.Enum):
+        for klass in value.__mro__:
+            if klass.__module__.split(".")[0] in PRIMITIVE_ROOTS:
+                for name in _BEHAVIOUR:
+                    if name in vars(klass):
+                        return f"it defines {name}"
+        return ""
+    if issubclass(value, (BaseException, type)):
+        return "an exception or a metaclass"
+    if value.__qualname__.startswith("_"):
+        return "a private class"
+    extended = sys.modules.get("jax._src.dtypes")
+    if extended is not None and issubclass(value, extended.ExtendedDType):
+        return ""  # a dtype of JAX's own (PRNG keys, semaphores): data
+    named_tuple = issubclass(value, tuple) and hasattr(value, "_fields")
+    if not (dataclasses.is_dataclass(value) or named_tuple):
+        return "not an enum, dataclass, NamedTuple or extended dtype"
+    for klass in value.__mro__:
+        if klass is object or klass is tuple:
+            continue
+        own = vars(klass)
+        if any("Callable" in str(kind) for kind in own.get("__annotations__", {}).values()):
+            return "it has fields that hold functions"
+        for name in _BEHAVIOUR:
+            if name in own:
+                return f"it defines {name}"
+        if "__new__" in own and not (named_tuple and klass is value):
+            return "it defines __new__"
+    return ""
+
+
+def derived_classes() -> dict[str, Any]:
+    """``"module:qualified name" -> class`` for the parameter classes JAX's primitives can
+    name (see :func:`parameter_class`): the modules that keep a registered primitive, and the
+    JAX modules they import, are walked."""
+    import types
+
+    registry = primitive_registry()
+    modules = {key.split(":")[0] for key in registry}
+    key = frozenset(modules)
+    cached = _derived.get(key)
+    if cached is not None:
+        return cached
+    walked = set(modules)
+    for name in modules:
+        for value in list(vars(sys.modules[name]).values()):
+            if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] in PRIMITIVE_ROOTS:
+                walked.add(value.__name__)
+    found: dict[str, Any] = {}
+    for name in sorted(walked):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for value in list(vars(module).values()):
+            if parameter_class(value) and "<locals>" not in value.__qualname__:
+                found[f"{value.__module__}:{value.__qualname__}"] = value
+    _derived.clear()
+    _derived[key] = found
+    return found
+
+
+_derived: dict[frozenset[str], dict[str, Any]] = {}
+
+
 def _refused(message: str, rule: Rule = Rule.HANDOVER) -> StageFailure:
     """The judge refuses the hand-over (``rejected`` at the trace stage)."""
     return StageFailure(Status.REJECTED, Stage.TRACE, message, rule=rule)
@@ -200,15 +315,22 @@ class _Reader(pickle.Unpickler):
     def __init__(self, data: bytes, registry: dict[str, Any]) -> None:
         super().__init__(io.BytesIO(data))
         self._allowed = allowed()
+        self._derived = derived_classes()
         self._registry = registry
 
     def find_class(self, module: str, name: str) -> Any:
-        value = self._allowed.get(f"{module}:{name}")
+        value = self._allowed.get(f"{module}:{name}") or self._derived.get(f"{module}:{name}")
         if value is None and module.split(".")[0] == "candidate":  # the tracer's name for it
             raise StageFailure(Status.REJECTED, Stage.TRACE,
                                "the kernel passes objects of its own classes as parameters of JAX "
                                f"operations ({module}.{name}): only JAX's own parameter classes "
                                "can be handed to the judge", rule=Rule.OWN_CLASSES)
+        if value is None and _own_class(module, name):
+            # JAX's own (or NumPy's, or an allowed library's): a gap in the reader, not a cheat
+            raise StageFailure(Status.UNVERIFIED, Stage.TRACE,
+                               f"the traced kernel holds an object of {module}.{name}, a class of "
+                               f"{module.split('.')[0]} that the judge does not read, so it "
+                               "cannot check the kernel", rule=Rule.HANDOVER_UNREAD)
         if value is None:
             raise _refused(f"the traced kernel holds an object of {module}.{name}, which is not "
                            "on the judge's list of JAX and NumPy data types it reads")
@@ -226,6 +348,16 @@ class _Reader(pickle.Unpickler):
                                    f"rules (handed over as {key[:120] or 'no JAX module'!r})",
                                    rule=Rule.UNKNOWN_PRIMITIVE)
             return primitive
+        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == PRNG_IMPL_TAG:
+            from jaxbench import compat
+
+            impl = compat.registered_prng_impl(pid[1])
+            if impl is not None:
+                return impl
+        if isinstance(pid, tuple) and len(pid) == 3 and pid[0] == PRNG_KEY_TAG:
+            return _prng_key(pid[1], pid[2])
+        if isinstance(pid, tuple) and len(pid) == 3 and pid[0] == TENSORCORE_MESH_TAG:
+            return _tensorcore_mesh(pid[1], pid[2])
         if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "eqn_context":
             return _eqn_context(pid[1])
         if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "abstract":
@@ -238,6 +370,45 @@ class _Reader(pickle.Unpickler):
             if value is not None:
                 return value
         raise _refused(f"the hand-over holds an unknown reference {str(pid)[:80]!r}")
+
+
+_OWN_ROOTS = (*PRIMITIVE_ROOTS, "numpy", "ml_dtypes")
+
+
+def _own_class(module: str, name: str) -> bool:
+    """Whether ``module:name`` is a class this process's JAX, NumPy or an allowed library
+    really defines there (looked up among imported modules only, nothing is imported)."""
+    if module.split(".")[0] not in _OWN_ROOTS:
+        return False
+    value = sys.modules.get(module)
+    for part in name.split("."):
+        value = getattr(value, part, None) if value is not None else None
+    return isinstance(value, type) and getattr(value, "__module__", "").split(".")[0] in _OWN_ROOTS
+
+
+def _prng_key(name: Any, data: Any) -> Any:
+    """A concrete key array of a registered PRNG implementation, from its ``uint32`` data."""
+    import numpy as np
+
+    from jaxbench import compat
+
+    if not (isinstance(name, str) and compat.registered_prng_impl(name) is not None
+            and type(data) is np.ndarray and data.dtype == np.uint32 and data.size <= 1 << 20):
+        raise _refused("the hand-over holds a malformed PRNG key")
+    return compat.prng_key(name, data)
+
+
+def _tensorcore_mesh(axis_names: Any, shape: Any) -> Any:
+    """A TensorCore mesh rebuilt from its description: a few named axes of a few cores."""
+    from jaxbench import compat
+
+    if not (isinstance(axis_names, tuple) and isinstance(shape, tuple)
+            and len(axis_names) == len(shape) <= 4
+            and all(isinstance(a, str) and len(a) <= 100 for a in axis_names)
+            and all(type(n) is int and 1 <= n for n in shape)
+            and math.prod(shape) <= MAX_MESH_CORES):
+        raise _refused("the hand-over holds a malformed TensorCore mesh")
+    return compat.tensorcore_mesh(axis_names, shape)
 
 
 def _eqn_context(fields: Any) -> Any:

@@ -55,6 +55,10 @@ class Lowered:
     smem_uncertain: list[dict[str, Any]] = field(default_factory=list)  # per kernel and size
     # the memory estimate's failures (it decides nothing then), as the response's tool_faults
     tool_faults: list[dict[str, str]] = field(default_factory=list)
+    # the GPU race rule's reason it could not decide before any trial: the runner decides it
+    # again on each trial's inputs (gpu_rules.race_verdict), else the verdict is `unverified`
+    race_unknown: str = ""
+    race_trace: Any = None  # the trace the rule reads (the judged size)
 
 
 def _types(specs: Any) -> list[tuple[tuple[int, ...], str]]:
@@ -319,9 +323,14 @@ def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowere
         if mode == "interpret":
             _interpret_modules(lowered, task, size, target, tpu_kind, gpu_kind)
     if race_unknown and not lowered.budget_problem:  # (a budget problem is refused later)
-        raise StageFailure(Status.UNVERIFIED, Stage.LOWER, f"GPU race rule: {race_unknown}",
-                           rule=Rule.GPU_RACE_UNKNOWN)
+        lowered.race_unknown, lowered.race_trace = race_unknown, traces[size]
     return lowered
+
+
+def race_unknown_failure(reason: str) -> StageFailure:
+    """The GPU race rule could not decide (before the trials, or on a trial's inputs)."""
+    return StageFailure(Status.UNVERIFIED, Stage.LOWER, f"GPU race rule: {reason}",
+                        rule=Rule.GPU_RACE_UNKNOWN)
 
 
 def may_read_uninitialized(closed: Any) -> bool:

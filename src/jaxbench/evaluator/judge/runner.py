@@ -293,6 +293,7 @@ class _Judging:
                 trials = []
                 for i, key in enumerate(self.request.trial_keys):
                     inputs = first if i == 0 else self.draw(key)
+                    _race_on_trial(self, i, inputs)
                     trials.append(self.run_once(f"trial{i}", key, inputs))
                 if lowered.interpret_b is not None:  # the first trial, other uninitialised memory
                     t1 = _perf_counter()
@@ -315,6 +316,11 @@ class _Judging:
             raise StageFailure(Status.RUNTIME_ERROR, Stage.CORRECT, short_error(exc),
                                rule=Rule.RUNTIME) from None
         self.timed(Stage.CORRECT, t0)
+        if lowered.race_unknown:
+            self.response["stages"][Stage.CORRECT]["gpu_race_rule"] = (
+                f"race-free on each of the {len(self.request.trial_keys)} trials' inputs; residual "
+                f"risk: before any input it could not decide ({lowered.race_unknown[:300]}), so "
+                "inputs other than the trials' are not covered")
 
     def run_once(self, label: str, key: list[int], inputs: Any) -> tuple[str, Any, Any]:
         """The module on one key's inputs; on a device its outputs go to the host at once, and
@@ -360,6 +366,21 @@ class _Judging:
             self.truths = []
         self.compiled = self.first = None
         self.span("outputs", t0)
+
+
+def _race_on_trial(judging: _Judging, index: int, inputs: Any) -> None:
+    """The GPU race rule, undecided before any trial, decided on this trial's inputs."""
+    from jaxbench.evaluator.judge import gpu_rules, lowering
+
+    if not judging.lowered.race_unknown:
+        return
+    with lowering.known_lines(judging.payload["lines"]):  # messages name the kernel's line
+        verdict = gpu_rules.race_verdict(judging.lowered.race_trace, inputs)
+    if verdict.race:
+        raise StageFailure(Status.INCORRECT, Stage.LOWER, f"GPU race rule, on the inputs of "
+                           f"trial {index}: {verdict.race}", rule=Rule.GPU_RACE)
+    if verdict.unknown:
+        raise lowering.race_unknown_failure(verdict.unknown)
 
 
 def _time_on_chip(judging: _Judging) -> None:
@@ -441,6 +462,10 @@ def _walk(judging: _Judging, request: JudgeRequest) -> dict[str, Any]:
         judging.trials()
         if judging.mode == "device" and request.time:
             judging.time()
+    elif judging.lowered.race_unknown:  # no trial to decide the race rule on
+        from jaxbench.evaluator.judge.lowering import race_unknown_failure
+
+        raise race_unknown_failure(judging.lowered.race_unknown)
     judging.write_outputs()
     return judging.response
 
@@ -537,6 +562,7 @@ def _warm_up() -> None:
 
     jaxbench.tasks.list_tasks()
     jaxpr_reader.allowed()
+    jaxpr_reader.derived_classes()
     jaxpr_reader.primitive_registry()
     jax.block_until_ready(jax.jit(lambda x: x + 1)(jnp.ones((8, 128))))
 

@@ -17,8 +17,10 @@ says what may be imported.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import threading
+from typing import Any
 
 from jaxbench.evaluator.common.jaxpr_format import imported_modules
 from jaxbench.evaluator.common.schema import Rule, Stage, StageFailure, Status
@@ -118,15 +120,135 @@ def _denied_string(value: str) -> bool:
 
 
 # A library's private tree re-exports JAX internals; only its Pallas kernel modules may be
-# imported from there (Tokamax keeps its per-backend kernels private).
-_PRIVATE_KERNEL_MODULE = re.compile(r"tokamax\._src\.ops\.\w+\.pallas_(mosaic_tpu|triton)$")
+# imported from there (Tokamax keeps its kernels private: ``tokamax._src.ops.<op>.pallas_*``,
+# ``tokamax._src.ops.experimental.tpu.splash_attention``). Which modules those are is decided
+# from the installed package's layout, never from a hand list: every module of a folder under
+# the library's kernel tree that holds a Pallas kernel (a module importing
+# ``jax.experimental.pallas``), and those folders themselves, except tests, benchmarks and any
+# module that imports what kernels may not (decided from its text; nothing is imported).
+# ``jax.experimental.pallas.ops`` (JAX's own kernels) is public and allowed as it is.
+LIBRARY_KERNEL_TREES = {"tokamax": ("tokamax", "_src", "ops")}
+# A library module that imports one of these (the process, the OS, the network, frames and the
+# heap) is never a kernel module a kernel may import: its attributes would hand them over.
+# (Library code may import ``types``, ``threading`` and the like for its own use: Tokamax's
+# op modules do.)
+ESCAPE_IMPORT_ROOTS = frozenset({
+    "os", "sys", "subprocess", "socket", "ctypes", "cffi", "gc", "inspect", "importlib",
+    "multiprocessing", "concurrent", "signal", "pickle", "marshal", "shelve", "shutil",
+    "builtins", "jaxbench", "tempfile", "resource", "mmap", "pty", "code", "codeop", "runpy",
+    "pkgutil", "site", "sysconfig", "http", "urllib", "ftplib", "smtplib", "requests", "posix",
+    "_posixsubprocess", "fcntl", "pdb", "trace",  # other meaning: module names
+})
+
+
+def _imports_of(path: Any) -> set[str]:
+    try:
+        return imported_modules(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return set()
+
+
+def root_of(name: str) -> str:
+    return name.split(".")[0]
+
+
+def library_kernel_modules(root: str) -> frozenset[str]:
+    """The dotted names of the installed library ``root``'s kernel modules and their
+    packages (see :data:`LIBRARY_KERNEL_TREES`); empty when it is not installed."""
+    return _library_layout(root)[0]
+
+
+def library_modules(root: str) -> frozenset[str]:
+    """Every module and package of the installed library ``root``'s kernel tree."""
+    return _library_layout(root)[1]
+
+
+def reexported_module(module: str, name: str) -> str | None:
+    """The module that kernel module ``module`` binds to ``name`` by an import of its own
+    (``import types``, ``from tokamax._src import quantization``), or None: importing it
+    from there is judged as importing it directly."""
+    return _library_layout(root_of(module))[2].get(module, {}).get(name)
+
+
+def _bound_by_imports(path: Any, package: str) -> dict[str, str]:
+    """``name -> module`` for the names a module's top-level imports bind (from its text)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    bound: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound[alias.asname or alias.name.split(".")[0]] = (
+                    alias.name if alias.asname else alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+    return bound
+
+
+@functools.cache
+def _library_layout(root: str) -> tuple[frozenset[str], frozenset[str], dict[str, dict[str, str]]]:
+    import importlib.util
+    from pathlib import Path
+
+    tree = LIBRARY_KERNEL_TREES.get(root)
+    try:
+        spec = importlib.util.find_spec(root) if tree else None  # locates, runs nothing
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset(), frozenset(), {}
+    base = Path(next(iter(spec.submodule_search_locations)))
+    top = base.joinpath(*tree[1:])
+    if not top.is_dir():
+        return frozenset(), frozenset(), {}
+    found: set[str] = set()
+    every: set[str] = set()
+    bound: dict[str, dict[str, str]] = {}
+    for folder in sorted({p.parent for p in top.rglob("*.py")}):
+        package = ".".join((root, *folder.relative_to(base).parts))
+        every.add(package)
+        every.update(f"{package}.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__")
+        modules = [p for p in sorted(folder.glob("*.py"))
+                   if "test" not in p.stem and p.stem not in ("bench", "conftest")]
+        texts = {p: _imports_of(p) for p in modules}
+        if not any(any(n == "jax.experimental.pallas" or n.startswith("jax.experimental.pallas.")
+                       for n in names) for names in texts.values()):
+            continue
+        parts = package.split(".")
+        found.update(".".join(parts[:i]) for i in range(len(tree) + 1, len(parts) + 1))
+        for path, names in texts.items():
+            if any(n.split(".")[0] in ESCAPE_IMPORT_ROOTS for n in names):
+                continue
+            name = package if path.stem == "__init__" else f"{package}.{path.stem}"
+            found.add(name)
+            bound[name] = _bound_by_imports(path, package)
+    return frozenset(found), frozenset(every), bound
+
+
+def _library_kernel_module(name: str) -> bool:
+    return name in library_kernel_modules(name.split(".")[0])
+
+
+def _refused_library_module(name: str) -> bool:
+    """A private module of an allowed library that is not one of its kernel modules: refused
+    by policy (``compile_error``), not evidence of gaming."""
+    root = name.split(".")[0]
+    return (root in ALLOWED_IMPORT_ROOTS and "._src" in name and root != "jax"
+            and not _library_kernel_module(name))
 
 
 def _allowed_module(name: str) -> bool:
     root = name.split(".")[0]
     if root not in ALLOWED_IMPORT_ROOTS:
         return False
-    if "._src" in name and not _PRIVATE_KERNEL_MODULE.match(name):
+    if "._src" in name and not _library_kernel_module(name):
         return False
     return not any(name == p or name.startswith(p + ".") for p in DENIED_MODULE_PREFIXES)
 
@@ -135,6 +257,7 @@ class _PolicyVisitor(ast.NodeVisitor):
     def __init__(self, debug: bool = False) -> None:
         self.violations: list[str] = []
         self.unavailable: list[str] = []
+        self.private: list[str] = []  # private modules of an allowed library: policy
         self.module_aliases: set[str] = set()
         self.debug = debug
         self.allowed_nodes: set[int] = set()  # the `.debug` of `jax.debug.print`
@@ -161,7 +284,9 @@ class _PolicyVisitor(ast.NodeVisitor):
         """An import outside the allow-list: gaming when it reaches the process or the
         harness, merely unavailable otherwise."""
         root = name.split(".")[0]
-        if root in ALLOWED_IMPORT_ROOTS or root in DANGEROUS_IMPORT_ROOTS or not root:
+        if _refused_library_module(name):
+            self.private.append(f"line {getattr(node, 'lineno', '?')}: {what} {name!r}")
+        elif root in ALLOWED_IMPORT_ROOTS or root in DANGEROUS_IMPORT_ROOTS or not root:
             self._deny(node, f"{what} {name!r} is not allowed")
         else:
             self.unavailable.append(f"line {getattr(node, 'lineno', '?')}: {what} {name!r}")
@@ -175,7 +300,7 @@ class _PolicyVisitor(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
         # `from pkg._src.ops.x import pallas_triton` names the kernel module itself.
-        kernel_modules = all(_PRIVATE_KERNEL_MODULE.match(f"{module}.{a.name}") for a in node.names)
+        kernel_modules = all(_library_kernel_module(f"{module}.{a.name}") for a in node.names)
         if node.level:
             self._deny(node, f"import from {'.' * node.level + module!r} is not allowed")
         elif not (_allowed_module(module) or kernel_modules):
@@ -185,8 +310,17 @@ class _PolicyVisitor(ast.NodeVisitor):
             return
         for alias in node.names:
             full = f"{module}.{alias.name}"
-            if not _allowed_module(full) or _denied_attribute(alias.name):
+            if _denied_attribute(alias.name):
                 self._deny(node, f"import of {full!r} is not allowed")
+            elif _library_kernel_module(module) and reexported_module(module, alias.name):
+                # a module the kernel module imported for itself: judged as imported directly
+                target = reexported_module(module, alias.name) or ""
+                if not (_allowed_module(target) or _library_kernel_module(target)):
+                    self._import(node, target, f"import of {full!r}, which is")
+            elif not _allowed_module(full) and not (_library_kernel_module(module)
+                                                   and full not in library_modules(root_of(full))):
+                # (a name a kernel module defines is no module: it comes with the module)
+                self._import(node, full, "import of")
             self.module_aliases.add(alias.asname or alias.name)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -331,6 +465,14 @@ def check_source(source: str, filename: str = "<kernel>", debug: bool = False) -
             "remove it to have the kernel judged (a host callback cannot run in the trusted "
             "judge); it is allowed by `jaxbench eval --debug`, which shows its output and whose "
             "verdict does not count", rule=Rule.DEBUG_PRINT)
+    if visitor.private:
+        raise StageFailure(
+            Status.COMPILE_ERROR, Stage.STATIC,
+            f"{'; '.join(visitor.private[:3])}: a private module of an allowed library that is "
+            "not one of its Pallas kernel modules; kernels may import a library's kernel modules "
+            "(for Tokamax, the folders of tokamax._src.ops that hold Pallas kernels) and its "
+            "public API (docs/kernels.md, \"What a kernel may import\")",
+            rule=Rule.PRIVATE_IMPORT)
     if visitor.unavailable:
         raise StageFailure(
             Status.COMPILE_ERROR, Stage.STATIC,

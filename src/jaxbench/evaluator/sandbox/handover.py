@@ -14,7 +14,11 @@ JAX and reads the rest with an allow-list of classes. Before pickling:
 - tracebacks are dropped: each equation made outside JAX keeps its ``(file, line)`` for
   messages, and debug information keeps strings only;
 - device arrays become NumPy arrays, and concrete meshes (a ``shard_map``'s, a
-  ``NamedSharding``'s) their abstract meshes: axes and the device kind they name.
+  ``NamedSharding``'s) their abstract meshes: axes and the device kind they name;
+- a TensorCore mesh (``pl.kernel``/``core_map`` over ``pltpu.create_tensorcore_mesh``), whose
+  devices are an object array, becomes its description (axis names, shape), which the judge
+  rebuilds; a PRNG implementation (a tuple of functions) its registered name, and a concrete
+  key array that name and its ``uint32`` data.
 
 Nothing here is trusted: it runs beside candidate code, which may have replaced any of it.
 Whatever these bytes say, the judge checks.
@@ -33,6 +37,9 @@ from jaxbench import compat
 from jaxbench.evaluator.common.jaxpr_format import (
     FORMAT,
     PRIMITIVE_TAG,
+    PRNG_IMPL_TAG,
+    PRNG_KEY_TAG,
+    TENSORCORE_MESH_TAG,
     primitive_registry,
     singletons,
 )
@@ -103,6 +110,10 @@ class _Pickler(pickle.Pickler):
         self._transformed_ref = state_types.TransformedRef
         self._typed_array = getattr(literals, "TypedNdArray", None)
         self._mesh = jax.sharding.Mesh
+        prng = compat.prng_module()
+        self._prng = (prng.PRNGImpl, prng.PRNGKeyArray) if prng is not None else ()
+        tensorcore = compat.tensorcore_classes()
+        self._tensorcore_mesh = tensorcore[0] if tensorcore is not None else ()
 
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, self._primitive):
@@ -113,6 +124,22 @@ class _Pickler(pickle.Pickler):
             return ("abstract", obj.aval)
         if id(obj) in self._singletons:  # compared by identity: named, not copied
             return ("singleton", self._singletons[id(obj)])
+        if self._prng and isinstance(obj, self._prng):
+            # a PRNG implementation is a tuple of functions, which are not data: named as JAX
+            # registered it; a key array as its implementation's name and its uint32 data
+            name = compat.prng_impl_name(obj)
+            if name is not None:
+                return (PRNG_IMPL_TAG, name)
+            parts = compat.prng_key_parts(obj)
+            if parts is not None:
+                return (PRNG_KEY_TAG, parts[0], parts[1])
+            return None  # a kernel's own implementation: the judge refuses what it holds
+        if self._tensorcore_mesh and type(obj) is self._tensorcore_mesh:
+            # its devices are TensorCore objects (an object array): handed over as its
+            # description, rebuilt by the judge
+            description = compat.tensorcore_mesh_description(obj)
+            if description is not None:
+                return (TENSORCORE_MESH_TAG, *description)
         if type(obj) is self._context:
             # it pickles as "the context current when unpickled"; what it holds is named here,
             # field by field in the order of its slots (the order JAX's constructor takes)

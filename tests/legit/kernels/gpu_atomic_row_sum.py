@@ -1,0 +1,33 @@
+"""Row sum with Triton atomics: grid (row block, column block); each program reduces its
+(BR, BC) tile to BR partial sums and atomically adds them into the zeroed output rows, so the
+programs of one row block all write the same output elements, by atomic add."""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as plgpu
+
+TARGET = "gpu"
+BR, BC = 32, 256
+
+
+def _kernel(x_ref, zero_ref, o_ref):
+    del zero_ref  # the output's initial zeros, aliased
+    part = jnp.sum(x_ref[...], axis=1)
+    rows = pl.ds(pl.program_id(0) * BR, BR)
+    plgpu.atomic_add(o_ref, rows, part)
+
+
+def kernel(x):
+    m, n = x.shape
+    br, bc = min(BR, m), min(BC, n)
+    return pl.pallas_call(
+        _kernel,
+        out_shape=jax.ShapeDtypeStruct((m,), jnp.float32),
+        grid=(m // br, n // bc),
+        in_specs=[pl.BlockSpec((br, bc), lambda i, j: (i, j)),
+                  pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec(memory_space=pl.ANY),
+        input_output_aliases={1: 0},
+        compiler_params=plgpu.CompilerParams(num_warps=4, num_stages=2),
+    )(x, jnp.zeros((m,), jnp.float32))
