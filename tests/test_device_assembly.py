@@ -95,7 +95,7 @@ class FakeDeviceRunners:
         return RunnerOutcome({"status": "ran", "trials": layout, "truth": truth_layout,
                               "device_kind": DEVICE_KIND, "backend": "tpu", "compile_s": 0.5,
                               "structure": {"kernel_calls": 1}, "timing": self.timing,
-                              "fits": self.fits, "spans": {"compile": 0.5, "truth": 0.1},
+                              "fits": self.fits, "spans": {"kernel_compile": 0.5, "truth": 0.1},
                               "stages": {"correct": {"seconds": 0.1}, "time": {"seconds": 1.0}}})
 
 
@@ -240,5 +240,5 @@ def test_a_reference_that_does_not_fit_leaves_a_correct_kernel_correct_untimed(d
     assert result["speedup"] is None and result["t_ref_ms"] is None
     assert result["message"] == reason and result["fits"] == fits
     # the owner's own spans are the result's, beside the parent's
-    assert result["spans"]["compile"] == 0.5 and result["spans"]["truth"] == 0.1
+    assert result["spans"]["kernel_compile"] == 0.5 and result["spans"]["truth"] == 0.1
     assert result["spans"]["trace"] > 0

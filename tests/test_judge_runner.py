@@ -68,7 +68,7 @@ def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch
     # what fits the (stand-in) chip was decided before the trials, and the spans say where the
     # device work went: each key's inputs drawn once, the truth beside each trial
     assert response["fits"]["reference"] is True and response["fits"]["truth_on"] == "chip"
-    for name in ("reference_compile", "inputs", "compile", "trials", "truth", "time", "outputs"):
+    for name in ("reference_compile", "inputs", "kernel_compile", "trials", "truth", "time", "outputs"):
         assert response["spans"][name] > 0, name
 
 

@@ -289,7 +289,7 @@ class _Judging:
                 t1 = _perf_counter()
                 self.compiled = jax.jit(module.call).lower(*first).compile()
                 self.response["compile_s"] = round(_perf_counter() - t1, 4)
-                self.span("compile", t1)
+                self.span("kernel_compile", t1)
                 trials = []
                 for i, key in enumerate(self.request.trial_keys):
                     inputs = first if i == 0 else self.draw(key)
