@@ -7,9 +7,9 @@ resumes from what is on disk. The run's secret (correctness inputs derive from
 it) is committed to in the manifest by its SHA-256, kept in ``.secret`` while
 the run is open, and revealed in the final ``run_end`` event for auditing. A `jaxbench run`
 records its plan, the keys of the jobs it evaluates, in the manifest (``plan``), so a report
-knows which evaluations are missing without planning the jobs again. A run stopped
-by Ctrl-C (``jaxbench optimize``) gets a ``run_end`` with ``interrupted: true`` instead, which
-reveals nothing; the resumed run ends with its own.
+knows which evaluations are missing without planning the jobs again. A run stopped by Ctrl-C
+or SIGTERM gets a ``run_end`` with ``interrupted: true`` and the command that resumes it
+(``resume``) instead, which reveals nothing; the resumed run ends with its own.
 """
 
 from __future__ import annotations
