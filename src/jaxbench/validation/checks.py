@@ -49,7 +49,8 @@ on its reference (``jaxbench validate`` runs them over a suite):
 
 Warnings (shown, not flagged): an input whose replacement keeps the output within the
 task's tolerance on every trial ("ignorable": a kernel that ignored it would still pass
-the correctness check).
+the correctness check); an ``atol`` of 20 % or more of the truth's median non-zero |output|
+("loose atol": an error of that share of a typical output passes, although a zero does not).
 """
 
 from __future__ import annotations
