@@ -87,7 +87,13 @@ def test_ctrl_c_stops_a_run_keeps_finished_results_and_says_how_to_resume(tmp_pa
     lines = [json.loads(line) for line in events.read_text().splitlines()]
     evaluations = [e for e in lines if e["type"] == "evaluation"]
     assert [(e["task"], e["status"]) for e in evaluations] == [("12p_rmsnorm", "correct")]
-    assert lines[-1]["type"] != "run_end" and (out_dir / ".secret").exists()  # resumable
+    end = lines[-1]  # an interrupted run_end with the command that resumes; nothing revealed
+    assert end["type"] == "run_end" and end["interrupted"] is True and "secret" not in end
+    assert end["signal"] == "SIGINT" and end["evaluations"] == 1 and f"--out {out_dir}" in end["resume"]
+    assert (out_dir / ".secret").exists()  # resumable
+    report = subprocess.run([sys.executable, "-m", "jaxbench.cli", "report", str(out_dir)],
+                            capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
+    assert f"resume with: {end['resume']}" in " ".join(report.stdout.split()), report.stdout
     _wait_for(lambda: not any(_alive(p) for p in children), 10, "the workers to die")
     assert not list((tmp_path / "tmp").glob("jaxbench-tracer-*")), "temporary files left"
     # Resumed without the endless kernel: the finished result is reused, and the run says so.
@@ -96,7 +102,7 @@ def test_ctrl_c_stops_a_run_keeps_finished_results_and_says_how_to_resume(tmp_pa
                       "--trials", "1", "--timeout", "600"], tmp_path)
     stdout, stderr = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, stderr
-    assert f"resuming {out_dir}: 1 of 1 evaluations are reused from it" in stderr
+    assert f"resuming {out_dir}: 1 of 1 evaluations are reused from it; nothing left to run" in stderr
     assert "1/1 correct" in stdout
 
 
@@ -177,3 +183,12 @@ def _cpu_seconds(pid):
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_resumed_run_says_what_it_reuses():
+    from jaxbench.cli.run import resuming_line
+
+    assert resuming_line(Path("runs/a"), 0, 4) == \
+        "jaxbench: resuming runs/a: none of its 4 evaluations had finished; all 4 run now"
+    assert resuming_line(Path("runs/a"), 3, 4) == \
+        "jaxbench: resuming runs/a: 3 of 4 evaluations are reused from it; 1 to run"

@@ -166,6 +166,8 @@ def test_ctrl_c_stops_optimize_at_once_and_the_resume_reuses_every_finished_samp
     resumed = subprocess.run([sys.executable, "-m", "jaxbench.cli", *shlex.split(resume)[1:]],
                              env=env, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
+    assert (f"jaxbench: resuming {out}: 1 of up to 4 samples, 1 model call and 0 of 2 finished "
+            "tasks are reused from it") in resumed.stderr
     asked = [task for _, task in _SlowModel.requests[asked_before:]]
     assert asked == ["12p_rmsnorm", "8p_gemm", "8p_gemm"]
     events = _events(out)

@@ -483,3 +483,32 @@ def test_a_run_stopped_by_ctrl_c_is_not_finished(tmp_path):
     stopped = [{"type": "run_start"}, {"type": "run_end", "interrupted": True}]
     assert not progress({}, stopped)["finished"]
     assert progress({}, stopped + [{"type": "run_end", "secret": "s"}])["finished"]
+
+
+def test_report_of_an_interrupted_run_shows_its_resume_command(tmp_path):
+    """A run stopped by Ctrl-C records the command that resumes it in its interrupted run_end;
+    the report shows that command, not only "no run_end"."""
+    from report_runs import agent_run, suite_run
+
+    resume = f"jaxbench run --suite jaxbench --kernels seed --out {tmp_path / 'suite'}"
+    path = suite_run(tmp_path / "suite", done=70)
+    suite = RunDir.open(path, json.loads((path / "manifest.json").read_text())["config"])
+    suite.interrupt(signal="SIGINT", evaluations=70, planned=100, resume=resume)
+    progress = summarize(suite.path)["progress"]
+    assert progress["resume"] == resume and not progress["finished"]
+    assert progress["text"] == ("incomplete: 70 of 100 evaluations; interrupted by SIGINT; "
+                                f"resume with: {resume}")
+    table = CliRunner(env={"COLUMNS": "400"}).invoke(main, ["report", str(suite.path)]).stdout
+    assert f"resume with: {resume}" in " ".join(table.split()) and "no run_end" not in table
+
+    command = f"jaxbench optimize --tasks 8p_gemm --out {tmp_path / 'agent'}"
+    agent = agent_run(tmp_path / "agent", stop_after=3)
+    events = [json.loads(line) for line in (agent / "events.jsonl").read_text().splitlines()]
+    stopped = events + [{"type": "run_end", "interrupted": True, "signal": "SIGTERM", "resume": command}]
+    from jaxbench.report.summary import progress as progress_of
+
+    config = json.loads((agent / "manifest.json").read_text())["config"]
+    text = progress_of(config, stopped)["text"]
+    assert text.endswith(f"3 of 10 tasks finished; interrupted by SIGTERM; resume with: {command}"), text
+    # an interrupted run_end from before runs recorded the command: the old words
+    assert "no run_end" in progress_of(config, events + [{"type": "run_end", "interrupted": True}])["text"]

@@ -137,7 +137,8 @@ def test_report_html_without_plotly_is_a_usage_error(tmp_path, monkeypatch):
     path = interpret_run(tmp_path / "run")
     monkeypatch.setattr(builtins, "__import__", no_plotly)
     result = CliRunner().invoke(main, ["report", str(path), "--html", str(tmp_path / "r.html")])
-    assert result.exit_code == 2 and "jaxbench[results]" in result.stderr
+    assert result.exit_code == 2 and "pip install -e '.[results]'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "r.html").exists()
 
 
 @pytest.mark.skipif(missing() is not None, reason=f"browser check unavailable: {missing()}")

@@ -114,3 +114,32 @@ def test_server_killed_and_restarted_mid_batch_loses_nothing(tmp_path):
                             capture_output=True, text=True, timeout=300,
                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert report.returncode == 0 and NORM in report.stdout, report.stderr
+
+
+def test_a_stopped_server_says_what_stays_queued(tmp_path):
+    """SIGTERM with one kernel in flight and one waiting: the last line names both as queued in
+    the run directory, and the command that resumes them."""
+    from jaxbench.serve import Client
+
+    out = tmp_path / "run"
+    server = Server(out, "--workers", "1")
+    try:
+        with Client(server.url, retries=0) as c:
+            batch = c.submit_batch([variant(FLASH_SEED, f"stop {i}") for i in range(2)],
+                                   "1p_flash_attention", id="stop-batch")
+            first = batch["submissions"][0]["id"]
+            wait_for(lambda: c.result(first)["state"] == "running", 120, "the evaluation to start")
+    finally:
+        assert server.stop() in (0, -15), server.log()  # uvicorn re-raises the SIGTERM it caught
+    wait_for(lambda: "stopped" in server.log(), 10, "the stop line")
+    last = server.log().strip().splitlines()[-1]
+    assert last == (f"jaxbench serve: stopped; 2 submissions stay queued in {out} and resume when "
+                    f"`jaxbench serve --out {out}` starts again"), server.log()
+
+
+def test_the_stop_line_of_an_empty_queue():
+    from jaxbench.serve.server import stopped_line
+
+    assert stopped_line(0, "runs/serve") == \
+        "jaxbench serve: stopped; nothing stays queued (run directory runs/serve)"
+    assert "1 submission stays queued in runs/serve" in stopped_line(1, "runs/serve")

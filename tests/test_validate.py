@@ -9,6 +9,7 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -371,3 +372,46 @@ def test_the_shipped_data_movement_task_declares_it():
 def test_an_unknown_currency_is_refused():
     with pytest.raises(ValueError, match="work must be one of"):
         tiny(lambda x: x, x_spec, work="joules")
+
+
+TINY_OUTPUTS = '''"""my_small_outputs: outputs of about 0.04, checked with the default atol of 0.01."""
+
+from jaxbench.tasks.spec import Task, normal
+
+
+def reference(x, y):
+    return (0.04 + 0.004 * x * y).astype(x.dtype)
+
+
+TASK = Task(
+    "my_small_outputs",
+    reference=reference,
+    sizes={"small": dict(N=256), "full": dict(N=256)},
+    inputs=lambda d: [normal("x", (d.N,)), normal("y", (d.N,))],
+    flops=lambda d: 3 * d.N,
+)
+'''
+
+
+def test_a_tolerance_large_against_the_typical_output_is_a_warning(tmp_path):
+    """atol 0.01 against outputs of about 0.04 passes an error of a quarter of the output
+    (a zero still fails, so the tolerance check passes): `validate` says so in a warning and
+    suggests a tighter atol; the task is not flagged (exit 0)."""
+    (tmp_path / "small_task.py").write_text(TINY_OUTPUTS)
+    out = subprocess.run([sys.executable, "-m", "jaxbench.cli", "validate", "--task-file",
+                          "small_task.py", "--seeds", "2", "--json"], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    row = json.loads(out.stdout.splitlines()[-1])
+    assert row["task"] == "my_small_outputs" and not row["flagged"] and row["tolerance"]["ok"]
+    (warning,) = [w for w in row["warnings"] if w.startswith("loose atol")]
+    assert "atol 0.01 is 25% of the reference's typical |output| (median 0.04)" in warning, warning
+    assert "consider atol 0.001 " in warning  # 5 % of the median, rounded down
+
+
+def test_a_tolerance_small_against_the_output_gives_no_warning():
+    report = validate_task(tiny(lambda x, y: x * y + x, lambda d: [normal("x", (d.N,)),
+                                                                 normal("y", (d.N,))]))
+    assert not [w for w in report.warnings if w.startswith("loose atol")], report.warnings
+    assert validate_mod.loose_atol([[np.full(8, 0.04, np.float32)]], 0.001) is None
+    assert "25%" in validate_mod.loose_atol([[np.full(8, 0.04, np.float32)]], 0.01)

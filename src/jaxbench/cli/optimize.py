@@ -134,14 +134,28 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
               "trials": trials,
               "sampling": sampling.as_dict(), "price_override": price_override,
               **({"task_files": [list(entry) for entry in own]} if own else {})}
+    resuming = (out_dir / "manifest.json").exists()  # RunDir.open resumes it (or refuses)
     try:
         run = RunDir.open(out_dir, config)
     except RunError as exc:
         raise click.UsageError(str(exc)) from None
+    if resuming:
+        click.echo(resuming_line(out_dir, list(run.events()), len(tasks), budget), err=True)
     _optimize_with_progress(run, out_dir, tasks, method, model, settings, budget=budget,
                             docs=docs, prompt=prompt_mode, workers=workers,
                             parallel_tasks=parallel_tasks or None, executor=executor,
                             ray_address=ray_address)
+
+
+def resuming_line(out_dir: Path, events: list[dict[str, Any]], tasks: int, budget: int) -> str:
+    """What a resumed optimize run says first: that it resumes, and what it reuses (finished
+    samples and model calls; a cancelled call is asked again)."""
+    samples = sum(1 for e in events if e.get("type") == "evaluation" and e.get("sample") is not None)
+    calls = sum(1 for e in events if e.get("type") == "llm_call" and not e.get("cancelled"))
+    done = len({(e.get("task"), e.get("method")) for e in events if e.get("type") == "task_done"})
+    return (f"jaxbench: resuming {out_dir}: {samples} of up to {budget * tasks} samples, {calls} "
+            f"model call{'s' if calls != 1 else ''} and {done} of {tasks} finished "
+            f"task{'s' if tasks != 1 else ''} are reused from it")
 
 
 def _prepare(suite: str | None, task_ids: str | None, own: list[tuple[str, str, str]],

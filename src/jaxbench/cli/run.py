@@ -85,13 +85,14 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
               "target": target, "mode": mode, "size": size, "trials": trials,
               **({"chip": chip} if chip else {}),
               **({"task_files": [list(entry) for entry in own]} if own else {})}
+    resuming = (out_dir / "manifest.json").exists()  # RunDir.open resumes it (or refuses)
     try:
         run = RunDir.open(out_dir, config, plan=[job.key for job in jobs])
     except RunError as exc:
         usage_error(str(exc))
     started = time.monotonic()
     results, stop = _run_with_progress(jobs, run, settings, workers, as_json, executor,
-                                       ray_address)
+                                       ray_address, resuming)
     _finish(run, jobs, results, stop, time.monotonic() - started, as_json)
 
 
@@ -161,7 +162,7 @@ def _finish(run: Any, jobs: list[Any], results: list[dict[str, Any]], stop: Any,
 
     out_dir = run.path
     if stop.is_set():
-        _print_interrupted(results, len(jobs), out_dir, stop)
+        _interrupted(run, results, len(jobs), stop)
         stop.exit()  # the run stays open: rerunning the command resumes it
     if len(results) < len(jobs):  # evaluations the executor lost (Ray nodes died on every retry)
         click.echo(f"jaxbench: {len(jobs) - len(results)} of {len(jobs)} evaluations got no verdict "
@@ -179,16 +180,15 @@ def _finish(run: Any, jobs: list[Any], results: list[dict[str, Any]], stop: Any,
 
 
 def _run_with_progress(jobs: list[Any], run: Any, settings: Any, workers: int, as_json: bool,
-                       executor: str = "local", ray_address: str | None = None
-                       ) -> tuple[list[dict[str, Any]], Any]:
+                       executor: str = "local", ray_address: str | None = None,
+                       resuming: bool = False) -> tuple[list[dict[str, Any]], Any]:
     from jaxbench.evaluator import Status
     from jaxbench.executors import stop_all
     from jaxbench.runs import finished_keys, run_jobs
 
     reused = finished_keys(run) & {job.key for job in jobs}
-    if reused:
-        click.echo(f"jaxbench: resuming {run.path}: {len(reused)} of {len(jobs)} evaluations are "
-                   "reused from it", err=True)
+    if reused or resuming:
+        click.echo(resuming_line(run.path, len(reused), len(jobs)), err=True)
     message = (f"jaxbench: stopping: evaluations in flight are killed; finished results stay in "
                f"{run.path} (press Ctrl-C again to exit at once)")
     label = f"evaluating ({workers} workers)" if workers else "evaluating (Ray cluster)"
@@ -209,12 +209,28 @@ def _run_with_progress(jobs: list[Any], run: Any, settings: Any, workers: int, a
     return results, stop
 
 
-def _print_interrupted(results: list[dict[str, Any]], total: int, out_dir: Path, stop: Any) -> None:
+def _interrupted(run: Any, results: list[dict[str, Any]], total: int, stop: Any) -> None:
+    """After Ctrl-C or SIGTERM: an interrupted ``run_end`` (revealing nothing, so the run
+    resumes) with the command that resumes it, which ``jaxbench report`` shows; said on stderr."""
     import signal
 
     name = signal.Signals(stop.signum).name if stop.signum else "a signal"
+    command = resume_command(run.path)
+    try:
+        run.interrupt(signal=name, evaluations=len(results), planned=total, resume=command)
+    except OSError:  # a full disk: the message below still says how to resume
+        pass
     click.echo(f"jaxbench: interrupted by {name}: {len(results)} of {total} evaluations are done "
-               f"and kept in {out_dir}; resume with:\n  {resume_command(out_dir)}", err=True)
+               f"and kept in {run.path}; resume with:\n  {command}", err=True)
+
+
+def resuming_line(path: Path, reused: int, total: int) -> str:
+    """What a resumed run says first: that it resumes, and how much of it is reused."""
+    if not reused:
+        return (f"jaxbench: resuming {path}: none of its {total} evaluations had finished; "
+                f"all {total} run now")
+    rest = f"; {total - reused} to run" if reused < total else "; nothing left to run"
+    return f"jaxbench: resuming {path}: {reused} of {total} evaluations are reused from it{rest}"
 
 
 def short_message(message: str, width: int = 100) -> str:

@@ -157,7 +157,9 @@ def require_plotly() -> Any:
     try:
         import plotly
     except ImportError:
-        raise RuntimeError("the HTML report needs plotly: pip install 'jaxbench[results]'") from None
+        raise RuntimeError("the HTML report needs plotly, from the results extra: pip install -e "
+                           "'.[results]' in a clone of jaxbench (pip install 'jaxbench[results]' "
+                           "from a package index)") from None
     return plotly
 
 

@@ -160,7 +160,8 @@ def progress(config: dict[str, Any], events: list[dict[str, Any]],
     """How far the run got: ``evaluations`` written (an optimize run's samples: the seed kernels
     evolve starts from are not), ``planned`` (None when the run directory does not tell; an
     upper bound for an optimize run, whose methods may stop under budget),
-    ``lost`` (evaluation_lost jobs not evaluated since), ``finished`` (a run_end event) and
+    ``lost`` (evaluation_lost jobs not evaluated since), ``finished`` (a run_end event),
+    ``resume`` (the command an interrupted run_end recorded, which the banner shows) and
     ``text``, the banner of an incomplete run (None when complete).
 
     A `jaxbench run` records its plan (its job keys) in the manifest: ``plan``. An unfinished
@@ -170,31 +171,33 @@ def progress(config: dict[str, Any], events: list[dict[str, Any]],
     # (an optimize run stopped by Ctrl-C ends with an interrupted run_end: not finished)
     end = next((e for e in events if e.get("type") == "run_end" and not e.get("interrupted")),
                None)
+    resume = None if end is not None else _resume_text(events)
     evaluations = [e for e in events if e.get("type") == "evaluation"]
     jobs = {e["job"] for e in evaluations if isinstance(e.get("job"), str)}
     lost = {e["job"] for e in events if e.get("type") == "evaluation_lost"
             and isinstance(e.get("job"), str)} - jobs
     out: dict[str, Any] = {"finished": end is not None, "evaluations": len(evaluations),
-                           "planned": None, "upper_bound": False, "lost": len(lost), "text": None}
+                           "planned": None, "upper_bound": False, "lost": len(lost), "text": None,
+                           "resume": _resume_command(events) if end is None else None}
     command = config.get("command")
     lost_text = (f"; {len(lost)} lost (their Ray workers or nodes died on every retry: "
                  "evaluation_lost events)") if lost else ""
     unknown = "the planned total is not known from this run directory"
     if command == "run":
-        _run_progress(out, end, jobs, plan, lost_text)
+        _run_progress(out, end, jobs, plan, lost_text, resume)
         if plan is None:
             unknown = ("its plan was not recorded (a run directory from before runs recorded "
                        "their plan), so the planned total is not known")
     elif command == "optimize" and end is None:
-        _optimize_progress(out, config, events, evaluations)
+        _optimize_progress(out, config, events, evaluations, resume)
     if end is None and out["text"] is None:
         noun = "samples" if command == "optimize" else "evaluations"
-        out["text"] = f"unfinished: {RESUME}; {out['evaluations']} {noun} so far, {unknown}{lost_text}"
+        out["text"] = f"unfinished: {resume}; {out['evaluations']} {noun} so far, {unknown}{lost_text}"
     return out
 
 
 def _run_progress(out: dict[str, Any], end: dict[str, Any] | None, jobs: set[str],
-                  plan: list[str] | None, lost_text: str) -> None:
+                  plan: list[str] | None, lost_text: str, resume: str | None) -> None:
     """A `jaxbench run`'s progress: its run_end's count, else its recorded plan's jobs."""
     done = len(jobs) if jobs else out["evaluations"]
     if end is not None and isinstance(end.get("evaluations"), int):
@@ -205,12 +208,13 @@ def _run_progress(out: dict[str, Any], end: dict[str, Any] | None, jobs: set[str
         out["planned"] = len(planned)
     out["evaluations"] = done
     if out["planned"] is not None and done < out["planned"]:
-        why = lost_text + ("; " + RESUME if end is None else "")
+        why = lost_text + (f"; {resume}" if end is None else "")
         out["text"] = f"incomplete: {done} of {out['planned']} evaluations{why}"
 
 
 def _optimize_progress(out: dict[str, Any], config: dict[str, Any],
-                       events: list[dict[str, Any]], evaluations: list[dict[str, Any]]) -> None:
+                       events: list[dict[str, Any]], evaluations: list[dict[str, Any]],
+                       resume: str | None) -> None:
     """An unfinished optimize run's progress: its samples of up to tasks x budget."""
     samples = [e for e in evaluations if e.get("origin") != "seed"]
     out["evaluations"] = len(samples)
@@ -222,7 +226,31 @@ def _optimize_progress(out: dict[str, Any], config: dict[str, Any],
         out.update(planned=len(tasks) * budget, upper_bound=True)
         n = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''}"
         out["text"] = (f"incomplete: {len(samples)} of up to {out['planned']} samples ({n} x budget "
-                       f"{budget}); {len(done & set(tasks))} of {n} finished; {RESUME}")
+                       f"{budget}); {len(done & set(tasks))} of {n} finished; {resume}")
+
+
+def _interruption(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last interrupted ``run_end`` (Ctrl-C or SIGTERM stopped the run), None without one."""
+    stops = [e for e in events if e.get("type") == "run_end" and e.get("interrupted")]
+    return stops[-1] if stops else None
+
+
+def _resume_command(events: list[dict[str, Any]]) -> str | None:
+    """The command that resumes the run, as its interrupted ``run_end`` recorded it."""
+    stop = _interruption(events)
+    command = stop.get("resume") if stop else None
+    return command if isinstance(command, str) and command else None
+
+
+def _resume_text(events: list[dict[str, Any]]) -> str:
+    """Why the run is not finished and how to go on: the recorded resume command of an
+    interrupted run, else :data:`RESUME`."""
+    stop = _interruption(events)
+    command = _resume_command(events)
+    if stop is None or command is None:
+        return RESUME
+    by = f" by {stop['signal']}" if isinstance(stop.get("signal"), str) else ""
+    return f"interrupted{by}; resume with: {command}"
 
 
 def _task_summary(evals: list[dict[str, Any]]) -> dict[str, Any]:

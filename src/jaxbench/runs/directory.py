@@ -10,9 +10,9 @@ run directory: tracers read the Python installation only, and a run directory in
 refused. Evaluations that draw fresh keys (``serve``, ``optimize``) record their
 ``trial_nonce``; their keys derive from the secret and that nonce. A `jaxbench run`
 records its plan, the keys of the jobs it evaluates, in the manifest (``plan``), so a report
-knows which evaluations are missing without planning the jobs again. A run stopped
-by Ctrl-C (``jaxbench optimize``) gets a ``run_end`` with ``interrupted: true`` instead, which
-reveals nothing; the resumed run ends with its own.
+knows which evaluations are missing without planning the jobs again. A run stopped by Ctrl-C
+or SIGTERM gets a ``run_end`` with ``interrupted: true`` and the command that resumes it
+(``resume``) instead, which reveals nothing; the resumed run ends with its own.
 """
 
 from __future__ import annotations

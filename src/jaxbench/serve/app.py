@@ -203,13 +203,15 @@ class BatchOut(BaseModel):
 
 
 def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | None = None,
-               openenv: bool = True, manage_service: bool = True) -> FastAPI:
+               openenv: bool = True, manage_service: bool = True,
+               on_stopped: Callable[[], None] | None = None) -> FastAPI:
     """The API in front of ``service``; with ``manage_service``, the app starts and stops it
-    (its lifespan). ``openenv`` mounts the OpenEnv environment at ``/openenv`` when
+    (its lifespan), then calls ``on_stopped``. ``openenv`` mounts the OpenEnv environment at ``/openenv`` when
     ``openenv-core`` is installed."""
     bearer = HTTPBearer(auto_error=False, description="A token of the service's tokens file")
     limit = max_body_bytes or max(1 << 20, 2 * service.config.max_source_bytes + (64 << 10))
-    app = FastAPI(title="jaxbench judge", version="1", lifespan=_lifespan(service, manage_service),
+    app = FastAPI(title="jaxbench judge", version="1",
+                  lifespan=_lifespan(service, manage_service, on_stopped),
                   description="Pallas kernels judged by jaxbench's evaluator: submit kernels, "
                               "read and stream verdicts and rewards (docs/serve.md).")
     app.add_middleware(Guard, auth=auth, max_body_bytes=limit, on_refusal=service.metrics.refusal)
@@ -227,8 +229,10 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
     return app
 
 
-def _lifespan(service: Service, manage_service: bool) -> Callable[[FastAPI], Any]:
-    """The app's lifespan: starts and stops ``service`` when the app manages it."""
+def _lifespan(service: Service, manage_service: bool,
+              on_stopped: Callable[[], None] | None = None) -> Callable[[FastAPI], Any]:
+    """The app's lifespan: starts and stops ``service`` when the app manages it (then calls
+    ``on_stopped``)."""
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if manage_service:
@@ -238,6 +242,8 @@ def _lifespan(service: Service, manage_service: bool) -> Callable[[FastAPI], Any
         finally:
             if manage_service:
                 await run_in_threadpool(service.stop)
+                if on_stopped is not None:
+                    on_stopped()
 
     return lifespan
 

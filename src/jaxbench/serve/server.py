@@ -54,7 +54,12 @@ def run_server(config: ServeConfig, tokens: dict[str, Principal], *, host: str =
                               "(--tokens FILE or JAXBENCH_SERVE_TOKENS), or --insecure-no-auth")
     sock = bind(host, port)
     service = Service(config)
-    app = create_app(service, Authenticator(tokens), max_body_bytes=max_body_bytes, openenv=openenv)
+    # the line goes out as the app stops the service: uvicorn then re-raises a captured SIGTERM
+    def stopped() -> None:
+        print(stopped_line(service.unfinished(), config.out), file=sys.stderr, flush=True)
+
+    app = create_app(service, Authenticator(tokens), max_body_bytes=max_body_bytes, openenv=openenv,
+                     on_stopped=stopped)
     bound = sock.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     resumed = service.status()["queue_length"]
@@ -68,9 +73,18 @@ def run_server(config: ServeConfig, tokens: dict[str, Principal], *, host: str =
     server.run(sockets=[sock])
 
 
+def stopped_line(queued: int, out: Any) -> str:
+    """The one line ``jaxbench serve`` prints when it stops: what stays queued, and where."""
+    if not queued:
+        return f"jaxbench serve: stopped; nothing stays queued (run directory {out})"
+    return (f"jaxbench serve: stopped; {queued} submission{'s' if queued != 1 else ''} "
+            f"stay{'s' if queued == 1 else ''} queued in {out} and resume when "
+            f"`jaxbench serve --out {out}` starts again")
+
+
 def make_config(**options: Any) -> ServeConfig:
     """A :class:`ServeConfig` from keyword options (unknown ones are an error)."""
     return ServeConfig(**options)
 
 
-__all__ = ["ServeSetupError", "bind", "is_loopback", "make_config", "run_server"]
+__all__ = ["ServeSetupError", "bind", "is_loopback", "make_config", "run_server", "stopped_line"]

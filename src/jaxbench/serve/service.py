@@ -66,7 +66,7 @@ class Service:
                                              ray_address=self.config.ray_address)
         self.store.record({"type": "serve_start", "executor": self.config.executor,
                            "workers": self.config.workers,
-                           "resumed": sum(not s.finished_state for s in self._ledger.subs.values())})
+                           "resumed": self.unfinished()})
         self._workers.start(self._evaluator, self.config.workers)
 
     def stop(self, grace_s: float = 5.0) -> None:
@@ -160,6 +160,12 @@ class Service:
     def view(self, sub: Submission) -> dict[str, Any]:
         """What a caller sees of a submission."""
         return view(sub)
+
+    def unfinished(self) -> int:
+        """Submissions without a verdict yet (queued, or in flight): after :meth:`stop`, those
+        that stay queued in the run directory for the next start."""
+        with self._lock:
+            return sum(not s.finished_state for s in self._ledger.subs.values())
 
     def status(self) -> dict[str, Any]:
         with self._lock:

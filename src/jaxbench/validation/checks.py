@@ -49,11 +49,13 @@ on its reference (``jaxbench validate`` runs them over a suite):
 
 Warnings (shown, not flagged): an input whose replacement keeps the output within the
 task's tolerance on every trial ("ignorable": a kernel that ignored it would still pass
-the correctness check).
+the correctness check); an ``atol`` of 20 % or more of the truth's median non-zero |output|
+("loose atol": an error of that share of a typical output passes, although a zero does not).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -68,6 +70,7 @@ from jaxbench.tasks import Task, get_task
 CONSTANT_ABS = 0.01      # "all |out| < 0.01"
 CONSTANT_SPREAD = 0.01   # "no element moves by 0.01 across seeds"
 ZERO_PASS_SHARE = 0.2  # flag a tolerance under which 0 passes for >= 20 % of non-zero outputs
+LOOSE_ATOL_SHARE = 0.2  # warn when atol is >= 20 % of the truth's median non-zero |output|
 MATTER_REL = 1e-3        # an input matters if the output moves > 1e-3 * (max|out| + 1e-6)
 _BASE_STREAM = 0x6A78    # key data [stream, seed]: base draws
 _ALT_STREAM = 0x616C74   # alternative draws for the perturbation check
@@ -170,6 +173,31 @@ def _zero_passes(truth: list[np.ndarray], atol: float, rtol: float) -> float:
         nonzero += int(mask.sum())
         passed += int((np.abs(ref[mask]) <= atol + rtol * np.abs(ref[mask])).sum())
     return passed / nonzero if nonzero else 0.0
+
+
+def loose_atol(truths: list[list[np.ndarray]], atol: float) -> str | None:
+    """A warning when ``atol`` is large against the truth's typical output (its median non-zero
+    |output| over every seed and leaf): an error of that share of a typical output then passes,
+    although a zero may still fail (``ZERO_PASS_SHARE`` flags that). None when it is not."""
+    values = [np.abs(leaf[leaf != 0]).ravel() for seed in truths for leaf in seed
+              if np.issubdtype(leaf.dtype, np.floating)]
+    values = [v[np.isfinite(v)] for v in values]
+    if not values or not sum(v.size for v in values):
+        return None
+    typical = float(np.median(np.concatenate(values)))
+    if typical <= 0 or atol < LOOSE_ATOL_SHARE * typical:
+        return None
+    return (f"loose atol: atol {atol:g} is {atol / typical:.0%} of the reference's typical |output| "
+            f"(median {typical:.3g}), so an error of that size passes; consider atol "
+            f"{_round_down(0.05 * typical):g} or inputs of a larger scale")
+
+
+def _round_down(x: float) -> float:
+    """``x`` rounded down to one significant digit (a tolerance to suggest)."""
+    if x <= 0:
+        return 0.0
+    step = 10.0 ** math.floor(math.log10(x))
+    return math.floor(x / step + 1e-9) * step
 
 
 def _float32_task(task: Task, size: str) -> bool:
@@ -313,6 +341,9 @@ def _validate(task: Task, size: str, seeds: int, perturb_seeds: int) -> TaskRepo
         f"{r.name}:{'inert' if r.inert else r.mode}" for r in inputs if r.mode != "alone" or r.inert))
     warnings = [f"ignorable {r.name}: replacing it moves the output by at most {r.change:.3g}, "
                 f"within tolerance" for r in inputs if r.matters and not r.detectable and not r.inert]
+    loose = None if tiny or not tolerance.ok else loose_atol(truths, task.atol)
+    if loose:
+        warnings.insert(0, loose)
     return TaskReport(task.id, size, seeds, finite, non_constant, inputs_matter, tolerance,
                       inputs, warnings, round(time.monotonic() - started, 2),
                       work=check_work(task, size))
