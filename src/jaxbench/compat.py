@@ -20,6 +20,17 @@ jaxpr_as_fun = jex_core.jaxpr_as_fun
 
 
 
+def opened_platforms() -> list[str]:
+    """The platforms whose backend this process's JAX has opened, read from JAX's private
+    registry without opening any (``jax.devices()`` would open them all)."""
+    from jax._src import xla_bridge
+
+    if not xla_bridge.backends_are_initialized():
+        return []
+    with xla_bridge._backend_lock:
+        return sorted(xla_bridge._backends)
+
+
 # ``pallas_call``; ``core_map``; ``mpmd_map``, which ``plgpu.kernel`` (Mosaic GPU) binds in
 # JAX 0.10 to 0.12.
 _KERNEL_PRIMITIVE_NAMES = ("pallas_call_p", "core_map_p", "mpmd_map_p")

@@ -80,11 +80,9 @@ def _backends_initialised() -> list[str]:
     """The platforms this process's JAX has opened (none when JAX is not imported)."""
     if "jax" not in sys.modules:
         return []
-    from jax._src import xla_bridge
+    from jaxbench.compat import opened_platforms
 
-    if not xla_bridge.backends_are_initialized():
-        return []
-    return sorted(xla_bridge.backends())
+    return opened_platforms()
 
 
 def holds_accelerator() -> bool:

@@ -66,10 +66,15 @@ class GroundTruth:
         cache_key = (task.id, size, tuple(key))
         with self._lock:
             if cache_key not in self._cache:
-                with jax.default_device(jax.devices("cpu")[0]):
-                    inputs = task.make_inputs(key_from_data(key), size)
-                self._cache[cache_key] = self.of_inputs(task, inputs)
+                self._cache[cache_key] = self.uncached(task, size, key)
             return self._cache[cache_key]
+
+    def uncached(self, task: Task, size: str, key: Sequence[int]) -> list[np.ndarray]:
+        """The truth of one key's inputs, drawn on the host CPU, kept nowhere (a key never
+        seen again: an evaluation's fresh keys)."""
+        with jax.default_device(jax.devices("cpu")[0]):
+            inputs = task.make_inputs(key_from_data(key), size)
+        return self.of_inputs(task, inputs)
 
     def of_inputs(self, task: Task, inputs: Sequence[Any]) -> list[np.ndarray]:
         """The truth of inputs already drawn (``task.make_inputs``), uncached: the reference

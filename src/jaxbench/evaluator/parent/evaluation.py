@@ -46,7 +46,7 @@ from jaxbench.evaluator.common.schema import (
     TracerJob,
     new_result,
 )
-from jaxbench.evaluator.judge.compare import check_outputs, derive_keys, key_from_data
+from jaxbench.evaluator.judge.compare import check_outputs, derive_keys
 from jaxbench.evaluator.parent import chip_checks
 from jaxbench.evaluator.parent.case import Case, job_chip
 from jaxbench.evaluator.parent.judge_client import runner_response
@@ -433,9 +433,7 @@ class FreshTruth:
         self.shared = shared
 
     def __call__(self, task: Any, size: str, key: list[int]) -> list[Any]:
-        with jax.default_device(jax.devices("cpu")[0]):
-            inputs = task.make_inputs(key_from_data(key), size)
-        return self.shared.of_inputs(task, inputs)
+        return self.shared.uncached(task, size, key)
 
 
 def tracer_job(case: Case, source: str, filename: str, keys: dict[str, Any]) -> TracerJob:
