@@ -153,7 +153,8 @@ MUTATIONS = [
          "[nan_scratch_detector.py]",)),
     Mutation(
         "two_fills_not_compared", "evaluator/judge/runner.py",
-        "            _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))",
+        "            _same_outputs(trials[0][2], jax.block_until_ready(other(*first)),\n"
+        "                                  lowered.traces.get(self.size))",
         "            pass  # mutant: one fill only",
         ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
          "[uninitialised_nudge.py]",)),
@@ -232,7 +233,8 @@ MUTATIONS = [
         ("tests/adversarial/outside_work/test_outside_work.py::test_work_left_in_xla_is_refused_by_its_rule[embedding_gather_in_xla.py]",)),
     Mutation(
         "kernel_flops_ignore_the_grid", "evaluator/judge/kernel_work.py",
-        "flops = times * programs * (", "flops = times * (",
+        "    return float(np.sum(flops)) * scale, float(moved), programs\n\n\n# -- the module",
+        "    return float(np.max(flops)) * scale, float(moved), programs\n\n\n# -- the module",
         ("tests/test_kernel_work.py::test_a_tiled_matmul_counts_2mkn_and_its_operands",)),
     Mutation(
         "outputs_without_kernel_not_recorded", "evaluator/judge/kernel_work.py",
