@@ -615,7 +615,7 @@ MUTATIONS = [
         "        except ZeroDivisionError as exc:  # mutant: a failing rule crashes the evaluation",
         ("tests/test_judge_fails_closed.py::test_a_rule_that_raises_makes_the_verdict_unverified",)),
     Mutation("counter_reads_any_depth", "evaluator/judge/kernel_work.py",
-        "MAX_DEPTH = 32", "MAX_DEPTH = 10 ** 6",
+        "MAX_DEPTH = 24", "MAX_DEPTH = 10 ** 6",
         ("tests/adversarial/surely_runs/test_surely_runs.py::test_padding_that_never_runs_is_not_counted"
          "[counter_made_to_raise.py]",)),
     # issue 46, item 7: work left in XLA is no_pallas, never rejected

@@ -1,4 +1,4 @@
-"""Cheat (8p_gemm): the kernel call nested in 40 one-step scans, deeper than the judge's
+"""Cheat (8p_gemm): the kernel call nested in 30 one-step scans, deeper than the judge's
 counter reads. Before, a counter that raised made the judge skip the data-flow, share and
 bytes rules; now it makes the verdict `unverified`."""
 import jax
@@ -7,7 +7,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 TARGET = "tpu"
-DEPTH = 40
+DEPTH = 30
 
 
 def _matmul(x_ref, w_ref, o_ref, acc_ref):

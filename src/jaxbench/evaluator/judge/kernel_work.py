@@ -76,7 +76,7 @@ _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_ca
 # Above this many programs a kernel is counted for one representative program (whose ids are
 # unknown) times the grid: branches on program ids then count their cheapest side.
 MAX_PROGRAMS = 1 << 16
-MAX_DEPTH = 32
+MAX_DEPTH = 24  # the shipped seeds nest at most 7 deep
 # Reads: an equation with only these effects is no sink (its value must reach one).
 _READS = frozenset({"get", "load", "masked_load"})
 
