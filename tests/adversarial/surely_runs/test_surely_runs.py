@@ -12,6 +12,7 @@ from jaxbench.serve.rewards import reward
 HERE = Path(__file__).parent
 OUTSIDE_WORK = Path(__file__).parents[1] / "outside_work"
 ADVERSARIAL = Path(__file__).parents[1] / "kernels"
+SEEDS = Path(__file__).parents[3] / "src/jaxbench/tasks"
 GEMV, EMBED, GEMM, NORM = ("21k_gemm_divide_sum_scaling", "l1_embedding_lookup", "8p_gemm",
                            "12p_rmsnorm")
 
@@ -32,6 +33,7 @@ CONTROLS = [
     (OUTSIDE_WORK / "honest_gemv_in_kernel.py", GEMV),  # live branches on program ids, two calls
     (HERE / "honest_loop_in_kernel.py", GEMV),  # a loop inside the kernel
     (HERE / "honest_shallow_nesting.py", GEMM),  # the kernel call nested, within reach
+    (SEEDS / "pallasbench/l1_embedding_lookup/seed_tpu.py", EMBED),  # every output written
 ]
 
 
@@ -43,7 +45,7 @@ def test_padding_that_never_runs_is_not_counted(evaluator, name, task, status, r
     assert words in result["message"], result["message"]
 
 
-@pytest.mark.parametrize("path,task", CONTROLS, ids=[p.name for p, _ in CONTROLS])
+@pytest.mark.parametrize("path,task", CONTROLS, ids=[f"{p.name}-{t}" for p, t in CONTROLS])
 def test_the_honest_controls_are_correct(evaluator, path, task):
     result = evaluator.evaluate(path, task, trials=1, timeout_s=300, memory_gb=3)
     assert result["status"] == "correct", f"{result['stage']} {result['rule']}: {result['message']}"
@@ -70,9 +72,8 @@ def test_a_grid_that_does_not_cover_its_output_is_named_in_the_verdict(evaluator
     assert "[1, 224:256, :]" in message, message  # where the two fills differ: x[1, 224:]
     assert "blocks (96, 1024) over the grid (5,) never write indices 480:512 of dimension 0" \
         in message, message
-    honest = evaluator.evaluate(
-        Path(__file__).parents[3] / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py", NORM,
-        trials=1, timeout_s=300, memory_gb=3)
+    honest = evaluator.evaluate(SEEDS / "jaxbench/12p_rmsnorm/seed_tpu.py", NORM, trials=1,
+                                timeout_s=300, memory_gb=3)
     assert honest["status"] == "correct", honest["message"]
 
 
