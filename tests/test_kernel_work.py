@@ -225,3 +225,21 @@ def test_a_value_through_a_loop_is_followed_to_a_fixed_point():
 
     closed = jax.make_jaxpr(fn)(*SPECS)
     assert [i for i, _, _ in kernel_work.outputs_without_kernel(closed)] == [0]
+
+
+def test_a_float_never_decides_which_branch_counts():
+    """``v == v`` is false for NaN, and rounding on the chip may differ: a branch whose
+    predicate compares floats counts its cheapest side, even where the values look known."""
+    def body(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+        v = jnp.float32(jnp.nan) * pl.program_id(0).astype(jnp.float32)
+
+        @pl.when(v == v)  # never true
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+        @pl.when(pl.program_id(0).astype(jnp.float32) * 0.5 < 10.0)
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+    assert _count(lambda x, w: _gridded(body, x, w)).flops < 64

@@ -240,8 +240,10 @@ class Values:
     """Values known in one jaxpr: every element of a var equal to one number (a splat, shape
     ``()``), or, in a kernel body, one number per program (shape ``(P,)``). Literals, program
     ids, the grid's size, and integer, boolean and basic float arithmetic on them are
-    evaluated exactly in the var's dtype (wrapping as XLA's integers do); a product with a
-    known zero is zero whatever the other operand, ``x - x`` is zero, ``x == x`` is true."""
+    evaluated exactly in the var's dtype (wrapping as XLA's integers do); a float never
+    decides a branch (no comparison of floats, no float made an integer), so no rounding
+    can make a branch count that does not run. A product with a known zero is zero whatever
+    the other operand, ``x - x`` is zero, ``x == x`` is true (NaN aside)."""
 
     def __init__(self, ids: list[Any] | None = None, grid: tuple[int, ...] = ()) -> None:
         self.ids, self.grid = ids, grid
@@ -299,8 +301,11 @@ class Values:
             return True
         a = eqn.invars[0] if eqn.invars else None
         same = len(eqn.invars) == 2 and not _is_literal(a) and a is eqn.invars[1]
-        if same and name in _SELF_ZERO | _SELF_TRUE | _SELF_FALSE:
-            return 0 if name in _SELF_ZERO else name in _SELF_TRUE
+        if same and name in _SELF_ZERO:
+            return 0
+        if same and name in _SELF_TRUE | _SELF_FALSE and _dtype(a) is not None \
+                and _dtype(a).kind != "f":  # NaN != NaN: a float's never decides
+            return name in _SELF_TRUE
         if name == "select_n" and ins[0] is not None:
             which = np.clip(_wide(ins[0]).astype(np.int64), 0, len(ins) - 2)
             cases = ins[1:]
@@ -315,15 +320,14 @@ class Values:
             x = ins[0]
             if dtype.kind == "b" and x.dtype.kind != "b":
                 return x != 0
-            if dtype.kind in "iu" and x.dtype.kind == "f":  # exact only where it fits
-                info = np.iinfo(dtype)
-                if not np.all(np.isfinite(x) & (x >= info.min) & (x <= info.max)):
-                    return None
-                return np.trunc(x).astype(np.int64)
+            if dtype.kind in "iub" and x.dtype.kind == "f":  # floats never decide a branch
+                return None
             return x
         if name in _UNARY and len(ins) == 1:
             return _UNARY[name](_wide(ins[0]))
         if name in _BINARY and len(ins) == 2:
+            if dtype.kind == "b" and any(x.dtype.kind == "f" for x in ins):
+                return None  # a float comparison: rounding could differ on the chip
             with np.errstate(all="ignore"):
                 return _BINARY[name](_wide(ins[0]), _wide(ins[1]))
         return None
