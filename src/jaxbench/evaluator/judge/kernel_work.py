@@ -72,7 +72,8 @@ _LOOKUPS = frozenset({"gather", "dynamic_slice", "dynamic_update_slice", "scatte
 # Primitives whose one sub-jaxpr (this parameter) runs once, in line, on the equation's operands.
 _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
           "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-          "remat": "jaxpr", "checkpoint": "jaxpr", "run_scoped": "jaxpr"}
+          "remat": "jaxpr", "checkpoint": "jaxpr", "run_scoped": "jaxpr",
+          "custom_vmap_call": "call"}
 # Above this many programs a kernel is counted for one representative program (whose ids are
 # unknown) times the grid: branches on program ids then count their cheapest side.
 MAX_PROGRAMS = 1 << 16
@@ -236,6 +237,35 @@ def _wide(x: Any) -> Any:
     return x.astype(np.int64) if x.dtype.kind in "iu" else x
 
 
+# Pure integer primitives the module's walk folds on known arrays (with JAX's own rules, on the
+# host): what computes a kernel's scalar-prefetch tables and dynamic grid from constants.
+_FOLDED = frozenset("""
+slice dynamic_slice dynamic_update_slice concatenate scatter scatter-add scatter_add gather
+squeeze reshape broadcast_in_dim expand_dims convert_element_type ne eq lt le gt ge add sub mul
+max min and or not xor select_n iota transpose cumsum cummax cummin reduce_sum reduce_max
+reduce_min reduce_and reduce_or pad rem div clamp rev copy copy_p argmax argmin neg abs sign
+""".split())
+
+
+class ArrayValue:
+    """A known array that is not a splat (a constant table, a kernel's scalar-prefetch
+    operand): read only by a ``get`` at known indices, never computed with."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = np.asarray(data)
+
+
+def _known_const(value: Any) -> Any:
+    """A traced function's constant as a known value: integer and boolean ones only."""
+    try:
+        data = np.asarray(value)
+    except Exception:  # noqa: BLE001 - not an array the judge reads: unknown
+        return None
+    if data.dtype.kind not in "biu" or data.size > MAX_PROGRAMS:
+        return None
+    return data if data.ndim == 0 else ArrayValue(data)
+
+
 class Values:
     """Values known in one jaxpr: every element of a var equal to one number (a splat, shape
     ``()``), or, in a kernel body, one number per program (shape ``(P,)``). Literals, program
@@ -245,8 +275,9 @@ class Values:
     can make a branch count that does not run. A product with a known zero is zero whatever
     the other operand, ``x - x`` is zero, ``x == x`` is true (NaN aside)."""
 
-    def __init__(self, ids: list[Any] | None = None, grid: tuple[int, ...] = ()) -> None:
-        self.ids, self.grid = ids, grid
+    def __init__(self, ids: list[Any] | None = None, grid: tuple[int, ...] = (),
+                 fold: bool = False) -> None:
+        self.ids, self.grid, self.fold = ids, grid, fold
 
     def of(self, v: Any, env: dict[Any, Any]) -> Any:
         if _is_literal(v):
@@ -270,15 +301,24 @@ class Values:
         return env
 
     def eqn(self, eqn: Any, env: dict[Any, Any], depth: int) -> list[Any]:
-        none = [None] * len(eqn.outvars)
         name = eqn.primitive.name
         ins = [self.of(v, env) for v in eqn.invars]
         sub = _call_jaxpr(eqn)
         if sub is not None:
             inner = self.run(sub, ins, depth + 1)
             return [self.of(v, inner) for v in sub.outvars]
+        splat = self._splat(eqn, name, ins, env)
+        if all(x is None for x in splat) and self.fold and name in _FOLDED \
+                and all(x is not None for x in ins):
+            return self._folded(eqn, ins)
+        return splat
+
+    def _splat(self, eqn: Any, name: str, ins: list[Any], env: dict[Any, Any]) -> list[Any]:
+        none = [None] * len(eqn.outvars)
         if len(eqn.outvars) != 1:
             return none
+        if any(isinstance(x, ArrayValue) for x in ins):
+            return [self._read(eqn, ins, env)] if name == "get" else none
         out = eqn.outvars[0]
         dtype = _dtype(out)
         if dtype is None:
@@ -288,6 +328,59 @@ class Values:
         except (ArithmeticError, TypeError, ValueError):
             return none
         return [None if value is None else np.asarray(value).astype(dtype)]
+
+    def _folded(self, eqn: Any, ins: list[Any]) -> list[Any]:
+        """Outside kernels: a pure integer equation on known arrays, run with JAX's own rule
+        on the host (small integer and boolean results only)."""
+        none = [None] * len(eqn.outvars)
+        if any(_dtype(v) is None or _dtype(v).kind not in "biu" or _size(v.aval) > MAX_PROGRAMS
+               for v in eqn.outvars) or eqn.effects:
+            return none
+        args = []
+        for v, x in zip(eqn.invars, ins, strict=True):
+            data = x.data if isinstance(x, ArrayValue) else x
+            shape = tuple(getattr(v.aval, "shape", ()))
+            args.append(np.broadcast_to(np.asarray(data, _dtype(v) or data.dtype), shape))
+        try:
+            import jax
+
+            with jax.default_device(jax.devices("cpu")[0]):
+                outs = eqn.primitive.bind(*args, **eqn.params)
+        except Exception:  # noqa: BLE001 - not folded: unknown
+            return none
+        outs = outs if eqn.primitive.multiple_results else [outs]
+        folded = [np.asarray(o) for o in outs]
+        return [o if o.ndim == 0 else ArrayValue(o) for o in folded]
+
+    def _read(self, eqn: Any, ins: list[Any], env: dict[Any, Any]) -> Any:
+        """A scalar ``get`` from a known array at known indices (per program), else None."""
+        from jax import tree_util
+
+        table = ins[0]
+        if getattr(eqn.outvars[0].aval, "shape", None) != ():
+            return None
+        try:
+            transforms = tree_util.tree_unflatten(eqn.params["tree"], list(eqn.invars[1:]))
+        except Exception:  # noqa: BLE001 - an indexer this reader does not know
+            return None
+        if len(transforms) != 1:
+            return None
+        indices = getattr(transforms[0], "indices", None)
+        if indices is None or len(indices) != table.data.ndim:
+            return None
+        picks = []
+        for index in indices:
+            value = np.asarray(index) if isinstance(index, int) else (
+                self.of(index, env) if hasattr(index, "aval") else None)
+            if value is None or value.dtype.kind not in "iu":
+                return None
+            picks.append(_wide(value))
+        picks = list(np.broadcast_arrays(*picks)) if picks else []
+        if any(np.any(p < 0) or np.any(p >= n) for p, n in zip(picks, table.data.shape,
+                                                                strict=True)):
+            return None
+        value = table.data[tuple(picks)]
+        return np.asarray(value).astype(_dtype(eqn.outvars[0]))
 
     def _value(self, eqn: Any, name: str, ins: list[Any], dtype: Any) -> Any:
         if name == "program_id" and self.ids is not None:
@@ -596,11 +689,14 @@ class _Body:
         return trips * f, used | {cn + k for k in u}
 
 
-def _programs(eqn: Any) -> tuple[int, tuple[int, ...] | None]:
-    """(number of programs, the grid where every dimension is a known int, else None)."""
+def _programs(eqn: Any, bounds: list[Any] = ()) -> tuple[int, tuple[int, ...] | None]:
+    """(number of programs, the grid where every dimension is a known int, else None); a
+    dynamic dimension takes its bound's known value (``bounds``, in order)."""
     grid_mapping = eqn.params.get("grid_mapping")
     if grid_mapping is not None:
-        grid = tuple(getattr(grid_mapping, "grid", ()) or ())
+        given = iter(bounds)
+        grid = tuple(g if isinstance(g, int) else _bound(next(given, None))
+                     for g in getattr(grid_mapping, "grid", ()) or ())
         known = all(isinstance(g, int) and g > 0 for g in grid)
         return (math.prod(g if isinstance(g, int) and g > 0 else 1 for g in grid),
                 grid if known else None)
@@ -613,10 +709,20 @@ def _programs(eqn: Any) -> tuple[int, tuple[int, ...] | None]:
         return 1, None
 
 
-def _kernel(eqn: Any, out_rel: list[bool]) -> tuple[float, float, int]:
+def _bound(value: Any) -> Any:
+    """A dynamic grid dimension's known size, or None."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+        return int(value)
+    return None
+
+
+def _kernel(eqn: Any, out_rel: list[bool], operands: list[Any]) -> tuple[float, float, int]:
     """(FLOPs, bytes, programs) one call of kernel ``eqn`` surely does, given which of its
-    results reach the result."""
-    programs, grid = _programs(eqn)
+    results reach the result and its operands' known values (a dynamic grid's bounds, the
+    scalar-prefetch tables)."""
+    grid_mapping = eqn.params.get("grid_mapping")
+    n_dyn = int(getattr(grid_mapping, "num_dynamic_grid_bounds", 0) or 0)
+    programs, grid = _programs(eqn, operands[:n_dyn])
     body = eqn.params.get("jaxpr")
     body = _jaxpr(body) if body is not None else next(iter(_subs(eqn)), None)
     if body is None:
@@ -626,7 +732,6 @@ def _kernel(eqn: Any, out_rel: list[bool]) -> tuple[float, float, int]:
         values, mask, scale = Values(ids, grid), np.ones(programs, bool), 1.0
     else:  # one representative program, ids unknown
         values, mask, scale = Values(None, grid or ()), np.ones(1, bool), float(programs)
-    grid_mapping = eqn.params.get("grid_mapping")
     if grid_mapping is None:  # core_map / mpmd_map: refs in, nothing out; count what reaches
         flops, _ = _Body(values, programs).work(body, [None] * len(body.invars),
                                                 [True] * len(body.outvars), mask, frozenset())
@@ -638,8 +743,12 @@ def _kernel(eqn: Any, out_rel: list[bool]) -> tuple[float, float, int]:
     n_out = int(getattr(grid_mapping, "num_outputs", len(eqn.outvars)))
     out_refs = body.invars[n_index + n_in:n_index + n_in + n_out]
     dead = frozenset(ref for ref, r in zip(out_refs, out_rel, strict=False) if not r)
-    flops, used = _Body(values, programs).work(body, [None] * len(body.invars), [], mask, dead)
-    moved = sum(_nbytes(v.aval) for k, v in enumerate(eqn.invars) if k in used)
+    inputs: list[Any] = [None] * len(body.invars)
+    for k in range(min(n_index, len(body.invars))):  # the scalar-prefetch tables, where known
+        known = operands[n_dyn + k] if n_dyn + k < len(operands) else None
+        inputs[k] = ArrayValue(known) if isinstance(known, np.ndarray) else known
+    flops, used = _Body(values, programs).work(body, inputs, [], mask, dead)
+    moved = sum(_nbytes(v.aval) for k, v in enumerate(eqn.invars[n_dyn:]) if k in used)
     moved += sum(_nbytes(v.aval) for j, (v, r) in enumerate(zip(eqn.outvars, out_rel, strict=True))
                  if r and n_index + n_in + j in used)
     return float(np.sum(flops)) * scale, float(moved), programs
@@ -650,7 +759,7 @@ class _Module:
     """The walk of the traced function: its kernels, where they surely run and matter."""
 
     def __init__(self, lines: dict[int, tuple[str, int]]) -> None:
-        self.lines, self.values = lines, Values()
+        self.lines, self.values = lines, Values(fold=True)
 
     def walk(self, jaxpr: Any, inputs: list[Any], out_rel: list[bool], times: float,
              depth: int, around: Any = None) -> KernelWork:
@@ -666,7 +775,8 @@ class _Module:
             if compat.is_kernel(eqn):
                 if not live or not any(outs):
                     continue  # nothing it makes reaches the result
-                flops, moved, programs = _kernel(eqn, outs)
+                flops, moved, programs = _kernel(eqn, outs,
+                                                 [self.values.of(v, env) for v in eqn.invars])
                 work.flops += times * flops
                 work.bytes += times * moved
                 work.kernels.append({"flops": times * flops, "bytes": times * moved,
@@ -740,8 +850,14 @@ def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None) -> Kerne
     line)``, the hand-over's) naming the outside equations. Raises where it cannot read the
     jaxpr (:class:`Unreadable` and any other error): the caller fails closed."""
     jaxpr = _jaxpr(closed)
+    consts = [_known_const(c) for c in getattr(closed, "consts", ())]
+    if consts and len(consts) == len(jaxpr.constvars):  # the constants, as known inputs
+        inputs = consts + [None] * len(jaxpr.invars)
+        jaxpr = jaxpr.replace(invars=[*jaxpr.constvars, *jaxpr.invars], constvars=[])
+    else:
+        inputs = [None] * len(jaxpr.invars)
     walker = _Module(lines or {})
-    work = walker.walk(jaxpr, [None] * len(jaxpr.invars), [True] * len(jaxpr.outvars), 1.0, 0)
+    work = walker.walk(jaxpr, inputs, [True] * len(jaxpr.outvars), 1.0, 0)
     work.outside_eqns.sort(key=lambda e: -e[0])
     del work.outside_eqns[8:]
     work.unreached = outputs_without_kernel(closed, lines)
