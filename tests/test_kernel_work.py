@@ -243,3 +243,32 @@ def test_a_float_never_decides_which_branch_counts():
             _matmul(x_ref, w_ref, o_ref)
 
     assert _count(lambda x, w: _gridded(body, x, w)).flops < 64
+
+
+def test_a_branch_on_a_constant_table_counts_the_programs_it_picks():
+    """A scalar-prefetch table made from constants (Tokamax's block masks) is known: a branch
+    on ``table[program_id]`` counts the programs the table picks; the same table from the
+    inputs is data, and the branch counts its cheapest side."""
+    import numpy as np
+    from jax.experimental.pallas import tpu as pltpu
+
+    def body(t_ref, x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+
+        @pl.when(t_ref[pl.program_id(0)] > 0)
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+    def call(table, x, w):
+        spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(4,),
+            in_specs=[pl.BlockSpec((32, 64), lambda i, t: (i, 0)),
+                      pl.BlockSpec((64, 32), lambda i, t: (0, 0))],
+            out_specs=pl.BlockSpec((32, 32), lambda i, t: (i, 0)))
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32),
+                              grid_spec=spec)(table, x, w)
+
+    constant = jnp.asarray(np.array([0, 1, 0, 1], np.int32))
+    assert 2 * DOT <= _count(lambda x, w: call(constant + 1 - 1, x, w)).flops < 2 * DOT + 64
+    from_data = lambda x, w: call((x[:4, 0] > 0).astype(jnp.int32), x, w)  # noqa: E731
+    assert _count(from_data).flops < 64

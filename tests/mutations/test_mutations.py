@@ -601,6 +601,10 @@ MUTATIONS = [
         "        return got  # the last step's carry and every step's outputs",
         "        return [a or b for a, b in zip(start + [False] * n_out, got)]",
         ("tests/test_kernel_work.py::test_a_value_through_a_loop_is_followed_to_a_fixed_point",)),
+    Mutation("constant_tables_unknown", "evaluator/judge/kernel_work.py",
+        '    consts = [_known_const(c) for c in getattr(closed, "consts", ())]',
+        "    consts = []",
+        ("tests/test_kernel_work.py::test_a_branch_on_a_constant_table_counts_the_programs_it_picks",)),
     # issue 46, item 2: fail closed
     Mutation("kernel_work_fault_skips_the_rules", "evaluator/judge/runner.py",
         '            raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the judge could not count the "',
