@@ -13,8 +13,9 @@ For every kernel equation (``pallas_call``, ``core_map``, ``mpmd_map``) this mod
   ``2 * out * window``, a reduction one per element it reads, data movement (loads, stores,
   reshapes, casts, slices, DMAs, ids) nothing, and any other primitive one per element it makes.
 - **branches and loops**: a ``cond`` whose index the judge can evaluate (constants, program
-  ids, the grid's size and integer arithmetic on them: :class:`Values`) counts the branch each
-  program takes; otherwise the cheapest branch. A ``scan`` counts its length; a ``while``
+  ids, the grid's size and integer arithmetic on them, and reads of a scalar-prefetch table
+  the traced function computes from its constants alone: :class:`Values`) counts the branch
+  each program takes; otherwise the cheapest branch. A ``scan`` counts its length; a ``while``
   counts the trips of a proven counted loop (``fori_loop``'s form, bounds the judge can
   evaluate, per program) and otherwise none. Outside kernels the same holds for kernel calls
   inside branches and loops.
