@@ -272,3 +272,13 @@ def test_a_branch_on_a_constant_table_counts_the_programs_it_picks():
     assert 2 * DOT <= _count(lambda x, w: call(constant + 1 - 1, x, w)).flops < 2 * DOT + 64
     from_data = lambda x, w: call((x[:4, 0] > 0).astype(jnp.int32), x, w)  # noqa: E731
     assert _count(from_data).flops < 64
+
+
+def test_a_dropped_output_the_body_reads_back_still_counts():
+    """Splash attention keeps its running max and sum in outputs the caller drops, and reads
+    them back for the output it keeps: writes to them are not dead ends."""
+    def body(x_ref, w_ref, o_ref, acc_ref):
+        acc_ref[...] = jnp.dot(x_ref[...], w_ref[...])
+        o_ref[...] = acc_ref[...] * 2.0
+
+    assert _count(lambda x, w: _gridded(body, x, w, extra_out=True)[0]).flops >= 4 * DOT

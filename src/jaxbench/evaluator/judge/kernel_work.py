@@ -743,7 +743,10 @@ def _kernel(eqn: Any, out_rel: list[bool], operands: list[Any]) -> tuple[float, 
     n_in = int(getattr(grid_mapping, "num_inputs", len(eqn.invars) - n_index))
     n_out = int(getattr(grid_mapping, "num_outputs", len(eqn.outvars)))
     out_refs = body.invars[n_index + n_in:n_index + n_in + n_out]
-    dead = frozenset(ref for ref, r in zip(out_refs, out_rel, strict=False) if not r)
+    read = {getattr(effect, "input", None) for e in body.eqns for effect in (e.effects or ())
+            if type(effect).__name__ != "WriteEffect"}  # a ref read back is no dead end
+    dead = frozenset(ref for ref, r in zip(out_refs, out_rel, strict=False)
+                     if not r and ref not in read)
     inputs: list[Any] = [None] * len(body.invars)
     for k in range(min(n_index, len(body.invars))):  # the scalar-prefetch tables, where known
         known = operands[n_dyn + k] if n_dyn + k < len(operands) else None
