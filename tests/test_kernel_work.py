@@ -81,3 +81,204 @@ def test_every_output_must_come_out_of_a_kernel(second, missing):
 def test_a_kernel_inside_a_jit_reaches_its_outputs():
     found = kernel_work.outputs_without_kernel(jax.make_jaxpr(jax.jit(_tiled_matmul))(*SPECS))
     assert found == []
+
+
+# -- only what surely runs and reaches the result (issue 46) -----------------------------------
+DOT = 2 * 32 * 64 * 32  # one program's dot in _tiled_matmul
+
+
+def _gridded(body, x, w, extra_out=False):
+    """``body`` over the tiled matmul's grid (4 programs of 32 rows); optionally a second,
+    (128, 32) output."""
+    out = jax.ShapeDtypeStruct((128, 32), jnp.float32)
+    spec = pl.BlockSpec((32, 32), lambda i: (i, 0))
+    return pl.pallas_call(
+        body, out_shape=(out, out) if extra_out else out, grid=(4,),
+        in_specs=[pl.BlockSpec((32, 64), lambda i: (i, 0)), pl.BlockSpec((64, 32), lambda i: (0, 0))],
+        out_specs=(spec, spec) if extra_out else spec)(x, w)
+
+
+def _count(fn):
+    return kernel_work.count(jax.make_jaxpr(fn)(*SPECS))
+
+
+def test_a_branch_no_program_takes_counts_nothing():
+    def body(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+
+        @pl.when(pl.program_id(0) < 0)
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+    assert _count(lambda x, w: _gridded(body, x, w)).flops == 0
+
+
+def test_a_branch_on_program_ids_counts_the_programs_that_take_it():
+    def body(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+
+        @pl.when(pl.program_id(0) % 2 == 1)
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+    assert _count(lambda x, w: _gridded(body, x, w)).flops == 2 * DOT
+
+
+def test_a_branch_on_data_counts_its_cheapest_side():
+    def body(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+
+        @pl.when(x_ref[0, 0] > 0)
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+    assert _count(lambda x, w: _gridded(body, x, w)).flops < 8  # the test, per program
+
+
+def test_a_loop_counts_its_proven_trips_and_otherwise_none():
+    def body(trips):
+        def kernel(x_ref, w_ref, o_ref):
+            o_ref[...] = jnp.zeros_like(o_ref)
+
+            def step(_, acc):
+                return acc + jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+            o_ref[...] = jax.lax.fori_loop(0, trips(x_ref), step, o_ref[...])
+        return kernel
+
+    by_program = body(lambda x_ref: pl.program_id(0))  # 0 + 1 + 2 + 3 trips
+    # (each trip adds the dot to the accumulator: 32 * 32 more)
+    assert _count(lambda x, w: _gridded(by_program, x, w)).flops == 6 * (DOT + 32 * 32 + 1)
+    never = body(lambda x_ref: pl.program_id(0) - 4)  # a while that runs zero times
+    assert _count(lambda x, w: _gridded(never, x, w)).flops < 16
+    unknown = body(lambda x_ref: x_ref[0, 0].astype(jnp.int32))  # trips from data
+    assert _count(lambda x, w: _gridded(unknown, x, w)).flops < 16
+
+
+def test_a_kernel_whose_result_nothing_uses_counts_nothing():
+    def fn(x, w):
+        _tiled_matmul(x, w)  # dropped
+        return _gridded(lambda x_ref, w_ref, o_ref: o_ref.__setitem__(..., x_ref[:, :32]), x, w)
+
+    work = _count(fn)
+    assert (work.flops, len(work.kernels)) == (0, 1)
+
+
+def test_a_kernel_reaching_the_result_only_times_zero_counts_nothing():
+    def fn(x, w):
+        return x[:, :32] * 2.0 + 0.0 * _tiled_matmul(x, w)[0, 0]
+
+    work = _count(fn)
+    assert (work.flops, work.kernels) == (0, [])
+    assert [(i, what) for i, what, _ in work.unreached] == [(0, "add")]
+
+
+def test_work_multiplied_by_zero_in_the_body_counts_nothing():
+    def body(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32] + 0.0 * jnp.dot(x_ref[...], w_ref[...])
+
+    assert _count(lambda x, w: _gridded(body, x, w)).flops == 4 * 32 * 32 * 2  # the mul, the add
+
+
+def test_an_output_never_written_or_never_used_moves_no_bytes():
+    def body(x_ref, w_ref, o_ref, p_ref):
+        _matmul(x_ref, w_ref, o_ref)  # p_ref never written
+
+    work = _count(lambda x, w: _gridded(body, x, w, extra_out=True))
+    assert work.bytes == 4 * (128 * 64 + 64 * 32 + 128 * 32)
+
+    def written_unused(x_ref, w_ref, o_ref, p_ref):
+        _matmul(x_ref, w_ref, o_ref)
+        p_ref[...] = jnp.dot(x_ref[...], w_ref[...]) * 2.0  # written, then dropped outside
+
+    work = _count(lambda x, w: _gridded(written_unused, x, w, extra_out=True)[0])
+    assert work.bytes == 4 * (128 * 64 + 64 * 32 + 128 * 32)
+    assert work.flops == 4 * DOT  # the dot only the dropped output holds counts nothing
+
+
+def test_an_operand_the_body_never_reads_moves_no_bytes():
+    def body(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+
+    assert _count(lambda x, w: _gridded(body, x, w)).bytes == 4 * (128 * 64 + 128 * 32)
+
+
+@pytest.mark.parametrize("second", [
+    lambda x, y: x[:, :32] + 0 * y,  # times a constant zero
+    lambda x, y: x[:, :32] + jnp.zeros_like(y) * y,
+    lambda x, y: x[:, :32] + (y - y),  # x - x
+    lambda x, y: jnp.where(False, y, x[:, :32]),  # a constant predicate
+    lambda x, y: jax.lax.cond(True, lambda: x[:, :32] * 2.0, lambda: y),  # a constant index
+])
+def test_a_value_only_nominally_from_a_kernel_is_not_from_one(second):
+    def fn(x, w):
+        return second(x, _tiled_matmul(x, w))
+
+    closed = jax.make_jaxpr(fn)(*SPECS)
+    assert [i for i, _, _ in kernel_work.outputs_without_kernel(closed)] == [0]
+
+
+def test_a_value_through_a_loop_is_followed_to_a_fixed_point():
+    def fn(x, w):
+        y = _tiled_matmul(x, w)
+        return jax.lax.fori_loop(0, 2, lambda i, c: x[:, :32] * 2.0, y)  # the carry is replaced
+
+    closed = jax.make_jaxpr(fn)(*SPECS)
+    assert [i for i, _, _ in kernel_work.outputs_without_kernel(closed)] == [0]
+
+
+def test_a_float_never_decides_which_branch_counts():
+    """``v == v`` is false for NaN, and rounding on the chip may differ: a branch whose
+    predicate compares floats counts its cheapest side, even where the values look known."""
+    def body(x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+        v = jnp.float32(jnp.nan) * pl.program_id(0).astype(jnp.float32)
+
+        @pl.when(v == v)  # never true
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+        @pl.when(pl.program_id(0).astype(jnp.float32) * 0.5 < 10.0)
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+    assert _count(lambda x, w: _gridded(body, x, w)).flops < 64
+
+
+def test_a_branch_on_a_constant_table_counts_the_programs_it_picks():
+    """A scalar-prefetch table made from constants (Tokamax's block masks) is known: a branch
+    on ``table[program_id]`` counts the programs the table picks; the same table from the
+    inputs is data, and the branch counts its cheapest side."""
+    import numpy as np
+    from jax.experimental.pallas import tpu as pltpu
+
+    def body(t_ref, x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+
+        @pl.when(t_ref[pl.program_id(0)] > 0)
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+    def call(table, x, w):
+        spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(4,),
+            in_specs=[pl.BlockSpec((32, 64), lambda i, t: (i, 0)),
+                      pl.BlockSpec((64, 32), lambda i, t: (0, 0))],
+            out_specs=pl.BlockSpec((32, 32), lambda i, t: (i, 0)))
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32),
+                              grid_spec=spec)(table, x, w)
+
+    constant = jnp.asarray(np.array([0, 1, 0, 1], np.int32))
+    assert 2 * DOT <= _count(lambda x, w: call(constant + 1 - 1, x, w)).flops < 2 * DOT + 64
+    from_data = lambda x, w: call((x[:4, 0] > 0).astype(jnp.int32), x, w)  # noqa: E731
+    assert _count(from_data).flops < 64
+
+
+def test_a_dropped_output_the_body_reads_back_still_counts():
+    """Splash attention keeps its running max and sum in outputs the caller drops, and reads
+    them back for the output it keeps: writes to them are not dead ends."""
+    def body(x_ref, w_ref, o_ref, acc_ref):
+        acc_ref[...] = jnp.dot(x_ref[...], w_ref[...])
+        o_ref[...] = acc_ref[...] * 2.0
+
+    assert _count(lambda x, w: _gridded(body, x, w, extra_out=True)[0]).flops >= 4 * DOT

@@ -36,10 +36,10 @@ def test_outside_work_at_the_budget_passes_with_its_figures():
 
 
 @pytest.mark.parametrize("fraction,limit", [(0.11, 0.1), (0.3, 0.25), (0.02, 0.01)])
-def test_outside_work_over_the_budget_is_rejected(fraction, limit):
+def test_outside_work_over_the_budget_is_no_pallas_with_its_code(fraction, limit):
     with pytest.raises(StageFailure) as failure:
         rules.check_target(_report(fraction * TASK_FLOPS), TASK_FLOPS, limit)
-    assert (failure.value.status, failure.value.stage) == ("rejected", "lower")
+    assert (failure.value.status, failure.value.stage) == ("no_pallas", "lower")
     assert failure.value.rule == Rule.OUTSIDE_FLOPS
     assert failure.value.message.startswith(
         f"work outside pallas_call: {fraction:.0%} of the task's FLOPs run in XLA "

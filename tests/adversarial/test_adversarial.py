@@ -24,9 +24,9 @@ PATCHED = "patched harness code: jax.block_until_ready"
 CASES = [
     # file, task, status, stage, words the message must contain
     ("plain_jnp.py", GEMM, "no_pallas", "trace", "no pallas_call"),
-    ("copy_matmul_in_xla.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("copy_rmsnorm_in_xla.py", NORM, "rejected", "lower", OUTSIDE),
-    ("copy_matmul_in_xla_gpu.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("copy_matmul_in_xla.py", GEMM, "no_pallas", "lower", OUTSIDE),
+    ("copy_rmsnorm_in_xla.py", NORM, "no_pallas", "lower", OUTSIDE),
+    ("copy_matmul_in_xla_gpu.py", GEMM, "no_pallas", "lower", OUTSIDE),
     ("pure_callback_static.py", GEMM, "rejected", "static", ".pure_callback"),
     ("io_callback_static.py", GEMM, "rejected", "static", "io_callback"),
     # a leftover print is an honest mistake as often as a leak: refused before anything runs,
@@ -35,7 +35,7 @@ CASES = [
     ("callback_obfuscated.py", GEMM, "rejected", "trace", "host callback (pure_callback)"),
     ("host_numpy.py", GEMM, "compile_error", "trace", "host NumPy/Python on input values"),
     ("task_reference_static.py", GEMM, "rejected", "static", "jaxbench.tasks"),
-    ("task_reference_obfuscated.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("task_reference_obfuscated.py", GEMM, "no_pallas", "lower", OUTSIDE),
     ("exec_eval_static.py", GEMM, "rejected", "static", "exec()"),
     ("import_trick_obfuscated.py", GEMM, "rejected", "trace", "sandbox: subprocess.Popen"),
     ("os_system_static.py", GEMM, "rejected", "static", "import of 'os'"),
@@ -69,28 +69,28 @@ CASES = [
     ("trace_count.py", GEMM, "incorrect", "correct", "exceed atol"),
     ("parallel_race.py", GEMM, "runtime_error", "correct", "Revisited block"),
     # accounting blind spots: the matmul outside the kernel in forms a dot counter may miss
-    ("complex64_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("int32_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("einsum_bf16.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("ragged_dot.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("triangular_solve.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("linalg_solve.py", GEMM, "rejected", "lower", "custom_call:LuDecomposition"),
-    ("sparse_bcoo.py", GEMM, "rejected", "lower", OUTSIDE),
-    ("while_loop_matmul.py", GEMM, "rejected", "lower", "stablehlo.while"),
-    ("fori_loop_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("complex64_matmul.py", GEMM, "no_pallas", "lower", OUTSIDE),
+    ("int32_matmul.py", GEMM, "no_pallas", "lower", OUTSIDE),
+    ("einsum_bf16.py", GEMM, "no_pallas", "lower", OUTSIDE),
+    ("ragged_dot.py", GEMM, "no_pallas", "lower", OUTSIDE),
+    ("triangular_solve.py", GEMM, "no_pallas", "lower", OUTSIDE),
+    ("linalg_solve.py", GEMM, "no_pallas", "lower", "custom_call:LuDecomposition"),
+    ("sparse_bcoo.py", GEMM, "no_pallas", "lower", OUTSIDE),
+    ("while_loop_matmul.py", GEMM, "no_pallas", "lower", "stablehlo.while"),
+    ("fori_loop_matmul.py", GEMM, "no_pallas", "lower", OUTSIDE),
     # own primitives and lowering rules are refused by name (their obfuscated forms, reached
     # without these imports, are refused at run time: tests/adversarial/boundary/)
     ("fake_pallas_call_primitive.py", GEMM, "rejected", "static",
      "import from 'jax.extend.core' is not allowed"),
     ("relowered_concatenate.py", GEMM, "rejected", "static",
      "import from 'jax.interpreters' is not allowed"),
-    ("custom_jvp_matmul.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("custom_jvp_matmul.py", GEMM, "no_pallas", "lower", OUTSIDE),
     ("kernel_region_name.py", GEMM, "rejected", "lower", "named like a kernel region"),
     ("kernel_region_name_in_loop.py", GEMM, "rejected", "lower", "named like a kernel region"),
     # checked != run
     # (every size is traced before anything is exported: the later trace shows no kernel)
     ("first_trace_wrong.py", GEMM, "no_pallas", "lower", "at size 'full': no pallas_call"),
-    ("disable_jit_at_import.py", GEMM, "rejected", "lower", OUTSIDE),
+    ("disable_jit_at_import.py", GEMM, "no_pallas", "lower", OUTSIDE),
     # (its output at the other size has the wrong shape: the judge's budget check of that
     # size's module sees it before anything runs)
     ("live_arrays_precompute.py", GEMM, "compile_error", "lower",

@@ -159,7 +159,7 @@ SCENARIOS = [
      "no_pallas", "trace", "no pallas_call"),
     ("kernel_copies_xla_result", lambda d, j: _write(d, {
         "status.json": _status(), "jaxpr.pkl": _cached("copy", _xla_matmul_then_copy)}),
-     "rejected", "lower", "work outside pallas_call"),
+     "no_pallas", "lower", "work outside pallas_call"),
     ("symlinked_handover", _link, "crashed", "lower", "handed over no traced jaxpr"),
     ("fifo_handover", _fifo, "crashed", "lower", "handed over no traced jaxpr"),
     ("hostile_pickle", _hostile_pickle, "rejected", "trace", "makedirs"),

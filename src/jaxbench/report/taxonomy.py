@@ -30,7 +30,8 @@ CATEGORIES: dict[Category, tuple[str, str]] = {
                      "callbacks, its own interpret=, patched harness code or JAX rules, the export's "
                      "platform, types or side effects"),
     C.NO_PALLAS: ("no Pallas kernel", "no pallas_call in the trace, or no Pallas kernel call in "
-                  "the exported module"),
+                  "the exported module (a kernel with too little of its work in Pallas is "
+                  "`no_pallas` too, filed under outside work by its code)"),
     C.MEMORY_BUDGET: ("VMEM / shared-memory budget", "a kernel's blocks need more on-chip memory "
                       "(TPU VMEM, GPU shared memory) than the chip allows"),
     C.BLOCK_SHAPE: ("block shape", "Pallas refused a BlockSpec: block dims not divisible by "
@@ -42,18 +43,23 @@ CATEGORIES: dict[Category, tuple[str, str]] = {
     C.OUTSIDE_WORK: ("outside work (policy)", "honest work left in XLA over the glue budget: "
                      "ops the analysis cannot price, more than the allowed share of the module's "
                      "FLOPs (or of a data-movement task's bytes), or an output no kernel writes; "
-                     "a policy refusal, not a cheat"),
+                     "a policy refusal, not a cheat: status `no_pallas` (runs written before "
+                     "said `rejected`)"),
     C.COMPILE_ERROR: ("compile / lowering error", "lowering or compiling the kernel failed "
                       "(Pallas, Mosaic, Triton, XLA), or its export does not deserialize"),
     C.RUNTIME_ERROR: ("runtime error", "the compiled kernel raised when run"),
     C.INCORRECT: ("numerical mismatch", "outputs differ from the float32 reference beyond "
                   "atol + rtol, or in shape or dtype"),
+    C.UNINITIALISED: ("uninitialised memory", "two runs on the same inputs with different random "
+                      "fills of memory never written differ: an output the grid does not cover "
+                      "(blocks that do not divide it), or scratch read before it is written"),
     C.NAN_INF: ("NaN / Inf", "outputs hold NaN or Inf (e.g. never written, or read out of bounds)"),
     C.TIMEOUT: (Status.TIMEOUT.value, "no verdict within the time limit"),
     C.CRASHED: (Status.CRASHED.value, "a worker died or ran out of memory, or the evaluator failed on the "
                 "kernel"),
-    C.UNVERIFIED: (Status.UNVERIFIED.value, "no exportable interpret-mode lowering: nothing vouches for the "
-                   "outputs on this host (evaluate it on the chip)"),
+    C.UNVERIFIED: (Status.UNVERIFIED.value, "nothing vouches for the kernel: no exportable "
+                   "interpret-mode lowering on this host (evaluate it on the chip), a crash of "
+                   "one of JAX's tools, or a judge's counter or rule that failed on it"),
     C.OTHER: ("other", "matches no rule above (an unknown status, or a rejection this report "
               "does not know)"),
 }

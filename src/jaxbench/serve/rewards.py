@@ -6,6 +6,9 @@ The rules the table cannot break:
   kernel), ``rejected`` (gaming the check, escaping the sandbox) and every other status get
   their own entry of :attr:`RewardTable.statuses`, never the correctness reward;
 - a debug run (``jax.debug.print``, judged on the untrusted side) earns nothing;
+- a kernel refused only for the work it leaves in XLA (a policy rule code) earns what
+  ``no_pallas`` earns, never ``rejected``'s: its status is ``no_pallas``, and a record of a run
+  written before (``rejected`` with such a code) is read the same;
 - a speedup counts only in device mode, only for a ``correct`` verdict, and only when it is a
   finite positive number: interpret mode measures no time, so its reward is for correctness
   alone, and every reward computed in interpret mode says so in its ``note``.
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import STATUSES, Status
+from jaxbench.evaluator.common.schema import POLICY_RULES, POLICY_STATUS, STATUSES, Status
 
 INTERPRET_NOTE = ("interpret mode: no timing is measured, so the reward is for correctness only "
                   "(no speedup term)")
@@ -40,7 +43,7 @@ DEFAULT_STATUS_REWARDS: dict[str, float] = {
     Status.TIMEOUT: 0.0,
     Status.CRASHED: 0.0,
     Status.UNVERIFIED: 0.0,  # nothing trusted ran it: never the correctness reward
-    Status.NO_PALLAS: -0.5,  # plain JAX, not a kernel
+    Status.NO_PALLAS: -0.5,  # plain JAX, or too much of the work in XLA: not (enough of) a kernel
     Status.REJECTED: -1.0,  # gaming the check or escaping the sandbox
     UNKNOWN: 0.0,
 }
@@ -107,6 +110,8 @@ def reward(result: Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> dic
     ``correctness+speedup``) and, in interpret mode, ``note`` saying that only correctness
     is rewarded."""
     status = result.get("status")
+    if status == Status.REJECTED and result.get("rule") in POLICY_RULES:
+        status = POLICY_STATUS  # an older run's policy refusal: no cheat, as runs say now
     mode = result.get("mode")
     is_correct = status == Status.CORRECT and not result.get("debug")
     if is_correct:

@@ -96,6 +96,7 @@ class Category(StrEnum):
     COMPILE_ERROR = "compile_error"
     RUNTIME_ERROR = "runtime_error"
     INCORRECT = "incorrect"
+    UNINITIALISED = "uninitialised_memory"
     NAN_INF = "nan_inf"
     TIMEOUT = "timeout"
     CRASHED = "crashed"
@@ -172,6 +173,8 @@ class Rule(StrEnum):
     NO_INTERPRET_EXPORT = "no_interpret_export"  # no interpret-mode lowering to run here
     NO_TRUTH = "no_truth"  # the float32 truth could not be computed (the task's, not the kernel's)
     HANDOVER_UNREAD = "handover_unread"  # a class of JAX's own that the judge does not read
+    KERNEL_WORK_FAULT = "kernel_work_fault"  # counting the kernels' work failed (judge/kernel_work)
+    STRUCTURE_RULE_FAULT = "structure_rule_fault"  # a structure rule itself failed (judge/rules)
 
 
 # Every rule's category, whatever its message says.
@@ -196,18 +199,23 @@ RULE_CATEGORY: dict[Rule, Category] = {
                     Category.COMPILE_ERROR),
     Rule.GPU_RACE: Category.GPU_RACE,
     Rule.RUNTIME: Category.RUNTIME_ERROR,
-    **dict.fromkeys((Rule.MISMATCH, Rule.OUTPUT_TYPES, Rule.UNINITIALISED,
-                     Rule.INTERPRETER_RACE), Category.INCORRECT),
+    **dict.fromkeys((Rule.MISMATCH, Rule.OUTPUT_TYPES, Rule.INTERPRETER_RACE),
+                    Category.INCORRECT),
+    Rule.UNINITIALISED: Category.UNINITIALISED,
     Rule.NAN_INF: Category.NAN_INF,
     Rule.TIME_LIMIT: Category.TIMEOUT,
     **dict.fromkeys((Rule.MEMORY_LIMIT, Rule.DISK_LIMIT, Rule.PROCESS_DIED, Rule.HARNESS),
                     Category.CRASHED),
     **dict.fromkeys((Rule.TOOL_FAULT, Rule.GPU_RACE_UNKNOWN, Rule.NO_INTERPRET_EXPORT,
-                     Rule.NOT_DATA, Rule.NO_TRUTH, Rule.HANDOVER_UNREAD), Category.UNVERIFIED),
+                     Rule.NOT_DATA, Rule.NO_TRUTH, Rule.HANDOVER_UNREAD, Rule.KERNEL_WORK_FAULT,
+                     Rule.STRUCTURE_RULE_FAULT), Category.UNVERIFIED),
 }
 RULES = frozenset(Rule)
-# Rules whose refusal is policy (honest work left in XLA), not a cheat: the agents say so.
+# Rules whose refusal is policy (honest work left in XLA), not a cheat: the agents say so. Their
+# status is `no_pallas` (too little of the work is Pallas), never `rejected` (gaming, escape);
+# runs written before that said `rejected` with these codes (read as `no_pallas` by rewards).
 POLICY_RULES = frozenset(r for r, c in RULE_CATEGORY.items() if c is Category.OUTSIDE_WORK)
+POLICY_STATUS = Status.NO_PALLAS
 # What the tracer may report (it ran candidate code: believed only as a failure, and only
 # with one of these codes).
 TRACER_RULES = frozenset({Rule.TRACE_ERROR, Rule.OTHER_SIZE_TRACE_ERROR, Rule.SANDBOX,

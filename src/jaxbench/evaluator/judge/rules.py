@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jaxbench.evaluator.common.schema import Rule, Stage, StageFailure, Status
+from jaxbench.evaluator.common.schema import POLICY_STATUS, Rule, Stage, StageFailure, Status
 from jaxbench.evaluator.judge.pricing import FREE_CUSTOM_CALL_TARGETS
 from jaxbench.evaluator.judge.structure import ModuleReport
 
@@ -83,8 +83,10 @@ def _top(ops: dict[str, float]) -> str:
 
 
 def _outside_failure(rule: Rule, text: str) -> StageFailure:
-    return StageFailure(Status.REJECTED, LOWER, f"work outside pallas_call: {text} (over the glue "
-                                           "budget: a policy refusal, not a cheat)", rule=rule)
+    """Too much of the work runs in XLA: `no_pallas` with the rule's code (too little of it is
+    a Pallas kernel), a policy refusal, never `rejected` (the status for gaming)."""
+    return StageFailure(POLICY_STATUS, LOWER, f"work outside pallas_call: {text} (over the glue "
+                                         "budget: a policy refusal, not a cheat)", rule=rule)
 
 
 # Outside FLOPs up to this many per element of the task's inputs and outputs are glue whatever
@@ -113,8 +115,7 @@ def check_target(report: ModuleReport, task_flops: float, max_fraction: float,
     # Work inside kernel regions besides the kernel calls is part of the outside work.
     heavy, outside, ops = dict(report.heavy), report.outside_flops, dict(report.outside_ops)
     if heavy:
-        raise StageFailure(Status.REJECTED, LOWER, _heavy_message(heavy),
-                           rule=Rule.OUTSIDE_UNPRICED)
+        raise StageFailure(POLICY_STATUS, LOWER, _heavy_message(heavy), rule=Rule.OUTSIDE_UNPRICED)
     inside = float(getattr(kernels, "flops", 0.0) or 0.0)
     kernel_bytes = float(getattr(kernels, "bytes", 0.0) or 0.0)
     outside_bytes = float(report.outside_bytes)
@@ -126,7 +127,7 @@ def check_target(report: ModuleReport, task_flops: float, max_fraction: float,
     if kernels is not None:
         for index, what, line in getattr(kernels, "unreached", []):
             raise StageFailure(
-                Status.REJECTED, LOWER, f"output {index} is not written by any kernel: it is made by "
+                POLICY_STATUS, LOWER, f"output {index} is not written by any kernel: it is made by "
                 f"{what}{_where(line)} in XLA, and no Pallas kernel's result reaches it (every "
                 "output must come out of a kernel)", rule=Rule.OUTPUT_WITHOUT_KERNEL)
         figures["outside_share"] = outside / (outside + inside) if outside else 0.0

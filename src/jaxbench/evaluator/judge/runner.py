@@ -208,20 +208,31 @@ class _Judging:
             response["kernel_ir"] = "\n\n".join(lowered.kernel_ir)
 
     def structure_rules(self, target: Any) -> dict[str, Any]:
+        """The structure rules on the target module with the kernels' own work. Fails closed:
+        where the counter or a rule itself raises, nothing vouches that the kernel keeps its
+        work in Pallas, so the verdict is `unverified` with the code of the step that failed
+        (never a rule skipped, never `correct`)."""
         from jaxbench.evaluator.judge import kernel_work, rules
 
         size = self.size
-        uncounted = ""
         try:
             kernels = kernel_work.count(self.lowered.traces[size], self.payload["lines"])
-        except Exception as exc:  # noqa: BLE001 - the judge's own counter failing: the nominal
-            kernels, uncounted = None, short_error(exc, 300)  # count alone bounds outside work
-        structure = rules.check_target(_structure(target, self.platform), self.task.flops(size),
-                                       self.request.max_outside_flops_fraction, kernels,
-                                       self.task.work, _elements(self.in_types + self.out_types))
-        if uncounted:
-            structure["kernel_work_error"] = uncounted
-        return structure
+        except Exception as exc:  # noqa: BLE001 - the judge's own counter failing: it cannot know
+            raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the judge could not count the "
+                               f"kernels' own work, so the outside-work rules cannot be applied: "
+                               f"{short_error(exc, 300)}", rule=Rule.KERNEL_WORK_FAULT) from None
+        try:
+            report = _structure(target, self.platform)
+            return rules.check_target(report, self.task.flops(size),
+                                      self.request.max_outside_flops_fraction, kernels,
+                                      self.task.work, _elements(self.in_types + self.out_types))
+        except StageFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a rule failing, not deciding: it cannot know
+            raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the module's analysis or a "
+                               f"structure rule failed while it checked the kernel: "
+                               f"{short_error(exc, 300)}",
+                               rule=Rule.STRUCTURE_RULE_FAULT) from None
 
     def triton_kernels(self, target: Any) -> list[dict[str, Any]] | str:
         """The target's Triton kernels, and those at the other sizes whose shared memory only
@@ -298,7 +309,8 @@ class _Judging:
                 if lowered.interpret_b is not None:  # the first trial, other uninitialised memory
                     t1 = _perf_counter()
                     other = jax.jit(lowered.interpret_b.call).lower(*first).compile()
-                    _same_outputs(trials[0][2], jax.block_until_ready(other(*first)))
+                    _same_outputs(trials[0][2], jax.block_until_ready(other(*first)),
+                                  lowered.traces.get(self.size))
                     self.span("second_fill", t1)
             self.runs += trials
         except StageFailure:
@@ -483,21 +495,42 @@ def _own_device() -> dict[str, Any]:
             "count": len(jax.devices()), "memory_bytes": memory}
 
 
-def _same_outputs(a: Any, b: Any) -> None:
+def _same_outputs(a: Any, b: Any, traced: Any = None) -> None:
     """Outputs of one input set under two random fills of uninitialised memory must be equal
     bit for bit: a kernel whose outputs depend on memory it never wrote (or that looks for an
-    interpreter's NaN fill) differs."""
+    interpreter's NaN fill) differs. The verdict names where the two runs differ and, from
+    ``traced`` (the jaxpr lowered), the ranges of a kernel output its grid never writes with
+    the block shape and the grid; never a value of either run."""
     import jax
     import numpy as np
 
-    for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+    from jaxbench.evaluator.judge.compare import where
+    from jaxbench.evaluator.judge.coverage import describe, uncovered
+
+    leaves = list(zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True))
+    differ = []
+    for i, (x, y) in enumerate(leaves):
         x, y = np.asarray(x), np.asarray(y)
-        if x.tobytes() != y.tobytes():
-            raise StageFailure(Status.INCORRECT, Stage.CORRECT,
-                               "the outputs depend on uninitialised memory (e.g. an output never "
-                               "written, or scratch read before it is written): two runs on the "
-                               "same inputs, with that memory filled with different random bits, "
-                               "differ", rule=Rule.UNINITIALISED)
+        if x.tobytes() == y.tobytes():
+            continue
+        bits = np.dtype(f"V{x.dtype.itemsize}") if x.dtype.itemsize else x.dtype
+        mask = x.view(bits) != y.view(bits) if x.ndim else np.asarray(True)
+        name = f"output {i}" if len(leaves) > 1 else "the output"
+        differ.append(f"{name} differs in {int(np.sum(mask))} of {x.size} elements"
+                      + (f" {where(mask)}" if x.ndim else ""))
+    if not differ:
+        return
+    try:
+        gaps = describe(uncovered(traced)) if traced is not None else ""
+    except Exception:  # noqa: BLE001 - only the message's detail: the verdict stands without it
+        gaps = ""
+    raise StageFailure(Status.INCORRECT, Stage.CORRECT,
+                       "the outputs depend on uninitialised memory (e.g. an output never "
+                       "written, or scratch read before it is written): two runs on the "
+                       "same inputs, with that memory filled with different random bits, "
+                       f"differ: {'; '.join(differ)}"
+                       + (f". The grid does not cover every output: {gaps}" if gaps else ""),
+                       rule=Rule.UNINITIALISED)
 
 
 def serve(reply: Any) -> None:
