@@ -197,7 +197,7 @@ class _Judging:
             response["budget_rule"] = problem.rule
         response["memory"] = figures
         if self.platform == "cuda" and self.mode == "interpret":  # no GPU here: check the IR ourselves
-            response["triton_kernels"] = self.triton_kernels(target)
+            response["triton_kernels"] = _triton_kernels_at_sizes(self, target)
         if lowered.interpret is not None:
             rules.check_export(lowered.interpret, "cpu", self.in_types, self.out_types,
                                "interpret-mode")
@@ -233,19 +233,6 @@ class _Judging:
                                f"structure rule failed while it checked the kernel: "
                                f"{short_error(exc, 300)}",
                                rule=Rule.STRUCTURE_RULE_FAULT) from None
-
-    def triton_kernels(self, target: Any) -> list[dict[str, Any]] | str:
-        """The target's Triton kernels, and those at the other sizes whose shared memory only
-        Triton's compiler can decide."""
-        found = _triton_kernels(target)
-        lowered = self.lowered
-        for other in sorted({f.get("size") for f in lowered.smem_uncertain} - {self.size}):
-            more = _triton_kernels(lowered.target[other]) if other in lowered.target else []
-            if isinstance(found, list) and isinstance(more, list):
-                seen = {k["ttir"] for k in found}
-                found += [{**k, "name": f"{k['name']}@{other}", "size": other} for k in more
-                          if k["ttir"] not in seen]
-        return found
 
     # -- the interpreters' checks and the trials --------------------------------------------------
     def probe(self) -> None:
@@ -378,6 +365,20 @@ class _Judging:
             self.truths = []
         self.compiled = self.first = None
         self.span("outputs", t0)
+
+
+def _triton_kernels_at_sizes(judging: _Judging, target: Any) -> list[dict[str, Any]] | str:
+    """The target's Triton kernels, and those at the other sizes whose shared memory only
+    Triton's compiler can decide."""
+    found = _triton_kernels(target)
+    lowered = judging.lowered
+    for other in sorted({f.get("size") for f in lowered.smem_uncertain} - {judging.size}):
+        more = _triton_kernels(lowered.target[other]) if other in lowered.target else []
+        if isinstance(found, list) and isinstance(more, list):
+            seen = {k["ttir"] for k in found}
+            found += [{**k, "name": f"{k['name']}@{other}", "size": other} for k in more
+                      if k["ttir"] not in seen]
+    return found
 
 
 def _race_on_trial(judging: _Judging, index: int, inputs: Any) -> None:
