@@ -747,6 +747,9 @@ def prng_key(name: str, data: Any) -> Any:
 
 
 def tensorcore_classes() -> tuple[Any, Any] | None:
+    """(TensorCoreMesh, TensorCore) of JAX 0.10, whose mesh holds an array of core objects;
+    None where this JAX has no such pair (from 0.11 the mesh is a dataclass of its axis name
+    and its number of cores: :func:`_counted_mesh_class`)."""
     import sys
 
     module = sys.modules.get("jax._src.pallas.mosaic.core")
@@ -755,11 +758,26 @@ def tensorcore_classes() -> tuple[Any, Any] | None:
     return module.TensorCoreMesh, module.TensorCore
 
 
+def _counted_mesh_class() -> Any:
+    """JAX 0.11+'s TensorCoreMesh (fields ``axis_name``, ``num_cores``), or None."""
+    import sys
+
+    module = sys.modules.get("jax._src.pallas.mosaic.core")
+    cls = getattr(module, "TensorCoreMesh", None) if module is not None else None
+    fields = getattr(cls, "__dataclass_fields__", {})
+    return cls if {"axis_name", "num_cores"} <= set(fields) else None
+
+
 def tensorcore_mesh_description(obj: Any) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
     """``(axis names, shape)`` of a TensorCore mesh (``pltpu.create_tensorcore_mesh``) whose
     cores are numbered 0, 1, ... in order, or None for anything else."""
     import numpy as np
 
+    counted = _counted_mesh_class()
+    if counted is not None:
+        if type(obj) is not counted:
+            return None
+        return (str(obj.axis_name),), (int(obj.num_cores),)
     classes = tensorcore_classes()
     if classes is None or type(obj) is not classes[0]:
         return None
@@ -774,6 +792,11 @@ def tensorcore_mesh(axis_names: tuple[str, ...], shape: tuple[int, ...]) -> Any:
     """The TensorCore mesh a description names, built by this process's JAX."""
     import numpy as np
 
+    counted = _counted_mesh_class()
+    if counted is not None:
+        if len(axis_names) != 1 or len(shape) != 1:
+            raise ValueError("this JAX's TensorCore meshes have one axis")
+        return counted(axis_name=str(axis_names[0]), num_cores=int(shape[0]))
     classes = tensorcore_classes()
     if classes is None:
         raise ValueError("this JAX has no TensorCore meshes")
