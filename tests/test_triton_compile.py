@@ -200,8 +200,9 @@ def test_the_doctor_names_a_skewed_triton_and_its_fix(monkeypatch):
     assert doctor.triton_compiler() == f"skew: {fix}; kernels it cannot read are not checked by it"
     monkeypatch.setattr("jaxbench.evaluator.diagnose", lambda: {
         "versions": {"python": "3", "jax": "j", "jaxlib": "l", "system": "s"},
-        "backends": {"default": "cpu", "cpu": ["cpu"], "gpu": "none", "tpu": "none"},
-        "pallas_backends": {}, "isolation": "i", "cross_lowering": {},
+        "backends": {"this process": ["cpu:0 cpu"], "accelerator": "none"},
+        "pallas_backends": {}, "isolation": "i", "host_limits": {"all": "none missing"},
+        "cross_lowering": {},
         "peaks": {"device_kind": "cpu", "peak_bf16_flops": None, "note": "n"},
         "triton_compiler": doctor.triton_compiler(), "profiler": "p"})
     shown = " ".join(CliRunner().invoke(main, ["doctor"], terminal_width=400).output.split())

@@ -849,17 +849,23 @@ def _cheapest(options: list[KernelWork]) -> KernelWork:
                       outside_eqns=[e for w in options for e in w.outside_eqns])
 
 
-def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None) -> KernelWork:
+def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None,
+          known: list[Any] | None = None) -> KernelWork:
     """The kernels' work in ``closed`` (a traced kernel), with ``lines`` (``id(eqn) -> (file,
-    line)``, the hand-over's) naming the outside equations. Raises where it cannot read the
-    jaxpr (:class:`Unreadable` and any other error): the caller fails closed."""
+    line)``, the hand-over's) naming the outside equations. ``known``: values of the kernel's
+    inputs, in order (None for one not known), of which the small integer and boolean ones
+    are read (page tables, lengths, group sizes: a trial's inputs, on which loops and branches
+    that depend on them are then counted as they run). Raises where it cannot read the jaxpr
+    (:class:`Unreadable` and any other error): the caller fails closed."""
     jaxpr = _jaxpr(closed)
+    given = [None if x is None else _known_const(x) for x in (known or [])]
+    given = (given + [None] * len(jaxpr.invars))[:len(jaxpr.invars)]
     consts = [_known_const(c) for c in getattr(closed, "consts", ())]
     if consts and len(consts) == len(jaxpr.constvars):  # the constants, as known inputs
-        inputs = consts + [None] * len(jaxpr.invars)
+        inputs = consts + given
         jaxpr = jaxpr.replace(invars=[*jaxpr.constvars, *jaxpr.invars], constvars=[])
     else:
-        inputs = [None] * len(jaxpr.invars)
+        inputs = given
     walker = _Module(lines or {})
     work = walker.walk(jaxpr, inputs, [True] * len(jaxpr.outvars), 1.0, 0)
     work.outside_eqns.sort(key=lambda e: -e[0])

@@ -226,8 +226,8 @@ class _Judging:
             return rules.check_target(report, self.task.flops(size),
                                       self.request.max_outside_flops_fraction, kernels,
                                       self.task.work, _elements(self.in_types + self.out_types))
-        except StageFailure:
-            raise
+        except StageFailure as failure:
+            return _counted_on_a_trial(self, report, failure)
         except Exception as exc:  # noqa: BLE001 - a rule failing, not deciding: it cannot know
             raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the module's analysis or a "
                                f"structure rule failed while it checked the kernel: "
@@ -283,7 +283,8 @@ class _Judging:
         t0 = _perf_counter()
         try:
             with tool_faults.watch() as captured:
-                self.first = first = self.draw(self.request.trial_keys[0])
+                self.first = first = self.first if self.first is not None else self.draw(
+                    self.request.trial_keys[0])
                 t1 = _perf_counter()
                 self.compiled = jax.jit(module.call).lower(*first).compile()
                 self.response["compile_s"] = round(_perf_counter() - t1, 4)
@@ -365,6 +366,43 @@ class _Judging:
             self.truths = []
         self.compiled = self.first = None
         self.span("outputs", t0)
+
+
+def _counted_on_a_trial(judging: _Judging, report: Any, failure: StageFailure) -> dict[str, Any]:
+    """An outside-work refusal, counted again with the first trial's integer inputs known: a
+    kernel whose loops and branches follow its inputs (page tables, lengths, group sizes)
+    counts, before any trial, only the work that runs whatever they hold, often nothing.
+    Counted on the inputs it is judged on, that work surely runs there; the figures say so.
+    Any other refusal, or one that stands on the trial too, is raised as it was."""
+    import numpy as np
+
+    from jaxbench.evaluator.judge import kernel_work, rules
+
+    if failure.rule not in (Rule.OUTSIDE_FLOPS, Rule.OUTSIDE_BYTES):
+        raise failure
+    size = judging.size
+    try:
+        judging.first = judging.first if judging.first is not None else judging.draw(
+            judging.request.trial_keys[0])
+        known = [np.asarray(x) if np.asarray(x).dtype.kind in "biu" else None
+                 for x in judging.first]
+        if all(x is None for x in known):
+            raise failure
+        kernels = kernel_work.count(judging.lowered.traces[size], judging.payload["lines"],
+                                    known)
+    except StageFailure:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the judge's own counter failing: it cannot know
+        raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the judge could not count the "
+                           "kernels' own work on the first trial's inputs: "
+                           f"{short_error(exc, 300)}", rule=Rule.KERNEL_WORK_FAULT) from None
+    figures = rules.check_target(report, judging.task.flops(size),
+                                 judging.request.max_outside_flops_fraction, kernels,
+                                 judging.task.work, _elements(judging.in_types + judging.out_types))
+    figures["kernel_work_counted_on"] = ("the first trial's integer inputs: the kernels' loops "
+                                         "and branches follow them, and on other inputs their "
+                                         "work may differ")
+    return figures
 
 
 def _triton_kernels_at_sizes(judging: _Judging, target: Any) -> list[dict[str, Any]] | str:
