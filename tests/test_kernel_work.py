@@ -282,3 +282,38 @@ def test_a_dropped_output_the_body_reads_back_still_counts():
         o_ref[...] = acc_ref[...] * 2.0
 
     assert _count(lambda x, w: _gridded(body, x, w, extra_out=True)[0]).flops >= 4 * DOT
+
+
+def test_a_branch_on_an_integer_input_counts_as_it_runs_once_the_input_is_known():
+    """A scalar-prefetch table from the kernel's integer input (a page table, group sizes) is
+    data before any trial: the branch counts its cheapest side. Counted again with a trial's
+    inputs known (``known``), the programs the input picks count their work, and a known
+    input that picks none counts nothing (no credit for work that does not run)."""
+    import numpy as np
+    from jax.experimental.pallas import tpu as pltpu
+
+    def body(t_ref, x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+
+        @pl.when(t_ref[pl.program_id(0)] > 0)
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+    def call(table, x, w):
+        spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=1, grid=(4,),
+            in_specs=[pl.BlockSpec((32, 64), lambda i, t: (i, 0)),
+                      pl.BlockSpec((64, 32), lambda i, t: (0, 0))],
+            out_specs=pl.BlockSpec((32, 32), lambda i, t: (i, 0)))
+        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32),
+                              grid_spec=spec)(table, x, w)
+
+    closed = jax.make_jaxpr(call)(jax.ShapeDtypeStruct((4,), jnp.int32), *SPECS)
+    assert kernel_work.count(closed).flops < 64
+    three = kernel_work.count(closed, known=[np.array([1, 0, 1, 1], np.int32), None, None])
+    assert 3 * DOT <= three.flops < 3 * DOT + 64
+    none = kernel_work.count(closed, known=[np.zeros(4, np.int32), None, None])
+    assert none.flops < 64
+    # a float input is never read as known: it cannot steer the count
+    floats = kernel_work.count(closed, known=[None, np.ones((128, 64), np.float32), None])
+    assert floats.flops < 64

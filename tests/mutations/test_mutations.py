@@ -785,6 +785,12 @@ MUTATIONS = [
     Mutation("run_directory_inside_the_read_roots_allowed", "runs/directory.py",
         "        _refuse_tracer_readable(path)\n", "",
         ("tests/test_verdict_secrecy.py::test_a_run_directory_inside_the_tracers_read_roots_is_refused",)),
+    Mutation(
+        "trial_inputs_not_read_by_the_counter", "evaluator/judge/kernel_work.py",
+        "    given = [None if x is None else _known_const(x) for x in (known or [])]\n",
+        "    given = []  # mutant: a trial's integer inputs are never known\n",
+        ("tests/test_kernel_work.py::test_a_branch_on_an_integer_input_counts_as_it_runs_once"
+         "_the_input_is_known",)),
 ]
 
 
