@@ -2,8 +2,9 @@
 
 Tasks run concurrently, each in its own thread; their samples (a model call, then an
 evaluation) share one thread pool. What bounds the work in flight is the model client's
-limit on concurrent calls and the evaluator's slots (``workers``; on a device the
-evaluator's lease times one kernel at a time, see :mod:`jaxbench.evaluator.parent.lease`), so
+limit on concurrent calls and the evaluator's slots (``workers``; on a device the chip's
+one owner does one kernel's device work at a time, see :class:`~jaxbench.evaluator.parent.
+judge_client.ChipOwners`), so
 a suite of tasks is limited by the provider's rate and the evaluator, not by each task's
 rounds: while one task waits for the last sample of its round, the others fill the
 pipeline.

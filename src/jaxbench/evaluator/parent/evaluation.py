@@ -181,8 +181,8 @@ class Evaluation:
     def phase_untrusted(self) -> None:
         case, evaluator = self.case, self.evaluator
         if case.mode == "interpret":  # the truth is computed here while the others work
-            if not case.debug:  # and the trusted runner warms up (on a device, where a TPU
-                evaluator.runners.prestart()  # admits one process at a time, only when needed)
+            if not case.debug:  # and the trusted runner warms up (on a device the chip's
+                evaluator.runners.prestart()  # owner is started once and kept warm)
             evaluator.prefetch_truth(case.task, case.size, [] if self.nonce else  # see truth
                                      self.keys["trial"] + self.keys["probe"])
         job = tracer_job(case, self.source, self.filename, self.keys)
