@@ -20,6 +20,18 @@ jaxpr_as_fun = jex_core.jaxpr_as_fun
 
 
 
+def scan_counts(eqn: Any) -> tuple[int, int]:
+    """(constants, carries) among a ``scan`` equation's operands, which are ordered constants,
+    carries, scanned arrays: JAX 0.10 names the counts (``num_consts``, ``num_carry``); JAX 0.12
+    gives the operands' flattened structure per group instead (``ft_in``: constants,
+    carries, scanned arrays), and moves a carry that never changes among the constants."""
+    params = eqn.params
+    if "num_consts" in params:
+        return int(params["num_consts"]), int(params["num_carry"])
+    consts, carries, _ = params["ft_in"].elts
+    return len(consts.vals), len(carries.vals)
+
+
 def opened_platforms() -> list[str]:
     """The platforms whose backend this process's JAX has opened, read from JAX's private
     registry without opening any (``jax.devices()`` would open them all)."""

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxbench import compat
 from jaxbench.evaluator.judge.blocks import block_dims
 
 # Grid programs evaluated exhaustively, and values evaluated in all (programs times what each
@@ -325,7 +326,7 @@ class _Slicer:
         from jax import lax
 
         params, body = eqn.params, eqn.params["jaxpr"]
-        nc, nk = params["num_consts"], params["num_carry"]
+        nc, nk = compat.scan_counts(eqn)
         consts, init, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
         body_consts = [_const(c) for c in body.consts]
         dtypes = [v.aval.dtype for v in body.jaxpr.invars[nc:nc + nk]]

@@ -516,7 +516,7 @@ def _scan_operands(eqn: Any, outs: list[bool], env: dict[Any, Any], values: Valu
                    dead: frozenset[Any], depth: int) -> tuple[list[bool], list[bool]]:
     """(which operands of a relevant ``scan`` matter, which outputs of its body do)."""
     body = _jaxpr(eqn.params["jaxpr"])
-    nc, ncar = int(eqn.params["num_consts"]), int(eqn.params["num_carry"])
+    nc, ncar = compat.scan_counts(eqn)
     wanted = list(outs[:ncar])
     carry = wanted  # the body's carry results that matter: the last, or a later step's start
     ins = [values.of(v, env) for v in eqn.invars[:nc]] + [None] * (len(body.invars) - nc)
@@ -633,7 +633,7 @@ class _Body:
             length = int(eqn.params.get("length", 0))
             if length <= 0:
                 return 0.0, set()
-            nc = int(eqn.params["num_consts"])
+            nc = compat.scan_counts(eqn)[0]
             ins = [of(v, env) for v in eqn.invars[:nc]] + [None] * (len(body.invars) - nc)
             body_rel = _scan_operands(eqn, outs, env, self.values, dead, depth)[1]
             f, used = self.work(body, ins, body_rel, mask, _sub_dead(body, eqn.invars, dead),
@@ -804,7 +804,7 @@ class _Module:
                              line)
         if name == "scan":
             body = _jaxpr(eqn.params["jaxpr"])
-            nc = int(eqn.params["num_consts"])
+            nc = compat.scan_counts(eqn)[0]
             length = float(eqn.params.get("length", 0))
             ins = [of(v, env) for v in eqn.invars[:nc]] + [None] * (len(body.invars) - nc)
             if length <= 0:
@@ -946,7 +946,7 @@ def _eqn_reached(eqn: Any, ins: list[bool], env: dict[Any, Any], values: Values,
         return out
     if name == "scan":
         body = _jaxpr(eqn.params["jaxpr"])
-        nc, ncar = int(eqn.params["num_consts"]), int(eqn.params["num_carry"])
+        nc, ncar = compat.scan_counts(eqn)
         start = list(ins[nc:nc + ncar])
         if int(eqn.params.get("length", 0)) <= 0:
             return start + [False] * (n_out - ncar)
