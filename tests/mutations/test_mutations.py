@@ -156,7 +156,7 @@ MUTATIONS = [
         "outside_work_budget_doubled", "evaluator/judge/rules.py",
         "if task_flops > 0 and outside > max_fraction * task_flops:",
         "if task_flops > 0 and outside > 2 * max_fraction * task_flops:",
-        ("tests/test_rules_budget.py::test_outside_work_over_the_budget_is_rejected",)),
+        ("tests/test_rules_budget.py::test_outside_work_over_the_budget_is_no_pallas_with_its_code",)),
     Mutation(
         "fast_p_counts_ties", "report/metrics.py",
         "return bool(correct) and s is not None and s > p",
@@ -444,8 +444,8 @@ MUTATIONS = [
         ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_a_mask_or_guard_read_from_data_is_unknown_never_a_race",)),
     Mutation(
         "gpu_race_unknown_charged_as_incorrect", "evaluator/judge/lowering.py",
-        'raise StageFailure(Status.UNVERIFIED, Stage.LOWER, f"GPU race rule: {race_unknown}",',
-        'raise StageFailure(Status.INCORRECT, Stage.LOWER, f"GPU race rule: {race_unknown}",',
+        '    return StageFailure(Status.UNVERIFIED, Stage.LOWER, f"GPU race rule: {reason}",',
+        '    return StageFailure(Status.INCORRECT, Stage.LOWER, f"GPU race rule: {reason}",',
         ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_offsets_from_data_are_unverified_not_incorrect",)),
     Mutation(
         "gpu_race_operands_outside_kernel_not_computed", "evaluator/judge/gpu_rules.py",
@@ -854,6 +854,10 @@ def outcomes(request, tmp_path_factory, baseline):
 
     wanted = [item.callspec.params["mutation"] for item in request.session.items
               if getattr(item, "originalname", None) == "test_mutant_is_killed"]
+    # the session's temporary root, made once here: made by the first mktemp of two threads
+    # at once, each could make its own and refuse the other's folder (CI skips the baseline,
+    # whose mktemp made it before)
+    tmp_path_factory.getbasetemp()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         futures = {m.name: pool.submit(attempt, m) for m in wanted}
         yield futures
