@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One prepared check for a TPU host (JAX with libtpu preinstalled, no network needed), through
+# the project's own commands, resumable across calls:
+#     bash scripts/tpu_check.sh OUT_DIR [STEP ...]
+# Steps (default: all, in this order):
+#   doctor   versions and `jaxbench doctor` (what the probe sees, the host's limits)
+#   one      one evaluation in device mode at full size (12p_rmsnorm's seed), its result JSON
+#   seed     `jaxbench run --suite jaxbench --kernels seed --target tpu --mode device
+#            --size full` into runs/tpu-seed (an existing run there is resumed)
+#   expert   the same for the expert kernels, into runs/tpu-expert
+# Each run step stops at BUDGET_S seconds (default 420) and is resumed by the next call; its
+# run directory is packed as OUT_DIR/<name>.tgz after every call. Environment: PYTHON (default
+# python3), WORKERS (default 3), BUDGET_S, RUNS (default runs), EXTRA (more `run` options).
+set -uo pipefail
+if [ $# -lt 1 ]; then
+  echo "tpu_check: error: give the output directory: bash scripts/tpu_check.sh OUT_DIR [STEP ...]" >&2
+  exit 2
+fi
+OUT="$1"; shift
+STEPS="${*:-doctor one seed expert}"
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+RUNS="${RUNS:-runs}"
+export PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+mkdir -p "$OUT" "$RUNS"
+log="$OUT/tpu_check.log"
+say() { echo "tpu_check: $*" | tee -a "$log"; }
+started=$(date +%s)
+for step in $STEPS; do
+  t0=$(date +%s)
+  case "$step" in
+    doctor)
+      { "$PY" -c 'import platform, sys, jax, jaxlib; print(sys.version.split()[0], platform.libc_ver(), "jax", jax.__version__, "jaxlib", jaxlib.__version__)'
+        uname -r; nproc; free -g | head -2
+        "$PY" -m jaxbench.cli doctor; } 2>&1 | tee -a "$log"
+      ;;
+    one)
+      timeout 180 "$PY" -m jaxbench.cli eval --task 12p_rmsnorm --mode device --size full --json \
+        src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py >"$OUT/one.json" 2>>"$log"
+      say "one: exit $? in $(( $(date +%s) - t0 )) s"
+      ;;
+    seed|expert)
+      timeout --signal=INT --kill-after=30 "${BUDGET_S:-420}" "$PY" -m jaxbench.cli run \
+        --suite jaxbench --kernels "$step" --target tpu --mode device --size full \
+        --workers "${WORKERS:-3}" --out "$RUNS/tpu-$step" ${EXTRA:-} 2>&1 | tail -n 80 | tee -a "$log"
+      say "$step: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+      tar -czf "$OUT/tpu-$step.tgz" -C "$RUNS" "tpu-$step"
+      ;;
+    *) say "unknown step $step (doctor, one, seed, expert)"; exit 2 ;;
+  esac
+done
+say "done in $(( $(date +%s) - started )) s"
