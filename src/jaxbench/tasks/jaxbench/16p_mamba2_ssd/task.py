@@ -22,6 +22,12 @@ then swamps the output. At scale 0.15 about a quarter of the rows are normalised
 atol = rtol = 1e-2 of the float32 truth (worst 0.74 of the tolerance over 6 keys);
 at unit scale it misses by 10x.
 
+Tolerance atol = rtol = 2e-2: each output sums S = 4096 products of bf16-rounded weights, a
+long reduction whose rounding tail grows with the 67M outputs at full size. The seed (f32
+accumulation, one bf16 rounding of each weight, as the reference) exceeded 1e-2 at one
+element of 67M by 1.006x on a TPU v5e (2026-12-06, results/tpu_v5e/): at 1e-2 an exact
+kernel fails by the luck of the draw.
+
 FLOPs count the causal half of both matmuls: 2 * (2 * b*h*S*S*n / 2).
 """
 
@@ -56,5 +62,7 @@ TASK = Task(
     ],
     flops=lambda d: 2 * d.b * d.h * d.S * d.S * d.n,
     batch="b",
+    atol=2e-2,
+    rtol=2e-2,
     meta=dict(source="Mamba-2-2.7B", family="ssm", level="production"),
 )
