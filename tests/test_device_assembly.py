@@ -39,9 +39,10 @@ class FakeDeviceRunners:
     `correct`), the float32 truths, and the given timing samples; one request at a time, as
     one owner per chip does."""
 
-    def __init__(self, timing, hold_s=0.0, fits=None):
+    def __init__(self, timing, hold_s=0.0, fits=None, verdicts=None):
         self.timing = timing
         self.fits = fits
+        self.verdicts = verdicts or {}  # label -> figures the owner sends instead of arrays
         self.requests = []
         self.hold_s = hold_s  # seconds each phase keeps the pretend device
         self.used = []  # (phase, start, end, request) as the pretend device saw it
@@ -87,6 +88,8 @@ class FakeDeviceRunners:
         dtypes = [s.dtype for s in jax.tree_util.tree_leaves(task.output_shapes(size))]
         outputs = [(label, key, [np.asarray(x).astype(d) for x, d in zip(truth, dtypes, strict=True)])
                    for label, key, truth in truths]
+        outputs = [run for run in outputs if run[0] not in self.verdicts]
+        truths = [run for run in truths if run[0] not in self.verdicts]
         data, layout = pack(outputs)
         request_dir = Path(request["dir"])
         (request_dir / "outputs.npy").write_bytes(data)
@@ -96,6 +99,7 @@ class FakeDeviceRunners:
                               "device_kind": DEVICE_KIND, "backend": "tpu", "compile_s": 0.5,
                               "structure": {"kernel_calls": 1}, "timing": self.timing,
                               "fits": self.fits, "spans": {"kernel_compile": 0.5, "truth": 0.1},
+                              "verdicts": self.verdicts,
                               "stages": {"correct": {"seconds": 0.1}, "time": {"seconds": 1.0}}})
 
 
@@ -118,12 +122,12 @@ def device_evaluator():
         yield ev
 
 
-def _evaluate(ev, monkeypatch, timing, fits=None):
+def _evaluate(ev, monkeypatch, timing, fits=None, verdicts=None):
     import jaxbench.evaluator.parent.case as parent_module
 
     monkeypatch.setattr(parent_module, "resolve_mode", lambda mode, target: "device")
     monkeypatch.setattr(parent_module, "device_kind", lambda: DEVICE_KIND)
-    fake = FakeDeviceRunners(timing, fits=fits)
+    fake = FakeDeviceRunners(timing, fits=fits, verdicts=verdicts)
     monkeypatch.setattr(ev, "_owners", fake)
     result = ev.evaluate(SEED, TASK, mode="device", trials=2)
     assert len(fake.requests) == 1 and fake.requests[0]["mode"] == "device"
@@ -242,3 +246,28 @@ def test_a_reference_that_does_not_fit_leaves_a_correct_kernel_correct_untimed(d
     # the owner's own spans are the result's, beside the parent's
     assert result["spans"]["kernel_compile"] == 0.5 and result["spans"]["truth"] == 0.1
     assert result["spans"]["trace"] > 0
+
+
+def test_trials_compared_on_the_chip_send_figures_not_arrays(device_evaluator, monkeypatch):
+    """The owner compared every trial on the chip (judge/chip_verdict.py) and sent only the
+    figures: the kernel is judged on them, and the worst figures are the result's."""
+    figures = {"trial0": {"max_abs_err": 0.001, "rel_err": 0.0002, "tol_fraction": 0.1},
+               "trial1": {"max_abs_err": 0.003, "rel_err": 0.0001, "tol_fraction": 0.4},
+               "recheck0": {"max_abs_err": 0.002, "rel_err": 0.0003, "tol_fraction": 0.2}}
+    result = _evaluate(device_evaluator, monkeypatch, None, verdicts=figures)
+    assert result["status"] == "correct", result["message"]
+    assert result["max_abs_err"] == 0.003 and result["rel_err"] == 0.0003
+    assert result["tol_fraction"] == 0.4 and result["trials"] == 2
+
+
+@pytest.mark.parametrize("figures", [
+    {"max_abs_err": 0.5, "rel_err": 0.1, "tol_fraction": 1.5},  # not a pass
+    {"max_abs_err": float("nan"), "rel_err": 0.1, "tol_fraction": 0.1},
+    {"max_abs_err": 0.1, "tol_fraction": 0.1},
+    "passed",
+])
+def test_a_malformed_chip_verdict_is_the_harness_fault_never_a_pass(device_evaluator,
+                                                                     monkeypatch, figures):
+    result = _evaluate(device_evaluator, monkeypatch, None, verdicts={"trial0": figures})
+    assert result["status"] == "crashed" and result["rule"] == "harness"
+    assert "chip verdict" in result["message"]

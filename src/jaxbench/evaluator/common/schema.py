@@ -489,6 +489,8 @@ class JudgeResponse(Record):
     retire: bool = False  # the runner reset the TPU interpreter: replace it, never reuse it
     spans: dict[str, Any] = dataclasses.field(default_factory=dict)  # where its time went (s)
     fits: dict[str, Any] | None = None  # device mode: what fits the chip (judge/fitting.py)
+    # device mode: the trials compared on the chip (judge/chip_verdict.py), label -> figures
+    verdicts: dict[str, Any] = dataclasses.field(default_factory=dict)
     schema: int = SCHEMA_VERSION
 
 

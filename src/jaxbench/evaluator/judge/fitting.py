@@ -110,8 +110,9 @@ class Fit:
                 "available_bytes": self.available_bytes, "reason": self.reason,
                 "truth_on": self.truth_on}
 
-    def truth(self, inputs: tuple) -> list[np.ndarray]:
-        """The float32 truth of ``inputs`` (already drawn), on the host as float32 arrays."""
+    def truth(self, inputs: tuple, host: bool = True) -> list[Any]:
+        """The float32 truth of ``inputs`` (already drawn): on the host as float32 arrays, or
+        with ``host=False`` left where it was computed (the chip, when it fits whole)."""
         if self._slices is None:
             if self.truth_on == "host CPU":
                 cpu = jax.devices("cpu")[0]
@@ -119,7 +120,8 @@ class Fit:
                     out = self._truth(*jax.device_put(tuple(inputs), cpu))
             else:
                 out = self._truth(*inputs)
-            return [np.asarray(x, np.float32) for x in jax.tree_util.tree_leaves(out)]
+            leaves = jax.tree_util.tree_leaves(out)
+            return [np.asarray(x, np.float32) for x in leaves] if host else leaves
         _, step, in_axes, out_axes = self._slices
         total = next(x.shape[a] for x, a in zip(inputs, in_axes, strict=True) if a is not None)
         parts: list[list[np.ndarray]] = []

@@ -323,26 +323,16 @@ class _Judging:
                 "inputs other than the trials' are not covered")
 
     def run_once(self, label: str, key: list[int], inputs: Any) -> tuple[str, Any, Any]:
-        """The module on one key's inputs; on a device its outputs go to the host at once, and
-        the float32 truth of the same inputs is computed there while they are on the chip."""
+        """The module on one key's inputs; on a device the float32 truth of the same inputs is
+        computed there while they are on the chip, and the two are compared there
+        (:func:`_on_chip`)."""
         import jax
-        import numpy as np
 
         t0 = _perf_counter()
         outputs = jax.block_until_ready(self.compiled(*inputs))
-        if self.mode == "device":
-            outputs = [np.asarray(x) for x in jax.tree_util.tree_leaves(outputs)]
         self.span("trials", t0)
         if self.mode == "device":
-            t0 = _perf_counter()
-            try:
-                truth = self.fit.truth(inputs)
-            except Exception as exc:  # noqa: BLE001 - the task's reference, not the kernel
-                raise StageFailure(Status.UNVERIFIED, Stage.CORRECT, "the float32 truth could not "
-                                   f"be computed ({self.fit.truth_on}), so nothing can judge the "
-                                   f"outputs: {short_error(exc, 400)}", rule=Rule.NO_TRUTH) from None
-            self.truths.append((label, key, truth))
-            self.span("truth", t0)
+            return _on_chip(self, label, key, inputs, outputs)
         return (label, key, outputs)
 
     # -- on a device: the timing and the recheck --------------------------------------------------
@@ -354,7 +344,7 @@ class _Judging:
         from jaxbench.evaluator.common.arrays import pack
 
         t0 = _perf_counter()
-        data, layout = pack(self.runs)
+        data, layout = pack([run for run in self.runs if run[2] is not None])
         (self.directory / "outputs.npy").write_bytes(data)
         self.response["trials"] = layout
         self.runs = []
@@ -366,6 +356,40 @@ class _Judging:
             self.truths = []
         self.compiled = self.first = None
         self.span("outputs", t0)
+
+
+def _on_chip(judging: _Judging, label: str, key: list[int], inputs: Any,
+             outputs: Any) -> tuple[str, Any, Any]:
+    """A device trial's outputs against their float32 truth, computed beside them: where they
+    clearly pass, only the figures go to the parent (``response["verdicts"]``, judge/
+    chip_verdict.py); else the outputs and the truth go to the host for the parent to compare
+    and describe. ``(label, key, None)`` marks a trial decided here."""
+    import jax
+    import numpy as np
+
+    from jaxbench.evaluator.judge import chip_verdict
+
+    t0 = _perf_counter()
+    try:
+        truth = judging.fit.truth(inputs, host=False)
+    except Exception as exc:  # noqa: BLE001 - the task's reference, not the kernel
+        raise StageFailure(Status.UNVERIFIED, Stage.CORRECT, "the float32 truth could not "
+                           f"be computed ({judging.fit.truth_on}), so nothing can judge the "
+                           f"outputs: {short_error(exc, 400)}", rule=Rule.NO_TRUTH) from None
+    judging.span("truth", t0)
+    t0 = _perf_counter()
+    leaves = jax.tree_util.tree_leaves(outputs)
+    figures = chip_verdict.clear_pass(leaves, judging.out_types, truth, judging.task.atol,
+                                      judging.task.rtol)
+    judging.span("compare_on_chip", t0)
+    if figures is not None:
+        judging.response.setdefault("verdicts", {})[label] = {**figures, "key": key}
+        return (label, key, None)
+    t0 = _perf_counter()
+    judging.truths.append((label, key, [np.asarray(x, np.float32) for x in truth]))
+    host = [np.asarray(x) for x in leaves]
+    judging.span("outputs", t0)
+    return (label, key, host)
 
 
 def _counted_on_a_trial(judging: _Judging, report: Any, failure: StageFailure) -> dict[str, Any]:

@@ -46,7 +46,8 @@ from jaxbench.evaluator.common.schema import (
     TracerJob,
     new_result,
 )
-from jaxbench.evaluator.judge.compare import check_outputs, derive_keys
+from jaxbench.evaluator.judge import chip_verdict
+from jaxbench.evaluator.judge.compare import Verdict, check_outputs, derive_keys
 from jaxbench.evaluator.parent import chip_checks
 from jaxbench.evaluator.parent.case import Case, job_chip
 from jaxbench.evaluator.parent.judge_client import runner_response
@@ -283,6 +284,7 @@ class Evaluation:
             result["judged_on"] = "trusted_export"
             judged = [(label, key) for label, key in zip(
                 [f"trial{i}" for i in range(case.trials)], keys["trial"], strict=True)]
+            self.outputs.update(chip_decided(response, case))
             judged += [(f"recheck{i}", k) for i, k in enumerate(keys[Stage.RECHECK])
                        if case.mode == "device" and f"recheck{i}" in self.outputs]
             missing = [label for label, _ in judged if label not in self.outputs]
@@ -501,6 +503,30 @@ def read_outputs(directory: Path, request: JudgeRequest, response: dict[str, Any
     return outputs, truths
 
 
+def chip_decided(response: dict[str, Any], case: Case) -> dict[str, Verdict]:
+    """The trials the device owner compared on the chip and found clearly passing: label ->
+    their figures as a passing verdict. Only in device mode; a malformed entry is the
+    harness's fault (`crashed`), never a pass."""
+    said = response.get("verdicts") or {}
+    if not said:
+        return {}
+    if case.mode != "device" or not isinstance(said, dict):
+        raise StageFailure(Status.CRASHED, Stage.CORRECT, "the judge sent chip verdicts "
+                           "outside device mode", rule=Rule.HARNESS)
+    decided = {}
+    for label, figures in said.items():
+        try:
+            values = [float(figures[k]) for k in ("max_abs_err", "rel_err", "tol_fraction")]
+        except (KeyError, TypeError, ValueError):
+            values = []
+        if len(values) != 3 or not all(math.isfinite(v) and v >= 0 for v in values) \
+                or values[2] > chip_verdict.MARGIN:
+            raise StageFailure(Status.CRASHED, Stage.CORRECT, f"the judge's chip verdict for "
+                               f"{label!r} is malformed", rule=Rule.HARNESS)
+        decided[label] = Verdict(True, "", *values)
+    return decided
+
+
 def take_response(result: dict[str, Any], response: dict[str, Any], case: Case) -> None:
     """Into the result: the judge's stages, memory figures, structure, artifacts and the
     warnings its response carries."""
@@ -530,9 +556,12 @@ def compare_outputs(result: dict[str, Any], case: Case, truth: Any,
     worst_abs, worst_rel, worst_fraction = 0.0, 0.0, 0.0
     result["tolerance"] = {"atol": task.atol, "rtol": task.rtol}
     for label, key in judged:
-        expected_truth = truths[label] if label in truths else truth(task, size, key)
-        verdict = check_outputs(outputs[label], expected, expected_truth, task.atol,
-                                task.rtol)
+        if isinstance(outputs[label], Verdict):  # compared on the chip (judge/chip_verdict.py)
+            verdict = outputs[label]
+        else:
+            expected_truth = truths[label] if label in truths else truth(task, size, key)
+            verdict = check_outputs(outputs[label], expected, expected_truth, task.atol,
+                                    task.rtol)
         if verdict.nonfinite:  # no error figure describes a NaN: none is reported
             result["max_abs_err"] = result["rel_err"] = result["tol_fraction"] = None
         elif verdict.max_abs_err is not None:
