@@ -287,13 +287,13 @@ def test_runner_returns_budgets_from_every_size(tmp_path):
     from jaxbench.evaluator.judge.runner import judge
 
     _relu_handover(tmp_path)
-    response = judge(_request(tmp_path, chip={"tpu": "TPU v6 lite", "gpu": "NVIDIA H200"}))
+    response = judge(_request(tmp_path, chip={"tpu": "TPU v6 lite", "gpu": "NVIDIA H200"})).to_dict()
     assert response["budget_problem"] == ""
     assert {(f["size"], f["vmem_bytes"], f["vmem_limit_bytes"]) for f in response["memory"]} == {
         ("small", 2 * 256 * 512 * 4, 96 * MiB), ("full", 4 * 1024 * 4096 * 4, 96 * MiB)}
     # The chip the parent names: a v4's 16 MiB cannot hold the full-size blocks.
     _relu_handover(tmp_path, kind="TPU v4")
-    response = judge(_request(tmp_path, chip={"tpu": "TPU v4"}))
+    response = judge(_request(tmp_path, chip={"tpu": "TPU v4"})).to_dict()
     assert response["budget_problem"].startswith("memory budget at size 'full', pallas_call #0")
     assert "over the chip's physical VMEM" in response["budget_problem"]
 
@@ -304,7 +304,7 @@ def test_a_module_at_another_size_is_checked_like_the_target(tmp_path):
     from jaxbench.evaluator.judge.runner import judge
 
     _relu_handover(tmp_path, full_fn=lambda x: _relu_tpu(x)[:8])
-    response = judge(_request(tmp_path))
+    response = judge(_request(tmp_path)).to_dict()
     assert response["budget_problem"].startswith(
         "memory budget at size 'full': kernel returns [((8, 4096), 'float32')]"), \
         response["budget_problem"]

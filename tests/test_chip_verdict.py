@@ -99,12 +99,13 @@ class _Fit:
 def _judging(truth):
     from types import SimpleNamespace
 
+    from jaxbench.evaluator.common.schema import JudgeResponse
     from jaxbench.tasks import get_task
 
     task = get_task("12p_rmsnorm")
     judging = SimpleNamespace(fit=_Fit(truth), out_types=[(SHAPE, "bfloat16")], task=task,
-                              response={"spans": {}}, truths=[])
-    judging.span = lambda name, t0: judging.response["spans"].setdefault(name, 0.0)
+                              response=JudgeResponse(), truths=[])
+    judging.span = lambda name, t0: judging.response.spans.setdefault(name, 0.0)
     return judging
 
 
@@ -117,11 +118,11 @@ def test_the_owner_sends_figures_for_a_clear_pass_and_arrays_otherwise():
     judging = _judging(truth)
     label, key, sent = _on_chip(judging, "trial0", [1, 2], (), [jnp.asarray(out)])
     assert sent is None and judging.truths == []
-    assert set(judging.response["verdicts"]["trial0"]) == {"max_abs_err", "rel_err",
+    assert set(judging.response.verdicts["trial0"]) == {"max_abs_err", "rel_err",
                                                           "tol_fraction", "key"}
     wrong = np.asarray(out).copy()
     wrong[0, 0] = 10.0
     label, key, sent = _on_chip(judging, "trial1", [3, 4], (), [jnp.asarray(wrong)])
-    assert "trial1" not in judging.response["verdicts"]
+    assert "trial1" not in judging.response.verdicts
     assert np.array_equal(sent[0], wrong) and judging.truths[0][0] == "trial1"
     assert not _parent(sent[0], judging.truths[0][2][0]).ok

@@ -129,7 +129,7 @@ def test_a_tpu_interpreter_crash_leaves_the_kernel_to_the_interpret_mode_trials(
     from jaxbench.evaluator.judge import runner
 
     monkeypatch.setattr(tpu_interpreter, "get", _fake_jax()["crash"])  # every load crashes
-    response = runner.judge(_request(tmp_path))
+    response = runner.judge(_request(tmp_path)).to_dict()
     assert response["tpu_interpreter"].startswith("failed: the TPU interpreter crashed inside "
                                                   "its own code"), response["tpu_interpreter"]
     (fault,) = response["tool_faults"]

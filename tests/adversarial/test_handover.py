@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import pytest
 from jax.experimental import pallas as pl
 
-from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.evaluator.common.schema import JudgeRequest, StageFailure
 from jaxbench.evaluator.judge import jaxpr_reader, lowering
 from jaxbench.evaluator.sandbox import handover
 from jaxbench.tasks import get_task
@@ -130,14 +130,18 @@ def test_a_payload_that_is_not_a_jaxpr_is_refused():
     _refused(pickle.dumps(["not", "a", "payload"]))
 
 
+def _request():
+    return JudgeRequest(dir="", task="12p_rmsnorm", size="small", platform="tpu", target="tpu",
+                        mode="interpret", trial_keys=[], recheck_keys=[])
+
+
 def test_a_jaxpr_whose_types_differ_from_the_task_is_refused_before_lowering():
     task = get_task("12p_rmsnorm")
     specs = task.input_specs("small")
     closed = _copy_kernel_jaxpr((8, 128), jnp.float32)
     payload = jaxpr_reader.read(handover.dumps({s: closed for s in task.inputs}))
-    request = {"size": "small", "target": "tpu", "mode": "interpret"}
     with pytest.raises(StageFailure) as caught:
-        lowering.lower(payload, request, task)
+        lowering.lower(payload, _request(), task)
     assert caught.value.status == "rejected"
     assert str(tuple(specs[0].shape)) in caught.value.message
 
@@ -146,7 +150,7 @@ def test_a_jaxpr_without_every_size_is_refused():
     task = get_task("12p_rmsnorm")
     payload = jaxpr_reader.read(handover.dumps({"small": _copy_kernel_jaxpr()}))
     with pytest.raises(StageFailure) as caught:
-        lowering.lower(payload, {"size": "small", "target": "tpu", "mode": "interpret"}, task)
+        lowering.lower(payload, _request(), task)
     assert caught.value.status == "rejected" and "no trace at size" in caught.value.message
 
 

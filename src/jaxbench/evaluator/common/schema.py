@@ -448,7 +448,6 @@ class JudgeRequest(Record):
     timing: dict[str, Any] = dataclasses.field(default_factory=dict)
     save_ir: bool = False
     timing_keys: list[Any] = dataclasses.field(default_factory=list)
-    gpu_race_rule: bool = True
     time: bool = True  # time the kernel (device mode)
     lease: bool = False  # the runner asks the parent's device lease before timing
     schema: int = SCHEMA_VERSION

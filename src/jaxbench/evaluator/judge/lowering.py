@@ -31,7 +31,15 @@ from typing import Any
 import jax
 
 from jaxbench import compat
-from jaxbench.evaluator.common.schema import Finding, Rule, Stage, StageFailure, Status, short_error
+from jaxbench.evaluator.common.schema import (
+    Finding,
+    JudgeRequest,
+    Rule,
+    Stage,
+    StageFailure,
+    Status,
+    short_error,
+)
 from jaxbench.evaluator.judge import exporting, tool_faults
 
 PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}
@@ -236,16 +244,16 @@ def _estimates(lowered: Lowered, order: list[str], target: str, tpu_kind: str, g
             break
 
 
-def _target_modules(lowered: Lowered, task: Any, order: list[str], request: dict[str, Any],
+def _target_modules(lowered: Lowered, task: Any, order: list[str], request: JudgeRequest,
                     platform: str, tpu_kind: str, gpu_kind: str) -> None:
     """The target module at every size into ``lowered.target`` (the kernels' IR too, with
     ``save_ir``); raises the verdict on a kernel JAX cannot lower."""
     from jaxbench.evaluator.common.artifacts import capture_kernel_ir
 
-    size, target, mode = order[0], request["target"], request["mode"]
+    size, target, mode = order[0], request.target, request.mode
     for name in order:
         specs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in task.input_specs(name)]
-        capture = name == size and request.get("save_ir")
+        capture = name == size and request.save_ir
         try:
             with capture_kernel_ir() if capture else contextlib.nullcontext([]) as ir, \
                     tool_faults.watch():
@@ -289,35 +297,35 @@ def _interpret_modules(lowered: Lowered, task: Any, size: str, target: str, tpu_
                                    else short_error(exc, 300))[:300]
 
 
-def lower(payload: dict[str, Any], request: dict[str, Any], task: Any) -> Lowered:
+def lower(payload: dict[str, Any], request: JudgeRequest, task: Any) -> Lowered:
     """Every rule on the jaxprs, then the modules, for one request."""
     from jaxbench.evaluator.judge import gpu_rules
     from jaxbench.evaluator.judge.triton_rules import location
 
-    size, target, mode = request["size"], request["target"], request["mode"]
+    size, target, mode = request.size, request.target, request.mode
     # the target's platform; "cpu" (a test's stand-in for a device) lowers the kernels as the
     # interpreter runs them, the only way Pallas lowers for the CPU
-    platform = request.get("platform") or PLATFORMS[target]
+    platform = request.platform or PLATFORMS[target]
     traces = payload["traces"]
     missing = sorted(set(task.inputs) - set(traces))
     if missing:
         raise StageFailure(Status.REJECTED, Stage.TRACE, f"the hand-over has no trace at size(s) "
                            f"{missing}", rule=Rule.HANDOVER)
     order = [size] + [s for s in task.inputs if s != size]
-    chip = request.get("chip") or {}
+    chip = request.chip or {}
     tpu_kind = chip.get("tpu") or exporting.CROSS_LOWERING_TPU
     gpu_kind = chip.get("gpu") or exporting.CROSS_LOWERING_GPU
     lowered = Lowered(traces={s: traces[s] for s in order})
     with known_lines(payload["lines"]):
         _jaxpr_checks(traces, task, order, target, tpu_kind if target == "tpu" else gpu_kind)
         race_unknown = ""
-        if target == "gpu" and request.get("gpu_race_rule", True):
+        if target == "gpu":
             verdict = gpu_rules.race_verdict(traces[size])
             if verdict.race:
                 raise StageFailure(Status.INCORRECT, Stage.LOWER, f"GPU race rule: {verdict.race}",
                                    rule=Rule.GPU_RACE)
             race_unknown = verdict.unknown  # never a race charged to the kernel: `unverified`
-        locate = location(request.get("source"), request.get("filename", "<kernel>"))
+        locate = location(request.source, request.filename)
         _estimates(lowered, order, target, tpu_kind, gpu_kind, locate)
         _target_modules(lowered, task, order, request, platform, tpu_kind, gpu_kind)
         if mode == "interpret":
@@ -365,26 +373,26 @@ def random_fill(seed: int) -> Iterator[None]:
         yield
 
 
-def interpreter_runs(lowered: Lowered, request: dict[str, Any], task: Any,
+def interpreter_runs(lowered: Lowered, request: JudgeRequest, task: Any,
                      draw: Any) -> tuple[list[tuple[str, Any, Any]], dict[str, Any]]:
     """The interpreters' checks on the trusted side: ``(runs, info)`` where runs are
     ``(label, key, outputs)`` and info says what ran ("ran", "unsupported: ...",
     "unavailable: ...") and whether a race was found."""
     from jaxbench.backends import reset_tpu_interpreter, tpu_check_params
 
-    size = request["size"]
-    chip = request.get("chip") or {}
-    closed = exporting.on_judged_chip(lowered.traces[size], request["target"],
+    size = request.size
+    chip = request.chip or {}
+    closed = exporting.on_judged_chip(lowered.traces[size], request.target,
                                       chip.get("tpu") or exporting.CROSS_LOWERING_TPU,
                                       chip.get("gpu") or exporting.CROSS_LOWERING_GPU)
     runs: list[tuple[str, Any, Any]] = []
     info: dict[str, Any] = {}
     probes = []
-    tpu_key = request.get("tpu_interpreter_key")
+    tpu_key = request.tpu_interpreter_key
     if tpu_key is not None:
         probes.append(("tpu_interpreter", tpu_key, lambda: compat.tpu_interpret_params(
             uninitialized_memory="nan", **tpu_check_params(tpu_key[0]))))
-    gpu_key = request.get("gpu_interpreter_key")
+    gpu_key = request.gpu_interpreter_key
     if gpu_key is not None and lowered.interpret is None:
         if compat.gpu_interpreter() is None:
             info["gpu_interpreter"] = (f"unavailable: JAX {jax.__version__} has no Mosaic GPU "

@@ -22,6 +22,7 @@ concurrent evaluations never time while another compiles or times.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -34,6 +35,7 @@ from jaxbench.evaluator.common.schema import (
     RAN,
     Finding,
     JudgeRequest,
+    JudgeResponse,
     RecordError,
     Rule,
     Stage,
@@ -133,9 +135,8 @@ class _Judging:
         self.size, self.platform, self.mode = request.size, request.platform, request.mode
         self.in_types = _spec_types(self.task.input_specs(self.size))
         self.out_types = _spec_types(jax.tree_util.tree_leaves(self.task.output_shapes(self.size)))
-        self.response: dict[str, Any] = {"device_kind": _own_device()["device_kind"],
-                                         "backend": jax.default_backend(), "stages": {},
-                                         "spans": {}}
+        self.response = JudgeResponse(device_kind=_own_device()["device_kind"],
+                                      backend=jax.default_backend())
         self.payload: dict[str, Any] = {}
         self.lowered: Any = None
         self.runs: list[tuple[str, Any, Any]] = []
@@ -153,7 +154,7 @@ class _Judging:
         return _inputs(self.task, key, self.size)
 
     def timed(self, name: str, t0: float, **extra: Any) -> None:
-        self.response["stages"][name] = {"seconds": round(_perf_counter() - t0, 4), **extra}
+        self.response.stages[name] = {"seconds": round(_perf_counter() - t0, 4), **extra}
         if name in ("read", Stage.LOWER, "check", "probe"):  # the spans of what has no parts
             self.span(name, t0)
 
@@ -168,15 +169,15 @@ class _Judging:
         self.payload = jaxpr_reader.read((self.directory / HANDOVER).read_bytes())
         self.timed("read", t0)
         t0 = _perf_counter()
-        self.lowered = lowered = lowering.lower(self.payload, self.request.to_dict(), self.task)
+        self.lowered = lowered = lowering.lower(self.payload, self.request, self.task)
         self.timed(Stage.LOWER, t0)
         if lowered.interpret_error:
-            self.response["stages"][Stage.LOWER]["interpret_export_error"] = lowered.interpret_error
-        self.response["budget_problem"] = lowered.budget_problem  # the estimate's, naming the line
-        self.response["budget_rule"] = lowered.budget_rule
-        self.response["smem_uncertain"] = lowered.smem_uncertain  # Triton's compile decides, or a warning
+            self.response.stages[Stage.LOWER]["interpret_export_error"] = lowered.interpret_error
+        self.response.budget_problem = lowered.budget_problem  # the estimate's, naming the line
+        self.response.budget_rule = lowered.budget_rule
+        self.response.smem_uncertain = lowered.smem_uncertain  # Triton's compile decides, or a warning
         if lowered.tool_faults:
-            self.response.setdefault("tool_faults", []).extend(lowered.tool_faults)
+            self.response.tool_faults.extend(lowered.tool_faults)
 
     # -- the structure rules and the budgets ------------------------------------------------------
     def check(self) -> None:
@@ -187,25 +188,25 @@ class _Judging:
         t0 = _perf_counter()
         target = lowered.target[size]
         rules.check_export(target, self.platform, self.in_types, self.out_types, "target")
-        response["structure"] = self.structure_rules(target)
-        response["kernel_backend"] = kernel_backend_of_calls(response["structure"]["custom_calls"])
+        response.structure = self.structure_rules(target)
+        response.kernel_backend = kernel_backend_of_calls(response.structure["custom_calls"])
         # (a "cpu" target, a test's stand-in for a device, has no chip whose memory to count)
         problem, figures = _budgets(self.request, self.task, self.platform, lowered) \
             if self.platform != "cpu" else ("", [])
-        if problem and not response["budget_problem"]:
-            response["budget_problem"] = problem
-            response["budget_rule"] = problem.rule
-        response["memory"] = figures
+        if problem and not response.budget_problem:
+            response.budget_problem = problem
+            response.budget_rule = problem.rule
+        response.memory = figures
         if self.platform == "cuda" and self.mode == "interpret":  # no GPU here: check the IR ourselves
-            response["triton_kernels"] = _triton_kernels_at_sizes(self, target)
+            response.triton_kernels = _triton_kernels_at_sizes(self, target)
         if lowered.interpret is not None:
             rules.check_export(lowered.interpret, "cpu", self.in_types, self.out_types,
                                "interpret-mode")
         self.timed("check", t0)
         if self.request.save_ir:
-            response["stablehlo"] = target.mlir_module()
-            response["jaxpr"] = str(lowered.traces[size])[:2_000_000]
-            response["kernel_ir"] = "\n\n".join(lowered.kernel_ir)
+            response.stablehlo = target.mlir_module()
+            response.jaxpr = str(lowered.traces[size])[:2_000_000]
+            response.kernel_ir = "\n\n".join(lowered.kernel_ir)
 
     def structure_rules(self, target: Any) -> dict[str, Any]:
         """The structure rules on the target module with the kernels' own work. Fails closed:
@@ -239,11 +240,11 @@ class _Judging:
         from jaxbench.evaluator.judge import lowering
 
         t0 = _perf_counter()
-        probes, info = lowering.interpreter_runs(self.lowered, self.request.to_dict(), self.task,
+        probes, info = lowering.interpreter_runs(self.lowered, self.request, self.task,
                                                  self.inputs)
         if info.get("tool_faults"):
-            info["tool_faults"] = self.response.get("tool_faults", []) + info["tool_faults"]
-        self.response.update(info)
+            info["tool_faults"] = self.response.tool_faults + info["tool_faults"]
+        self.response = dataclasses.replace(self.response, **info)
         self.runs += probes
         if probes or info:
             self.timed("probe", t0)
@@ -259,7 +260,7 @@ class _Judging:
 
     def span(self, name: str, t0: float) -> None:
         """Adds the seconds since ``t0`` to span ``name`` (the response's ``spans``)."""
-        spans = self.response.setdefault("spans", {})
+        spans = self.response.spans
         spans[name] = round(spans.get(name, 0.0) + _perf_counter() - t0, 4)
 
     def fits(self) -> None:
@@ -270,7 +271,7 @@ class _Judging:
 
         t0 = _perf_counter()
         self.fit = fitting.check(self.task, self.size)
-        self.response["fits"] = self.fit.record()
+        self.response.fits = self.fit.record()
         self.span("reference_compile", t0)
 
     def trials(self) -> None:
@@ -287,7 +288,7 @@ class _Judging:
                     self.request.trial_keys[0])
                 t1 = _perf_counter()
                 self.compiled = jax.jit(module.call).lower(*first).compile()
-                self.response["compile_s"] = round(_perf_counter() - t1, 4)
+                self.response.compile_s = round(_perf_counter() - t1, 4)
                 self.span("kernel_compile", t1)
                 trials = []
                 for i, key in enumerate(self.request.trial_keys):
@@ -317,7 +318,7 @@ class _Judging:
                                rule=Rule.RUNTIME) from None
         self.timed(Stage.CORRECT, t0)
         if lowered.race_unknown:
-            self.response["stages"][Stage.CORRECT]["gpu_race_rule"] = (
+            self.response.stages[Stage.CORRECT]["gpu_race_rule"] = (
                 f"race-free on each of the {len(self.request.trial_keys)} trials' inputs; residual "
                 f"risk: before any input it could not decide ({lowered.race_unknown[:300]}), so "
                 "inputs other than the trials' are not covered")
@@ -346,13 +347,13 @@ class _Judging:
         t0 = _perf_counter()
         data, layout = pack([run for run in self.runs if run[2] is not None])
         (self.directory / "outputs.npy").write_bytes(data)
-        self.response["trials"] = layout
+        self.response.trials = layout
         self.runs = []
         del data
         if self.truths:  # device mode: the float32 truths computed beside the trials
             data, layout = pack(self.truths)
             (self.directory / "truth.npy").write_bytes(data)
-            self.response["truth"] = layout
+            self.response.truth = layout
             self.truths = []
         self.compiled = self.first = None
         self.span("outputs", t0)
@@ -361,7 +362,7 @@ class _Judging:
 def _on_chip(judging: _Judging, label: str, key: list[int], inputs: Any,
              outputs: Any) -> tuple[str, Any, Any]:
     """A device trial's outputs against their float32 truth, computed beside them: where they
-    clearly pass, only the figures go to the parent (``response["verdicts"]``, judge/
+    clearly pass, only the figures go to the parent (``response.verdicts``, judge/
     chip_verdict.py); else the outputs and the truth go to the host for the parent to compare
     and describe. ``(label, key, None)`` marks a trial decided here."""
     import jax
@@ -383,7 +384,7 @@ def _on_chip(judging: _Judging, label: str, key: list[int], inputs: Any,
                                       judging.task.rtol)
     judging.span("compare_on_chip", t0)
     if figures is not None:
-        judging.response.setdefault("verdicts", {})[label] = {**figures, "key": key}
+        judging.response.verdicts[label] = {**figures, "key": key}
         return (label, key, None)
     t0 = _perf_counter()
     judging.truths.append((label, key, [np.asarray(x, np.float32) for x in truth]))
@@ -476,16 +477,16 @@ def _time_on_chip(judging: _Judging) -> None:
             waited = t0 - waiting
             options = dict(request.timing)
             device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
-            judging.response["timing"] = time_interleaved(reference, compiled, sets,
+            judging.response.timing = time_interleaved(reference, compiled, sets,
                                                        perf_counter=_perf_counter, **options)
             if device_reps > 0:  # the same calls, timed on the device
-                judging.response["timing"]["device"] = time_device(
+                judging.response.timing["device"] = time_device(
                     reference, compiled, sets, reps=device_reps,
                     directory=str(judging.directory / "trace"))  # other meaning: a folder
             if request.save_ir:
                 from jaxbench.evaluator.common.artifacts import compiled_artifacts
 
-                judging.response["compiled_artifacts"] = compiled_artifacts(compiled)
+                judging.response.compiled_artifacts = compiled_artifacts(compiled)
         except Exception as exc:  # noqa: BLE001
             raise StageFailure(Status.RUNTIME_ERROR, Stage.TIME, short_error(exc),
                                rule=Rule.RUNTIME) from None
@@ -506,7 +507,7 @@ def _time_on_chip(judging: _Judging) -> None:
 
 
 def judge(request: JudgeRequest | dict[str, Any],
-          lease: Callable[[str], None] = lambda kind: None) -> dict[str, Any]:
+          lease: Callable[[str], None] = lambda kind: None) -> JudgeResponse:
     """One evaluation's trusted work, from the tracer's jaxpr hand-over; raises StageFailure
     for a verdict other than 'ran'. ``lease(kind)`` returns once the device lease
     (:mod:`jaxbench.evaluator.parent.lease`) is held that way: the timing is the only part that
@@ -520,15 +521,15 @@ def judge(request: JudgeRequest | dict[str, Any],
     try:
         return _walk(judging, request)
     except StageFailure as failure:
-        failure.spans = judging.response.get("spans", {})  # type: ignore[attr-defined]
-        failure.fits = judging.response.get("fits")  # type: ignore[attr-defined]
+        failure.spans = judging.response.spans  # type: ignore[attr-defined]
+        failure.fits = judging.response.fits  # type: ignore[attr-defined]
         raise
 
 
-def _walk(judging: _Judging, request: JudgeRequest) -> dict[str, Any]:
+def _walk(judging: _Judging, request: JudgeRequest) -> JudgeResponse:
     judging.read()
     judging.check()
-    if judging.response["budget_problem"]:
+    if judging.response.budget_problem:
         return judging.response
     judging.probe()
     if judging.mode == "device":
@@ -622,20 +623,21 @@ def serve(reply: Any) -> None:
 
         resets = tpu_interpreter_resets()
         try:
-            response = {"status": RAN, **judge(JudgeRequest.from_dict(request), lease)}
+            response = judge(JudgeRequest.from_dict(request), lease)
         except StageFailure as failure:
-            response = {"status": failure.status, "stage": failure.stage,
-                        "message": failure.message, "rule": failure.rule,
-                        "spans": getattr(failure, "spans", {}),
-                        "fits": getattr(failure, "fits", None)}
+            response = JudgeResponse(status=failure.status, stage=failure.stage,
+                                     message=failure.message, rule=failure.rule,
+                                     spans=getattr(failure, "spans", {}),
+                                     fits=getattr(failure, "fits", None))
         except (Exception, RecordError) as exc:  # noqa: BLE001 - a harness bug: report, go on
-            response = {"status": Status.CRASHED, "stage": Stage.CORRECT, "rule": Rule.HARNESS,
-                        "message": f"judge error: {short_error(exc, 300)}"}
+            response = JudgeResponse(status=Status.CRASHED, stage=Stage.CORRECT,
+                                     rule=Rule.HARNESS,
+                                     message=f"judge error: {short_error(exc, 300)}")
         if tpu_interpreter_resets() != resets:  # the interpreter failed here: a fresh runner next
-            response["retire"] = True
+            response.retire = True
         if served % CLEAR_CACHES_EVERY == 0:  # keep the input generators warm, memory bounded
             jax.clear_caches()
-        reply.write(json.dumps(response, default=str) + "\n")
+        reply.write(json.dumps(response.to_dict(), default=str) + "\n")
         reply.flush()
 
 

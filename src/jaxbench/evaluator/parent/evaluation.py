@@ -39,6 +39,7 @@ from jaxbench.evaluator.common.schema import (
     STAGES,
     Failure,
     JudgeRequest,
+    JudgeResponse,
     Rule,
     Stage,
     StageFailure,
@@ -50,7 +51,7 @@ from jaxbench.evaluator.judge import chip_verdict
 from jaxbench.evaluator.judge.compare import Verdict, check_outputs, derive_keys
 from jaxbench.evaluator.parent import chip_checks
 from jaxbench.evaluator.parent.case import Case, job_chip
-from jaxbench.evaluator.parent.judge_client import runner_response
+from jaxbench.evaluator.parent.judge_client import ran, read_response
 from jaxbench.evaluator.parent.pool import remove_tree
 from jaxbench.evaluator.parent.static import MISMATCH_HINT, check_source, parses, preloaded, wrong_target_hint
 from jaxbench.evaluator.parent.untrusted import (
@@ -93,7 +94,7 @@ class Evaluation:
         # carried between phases
         self.handover: bytes | None = None
         self.probe: dict[str, list[Any]] = {}
-        self.response: dict[str, Any] = {}
+        self.response: JudgeResponse | None = None  # the trusted runner's, once it ran
         self.outputs: dict[str, list[Any]] = {}
         self.truths: dict[str, list[Any]] = {}
         self.judged: list[tuple[str, list[int]]] = []
@@ -169,7 +170,7 @@ class Evaluation:
                                     f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
         result.update(status=verdict.status, stage=verdict.stage, rule=verdict.rule,
                       message=verdict.message)
-        take_fits(result, self.response.get("fits"), verdict.status)
+        take_fits(result, self.response.fits if self.response else None, verdict.status)
         result["wall_s"] = round(time.monotonic() - self.started, 3)
         result["spans"] = spans_of(self.phase_seconds, self.parts, result["wall_s"])
 
@@ -241,16 +242,15 @@ class Evaluation:
             self.parts["judge"] = judge_parts(outcome, case.mode)
             # The budgets: the judge's estimate from the jaxpr (it names the kernel's line) or
             # its count on the lowered modules, whichever found a problem first.
-            said = outcome.response or {}
-            if isinstance(said.get("budget_problem"), str) and said["budget_problem"]:
-                rule = Rule(said["budget_rule"]) if said.get("budget_rule") in RULES \
-                    else Rule.VMEM_BUDGET
+            said = read_response(outcome, case, self.result["stages"])
+            if said.budget_problem:
+                rule = Rule(said.budget_rule) if said.budget_rule in RULES else Rule.VMEM_BUDGET
                 # a budget the judge could not compute: it cannot know, so `unverified`
                 self.budget = Failure(Status.UNVERIFIED if rule == Rule.TOOL_FAULT
                                       else Status.COMPILE_ERROR, Stage.LOWER, rule,
-                                      said["budget_problem"][:2000])
+                                      said.budget_problem[:2000])
             try:
-                self.response = runner_response(outcome, case, self.result["stages"])
+                self.response = ran(said)
             except StageFailure as failure:
                 if failure.status == Status.INCORRECT and failure.stage == Stage.CORRECT:
                     self.result["judged_on"] = "trusted_export"  # the judge ran it: wrong
@@ -265,15 +265,15 @@ class Evaluation:
     def phase_chip(self) -> None:
         case, result, response = self.case, self.result, self.response
         if case.target == "gpu":
-            result["kernel_backend"] = response.get("kernel_backend")
+            result["kernel_backend"] = response.kernel_backend
             result["lowering_fidelity"] = chip_checks.lowering_fidelity(
                 case.target, case.mode, case.chip, result["kernel_backend"])
             chip_checks.require_chip_features(result["kernel_backend"], case.chip)
         if case.target == "gpu" and case.mode == "interpret":
-            decided = chip_checks.triton_compile_step(result, response.get("triton_kernels"),
+            decided = chip_checks.triton_compile_step(result, response.triton_kernels,
                                                       case.chip)
             if not decided:  # shared memory the estimate cannot decide: a warning
-                chip_checks.warn_uncertain_smem(result, response.get("smem_uncertain"))
+                chip_checks.warn_uncertain_smem(result, response.smem_uncertain)
         take_response(result, response, case)
 
     # -- vouch: what ran the kernel here ---------------------------------------------------------
@@ -296,12 +296,12 @@ class Evaluation:
             self.judged = judged
             return
         # nothing the judge could run vouches for the outputs: never `correct`
-        said = response.get("gpu_interpreter")
+        said = response.gpu_interpreter
         seen = ""
         if "gpu_interpreter" in self.outputs:  # it can find the kernel wrong, no more
             self.compare({"gpu_interpreter": self.outputs["gpu_interpreter"]},
                          [("gpu_interpreter", keys["probe"][0])],
-                         bool(response.get("gpu_interpreter_race")), {})
+                         response.gpu_interpreter_race, {})
             seen = ("; JAX's Mosaic GPU interpreter ran it and its outputs matched the "
                     "truth, which cannot make it `correct`")
         elif isinstance(said, str):
@@ -319,7 +319,7 @@ class Evaluation:
         compare_outputs(self.result, self.case, truth, outputs, judged, raced, truths)
 
     def phase_compare(self) -> None:
-        self.compare(self.outputs, self.judged, bool(self.response.get("tpu_interpreter_race")),
+        self.compare(self.outputs, self.judged, self.response.tpu_interpreter_race,
                      self.truths)
 
     # -- time: the figures -----------------------------------------------------------------------
@@ -327,14 +327,14 @@ class Evaluation:
         take_figures(self.result, self.response, self.case)
 
 
-def take_figures(result: dict[str, Any], response: dict[str, Any], case: Case) -> None:
+def take_figures(result: dict[str, Any], response: JudgeResponse, case: Case) -> None:
     """The figures from the judge's timing samples (device mode), computed here."""
     task, size = case.task, case.size
-    if response.get("timing"):
+    if response.timing:
         from jaxbench.evaluator.judge.timing import summarize
 
         try:
-            figures = summarize(response["timing"])
+            figures = summarize(response.timing)
         except ValueError as exc:
             raise StageFailure(Status.CRASHED, Stage.TIME, str(exc), rule=Rule.HARNESS) from None
         result["stages"].setdefault(Stage.TIME, {}).update(figures)
@@ -481,7 +481,7 @@ def judge_request(case: Case, source: str, filename: str, keys: dict[str, Any], 
     return request
 
 
-def read_outputs(directory: Path, request: JudgeRequest, response: dict[str, Any],
+def read_outputs(directory: Path, request: JudgeRequest, response: JudgeResponse,
              case: Case) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
     """(outputs, truths): the trusted runner's streams, capped by what the outputs can take (4
     bytes an element covers float32 truths), with room for the .npy headers."""
@@ -492,22 +492,22 @@ def read_outputs(directory: Path, request: JudgeRequest, response: dict[str, Any
     cap = runs * (4 * sum(math.prod(x.shape) for x in jax.tree_util.tree_leaves(
         task.output_shapes(size))) + (1 << 16))
     try:
-        if response.get("trials"):
-            outputs = unpack((directory / "outputs.npy").read_bytes(), response["trials"],
+        if response.trials:
+            outputs = unpack((directory / "outputs.npy").read_bytes(), response.trials,
                                   cap)
-        if response.get("truth"):
-            truths = unpack((directory / "truth.npy").read_bytes(), response["truth"], cap)
+        if response.truth:
+            truths = unpack((directory / "truth.npy").read_bytes(), response.truth, cap)
     except (MalformedOutputs, OSError) as exc:
         raise StageFailure(Status.CRASHED, Stage.CORRECT, f"judge output unreadable: {exc}",
                            rule=Rule.HARNESS) from None
     return outputs, truths
 
 
-def chip_decided(response: dict[str, Any], case: Case) -> dict[str, Verdict]:
+def chip_decided(response: JudgeResponse, case: Case) -> dict[str, Verdict]:
     """The trials the device owner compared on the chip and found clearly passing: label ->
     their figures as a passing verdict. Only in device mode; a malformed entry is the
     harness's fault (`crashed`), never a pass."""
-    said = response.get("verdicts") or {}
+    said = response.verdicts
     if not said:
         return {}
     if case.mode != "device" or not isinstance(said, dict):
@@ -527,23 +527,24 @@ def chip_decided(response: dict[str, Any], case: Case) -> dict[str, Verdict]:
     return decided
 
 
-def take_response(result: dict[str, Any], response: dict[str, Any], case: Case) -> None:
+def take_response(result: dict[str, Any], response: JudgeResponse, case: Case) -> None:
     """Into the result: the judge's stages, memory figures, structure, artifacts and the
     warnings its response carries."""
-    result["stages"].update(response.get("stages", {}))
-    if isinstance(response.get("memory"), list):
-        result["stages"].setdefault(Stage.LOWER, {})["memory"] = response["memory"][:64]
-        chip_checks.warn_uncertain_vmem(result, response["memory"])
+    result["stages"].update(response.stages)
+    if isinstance(response.memory, list):
+        result["stages"].setdefault(Stage.LOWER, {})["memory"] = response.memory[:64]
+        chip_checks.warn_uncertain_vmem(result, response.memory)
     for field in ("compile_s", "device_kind", "backend", "kernel_backend"):
-        if response.get(field) is not None:
-            result[field] = response[field]
-    result["structure"] = response.get("structure")
+        if getattr(response, field) is not None:
+            result[field] = getattr(response, field)
+    result["structure"] = response.structure
     if case.save_ir is not None:
         save_artifacts(result, response, Path(case.save_ir))
     for label in RACE_CHECKS:
-        if isinstance(response.get(label), str):
-            result["stages"].setdefault(Stage.CORRECT, {})[label] = response[label][:300]
-    chip_checks.warn_tool_faults(result, response.get("tool_faults"))
+        said = getattr(response, label)
+        if isinstance(said, str):
+            result["stages"].setdefault(Stage.CORRECT, {})[label] = said[:300]
+    chip_checks.warn_tool_faults(result, response.tool_faults)
 
 
 def compare_outputs(result: dict[str, Any], case: Case, truth: Any,
@@ -586,14 +587,14 @@ def compare_outputs(result: dict[str, Any], case: Case, truth: Any,
                 "(e.g. outputs used as scratch and discarded)")
 
 
-def save_artifacts(result: dict[str, Any], response: dict[str, Any], directory: Path) -> None:
+def save_artifacts(result: dict[str, Any], response: JudgeResponse, directory: Path) -> None:
     from jaxbench.evaluator.common.artifacts import write_artifacts
 
     # the jaxpr the judge read and lowered, and its kernels' IR as the judge lowered them
-    data = {"jaxpr": response.get("jaxpr"), "kernel_ir": response.get("kernel_ir")}
-    data.update(response.get("compiled_artifacts") or {})
-    data["stablehlo"] = response.get("stablehlo")  # the module the judge checked and ran
-    data["structure"] = response.get("structure")
+    data = {"jaxpr": response.jaxpr, "kernel_ir": response.kernel_ir}
+    data.update(response.compiled_artifacts or {})
+    data["stablehlo"] = response.stablehlo  # the module the judge checked and ran
+    data["structure"] = response.structure
     extra = {k: result.get(k) for k in ("compile_s", "t_ref_ms", "t_kernel_ms", "speedup",
                                          "roofline_fraction", "peak_flops", "peak_bytes_per_s")}
     result["artifacts"] = {"dir": str(directory), "files": write_artifacts(data, directory, extra)}

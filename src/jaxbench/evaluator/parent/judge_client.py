@@ -299,9 +299,10 @@ def _chip_busy(log: str) -> bool:
     return any(marker in log for marker in CHIP_BUSY)
 
 
-def runner_response(outcome: RunnerOutcome, case: Any, stages: dict[str, Any]) -> dict[str, Any]:
-    """The runner's response to a judge request (``ran``), or the failure it reports or its
-    death gives, raised as a :class:`StageFailure` with its rule code."""
+def read_response(outcome: RunnerOutcome, case: Any, stages: dict[str, Any]) -> JudgeResponse:
+    """The runner's response to a judge request as its record, whatever its status; a runner
+    that timed out, ran out of memory, died or answered off its record raises a
+    :class:`StageFailure` with its rule code."""
     if outcome.timed_out:
         done = ", ".join(f"{name} {info['seconds']:.1f} s" for name, info in stages.items()
                          if isinstance(info, dict) and isinstance(info.get("seconds"), float))
@@ -314,20 +315,24 @@ def runner_response(outcome: RunnerOutcome, case: Any, stages: dict[str, Any]) -
     if outcome.memory_exceeded:
         raise StageFailure(Status.CRASHED, Stage.CORRECT, f"the exported module exceeded the "
                            f"{case.memory_bytes / 2**30:g} GiB memory limit", rule=Rule.MEMORY_LIMIT)
-    response = outcome.response
-    if response is None:
+    if outcome.response is None:
         tail = [ln for ln in outcome.log_tail.splitlines() if ln.strip()][-2:]
         raise StageFailure(Status.CRASHED, Stage.CORRECT, "the trusted runner died running the "
                            "exported module" + (": " + " | ".join(tail)[-300:] if tail else ""),
                            rule=Rule.PROCESS_DIED)
     try:
-        JudgeResponse.from_dict(response)
+        return JudgeResponse.from_dict(outcome.response)
     except RecordError as exc:
         raise StageFailure(Status.CRASHED, Stage.CORRECT, f"the trusted runner's response does "
                            f"not fit its record: {exc}", rule=Rule.HARNESS) from None
-    if response.get("status") != RAN:
-        status, rule = response.get("status"), response.get("rule")
+
+
+def ran(response: JudgeResponse) -> JudgeResponse:
+    """``response`` when the runner ran the trials (``ran``); else the failure it reports,
+    raised as a :class:`StageFailure` (an unknown status or rule code is the harness's)."""
+    if response.status != RAN:
+        status, rule = response.status, response.rule
         raise StageFailure(status if status in STATUSES else Status.CRASHED,
-                           response.get("stage") or Stage.CORRECT, response.get("message", ""),
+                           response.stage or Stage.CORRECT, response.message,
                            rule=rule if rule in RULES else Rule.HARNESS)
     return response
