@@ -41,6 +41,7 @@ from jaxbench.evaluator.common.procs import process_start
 from jaxbench.executors.errors import EvaluationLost, ExecutorError
 
 if TYPE_CHECKING:
+    from jaxbench.evaluator import Evaluator
     from jaxbench.evaluator.common.schema import Settings
 
 DEFAULT_MAX_RETRIES = 3
@@ -224,10 +225,10 @@ def connect(address: str | None = None, timeout_s: float | None = None) -> Any:
 # -- the worker side: runs in Ray worker processes ------------------------------------------
 
 _node_lock = threading.Lock()
-_node_evaluator: tuple[str, Any] | None = None  # (secret's SHA-256, Evaluator)
+_node_evaluator: tuple[str, Evaluator] | None = None  # (secret's SHA-256, Evaluator)
 
 
-def _evaluator_for(secret: bytes) -> Any:
+def _evaluator_for(secret: bytes) -> Evaluator:
     """This worker process's warm evaluator for the run (one per process, reused by every
     task of the run that lands here)."""
     global _node_evaluator
@@ -326,7 +327,7 @@ def evaluate_on_node(secret: RunSecret, source: str, filename: str | None, task_
     evaluator = _evaluator_for(secret.value)
     scratch = Path(tempfile.mkdtemp(prefix="jaxbench-ray-"))
     try:
-        kernel: Any = _local_copy(source, filename, scratch) if filename else source
+        kernel: str | Path = _local_copy(source, filename, scratch) if filename else source
         ir_dir = scratch / "ir" if want_ir else None
         result = evaluate_with(evaluator, kernel, task_id,
                                settings.replace(save_ir=str(ir_dir) if ir_dir else None))
@@ -471,7 +472,7 @@ class RayEvaluator:
 
     # -- the Evaluator interface ---------------------------------------------------------------
     def evaluate(self, source_or_path: str | os.PathLike[str], task_id: str,
-                 settings: Any = None, **options: Any) -> dict[str, Any]:
+                 settings: Settings | None = None, **options: Any) -> dict[str, Any]:
         """:meth:`Evaluator.evaluate` on a cluster node (``settings``, or its fields as
         keyword options); raises :class:`EvaluationLost` when the node or worker died on
         every attempt."""
@@ -495,7 +496,8 @@ class RayEvaluator:
                 self._calls -= 1
                 self._left_ray.notify_all()
 
-    def _evaluate(self, source: str, filename: str, task_id: str, settings: Any) -> dict[str, Any]:
+    def _evaluate(self, source: str, filename: str, task_id: str,
+                  settings: Settings) -> dict[str, Any]:
         cluster, target, save_ir = self.cluster(), settings.target, settings.save_ir
         mode = resolve_cluster_mode(settings.mode, target, cluster)
         task_options = dict(max_retries=self.max_retries, retry_exceptions=False,
