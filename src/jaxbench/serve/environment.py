@@ -44,7 +44,7 @@ PRINCIPAL = Principal("openenv")
 DEFAULT_TASK = "12p_rmsnorm"
 STEP_TIMEOUT_S = 1800.0
 
-# judge(fields) -> a finished submission's view (Service.view); fields as a submission's
+# judge(fields) -> a finished submission's view (SubmissionView); fields as a submission's
 Judge = Callable[[dict[str, Any]], dict[str, Any]]
 
 
