@@ -19,9 +19,17 @@ from typing import Any, NotRequired, TypedDict
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import ServeConfig, ServeError
 from jaxbench.serve.metrics import Metrics
-from jaxbench.serve.rewards import reward
+from jaxbench.serve.rewards import Reward, reward
 from jaxbench.serve.store import Store, Submission
 from jaxbench.serve.waiting import Waiters
+
+
+class RewardNote(TypedDict):
+    """The reward shown for an interpret-mode submission without a verdict yet: none so far,
+    and only correctness will count."""
+
+    value: None
+    note: str
 
 
 class SubmissionView(TypedDict):
@@ -43,7 +51,7 @@ class SubmissionView(TypedDict):
     status: NotRequired[str | None]
     message: NotRequired[str | None]
     result: NotRequired[dict[str, Any]]
-    reward: NotRequired[dict[str, Any]]
+    reward: NotRequired[Reward | RewardNote]
     error: NotRequired[str]
     duplicate: NotRequired[bool]
 
