@@ -3,16 +3,17 @@
 An executor runs what it is handed and knows nothing of what the work means:
 
 - :func:`make_evaluator` gives an object with :class:`jaxbench.evaluator.Evaluator`'s
-  interface (``evaluate``, ``abort``, ``close``), so the runner, the optimizing agents and
-  their resume logic do not change with the executor, only where each ``evaluate`` runs;
-  the caller alone appends results to the run's events;
+  interface (``evaluate``, ``abort``, ``close``: :class:`EvaluatorLike`), so the runner, the
+  optimizing agents and their resume logic do not change with the executor, only where each
+  ``evaluate`` runs; the caller alone appends results to the run's events;
 - :func:`map_jobs` runs any module-level job function over a list of arguments (the task
   validator hands it its per-task check);
 - :func:`evaluate_with` is how every caller (the runs' jobs, the agents, ``jaxbench serve``)
   hands one evaluation's :class:`~jaxbench.evaluator.common.schema.Settings` to such an
   evaluator: the object itself, ``evaluate(source, task, settings=...)``.
 
-``local.py`` and ``ray.py`` hold one executor each; ``errors.py`` the errors both raise.
+``local.py`` and ``ray.py`` hold one executor each; ``errors.py`` the errors both raise;
+``interface.py`` the protocols that type their evaluators where callers receive one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from jaxbench.executors.errors import EvaluationLost, ExecutorError
+from jaxbench.executors.interface import (
+    EvaluatorLike,
+    SupportsClusterSlots,
+    SupportsEvaluate,
+    SupportsResolveMode,
+)
 from jaxbench.executors.settings import evaluate_with
 
 EXECUTORS = ("local", "ray")
@@ -54,7 +61,7 @@ def check_executor(executor: str, ray_address: str | None, mode: str,
 
 
 def make_evaluator(executor: str, secret: bytes, *, spares: int = 1, ray_address: str | None = None,
-                   max_retries: int | None = None) -> Any:
+                   max_retries: int | None = None) -> EvaluatorLike:
     """A local :class:`~jaxbench.evaluator.Evaluator`, or a
     :class:`~jaxbench.executors.ray.RayEvaluator` connected to the cluster at ``ray_address``."""
     _known(executor, ray_address)
@@ -96,17 +103,18 @@ def stop_all() -> None:
     local.abort_all()
 
 
-def cluster_slots(evaluator: Any, mode: str, targets: Iterable[str]) -> int | None:
+def cluster_slots(evaluator: object, mode: str, targets: Iterable[str]) -> int | None:
     """Evaluations a Ray evaluator's cluster runs at once for these targets (``None`` for a
-    local evaluator: the caller's own default applies)."""
-    slots = getattr(evaluator, "slots", None)
-    if slots is None:
+    local evaluator, one without :class:`SupportsClusterSlots`'s methods: the caller's own
+    default applies)."""
+    if not isinstance(evaluator, SupportsClusterSlots):
         return None
     resolved = {t: evaluator.resolve_mode(mode, t) for t in sorted(set(targets)) or ["tpu"]}
-    devices = sum(slots(m, t) for t, m in resolved.items() if m == "device")
+    devices = sum(evaluator.slots(m, t) for t, m in resolved.items() if m == "device")
     # interpret-mode evaluations of every target share the cluster's CPUs
-    return devices + (slots("interpret", "tpu") if "interpret" in resolved.values() else 0)
+    return devices + (evaluator.slots("interpret", "tpu") if "interpret" in resolved.values() else 0)
 
 
-__all__ = ["EXECUTORS", "EvaluationLost", "ExecutorError", "check_executor", "cluster_slots",
+__all__ = ["EXECUTORS", "EvaluationLost", "EvaluatorLike", "ExecutorError", "SupportsClusterSlots",
+           "SupportsEvaluate", "SupportsResolveMode", "check_executor", "cluster_slots",
            "evaluate_with", "make_evaluator", "map_jobs", "stop_all"]

@@ -4,10 +4,13 @@ of sandboxed tracers and trusted runners), and job functions run in this process
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jaxbench.evaluator import Evaluator
 
 
-def make_evaluator(secret: bytes, spares: int = 1) -> Any:
+def make_evaluator(secret: bytes, spares: int = 1) -> Evaluator:
     """A :class:`~jaxbench.evaluator.Evaluator` for the run's ``secret``."""
     from jaxbench.evaluator import Evaluator
 

@@ -35,12 +35,13 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from jaxbench.evaluator.common.procs import process_start
 from jaxbench.executors.errors import EvaluationLost, ExecutorError
 
 if TYPE_CHECKING:
+    from jaxbench.evaluator import Evaluator
     from jaxbench.evaluator.common.schema import Settings
 
 DEFAULT_MAX_RETRIES = 3
@@ -224,10 +225,10 @@ def connect(address: str | None = None, timeout_s: float | None = None) -> Any:
 # -- the worker side: runs in Ray worker processes ------------------------------------------
 
 _node_lock = threading.Lock()
-_node_evaluator: tuple[str, Any] | None = None  # (secret's SHA-256, Evaluator)
+_node_evaluator: tuple[str, Evaluator] | None = None  # (secret's SHA-256, Evaluator)
 
 
-def _evaluator_for(secret: bytes) -> Any:
+def _evaluator_for(secret: bytes) -> Evaluator:
     """This worker process's warm evaluator for the run (one per process, reused by every
     task of the run that lands here)."""
     global _node_evaluator
@@ -326,7 +327,7 @@ def evaluate_on_node(secret: RunSecret, source: str, filename: str | None, task_
     evaluator = _evaluator_for(secret.value)
     scratch = Path(tempfile.mkdtemp(prefix="jaxbench-ray-"))
     try:
-        kernel: Any = _local_copy(source, filename, scratch) if filename else source
+        kernel: str | Path = _local_copy(source, filename, scratch) if filename else source
         ir_dir = scratch / "ir" if want_ir else None
         result = evaluate_with(evaluator, kernel, task_id,
                                settings.replace(save_ir=str(ir_dir) if ir_dir else None))
@@ -361,7 +362,24 @@ def _device_kind_on_node() -> str:
 
 # -- the driver side --------------------------------------------------------------------------
 
-def cluster_accelerators(ray: Any) -> dict[str, Any]:
+class Cluster(TypedDict):
+    """What a Ray cluster's alive nodes offer (:func:`cluster_accelerators`)."""
+
+    gpus: float  # GPUs in all
+    cpus: float  # CPUs in all
+    tpu_hosts: int  # nodes with TPU chips
+    tpu_chips_per_host: float  # the most chips one such node has
+
+
+class TaskResources(TypedDict, total=False):
+    """The Ray options one evaluation's task is placed by (:func:`resources_for`)."""
+
+    num_cpus: float
+    num_gpus: float
+    resources: dict[str, float]
+
+
+def cluster_accelerators(ray: Any) -> Cluster:
     """What the cluster's alive nodes offer: GPUs in all, TPU hosts and chips per host, CPUs."""
     gpus = cpus = 0.0
     tpu_hosts, tpu_chips = 0, 0.0
@@ -377,8 +395,8 @@ def cluster_accelerators(ray: Any) -> dict[str, Any]:
     return {"gpus": gpus, "cpus": cpus, "tpu_hosts": tpu_hosts, "tpu_chips_per_host": tpu_chips}
 
 
-def resources_for(mode: str, target: str, cluster: dict[str, Any],
-                  cpus_per_evaluation: float = DEFAULT_CPUS_PER_EVALUATION) -> dict[str, Any]:
+def resources_for(mode: str, target: str, cluster: Cluster,
+                  cpus_per_evaluation: float = DEFAULT_CPUS_PER_EVALUATION) -> TaskResources:
     """Ray resource options for one evaluation in ``mode`` for ``target``."""
     if mode == "interpret":
         return {"num_cpus": cpus_per_evaluation}
@@ -387,7 +405,7 @@ def resources_for(mode: str, target: str, cluster: dict[str, Any],
     return {"num_cpus": 1, "resources": {"TPU": cluster["tpu_chips_per_host"] or 1}}
 
 
-def resolve_cluster_mode(mode: str, target: str, cluster: dict[str, Any]) -> str:
+def resolve_cluster_mode(mode: str, target: str, cluster: Cluster) -> str:
     """``auto`` -> ``device`` when some node has the target's accelerator, else ``interpret``;
     ``device`` without one is a one-line error (as locally, but for the cluster)."""
     if mode not in ("auto", "interpret", "device"):
@@ -401,7 +419,7 @@ def resolve_cluster_mode(mode: str, target: str, cluster: dict[str, Any]) -> str
     return mode
 
 
-def evaluation_slots(mode: str, target: str, cluster: dict[str, Any],
+def evaluation_slots(mode: str, target: str, cluster: Cluster,
                      cpus_per_evaluation: float = DEFAULT_CPUS_PER_EVALUATION) -> int:
     """How many evaluations the cluster runs at once in ``mode`` (at least 1)."""
     if mode == "interpret":
@@ -440,11 +458,11 @@ class RayEvaluator:
         self._aborted = False
         self._calls = 0  # evaluate() calls inside Ray now (abort_all waits for them to leave)
         self._left_ray = threading.Condition(self._lock)
-        self._cluster: tuple[float, dict[str, Any]] | None = None
+        self._cluster: tuple[float, Cluster] | None = None
         _LIVE.add(self)
 
     # -- what the cluster offers ---------------------------------------------------------------
-    def cluster(self) -> dict[str, Any]:
+    def cluster(self) -> Cluster:
         """The alive nodes' accelerators, looked up at most every few seconds (nodes may join
         or leave while a run goes on)."""
         now = time.monotonic()
@@ -471,7 +489,7 @@ class RayEvaluator:
 
     # -- the Evaluator interface ---------------------------------------------------------------
     def evaluate(self, source_or_path: str | os.PathLike[str], task_id: str,
-                 settings: Any = None, **options: Any) -> dict[str, Any]:
+                 settings: Settings | None = None, **options: Any) -> dict[str, Any]:
         """:meth:`Evaluator.evaluate` on a cluster node (``settings``, or its fields as
         keyword options); raises :class:`EvaluationLost` when the node or worker died on
         every attempt."""
@@ -495,7 +513,8 @@ class RayEvaluator:
                 self._calls -= 1
                 self._left_ray.notify_all()
 
-    def _evaluate(self, source: str, filename: str, task_id: str, settings: Any) -> dict[str, Any]:
+    def _evaluate(self, source: str, filename: str, task_id: str,
+                  settings: Settings) -> dict[str, Any]:
         cluster, target, save_ir = self.cluster(), settings.target, settings.save_ir
         mode = resolve_cluster_mode(settings.mode, target, cluster)
         task_options = dict(max_retries=self.max_retries, retry_exceptions=False,
@@ -621,7 +640,7 @@ def map_jobs(job: Any, args: list[tuple[Any, ...]], address: str | None = None,
     return reports
 
 
-__all__ = ["CONNECT_TIMEOUT_ENV", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_MAX_RETRIES", "EvaluationLost",
-           "RayEvaluator", "RayUnavailable", "RunSecret", "abort_all", "cluster_accelerators", "connect",
-           "connect_timeout", "evaluate_on_node", "evaluation_slots", "map_jobs", "resolve_cluster_mode",
-           "resources_for"]
+__all__ = ["CONNECT_TIMEOUT_ENV", "DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_MAX_RETRIES", "Cluster",
+           "EvaluationLost", "RayEvaluator", "RayUnavailable", "RunSecret", "TaskResources", "abort_all",
+           "cluster_accelerators", "connect", "connect_timeout", "evaluate_on_node", "evaluation_slots",
+           "map_jobs", "resolve_cluster_mode", "resources_for"]

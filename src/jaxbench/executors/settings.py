@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jaxbench.evaluator.common.schema import Settings
+    from jaxbench.executors.interface import SupportsEvaluate
 
 
-def evaluate_with(evaluator: Any, source: str | os.PathLike[str], task_id: str,
+def evaluate_with(evaluator: SupportsEvaluate, source: str | os.PathLike[str], task_id: str,
                   settings: Settings) -> dict[str, Any]:
     """One evaluation of ``source`` on ``task_id`` with ``settings`` by ``evaluator`` (a local
     :class:`~jaxbench.evaluator.Evaluator`, a :class:`~jaxbench.executors.ray.RayEvaluator`,
-    or anything with their ``evaluate``)."""
+    or anything with their ``evaluate``: :class:`~jaxbench.executors.interface.SupportsEvaluate`)."""
     return evaluator.evaluate(source, task_id, settings=settings)

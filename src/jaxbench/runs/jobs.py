@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.evaluator.common.schema import Settings, Stage, Status, source_sha256
-from jaxbench.executors import EvaluationLost, cluster_slots, evaluate_with, make_evaluator
+from jaxbench.executors import (
+    EvaluationLost,
+    EvaluatorLike,
+    cluster_slots,
+    evaluate_with,
+    make_evaluator,
+)
 from jaxbench.runs.directory import RunDir
 from jaxbench.tasks import Task, get_task, list_tasks
 
@@ -251,7 +257,7 @@ class _Batch:
     """The pending jobs of one :func:`run_jobs` call on a thread pool: each result appended to
     the run as it finishes, the stop honoured between results."""
 
-    def __init__(self, run: RunDir, settings: Settings, evaluator: Any,
+    def __init__(self, run: RunDir, settings: Settings, evaluator: EvaluatorLike,
                  results: list[dict[str, Any]],
                  on_result: Callable[[Job, dict[str, Any]], None] | None) -> None:
         self.run, self.settings, self.evaluator = run, settings, evaluator

@@ -3,7 +3,9 @@
 One module per concern:
 
 - ``service.py``: submissions, the queue, workers over an executor's evaluator, the verdict
-  cache, idempotent ids, waking waiters (no HTTP);
+  cache, idempotent ids, waking waiters (no HTTP), made of ``admission.py``, ``state.py`` (the
+  one owner of the state, kept in ``ledger.py``), ``workers.py`` and ``waiting.py``; its
+  docstring says who owns which state and which lock guards it;
 - ``store.py``: the run directory behind it (what ``jaxbench report`` / ``export`` read; what a
   restart resumes from);
 - ``app.py``: the HTTP API and its guard (request size, bearer tokens); ``server.py``: uvicorn;

@@ -10,9 +10,9 @@ whether the new submissions fit (:mod:`jaxbench.serve.limits`). Every refusal is
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from jaxbench.evaluator.common.schema import source_sha256
+from jaxbench.executors import EvaluatorLike, SupportsResolveMode
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import ID_PATTERN, Request, ServeConfig, ServeError
 from jaxbench.serve.limits import QuotaWindows, Refusal, concurrency_refusal
@@ -38,15 +38,16 @@ class Admission:
             raise ServeError(422, "batch id: 1-128 characters of A-Z a-z 0-9 _ . : -")
         return (batch_id or uuid.uuid4().hex) if is_batch else None
 
-    def resolve_mode(self, mode: str, target: str, evaluator: Any | None) -> str:
-        if evaluator is not None and hasattr(evaluator, "resolve_mode"):
+    def resolve_mode(self, mode: str, target: str, evaluator: object) -> str:
+        """``mode`` for ``target`` where the evaluator runs (a Ray cluster), else here."""
+        if isinstance(evaluator, SupportsResolveMode):
             return evaluator.resolve_mode(mode, target)
         from jaxbench.backends import resolve_mode
 
         return resolve_mode(mode, target)
 
     def prepare(self, request: Request, principal: Principal, batch: str | None,
-                evaluator: Any | None = None) -> tuple[Submission, str]:
+                evaluator: EvaluatorLike | None = None) -> tuple[Submission, str]:
         """Checks one request (ServeError otherwise) and makes its submission (not yet kept)."""
         from jaxbench.evaluator import default_timeout, interpret_cost_problem, target_declaration
         from jaxbench.tasks import get_task

@@ -28,6 +28,7 @@ from jaxbench.serve import prompts
 from jaxbench.serve.auth import Authenticator, Principal
 from jaxbench.serve.config import Request as EvalRequest
 from jaxbench.serve.config import ServeError
+from jaxbench.serve.metrics import Metrics
 from jaxbench.serve.service import Service
 
 OPEN_PATHS = frozenset({"/v1/health", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect",
@@ -45,14 +46,14 @@ class Guard:
     """ASGI middleware: refuses a request body over ``max_body_bytes`` (413, read no further:
     a 50 MB source never reaches the parser, let alone a tracer) and a request without a valid
     bearer token (401; WebSocket handshakes too, closed with 1008). The caller's principal goes
-    to ``scope["state"]["principal"]``."""
+    to ``scope["state"]["principal"]``; each refusal is counted in ``metrics``."""
 
     def __init__(self, app: Any, auth: Authenticator, max_body_bytes: int,
-                 on_refusal: Callable[[str], None]) -> None:
+                 metrics: Metrics) -> None:
         self.app = app
         self.auth = auth
         self.max_body_bytes = max_body_bytes
-        self.on_refusal = on_refusal
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -62,7 +63,7 @@ class Guard:
         if path not in OPEN_PATHS:
             principal = self.auth.principal(headers.get("authorization"))
             if principal is None:
-                self.on_refusal("401")
+                self.metrics.refusal("401")
                 if scope["type"] == "websocket":
                     await receive()  # websocket.connect
                     await send({"type": "websocket.close", "code": 1008, "reason": "unauthorized"})
@@ -82,7 +83,7 @@ class Guard:
             return await self.app(scope, receive, closing)
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
-            self.on_refusal("413")
+            self.metrics.refusal("413")
             return await _answer(send, 413, f"request body of {declared} bytes is over the limit "
                                             f"of {self.max_body_bytes} bytes", {"connection": "close"})
         # read the body here, counting, so a chunked upload is cut off at the limit as well
@@ -95,7 +96,7 @@ class Guard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
-                self.on_refusal("413")
+                self.metrics.refusal("413")
                 return await _answer(send, 413, f"request body over the limit of "
                                                 f"{self.max_body_bytes} bytes", {"connection": "close"})
             chunks.append(chunk)
@@ -214,7 +215,7 @@ def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | N
                   lifespan=_lifespan(service, manage_service, on_stopped),
                   description="Pallas kernels judged by jaxbench's evaluator: submit kernels, "
                               "read and stream verdicts and rewards (docs/serve.md).")
-    app.add_middleware(Guard, auth=auth, max_body_bytes=limit, on_refusal=service.metrics.refusal)
+    app.add_middleware(Guard, auth=auth, max_body_bytes=limit, metrics=service.metrics)
     secured = [Security(bearer)]
     _add_error_handlers(app, service)
     _add_service_routes(app, service)

@@ -168,7 +168,7 @@ class Client(_Connection):
                timeout_s: float = 3600.0) -> Iterator[dict[str, Any]]:
         """Each submission (of ``ids``, or of ``batch``) as it finishes."""
         path = f"/v1/batches/{batch}/stream" if batch else "/v1/stream"
-        params: dict[str, Any] = dict(timeout=timeout_s)
+        params: dict[str, float | str] = dict(timeout=timeout_s)
         if not batch:
             params["ids"] = ",".join(ids or [])
         with self._http.stream("GET", path, params=params, timeout=timeout_s + 30.0) as response:
@@ -279,7 +279,7 @@ class AsyncClient(_Connection):
     async def stream(self, ids: list[str] | None = None, batch: str | None = None,
                      timeout_s: float = 3600.0) -> AsyncIterator[dict[str, Any]]:
         path = f"/v1/batches/{batch}/stream" if batch else "/v1/stream"
-        params: dict[str, Any] = dict(timeout=timeout_s)
+        params: dict[str, float | str] = dict(timeout=timeout_s)
         if not batch:
             params["ids"] = ",".join(ids or [])
         async with self._http.stream("GET", path, params=params, timeout=timeout_s + 30.0) as response:

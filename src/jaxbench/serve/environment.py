@@ -22,14 +22,17 @@ nothing is mounted.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from jaxbench.agents.prompts import extract_code
 from jaxbench.evaluator.common.schema import Status
 from jaxbench.serve import prompts
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.rewards import INTERPRET_NOTE
+
+if TYPE_CHECKING:
+    from jaxbench.serve.service import Service
 
 try:
     from openenv.core.client_types import StepResult
@@ -44,8 +47,8 @@ PRINCIPAL = Principal("openenv")
 DEFAULT_TASK = "12p_rmsnorm"
 STEP_TIMEOUT_S = 1800.0
 
-# judge(fields) -> a finished submission's view (Service.view); fields as a submission's
-Judge = Callable[[dict[str, Any]], dict[str, Any]]
+# judge(fields) -> a finished submission's view (SubmissionView); fields as a submission's
+Judge = Callable[[dict[str, Any]], Mapping[str, Any]]
 
 
 def kernel_of(text: str) -> str:
@@ -54,11 +57,11 @@ def kernel_of(text: str) -> str:
     return extract_code(text) if "```" in text or "~~~" in text else text
 
 
-def service_judge(service: Any, principal: Principal = PRINCIPAL) -> Judge:
+def service_judge(service: Service, principal: Principal = PRINCIPAL) -> Judge:
     """Steps judged by a :class:`~jaxbench.serve.service.Service` in this process."""
     from jaxbench.serve.service import Request
 
-    def judge(fields: dict[str, Any]) -> dict[str, Any]:
+    def judge(fields: dict[str, Any]) -> Mapping[str, Any]:
         _, views = service.submit([Request(**fields)], principal)
         view = service.wait_sync(views[0]["id"], STEP_TIMEOUT_S)
         return view or views[0]
@@ -72,7 +75,7 @@ def client_judge(url: str, token: str | None = None) -> Judge:
 
     client = Client(url, token=token)
 
-    def judge(fields: dict[str, Any]) -> dict[str, Any]:
+    def judge(fields: dict[str, Any]) -> Mapping[str, Any]:
         task = fields.pop("task")
         source = fields.pop("source")
         return client.evaluate(source, task, timeout_s=STEP_TIMEOUT_S, **fields)
@@ -206,7 +209,7 @@ if AVAILABLE:
             return JaxbenchState(**payload)
 
 
-def mount(app: Any, service: Any, path: str = "/openenv", max_sessions: int = 64) -> bool:
+def mount(app: Any, service: Service, path: str = "/openenv", max_sessions: int = 64) -> bool:
     """Mounts the environment, judged by ``service``, on ``app`` at ``path``; False (nothing
     mounted) without ``openenv-core``."""
     if not AVAILABLE:

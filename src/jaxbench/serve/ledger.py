@@ -1,27 +1,64 @@
 """The service's submissions in memory and what becomes of each: the index of submissions and
-batches, the verdict cache (a kernel already judged is answered from its verdict; one being
-judged is followed, not evaluated again), the per-caller count of unfinished submissions, and
-the outcomes (a verdict, a cached answer, a failure) written to the store as they happen.
+batches, the queue of those waiting for a worker, the verdict cache (a kernel already judged is
+answered from its verdict; one being judged is followed, not evaluated again), the per-caller
+count of unfinished submissions, and the outcomes (a verdict, a cached answer, a failure)
+written to the store as they happen.
 
-Not thread-safe by itself: the service calls it with its lock held.
+Not thread-safe by itself: :class:`~jaxbench.serve.state.ServiceState` owns the ledger and calls
+it with its lock held, and nothing else holds it. The ledger takes no lock of its own; the
+leaf locks of what it calls (the store's run directory, the metrics, the waiters) are taken
+inside that lock.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
+from collections import deque
+from typing import Any, NotRequired, TypedDict
 
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import ServeConfig, ServeError
 from jaxbench.serve.metrics import Metrics
-from jaxbench.serve.rewards import reward
+from jaxbench.serve.rewards import Reward, reward
 from jaxbench.serve.store import Store, Submission
+from jaxbench.serve.waiting import Waiters
 
 
-def view(sub: Submission) -> dict[str, Any]:
+class RewardNote(TypedDict):
+    """The reward shown for an interpret-mode submission without a verdict yet: none so far,
+    and only correctness will count."""
+
+    value: None
+    note: str
+
+
+class SubmissionView(TypedDict):
+    """What a caller sees of a submission (``GET /v1/submissions/{id}``)."""
+
+    id: str
+    state: str
+    task: str
+    target: str
+    size: str
+    chip: str | None
+    mode: str
+    trials: int
+    batch: str | None
+    source_sha256: str
+    created: float
+    finished: float | None
+    cached_from: str | None
+    status: NotRequired[str | None]
+    message: NotRequired[str | None]
+    result: NotRequired[dict[str, Any]]
+    reward: NotRequired[Reward | RewardNote]
+    error: NotRequired[str]
+    duplicate: NotRequired[bool]
+
+
+def view(sub: Submission) -> SubmissionView:
     """What a caller sees of a submission."""
-    out: dict[str, Any] = {
+    out: SubmissionView = {
         "id": sub.id, "state": sub.state, "task": sub.task, "target": sub.target,
         "size": sub.size, "chip": sub.chip, "mode": sub.resolved_mode, "trials": sub.trials,
         "batch": sub.batch, "source_sha256": sub.source_sha256, "created": sub.created,
@@ -40,17 +77,49 @@ def view(sub: Submission) -> dict[str, Any]:
     return out
 
 
+class WorkQueue:
+    """The submissions waiting for a worker, in order, and those being evaluated; once
+    ``stopping``, none is handed out any more."""
+
+    def __init__(self) -> None:
+        self._ids: deque[str] = deque()
+        self.running: set[str] = set()
+        self.stopping = False
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def push(self, sub_id: str, front: bool = False) -> None:
+        if front:
+            self._ids.appendleft(sub_id)
+        else:
+            self._ids.append(sub_id)
+
+    def ready(self) -> bool:
+        """Whether a worker has something to do: a submission to take, or to stop."""
+        return bool(self._ids) or self.stopping
+
+    def pop(self) -> str | None:
+        """The next submission's id (it is then running); None when stopping or empty."""
+        if self.stopping or not self._ids:
+            return None
+        sub_id = self._ids.popleft()
+        self.running.add(sub_id)
+        return sub_id
+
+
 class Ledger:
-    """Every submission by id, every batch by id, and the routing of a submission to the
-    cache, to an evaluation in progress or to the queue."""
+    """Every submission by id, every batch by id, the queue, and the routing of a submission
+    to the cache, to an evaluation in progress or to the queue. Tells ``waiters`` when a
+    submission finishes."""
 
     def __init__(self, config: ServeConfig, store: Store, metrics: Metrics,
-                 enqueue: Callable[[str], None], notify: Callable[[str], None]) -> None:
+                 waiters: Waiters) -> None:
         self.config = config
         self.store = store
         self.metrics = metrics
-        self.enqueue = enqueue  # hands a submission to the workers' queue
-        self.notify = notify  # wakes whoever waits for a submission
+        self.waiters = waiters
+        self.queue = WorkQueue()
         self.subs: dict[str, Submission] = {}
         self.batches: dict[str, list[str]] = {}
         self.batch_owner: dict[str, str] = {}
@@ -123,7 +192,7 @@ class Ledger:
                 return
         if key:
             self._by_key[key] = sub.id
-        self.enqueue(sub.id)
+        self.queue.push(sub.id)
         self._count(sub.principal)
         if not resumed:
             self.metrics.submitted("evaluate")
@@ -132,7 +201,34 @@ class Ledger:
         sub.result, sub.reward, sub.cached_from = origin.result, origin.reward, origin.id
         sub.state, sub.finished = "done", time.time()
         self.store.record_cached(sub)
-        self.notify(sub.id)
+        self.waiters.notify(sub.id)
+
+    # -- evaluating ------------------------------------------------------------------------------
+    def start_next(self) -> Submission | None:
+        """The next queued submission, now running (None when stopping or none is queued)."""
+        sub_id = self.queue.pop()
+        if sub_id is None:
+            return None
+        sub = self.subs[sub_id]
+        sub.state = "running"
+        sub.attempts += 1
+        return sub
+
+    def settle(self, sub: Submission, result: dict[str, Any] | None, error: str | None,
+               evaluation_s: float) -> None:
+        """The end of an evaluation of ``sub``: its verdict; or, without one, queued again at
+        the front up to ``config.retries`` times, then failed. While stopping it is neither
+        (aborted, it stays queued in the run directory and is evaluated after a restart)."""
+        self.queue.running.discard(sub.id)
+        if self.queue.stopping:
+            sub.state = "queued"
+        elif result is not None:
+            self.verdict(sub, result, evaluation_s)
+        elif sub.attempts <= self.config.retries:
+            sub.state = "queued"
+            self.queue.push(sub.id, front=True)
+        else:
+            self.fail(sub, error or "no verdict")
 
     # -- outcomes --------------------------------------------------------------------------------
     def verdict(self, sub: Submission, result: dict[str, Any], evaluation_s: float) -> None:
@@ -169,7 +265,7 @@ class Ledger:
         if verdict and sub.result is not None:
             self.metrics.verdict(str(sub.result.get("status")),
                                  (sub.finished or time.time()) - sub.created, evaluation_s)
-        self.notify(sub.id)
+        self.waiters.notify(sub.id)
 
     # -- reading ---------------------------------------------------------------------------------
     def owned(self, sub_id: str, principal: Principal) -> Submission:

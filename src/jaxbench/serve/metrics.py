@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 QUANTILES = (0.5, 0.9, 0.99)
 WINDOW = 1000
@@ -94,17 +94,16 @@ class Metrics:
             for name, value in sorted(gauges.items()):
                 family(f"jaxbench_serve_{name}", "gauge", name.replace("_", " ") + ".")
                 lines.append(f"jaxbench_serve_{name} {value:g}")
-            counters: list[tuple[str, str, str, Callable[[], dict[str, int]]]] = [
+            counters: list[tuple[str, str, str, Counter[str]]] = [
                 ("submissions_total", "outcome", "Accepted submissions by outcome.",
-                 lambda: dict(self.submissions)),
+                 self.submissions),
                 ("verdicts_total", "status", "Evaluations by verdict (cache answers not counted).",
-                 lambda: dict(self.verdicts)),
-                ("refused_total", "reason", "Refused requests by HTTP status.",
-                 lambda: dict(self.refused)),
+                 self.verdicts),
+                ("refused_total", "reason", "Refused requests by HTTP status.", self.refused),
             ]
             for name, key, doc, values in counters:
                 family(f"jaxbench_serve_{name}", "counter", doc)
-                for value_name, count in sorted(values().items()):
+                for value_name, count in sorted(values.items()):
                     lines.append(f'jaxbench_serve_{name}{{{key}="{label(value_name)}"}} {count}')
             family("jaxbench_serve_failures_total", "counter",
                    "Submissions that ended without a verdict (harness errors after retries).")

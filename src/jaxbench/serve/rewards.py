@@ -26,7 +26,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from jaxbench.evaluator.common.schema import POLICY_RULES, POLICY_STATUS, STATUSES, Status
 
@@ -89,12 +89,22 @@ class RewardTable:
     def from_file(cls, path: str | os.PathLike[str]) -> RewardTable:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, float | dict[str, float]]:
         return {f.name: dict(self.statuses) if f.name == "statuses" else getattr(self, f.name)
                 for f in fields(self)}
 
 
 DEFAULT_TABLE = RewardTable()
+
+
+class Reward(TypedDict):
+    """One verdict's reward (:func:`reward`)."""
+
+    value: float
+    correctness: float
+    speedup_term: float
+    basis: str  # correctness, or correctness+speedup
+    note: NotRequired[str]  # interpret mode: only correctness is rewarded
 
 
 def _speedup(result: Mapping[str, Any]) -> float | None:
@@ -104,7 +114,7 @@ def _speedup(result: Mapping[str, Any]) -> float | None:
     return float(value) if math.isfinite(value) and value > 0 else None
 
 
-def reward(result: Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> dict[str, Any]:
+def reward(result: Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> Reward:
     """The reward of one evaluation result: ``value`` (what a trainer adds up),
     ``correctness`` and ``speedup_term`` (its two parts), ``basis`` (``correctness`` or
     ``correctness+speedup``) and, in interpret mode, ``note`` saying that only correctness
@@ -126,12 +136,12 @@ def reward(result: Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> dic
         speedup_term = table.speedup_weight * min(table.speedup_cap,
                                                   max(table.speedup_floor, math.log2(speedup)))
         basis = "correctness+speedup"
-    out: dict[str, Any] = {"value": correctness + speedup_term, "correctness": correctness,
-                           "speedup_term": speedup_term, "basis": basis}
+    out: Reward = {"value": correctness + speedup_term, "correctness": correctness,
+                   "speedup_term": speedup_term, "basis": basis}
     if mode != "device":
         out["note"] = INTERPRET_NOTE
     return out
 
 
-__all__ = ["DEFAULT_STATUS_REWARDS", "DEFAULT_TABLE", "INTERPRET_NOTE", "STATUSES", "RewardTable",
-           "reward"]
+__all__ = ["DEFAULT_STATUS_REWARDS", "DEFAULT_TABLE", "INTERPRET_NOTE", "STATUSES", "Reward",
+           "RewardTable", "reward"]

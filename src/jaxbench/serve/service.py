@@ -3,21 +3,46 @@ them to an executor's evaluator, the verdict cache, and waking whoever waits for
 
 The HTTP layer (:mod:`jaxbench.serve.app`) only parses and answers; everything a submission
 goes through is here, so the service behaves the same whatever calls it (the HTTP routes, the
-OpenEnv environment, tests). :class:`Service` puts together, under one lock:
+OpenEnv environment, tests). :class:`Service` puts together:
 
 - :mod:`jaxbench.serve.admission`: the checks a request passes, the callers' limits;
-- :mod:`jaxbench.serve.ledger`: the submissions and batches, the verdict cache, outcomes;
-- :mod:`jaxbench.serve.workers`: the queue and the threads that evaluate;
+- :mod:`jaxbench.serve.state`: the one owner of the service's mutable state;
+- :mod:`jaxbench.serve.ledger`: that state: the submissions and batches, the queue, the verdict
+  cache, outcomes;
+- :mod:`jaxbench.serve.workers`: the threads that evaluate;
 - :mod:`jaxbench.serve.waiting`: waking whoever waits for a verdict;
 - :mod:`jaxbench.serve.store`: the run directory everything is kept in.
+
+Who owns what, and which lock guards it:
+
+- :class:`~jaxbench.serve.state.ServiceState` owns every submission (its state and outcome),
+  the batches, the verdict cache and its followers, the per-caller count of unfinished
+  submissions, and the queue (waiting ids, running ids, ``stopping``): all of it lives in its
+  :class:`~jaxbench.serve.ledger.Ledger` (and the ledger's ``WorkQueue``), guarded by
+  ``ServiceState._lock``. Only ``ServiceState`` takes that lock, once per operation; the
+  ledger is never reached any other way. Workers wait for work on a condition of that lock.
+  A submission's request fields (task, target, source file, ...) are set before it is kept
+  and never change, so a worker reads them without the lock.
+- :class:`~jaxbench.serve.waiting.Waiters` owns who waits for which submission, under its own
+  ``Waiters._lock``.
+- :class:`~jaxbench.serve.metrics.Metrics` (counters), the quota windows
+  (:class:`~jaxbench.serve.limits.QuotaWindows`) and the run directory
+  (:class:`~jaxbench.runs.RunDir`, behind :class:`~jaxbench.serve.store.Store`) each own their
+  data under their own lock.
+- :class:`~jaxbench.serve.workers.Workers` and :class:`Service` own no shared state: the
+  workers' threads are started and joined by whoever starts and stops the service, and the
+  evaluator is set once by :meth:`Service.start`, before any worker runs.
+
+Lock order: ``ServiceState._lock`` first; the other locks are leaves, taken inside it (an
+outcome is written to the run directory, counted and its waiters woken while the state's lock
+is held) or alone, and never around another lock. Nothing calls back through a function
+handed across: each object calls the ones it holds, downwards
+(``Service`` -> ``ServiceState`` -> ``Ledger`` -> ``Store``, ``Metrics``, ``Waiters``).
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Any
-
-from jaxbench.executors import make_evaluator
+from jaxbench.executors import EvaluatorLike, make_evaluator
 from jaxbench.serve.admission import Admission
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import (
@@ -28,11 +53,11 @@ from jaxbench.serve.config import (
     ServeConfig,
     ServeError,
 )
-from jaxbench.serve.ledger import Ledger, view
+from jaxbench.serve.ledger import SubmissionView
 from jaxbench.serve.metrics import Metrics
-from jaxbench.serve.store import Store, Submission
-from jaxbench.serve.waiting import Waiters
-from jaxbench.serve.workers import Workers, WorkQueue
+from jaxbench.serve.state import ServiceState, ServiceStatus
+from jaxbench.serve.store import Store
+from jaxbench.serve.workers import Workers
 
 
 class Service:
@@ -40,21 +65,15 @@ class Service:
 
     Thread-safe: the HTTP routes call it from the server's threads and event loop."""
 
-    def __init__(self, config: ServeConfig, evaluator: Any | None = None) -> None:
+    def __init__(self, config: ServeConfig, evaluator: EvaluatorLike | None = None) -> None:
         self.config = config
         self.store = Store(config.out)
         self.metrics = Metrics()
         self.admission = Admission(config)
         self.quotas = self.admission.quotas
-        self._lock = threading.RLock()
-        self._queue = WorkQueue(self._lock)
-        self._ledger = Ledger(config, self.store, self.metrics, self._queue.push,
-                              notify=lambda sub_id: self._waiters.notify(sub_id))
-        self._waiters = Waiters(self._lock, self._ledger.subs.get)
-        self._workers = Workers(self._lock, self._queue, self._ledger, self.store, config.retries)
+        self._state = ServiceState(config, self.store, self.metrics, self.admission)
+        self._workers = Workers(self._state, self.store)
         self._evaluator = evaluator
-        with self._lock:
-            self._ledger.restore(self.store.replay())
 
     # -- start and stop --------------------------------------------------------------------------
     def start(self) -> None:
@@ -72,11 +91,9 @@ class Service:
     def stop(self, grace_s: float = 5.0) -> None:
         """Stops taking work; evaluations in flight are aborted (their submissions stay queued
         in the run directory and are evaluated again after a restart)."""
-        with self._lock:
-            if self._queue.stopping:
-                return
-            busy = self._queue.stop()
-        if busy and self._evaluator is not None:
+        if not self._state.stop():
+            return
+        if self._state.in_flight() and self._evaluator is not None:
             self._evaluator.abort()
         self._workers.join(grace_s)
         if self._evaluator is not None:
@@ -89,7 +106,7 @@ class Service:
     # -- accepting -------------------------------------------------------------------------------
     def submit(self, requests: list[Request], principal: Principal,
                batch_id: str | None = None,
-               is_batch: bool = False) -> tuple[str | None, list[dict[str, Any]]]:
+               is_batch: bool = False) -> tuple[str | None, list[SubmissionView]]:
         """Accepts requests all together or none (ServeError): returns the batch id (for a
         batch) and one view per request. A request whose id is already known with the same
         fingerprint is that submission again (``duplicate``), never a second evaluation."""
@@ -98,85 +115,43 @@ class Service:
         ids = [sub.id for sub, _ in prepared]
         if len(set(ids)) != len(ids):
             raise ServeError(422, "the same id twice in one batch")
-        with self._lock:
-            self._ledger.check_batch(batch, principal.name, ids)
-            fresh = [(sub, source) for sub, source in prepared if not self._ledger.known(sub)]
-            self._admit(principal, len(fresh))
-            for sub, source in fresh:
-                sub.source_file = self.store.keep_source(source)
-                self._ledger.add(sub)
-            fresh_ids = {sub.id for sub, _ in fresh}
-            views: list[dict[str, Any]] = []
-            for sub, _ in prepared:
-                out = self.view(self._ledger.subs[sub.id])
-                if sub.id not in fresh_ids:
-                    out["duplicate"] = True
-                    self.metrics.submitted("duplicate")
-                views.append(out)
-        return batch, views
-
-    def _admit(self, principal: Principal, count: int) -> None:
-        """Refuses ``count`` new submissions while stopping, when the queue is full, or over
-        the caller's limits. Called with the lock held."""
-        if self._queue.stopping:
-            raise ServeError(503, "the service is stopping", {"Retry-After": "5"})
-        if len(self._queue) + count > self.config.max_queue:
-            self.metrics.refusal("503")
-            raise ServeError(503, f"the queue is full ({len(self._queue)} waiting)",
-                             {"Retry-After": "10"})
-        refusal = self.admission.refusal(principal, count, self._ledger.unfinished(principal.name))
-        if refusal is not None:
-            self.metrics.refusal("429")
-            raise ServeError(429, refusal.message, {"Retry-After": str(refusal.retry_after_s)})
+        return batch, self._state.accept(prepared, principal, batch)
 
     # -- waiting ---------------------------------------------------------------------------------
     async def wait(self, sub_id: str, timeout_s: float) -> None:
         """Returns when the submission has finished or after ``timeout_s`` (on the caller's
         event loop, without holding a thread)."""
-        await self._waiters.wait(sub_id, timeout_s)
+        await self._state.wait(sub_id, timeout_s)
 
-    def wait_sync(self, sub_id: str, timeout_s: float) -> dict[str, Any] | None:
+    def wait_sync(self, sub_id: str, timeout_s: float) -> SubmissionView | None:
         """Blocks until the submission has finished (its view) or ``timeout_s`` passed."""
-        return self._waiters.wait_sync(sub_id, timeout_s)
+        return self._state.wait_sync(sub_id, timeout_s)
 
     # -- reading ---------------------------------------------------------------------------------
-    def get(self, sub_id: str, principal: Principal) -> dict[str, Any]:
-        with self._lock:
-            return self.view(self._ledger.owned(sub_id, principal))
+    def get(self, sub_id: str, principal: Principal) -> SubmissionView:
+        return self._state.get(sub_id, principal)
 
     def batch(self, batch_id: str, principal: Principal) -> list[str]:
-        with self._lock:
-            return self._ledger.batch_ids(batch_id, principal)
+        return self._state.batch(batch_id, principal)
 
     def check_ids(self, ids: list[str], principal: Principal) -> None:
-        with self._lock:
-            for sub_id in ids:
-                self._ledger.owned(sub_id, principal)
+        self._state.check_ids(ids, principal)
 
     def finished(self, sub_id: str) -> bool:
-        with self._lock:
-            return self._ledger.subs[sub_id].finished_state
-
-    def view(self, sub: Submission) -> dict[str, Any]:
-        """What a caller sees of a submission."""
-        return view(sub)
+        return self._state.finished(sub_id)
 
     def unfinished(self) -> int:
         """Submissions without a verdict yet (queued, or in flight): after :meth:`stop`, those
         that stay queued in the run directory for the next start."""
-        with self._lock:
-            return sum(not s.finished_state for s in self._ledger.subs.values())
+        return self._state.unfinished()
 
-    def status(self) -> dict[str, Any]:
-        with self._lock:
-            return {"queue_length": len(self._queue), "in_flight": len(self._queue.running),
-                    "submissions": len(self._ledger.subs), "workers": self.config.workers,
-                    "executor": self.config.executor, "stopping": self._queue.stopping}
+    def status(self) -> ServiceStatus:
+        return self._state.status()
 
     def render_metrics(self) -> str:
         state = self.status()
-        gauges = {"queue_length": state["queue_length"], "in_flight": state["in_flight"],
-                  "workers": state["workers"]}
+        gauges: dict[str, float] = {"queue_length": state["queue_length"],
+                                    "in_flight": state["in_flight"], "workers": state["workers"]}
         for name, value in self.metrics.latency_quantiles().items():
             if value is not None:
                 gauges[f"latency_{name}_seconds"] = value

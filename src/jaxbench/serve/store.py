@@ -22,12 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jaxbench.evaluator.common.schema import FIELD_TIME
 from jaxbench.runs import RunDir, event_source, read_events
+from jaxbench.serve.rewards import Reward
 
 CONFIG = {"command": "serve"}  # a service's run directory: resumed by every restart
 SUBMISSION, CACHED, FAILED = "serve_submission", "serve_cached", "serve_failed"
@@ -68,7 +70,7 @@ class Submission:
     created: float = field(default_factory=time.time)
     state: str = "queued"
     result: dict[str, Any] | None = None
-    reward: dict[str, Any] | None = None
+    reward: Reward | None = None
     cached_from: str | None = None
     error: str | None = None
     finished: float | None = None
@@ -105,7 +107,7 @@ class Submission:
                    created=event.get("created", event.get(WRITTEN, time.time())))
 
 
-def fingerprint(fields: dict[str, Any]) -> str:
+def fingerprint(fields: Mapping[str, object]) -> str:
     """SHA-256 of the request fields that define a submission."""
     canonical = json.dumps({k: fields.get(k) for k in FINGERPRINT_FIELDS}, sort_keys=True)
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -23,7 +23,7 @@ failed it, or the wait ran out) earns ``failure_reward``. The reward table is th
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jaxbench.serve.client import DEFAULT_URL, TOKEN_ENV, Client
@@ -77,7 +77,7 @@ class KernelReward:
         self.last_results = views
         return [self._value(view) for view in views]
 
-    def _value(self, view: dict[str, Any]) -> float:
+    def _value(self, view: Mapping[str, Any]) -> float:
         value = (view.get("reward") or {}).get("value")
         if view.get("state") != "done" or not isinstance(value, (int, float)):
             return self.failure_reward
