@@ -150,12 +150,13 @@ def test_the_runner_marks_its_response_after_a_tpu_interpreter_reset(monkeypatch
     import io
 
     from jaxbench import backends
+    from jaxbench.evaluator.common.schema import JudgeResponse
     from jaxbench.evaluator.judge import runner
 
     def judge(request, lease):
         if request.task == "crash":
             backends.reset_tpu_interpreter()
-        return {}
+        return JudgeResponse()
 
     monkeypatch.setattr(runner, "judge", judge)
     request = {"dir": "/nonexistent", "size": "small", "platform": "cpu", "target": "tpu",
