@@ -104,3 +104,19 @@ def test_the_candidates_frame_is_named_after_any_failure(phase):
     verdict = decide(Reports(failures={phase: TYPICAL[phase]},
                              frame="k.py:12 in kernel: return jnp.dot(a, b)"))
     assert verdict.message == f"{TYPICAL[phase].message} (at k.py:12 in kernel)"
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_a_triton_compiler_that_does_not_run_is_recorded_in_the_result(monkeypatch, installed):
+    """JAXBENCH_TRITON_COMPILE=0 (or no `triton` package) takes a check that can refuse a GPU
+    kernel away: the result says so, and why."""
+    from jaxbench.evaluator.judge import triton_compile
+    from jaxbench.evaluator.parent import chip_checks
+
+    monkeypatch.setattr(triton_compile, "available", lambda: installed)
+    monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "0")
+    result = {"lowering_fidelity": ""}
+    assert chip_checks.triton_compile_step(result, [{"name": "k", "ttir": "x"}], "A100") is False
+    reason = "turned off: JAXBENCH_TRITON_COMPILE=0" if installed else "no `triton` package"
+    assert result["triton_compile"] == f"skipped: {reason}"
+    assert reason in chip_checks.lowering_fidelity("gpu", "interpret", "A100", "triton")

@@ -71,7 +71,7 @@ def _interpret_fidelity(target: str, chip: str, backend: str | None = None) -> s
                 "TPU passes without libtpu)")
     sm = f"sm_{capability(chip_or_default(chip, 'gpu'))}"
     compiled = (f"; Triton's compiler ran for {sm} on this CPU (see triton_compile)"
-                if triton_enabled() else "; Triton's GPU compiler did not run (no `triton` package)")
+                if triton_enabled() else f"; Triton's GPU compiler did not run ({triton_off()})")
     triton = (f"cross-lowered to Triton IR for CUDA, judged for {chip} ({sm}): Triton's rules "
               "(power-of-two tensors of at most 2^20 elements, masked edges, shared memory) at "
               f"every size and the grid race rule{compiled}")
@@ -86,6 +86,14 @@ def _interpret_fidelity(target: str, chip: str, backend: str | None = None) -> s
     if "mosaic_gpu" in kinds:
         return f"Triton kernels: {triton}. Mosaic GPU kernels: {mosaic}"
     return triton
+
+
+def triton_off() -> str:
+    """Why Triton's compiler does not run here (where :func:`triton_enabled` is False)."""
+    from jaxbench.evaluator.judge import triton_compile
+
+    return ("turned off: JAXBENCH_TRITON_COMPILE=0" if triton_compile.available()
+            else "no `triton` package")
 
 
 def triton_enabled() -> bool:
@@ -132,7 +140,10 @@ def triton_compile_step(result: dict[str, Any], kernels: list[dict[str, Any]] | 
     if isinstance(kernels, str):
         result["triton_compile"] = f"skipped: {kernels}"[:300]
         return False
-    if not kernels or not triton_enabled():
+    if not kernels:
+        return False
+    if not triton_enabled():  # recorded: the setting changes what can refuse the kernel
+        result["triton_compile"] = f"skipped: {triton_off()}"
         return False
     try:
         report = triton_compile.compile_all(kernels, capability(chip_or_default(chip, "gpu")))
