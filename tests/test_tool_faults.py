@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.contract import StageFailure
 from jaxbench.evaluator.judge import tool_faults
 
 JAX_SRC = os.path.join(os.path.dirname(jax.__file__), "_src")

@@ -17,14 +17,17 @@ The package in four rooms, by who runs each file (docs/architecture.md):
 - :mod:`jaxbench.evaluator.sandbox`, what runs beside candidate code (the tracer);
 - :mod:`jaxbench.evaluator.judge`, the trusted side (reading the hand-over, lowering, every
   rule, the runner, the truth);
-- :mod:`jaxbench.evaluator.common`, what more than one of them imports (the schema, the array
-  files, the artifacts, the hand-over's vocabulary, the process helpers);
+- :mod:`jaxbench.evaluator.common`, what more than one of them imports (the array files, the
+  artifacts, the hand-over's vocabulary, the process helpers, exceptions as messages quote
+  them);
 
 and two tools that join the sides on purpose: ``doctor`` (what this machine offers) and
 ``inprocess`` (every check in one process, for trusted kernels only).
 
-The CLI imports from here only (tests/test_architecture.py); other packages also use the
-schema (``common.schema``), the float32 truth (``judge.compare``) and the static checks.
+Statuses, stages, rule codes, the records between the processes and :class:`Settings` are
+the contract every package shares (:mod:`jaxbench.contract`); the face re-exports the few the
+CLI needs. The CLI imports from here only (tests/test_architecture.py); other packages also
+use the float32 truth (``judge.compare``) and the static checks.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     """The face's names, each loaded on first use (PEP 562): importing a part of the evaluator
-    (the tracer imports jaxbench.evaluator.common.schema before it isolates itself) does not
-    import the parent's machinery and JAX with it."""
+    (the tracer imports jaxbench.evaluator.common before it isolates itself) does not import
+    the parent's machinery and JAX with it."""
     if name in ("Evaluator", "evaluate", "read_source"):
         from jaxbench.evaluator.parent import evaluator as module
     elif name in ("INTERPRET_RESIDUAL_RISK", "lowering_fidelity"):
@@ -43,7 +46,7 @@ def __getattr__(name: str) -> Any:
     elif name == "SPEEDUP_REVIEW_THRESHOLD":
         from jaxbench.evaluator.parent import evaluation as module
     elif name in ("Settings", "StageFailure", "Status"):
-        from jaxbench.evaluator.common import schema as module
+        from jaxbench import contract as module
     elif name in ("declared_target", "target_declaration"):
         from jaxbench.evaluator.parent import static as module
     elif name == "default_timeout":

@@ -41,7 +41,7 @@ from jaxbench.evaluator.common.procs import process_start
 from jaxbench.executors.errors import EvaluationLost, ExecutorError
 
 if TYPE_CHECKING:
-    from jaxbench.evaluator.common.schema import Settings
+    from jaxbench.contract import Settings
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_CPUS_PER_EVALUATION = 1.0

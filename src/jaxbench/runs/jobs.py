@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import Settings, Stage, Status, source_sha256
+from jaxbench.contract import Settings, Stage, Status, source_sha256
 from jaxbench.executors import EvaluationLost, cluster_slots, evaluate_with, make_evaluator
 from jaxbench.runs.directory import RunDir
 from jaxbench.tasks import Task, get_task, list_tasks

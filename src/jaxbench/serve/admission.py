@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from jaxbench.evaluator.common.schema import source_sha256
+from jaxbench.contract import source_sha256
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import ID_PATTERN, Request, ServeConfig, ServeError
 from jaxbench.serve.limits import QuotaWindows, Refusal, concurrency_refusal

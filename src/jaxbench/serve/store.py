@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import FIELD_TIME
+from jaxbench.contract import FIELD_TIME
 from jaxbench.runs import RunDir, event_source, read_events
 
 CONFIG = {"command": "serve"}  # a service's run directory: resumed by every restart

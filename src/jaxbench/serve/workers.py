@@ -12,7 +12,7 @@ import time
 from collections import deque
 from typing import Any
 
-from jaxbench.evaluator.common.schema import Settings
+from jaxbench.contract import Settings
 from jaxbench.executors import EvaluationLost, evaluate_with
 from jaxbench.serve.ledger import Ledger
 from jaxbench.serve.store import Store, Submission

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbench.evaluator.common.schema import Rule
+from jaxbench.contract import Rule
 from jaxbench.tasks.spec import Task, float32_reference
 
 

@@ -30,17 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import (
-    RAN,
-    Finding,
-    JudgeRequest,
-    RecordError,
-    Rule,
-    Stage,
-    StageFailure,
-    Status,
-    short_error,
-)
+from jaxbench.contract import RAN, Finding, JudgeRequest, RecordError, Rule, Stage, StageFailure, Status
+from jaxbench.evaluator.common.errors import short_error
 
 _perf_counter = time.perf_counter
 HANDOVER = "jaxpr.pkl"  # the tracer's traced jaxprs, the one thing it hands over

@@ -32,9 +32,9 @@ from typing import Any
 
 import jax
 
+from jaxbench.backends.host import versions
 from jaxbench.backends.peaks import peak_for, roofline_fraction
-from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
-from jaxbench.evaluator.common.schema import (
+from jaxbench.contract import (
     RULES,
     STAGES,
     Failure,
@@ -46,6 +46,7 @@ from jaxbench.evaluator.common.schema import (
     TracerJob,
     new_result,
 )
+from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.judge.compare import check_outputs, derive_keys
 from jaxbench.evaluator.parent import chip_checks
 from jaxbench.evaluator.parent.case import Case, job_chip
@@ -110,7 +111,7 @@ class Evaluation:
 
     def _new_result(self) -> dict[str, Any]:
         case = self.case
-        result = new_result(case.task.id, case.target, case.mode, case.size, self.source)
+        result = new_result(case.task.id, case.target, case.mode, case.size, self.source, versions=versions())
         result.update(kernel_file=self.filename, judged_on=None, isolation=None,
                       kernel_backend=None,
                       timing_method="wall_clock_interleaved" if case.mode == "device" else None,
