@@ -14,8 +14,8 @@ import pytest
 
 from jaxbench.evaluator.common.arrays import unpack
 from jaxbench.evaluator.judge import rules, runner
-from jaxbench.evaluator.judge.compare import GroundTruth, check_outputs, derive_keys
-from jaxbench.evaluator.judge.timing import summarize
+from jaxbench.evaluator.parent.compare import GroundTruth, check_outputs, derive_keys
+from jaxbench.evaluator.parent.figures import summarize
 from jaxbench.evaluator.sandbox import handover
 from jaxbench.tasks import get_task
 

@@ -103,7 +103,7 @@ def test_the_error_a_host_callback_raised_is_the_one_classified():
 def _request(tmp_path, tpu_interpreter=True):
     from pathlib import Path
 
-    from jaxbench.evaluator.judge.compare import derive_keys
+    from jaxbench.evaluator.parent.compare import derive_keys
     from jaxbench.evaluator.sandbox import handover
     from jaxbench.tasks import get_task
 

@@ -13,13 +13,13 @@ The package in four rooms, by who runs each file (docs/architecture.md):
 
 - :mod:`jaxbench.evaluator.parent`, the calling process: the :class:`Evaluator`, each
   evaluation's phases and its verdict, the static policy, the tracer pool, the client of the
-  trusted runners, the device lease;
+  trusted runners, the device lease, the float32 truth and the comparison, the timing
+  figures;
 - :mod:`jaxbench.evaluator.sandbox`, what runs beside candidate code (the tracer);
 - :mod:`jaxbench.evaluator.judge`, the trusted side (reading the hand-over, lowering, every
-  rule, the runner, the truth);
+  rule, the timers, the runner; on a device, the float32 truth beside the trials);
 - :mod:`jaxbench.evaluator.common`, what more than one of them imports (the array files, the
-  artifacts, the hand-over's vocabulary, the process helpers, exceptions as messages quote
-  them);
+  artifacts, the hand-over's vocabulary, the process helpers, exception and mask messages);
 
 and two tools that join the sides on purpose: ``doctor`` (what this machine offers) and
 ``inprocess`` (every check in one process, for trusted kernels only).
@@ -27,7 +27,7 @@ and two tools that join the sides on purpose: ``doctor`` (what this machine offe
 Statuses, stages, rule codes, the records between the processes and :class:`Settings` are
 the contract every package shares (:mod:`jaxbench.contract`); the face re-exports the few the
 CLI needs. The CLI imports from here only (tests/test_architecture.py); other packages also
-use the float32 truth (``judge.compare``) and the static checks.
+use the float32 truth (``parent.compare``) and the static checks.
 """
 
 from __future__ import annotations

@@ -534,7 +534,7 @@ def _same_outputs(a: Any, b: Any, traced: Any = None) -> None:
     import jax
     import numpy as np
 
-    from jaxbench.evaluator.judge.compare import where
+    from jaxbench.evaluator.common.masks import where
     from jaxbench.evaluator.judge.coverage import describe, uncovered
 
     leaves = list(zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True))

@@ -47,9 +47,10 @@ from jaxbench.contract import (
     new_result,
 )
 from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
-from jaxbench.evaluator.judge.compare import check_outputs, derive_keys
 from jaxbench.evaluator.parent import chip_checks
 from jaxbench.evaluator.parent.case import Case, job_chip
+from jaxbench.evaluator.parent.compare import check_outputs, derive_keys
+from jaxbench.evaluator.parent.figures import summarize
 from jaxbench.evaluator.parent.judge_client import runner_response
 from jaxbench.evaluator.parent.pool import remove_tree
 from jaxbench.evaluator.parent.static import MISMATCH_HINT, check_source, parses, preloaded, wrong_target_hint
@@ -330,8 +331,6 @@ def take_figures(result: dict[str, Any], response: dict[str, Any], case: Case) -
     """The figures from the judge's timing samples (device mode), computed here."""
     task, size = case.task, case.size
     if response.get("timing"):
-        from jaxbench.evaluator.judge.timing import summarize
-
         try:
             figures = summarize(response["timing"])
         except ValueError as exc:

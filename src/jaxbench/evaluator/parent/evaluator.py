@@ -19,9 +19,9 @@ from typing import Any
 from jaxbench.backends.host import attached, keep_off_accelerators
 from jaxbench.contract import Settings
 from jaxbench.evaluator.common.procs import kill_children
-from jaxbench.evaluator.judge.compare import GroundTruth
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
+from jaxbench.evaluator.parent.compare import GroundTruth
 from jaxbench.evaluator.parent.evaluation import SPEEDUP_REVIEW_THRESHOLD, Evaluation
 from jaxbench.evaluator.parent.judge_client import ChipOwners, RunnerOutcome, RunnerPool
 from jaxbench.evaluator.parent.pool import TracerPool
