@@ -3,11 +3,15 @@
 Code that ran beside a candidate is never trusted. ``static`` runs here
 (parsing only). The untrusted side (:mod:`jaxbench.evaluator.sandbox`), a fresh
 OS-isolated process with abstract shapes only, imports the candidate, traces
-``kernel`` once and exports that trace; from it this process takes only the
-export bytes and failure text. The trusted side (:mod:`jaxbench.evaluator.judge`,
-warm runners that never import candidate code) checks the exported module's
-structure and runs exactly that module on inputs drawn there; this process
-compares the outputs with the float32 truth and computes every figure.
+``kernel`` at every size the task defines and hands over one artefact, the traced
+jaxprs as data (``jaxpr.pkl``, :mod:`jaxbench.evaluator.sandbox.handover`); from it
+this process takes only that file and failure text. The trusted side
+(:mod:`jaxbench.evaluator.judge`, warm runners that never import candidate code)
+reads the hand-over as hostile data (:mod:`jaxbench.evaluator.judge.jaxpr_reader`:
+allow-listed classes, JAX's own primitives by name), lowers the target and
+interpret-mode modules from it itself, checks them and runs them on inputs it draws
+from this process's keys; this process compares the outputs with the float32 truth
+and computes every figure.
 
 The package in four rooms, by who runs each file (docs/architecture.md):
 

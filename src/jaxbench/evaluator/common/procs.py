@@ -8,7 +8,7 @@ import os
 import signal
 from typing import Any
 
-# Exit status of a tracer whose candidate code acted after it was sealed for its exports.
+# Exit status of a tracer whose candidate code acted after it was sealed for its hand-over.
 SEALED_EXIT = 86
 
 
