@@ -26,7 +26,8 @@ from pathlib import Path
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from jaxbench.agents import METHODS, get_method, optimize  # noqa: E402
-from jaxbench.evaluator.common.schema import new_result  # noqa: E402
+from jaxbench.backends.host import versions  # noqa: E402
+from jaxbench.contract import new_result  # noqa: E402
 from jaxbench.llm import Completion, ModelClient, Provider, Sampling  # noqa: E402
 from jaxbench.runs import RunDir  # noqa: E402
 from jaxbench.tasks import list_tasks  # noqa: E402
@@ -67,7 +68,7 @@ class SleepingEvaluator:
             self.calls += 1
             n = self.calls
         time.sleep(self.seconds)
-        result = new_result(task_id, target, mode, size, code)
+        result = new_result(task_id, target, mode, size, code, versions=versions())
         if n % 3 == 0:
             result.update(status="correct", stage="correct", max_abs_err=1e-3)
         else:

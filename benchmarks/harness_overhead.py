@@ -27,7 +27,7 @@ CORE_TASKS = ["1p_flash_attention", "8p_gemm", "9p_swiglu_mlp", "12p_rmsnorm", "
 
 BARE = """
 import sys
-from jaxbench.evaluator.judge.compare import GroundTruth
+from jaxbench.evaluator.parent.compare import GroundTruth
 from jaxbench.evaluator.inprocess import check_in_process
 from jaxbench.tasks import get_task
 truth = GroundTruth()

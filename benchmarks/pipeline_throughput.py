@@ -39,7 +39,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jaxbench.evaluator.parent.case as parent_module  # noqa: E402
 from jaxbench.evaluator import Evaluator  # noqa: E402
 from jaxbench.evaluator.inprocess import check_in_process  # noqa: E402
-from jaxbench.evaluator.judge.compare import GroundTruth  # noqa: E402
+from jaxbench.evaluator.parent.compare import GroundTruth  # noqa: E402
 from jaxbench.evaluator.parent.judge_client import RunnerOutcome  # noqa: E402
 from jaxbench.tasks import get_task  # noqa: E402
 

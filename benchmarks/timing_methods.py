@@ -45,7 +45,8 @@ def inventory(directory: str) -> list[str]:
 
 
 def main() -> None:
-    from jaxbench.evaluator.judge.timing import figures, time_device, time_interleaved, warm_up
+    from jaxbench.evaluator.judge.timing import time_device, time_interleaved, warm_up
+    from jaxbench.evaluator.parent.figures import figures
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", default=None, help="also write the figures here")

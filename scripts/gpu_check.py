@@ -102,8 +102,8 @@ def main() -> None:
     if not args.dry_run and accelerator_platform() != "gpu":
         sys.exit("gpu_check: error: no NVIDIA GPU is visible to JAX; run it on a GPU host, or "
                  "pass --dry-run to test the script here")
+    from jaxbench.backends.host import versions
     from jaxbench.evaluator import Evaluator
-    from jaxbench.evaluator.common.schema import versions
 
     mode, size = ("interpret", "small") if args.dry_run else ("device", "full")
     out = Path(args.out)

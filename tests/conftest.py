@@ -27,7 +27,7 @@ def pytest_configure(config):
     # off for the suite, on in tests/test_triton_compile.py.
     os.environ.setdefault("JAXBENCH_TRITON_COMPILE", "0")
     # This process checks on the host CPU only, like the tracers and the CPU-only runner, which
-    # the evaluator starts with this flag itself (evaluator/common/schema.py): the many small
+    # the evaluator starts with this flag itself (evaluator/parent/pool.py): the many small
     # programs a test compiles and runs once compile faster unoptimized; numerics stay IEEE.
     if "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")

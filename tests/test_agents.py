@@ -18,7 +18,7 @@ from jaxbench.agents.base import CandidateError
 from jaxbench.agents.evolve import apply_edits
 from jaxbench.agents.prompts import describe_verdict, error_lines, extract_code, ir_facts, task_statement
 from jaxbench.cli import main
-from jaxbench.evaluator.common.schema import Settings
+from jaxbench.contract import Settings
 from jaxbench.llm import ModelClient, get_model
 from jaxbench.llm.scripted import Scripted
 from jaxbench.runs import RunDir, read_events

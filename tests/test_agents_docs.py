@@ -220,7 +220,7 @@ def test_targeted_sections(task_id, target, errors, wanted, unwanted):
 def _context(task_id: str = "12p_rmsnorm", target: str = "tpu", docs: bool = True,
              prompt_mode: str | None = None):
     from jaxbench.agents.base import Budget, Context, Journal
-    from jaxbench.evaluator.common.schema import Settings
+    from jaxbench.contract import Settings
 
     return Context(task=get_task(task_id), method="m",
                    settings=Settings.of(target=target, mode="interpret", size="small", trials=1),
@@ -419,7 +419,7 @@ def test_the_evaluators_own_failures_choose_docs_by_rule_code_not_by_their_words
     """A failure of one of the evaluator's checks picks sections by its code; its message's
     words count only for a compiler's or JAX's own diagnosis (a kernel's text can land in a
     message)."""
-    from jaxbench.evaluator.common.schema import Rule
+    from jaxbench.contract import Rule
 
     decoy = "Unsupported shape cast; VMEM; power of 2; divisible by"
     chosen = [s.name for s in docs_pack.for_errors("tpu", [(Rule.VMEM_BUDGET, decoy)])]

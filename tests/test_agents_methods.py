@@ -17,7 +17,8 @@ from jaxbench.agents.autocomp import OPTIMIZATION_MENU, TRANSLATION_MENU, Autoco
 from jaxbench.agents.base import Candidate
 from jaxbench.agents.evolve import Evolve, Population, Program, similarity
 from jaxbench.agents.iterative import chain_count
-from jaxbench.evaluator.common.schema import new_result
+from jaxbench.backends.host import versions
+from jaxbench.contract import new_result
 from jaxbench.llm import get_model
 from jaxbench.runs import RunDir, event_source
 
@@ -31,7 +32,7 @@ class SpeedEvaluator(FakeEvaluator):
         target, mode, size = settings.target or "tpu", settings.mode, settings.size
         self.calls += 1
         self.codes.append(code)
-        result = new_result(task_id, target, mode, size, code)
+        result = new_result(task_id, target, mode, size, code, versions=versions())
         match = SPEED.search(code)
         if match:
             speedup = float(match.group(1))

@@ -24,7 +24,8 @@ from jaxbench.agents.autocomp import (
 )
 from jaxbench.agents.base import Candidate
 from jaxbench.agents.prompts import measurement_line
-from jaxbench.evaluator.common.schema import new_result
+from jaxbench.backends.host import versions
+from jaxbench.contract import new_result
 from jaxbench.llm import ModelClient, Sampling, get_model
 from jaxbench.runs import RunDir
 
@@ -48,7 +49,7 @@ class DeviceEvaluator(FakeEvaluator):
     def evaluate(self, code, task_id, settings):  # noqa: ANN001, ANN201
         target, mode, size = settings.target or "tpu", settings.mode, settings.size
         self.calls += 1
-        result = new_result(task_id, target, mode, size, code)
+        result = new_result(task_id, target, mode, size, code, versions=versions())
         match = SPEED.search(code)
         if match:
             speedup = float(match.group(1))

@@ -188,6 +188,23 @@ def test_every_evaluator_module_is_in_one_of_the_four_rooms():
             for a in _arrows(f"jaxbench.evaluator.{room}", t)] == []
 
 
+def _beyond_the_contract(path: Path) -> list[str]:
+    """Imports in ``path`` of anything but the standard library and jaxbench.contract itself."""
+    return [f"{path.name}:{line}: {module}" for module, _, line in _imports(path)
+            if module != "__future__" and module.split(".")[0] not in sys.stdlib_module_names
+            and not (module == "jaxbench.contract" or module.startswith("jaxbench.contract."))]
+
+
+def test_the_contract_imports_only_the_standard_library_and_itself():
+    """Every package may import the contract (statuses, stages, rule codes, the records), so
+    it imports nothing of theirs: no process's code (evaluator/, serve/, agents/, ...), no
+    facts of a host (backends/), no JAX."""
+    contract = [path for name, path in MODULES.items()
+                if name == "jaxbench.contract" or name.startswith("jaxbench.contract.")]
+    assert len(contract) >= 2
+    assert [hit for path in contract for hit in _beyond_the_contract(path)] == []
+
+
 def test_no_library_module_imports_the_cli():
     """The CLI is the top layer: nothing outside jaxbench.cli imports it."""
     offenders = [arrow for arrow in _arrows("jaxbench", "jaxbench.cli")
@@ -297,6 +314,11 @@ def test_the_rules_see_an_arrow_that_breaks_them(tmp_path):
     assert _cycles(graph(fake)) == [["jaxbench.a", "jaxbench.b"]]
     assert _arrows("jaxbench.evaluator.judge", "jaxbench.evaluator.sandbox", fake) == [
         "jaxbench.evaluator.judge.x -> jaxbench.evaluator.sandbox.y"]
+    contract = tmp_path / "records.py"
+    contract.write_text("import json\nfrom jaxbench.contract.codes import Rule\n"
+                        "def f():\n    import numpy\n    from jaxbench.backends.host import versions\n")
+    assert _beyond_the_contract(contract) == ["records.py:4: numpy",
+                                              "records.py:5: jaxbench.backends.host"]
 
 
 def test_no_function_of_100_lines_or_class_of_250():

@@ -6,7 +6,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from jaxbench.evaluator.judge.timing import summarize, time_interleaved
+from jaxbench.evaluator.judge.timing import time_interleaved
+from jaxbench.evaluator.parent.figures import summarize
 
 SEEDS = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/8p_gemm"
 

@@ -16,9 +16,10 @@ import pytest
 import jaxbench.evaluator as evaluator_pkg
 
 EVALUATOR = Path(evaluator_pkg.__file__).parent
+CONTRACT = EVALUATOR.parent / "contract"  # the records and codes every trusted module imports
 # (the static policy names exec, eval and the loaders as strings: the names it refuses)
 TRUSTED = sorted(p for room in ("judge", "parent", "common") for p in (EVALUATOR / room).glob("*.py")
-                 if p.name != "static.py") + [EVALUATOR / "__init__.py"]
+                 if p.name != "static.py") + [EVALUATOR / "__init__.py"] + sorted(CONTRACT.glob("*.py"))
 UNTRUSTED_LOADERS = ("jaxbench.evaluator.sandbox.tracer", "jaxbench.evaluator.inprocess")
 
 
@@ -78,6 +79,7 @@ def dynamic_uses(source: str) -> list[str]:
 
 
 def test_trusted_modules_never_import_candidate_loaders_or_exec():
+    assert CONTRACT / "records.py" in TRUSTED and EVALUATOR / "parent" / "compare.py" in TRUSTED
     for path in TRUSTED:
         imported = _imports(path)
         bad = {m for m in imported if m.startswith(UNTRUSTED_LOADERS)

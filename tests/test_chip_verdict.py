@@ -1,13 +1,13 @@
 """The device owner's comparison on the chip (judge/chip_verdict.py), run here on the CPU: it
 may only decide a clear pass, with the parent's figures; every other case goes to the parent's
-comparison (judge/compare.py), which describes it."""
+comparison (parent/compare.py), which describes it."""
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxbench.evaluator.judge.chip_verdict import MARGIN, clear_pass
-from jaxbench.evaluator.judge.compare import check_outputs
+from jaxbench.evaluator.parent.compare import check_outputs
 
 ATOL = RTOL = 1e-2
 SHAPE = (64, 96)
@@ -99,7 +99,7 @@ class _Fit:
 def _judging(truth):
     from types import SimpleNamespace
 
-    from jaxbench.evaluator.common.schema import JudgeResponse
+    from jaxbench.contract import JudgeResponse
     from jaxbench.tasks import get_task
 
     task = get_task("12p_rmsnorm")

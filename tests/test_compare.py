@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxbench.evaluator.judge.compare import GroundTruth, check_outputs, derive_keys, key_from_data
+from jaxbench.evaluator.parent.compare import GroundTruth, check_outputs, derive_keys, key_from_data
 from jaxbench.tasks import get_task
 
 pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module

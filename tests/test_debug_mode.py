@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.contract import StageFailure
 from jaxbench.evaluator.parent.static import check_source
 
 DEBUG_PRINT = '''

@@ -150,7 +150,7 @@ def test_the_runner_marks_its_response_after_a_tpu_interpreter_reset(monkeypatch
     import io
 
     from jaxbench import backends
-    from jaxbench.evaluator.common.schema import JudgeResponse
+    from jaxbench.contract import JudgeResponse
     from jaxbench.evaluator.judge import runner
 
     def judge(request, lease):

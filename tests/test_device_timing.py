@@ -11,11 +11,11 @@ from jaxbench.evaluator.judge import timing
 from jaxbench.evaluator.judge.timing import (
     ANNOTATION,
     device_times,
-    summarize,
     time_device,
     time_interleaved,
     warm_up,
 )
+from jaxbench.evaluator.parent.figures import summarize
 
 
 def _window(label, start, duration):

@@ -23,6 +23,7 @@ import pytest
 from jax.experimental import pallas as pl
 
 from jaxbench import compat
+from jaxbench.contract import StageFailure
 from jaxbench.evaluator.common.jaxpr_format import (
     FORMAT,
     PRNG_IMPL_TAG,
@@ -30,7 +31,6 @@ from jaxbench.evaluator.common.jaxpr_format import (
     TENSORCORE_MESH_TAG,
     primitive_registry,
 )
-from jaxbench.evaluator.common.schema import StageFailure
 from jaxbench.evaluator.judge import jaxpr_reader
 from jaxbench.evaluator.sandbox import handover
 
@@ -238,7 +238,7 @@ def test_a_jax_class_the_reader_does_not_read_is_unverified_and_named():
 
 
 @pytest.mark.parametrize("target", ["os:system", "subprocess:Popen", "builtins:eval",
-                                    "jaxbench.evaluator.common.schema:Status"])
+                                    "jaxbench.contract.codes:Status"])
 def test_host_objects_stay_rejected(target):
     module, name = target.split(":")
     data = (b"\x80\x04" + b"\x8c" + bytes([len(module)]) + module.encode() + b"\x8c"

@@ -613,8 +613,12 @@ def test_fast_cpu_compiles_only_where_nothing_runs_on_a_device(monkeypatch):
     """Processes that only check on the host CPU compile unoptimized (many small programs,
     each run once); the trusted runner keeps XLA's defaults wherever it may use a device,
     since what it times there must be compiled as users compile it."""
-    from jaxbench.evaluator.common.schema import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
-    from jaxbench.evaluator.parent.pool import runner_env, tracer_env
+    from jaxbench.evaluator.parent.pool import (
+        CPU_CHECK_XLA_FLAGS,
+        runner_env,
+        tracer_env,
+        with_cpu_check_flags,
+    )
 
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     assert tracer_env()["XLA_FLAGS"] == CPU_CHECK_XLA_FLAGS

@@ -11,14 +11,7 @@ import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
-from jaxbench.evaluator.common.schema import (
-    POLICY_RULES,
-    Category,
-    Rule,
-    StageFailure,
-    Status,
-    category_of,
-)
+from jaxbench.contract import POLICY_RULES, Category, Rule, StageFailure, Status, category_of
 from jaxbench.evaluator.judge import coverage, kernel_work, rules, runner
 from jaxbench.serve.rewards import RewardTable, reward
 

@@ -14,8 +14,8 @@ import pytest
 
 from jaxbench.evaluator.common.arrays import unpack
 from jaxbench.evaluator.judge import rules, runner
-from jaxbench.evaluator.judge.compare import GroundTruth, check_outputs, derive_keys
-from jaxbench.evaluator.judge.timing import summarize
+from jaxbench.evaluator.parent.compare import GroundTruth, check_outputs, derive_keys
+from jaxbench.evaluator.parent.figures import summarize
 from jaxbench.evaluator.sandbox import handover
 from jaxbench.tasks import get_task
 
@@ -92,7 +92,7 @@ def test_device_path_runs_times_rechecks_and_returns_truth(tmp_path, monkeypatch
 
 def test_a_truth_that_cannot_be_computed_is_unverified_not_the_kernels_error(tmp_path,
                                                                               monkeypatch):
-    from jaxbench.evaluator.common.schema import Rule, StageFailure, Status
+    from jaxbench.contract import Rule, StageFailure, Status
     from jaxbench.evaluator.judge import fitting
 
     task = get_task("12p_rmsnorm")

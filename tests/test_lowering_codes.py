@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import pytest
 from jax.experimental import pallas as pl
 
-from jaxbench.evaluator.common.schema import Finding, Rule, Stage, Status
+from jaxbench.contract import Finding, Rule, Stage, Status
 from jaxbench.evaluator.judge import exporting, lowering, tool_faults
 
 JAX_SRC = os.path.join(os.path.dirname(jax.__file__), "_src")

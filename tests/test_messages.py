@@ -94,7 +94,7 @@ def test_correct_result_carries_its_tolerance(evaluator):
 def test_tolerance_failures_say_where_and_by_how_much():
     import numpy as np
 
-    from jaxbench.evaluator.judge.compare import check_outputs
+    from jaxbench.evaluator.parent.compare import check_outputs
 
     truth = np.zeros((64, 8), np.float32)
     got = truth.copy()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.contract import StageFailure
 from jaxbench.evaluator.parent.static import check_source, target_declaration, wrong_target_hint
 
 ROOT = Path(__file__).parents[1]

@@ -148,7 +148,7 @@ def test_killed_worker_costs_a_retry_not_a_verdict(cluster, tmp_path):
             Job("8p_gemm", "file", "tpu", KERNELS / "wrong_math.py")]
     killer = Killer()
     killer.start()
-    from jaxbench.evaluator.common.schema import Settings
+    from jaxbench.contract import Settings
 
     results = run_jobs(jobs, run, Settings.of(mode="interpret", size="small", **FAST), workers=0,
                        executor="ray")

@@ -528,7 +528,7 @@ def test_skipped_kernel_files_are_recorded_and_reported(tmp_path):
     """`jaxbench run --kernels DIR` records the files it leaves out (misnamed, another target)
     as one kernels_skipped event (not twice on resume); the report, its JSON and the terminal
     name them."""
-    from jaxbench.evaluator.common.schema import Settings
+    from jaxbench.contract import Settings
     from jaxbench.runs import RunDir, directory_jobs, run_jobs
     from jaxbench.tasks import get_task
 

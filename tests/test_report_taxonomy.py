@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxbench.evaluator.common.schema import RULE_CATEGORY, Category, Rule, Stage, Status
+from jaxbench.contract import RULE_CATEGORY, Category, Rule, Stage, Status
 from jaxbench.report import taxonomy
 from jaxbench.report.taxonomy import CATEGORIES, classify
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from jaxbench.evaluator.common.schema import Rule, StageFailure
+from jaxbench.contract import Rule, StageFailure
 from jaxbench.evaluator.judge import rules
 
 pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module

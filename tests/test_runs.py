@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxbench.evaluator.common.schema import Settings
+from jaxbench.contract import Settings
 from jaxbench.runs import RunDir, RunError, read_events, verify_secret
 from jaxbench.runs.jobs import Job, run_jobs
 
@@ -77,7 +77,7 @@ def _evaluation(task, step, status, speedup, source):
 def test_best_never_holds_a_shipped_seed_unless_asked(tmp_path):
     """Evolve evaluates the shipped seeds as its starting points, and a model may answer
     with a seed verbatim: neither is what the search found, so neither goes to best/."""
-    from jaxbench.evaluator.common.schema import source_sha256
+    from jaxbench.contract import source_sha256
     from jaxbench.runs import best_evaluations, write_best
     from jaxbench.tasks import get_task
 

@@ -1,5 +1,6 @@
-"""The schema (jaxbench.evaluator.common.schema) is the one place statuses, stages and rule
-codes are spelled: read from the source, every other module names them through the enums."""
+"""The contract's codes (jaxbench.contract.codes) are the one place statuses, stages and rule
+codes are spelled: read from the source, every other module names them through the enums; and
+the contract's records refuse what does not fit them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxbench.evaluator.common.schema import (
+from jaxbench.contract import (
     RULE_CATEGORY,
     RULES,
     STAGES,
@@ -22,7 +23,7 @@ from jaxbench.evaluator.common.schema import (
 )
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "jaxbench"
-SCHEMA = PACKAGE / "evaluator" / "common" / "schema.py"
+CODES = PACKAGE / "contract" / "codes.py"
 SPELLED = {str(v) for v in (*STATUSES, *STAGES, *RULES)}
 # The comment a line carries when its word only looks like a status, stage or rule (a module
 # named "time" in the static policy's lists).
@@ -49,9 +50,10 @@ def literals(path: Path) -> list[str]:
     return [f"{path.relative_to(PACKAGE.parent)}:{hit}" for hit in literals_in(path)]
 
 
-def test_no_module_outside_the_schema_spells_a_status_stage_or_rule():
+def test_no_module_outside_the_contracts_codes_spells_a_status_stage_or_rule():
+    assert CODES.exists()
     offenders = [hit for path in sorted(PACKAGE.rglob("*.py"))
-                 if path != SCHEMA and "tasks" not in path.relative_to(PACKAGE).parts
+                 if path != CODES and "tasks" not in path.relative_to(PACKAGE).parts
                  for hit in literals(path)]
     assert offenders == [], "\n".join(offenders[:80]) + f"\n({len(offenders)} in all)"
 
@@ -126,7 +128,7 @@ def test_every_stage_failure_the_evaluator_raises_names_its_rule():
 
 
 def test_a_record_refuses_unknown_and_missing_fields_and_wrong_types():
-    from jaxbench.evaluator.common.schema import JudgeResponse, RecordError, TracerJob, TracerStatus
+    from jaxbench.contract import JudgeResponse, RecordError, TracerJob, TracerStatus
 
     job = TracerJob(source="def kernel(x): ...", filename="k.py", task="8p_gemm", size="small",
                     target="tpu", platform="tpu", mode="interpret", specs=[], size_specs={},

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.contract import StageFailure
 from jaxbench.evaluator.parent.static import check_source, declared_target
 
 pytestmark = pytest.mark.quick  # the quick tier (`pytest -m quick`): the whole module

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.contract import StageFailure
 from jaxbench.evaluator.parent import static
 
 KERNEL = "\n\ndef kernel(x):\n    return x\n"

@@ -434,7 +434,7 @@ def test_interpret_export_equal_op_for_op_passes():
     ({"unary": "abs"}, "stablehlo.abs"),                   # a called function's body differs
 ])
 def test_interpret_export_differing_in_a_type_or_attribute_is_rejected(change, shown):
-    from jaxbench.evaluator.common.schema import StageFailure
+    from jaxbench.contract import StageFailure
     from jaxbench.evaluator.judge import rules
 
     target, interp = _bound(_TPU_KERNEL, "tpu"), _bound(_CPU_KERNEL, "cpu", **change)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxbench.evaluator.common.schema import StageFailure
+from jaxbench.contract import StageFailure
 from jaxbench.evaluator.judge import tool_faults
 
 JAX_SRC = os.path.join(os.path.dirname(jax.__file__), "_src")
@@ -103,7 +103,7 @@ def test_the_error_a_host_callback_raised_is_the_one_classified():
 def _request(tmp_path, tpu_interpreter=True):
     from pathlib import Path
 
-    from jaxbench.evaluator.judge.compare import derive_keys
+    from jaxbench.evaluator.parent.compare import derive_keys
     from jaxbench.evaluator.sandbox import handover
     from jaxbench.tasks import get_task
 

@@ -116,7 +116,7 @@ SEALED = textwrap.dedent("""
 
 
 def test_sealed_process_ends_before_candidate_code_acts(tmp_path):
-    from jaxbench.evaluator.common.schema import SEALED_EXIT
+    from jaxbench.evaluator.common.procs import SEALED_EXIT
 
     for mode in ("open", "seal"):
         root = tmp_path / mode

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from jaxbench.evaluator.common.schema import Failure, Rule, Stage, Status
+from jaxbench.contract import Failure, Rule, Stage, Status
 from jaxbench.evaluator.parent.verdict import PHASES, Reports, decide
 
 pytestmark = pytest.mark.quick

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import pytest
 from jax.experimental import pallas as pl
 
-from jaxbench.evaluator.common.schema import JudgeRequest, StageFailure
+from jaxbench.contract import JudgeRequest, StageFailure
 from jaxbench.evaluator.judge import jaxpr_reader, lowering
 from jaxbench.evaluator.sandbox import handover
 from jaxbench.tasks import get_task

@@ -78,7 +78,7 @@ from typing import Any
 from jaxbench.agents.base import Candidate, Context, Method, register_method
 from jaxbench.agents.iterative import attempt_section
 from jaxbench.agents.prompts import measurement_line
-from jaxbench.evaluator.common.schema import FIELD_OUTSIDE_FLOPS, status_rank
+from jaxbench.contract import FIELD_OUTSIDE_FLOPS, status_rank
 
 TRANSLATION_MENU = {
     "tpu": (

@@ -37,7 +37,8 @@ from jaxbench.agents.prompts import (
     reference_source,
     task_statement,
 )
-from jaxbench.evaluator.common.schema import (
+from jaxbench.backends.host import versions
+from jaxbench.contract import (
     FIELD_TIME,
     STATUS_RANKING,
     Settings,
@@ -56,7 +57,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 # Higher is closer to a working kernel; ranks failed candidates among themselves (the schema's
-# ranking: jaxbench.evaluator.common.schema.STATUS_RANKING, by the name methods have used).
+# ranking: jaxbench.contract.STATUS_RANKING, by the name methods have used).
 STATUS_RANK = {status: status_rank(status) for status in STATUS_RANKING}
 
 
@@ -402,7 +403,7 @@ class Context:
         if past is not None and past.get("candidate_sha256") == sha:
             result = past
         elif failure is not None:
-            result = new_result(self.task.id, self.target, self.mode, self.size, code)
+            result = new_result(self.task.id, self.target, self.mode, self.size, code, versions=versions())
             result.update(status=Status.COMPILE_ERROR, stage=Stage.STATIC, message=failure,
                           synthetic=True)
         else:

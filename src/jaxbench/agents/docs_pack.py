@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.agents.prompts import uses_erf
-from jaxbench.evaluator.common.schema import RULES, Rule
+from jaxbench.contract import RULES, Rule
 from jaxbench.tasks import Task
 
 DOCS_DIR = Path(__file__).parent / "docs"

@@ -22,8 +22,8 @@ from typing import Any
 
 from jaxbench.agents.base import METHODS, Budget, Candidate, Context, Journal, Method
 from jaxbench.backends import device_kind, resolve_mode
+from jaxbench.contract import Settings, Stage
 from jaxbench.evaluator import Evaluator
-from jaxbench.evaluator.common.schema import Settings, Stage
 from jaxbench.executors import evaluate_with
 from jaxbench.llm import ModelClient, Sampling
 from jaxbench.runs import RunDir, event_source
@@ -67,7 +67,7 @@ def optimize(
 ) -> dict[str, list[Candidate]]:
     """Spends up to ``budget`` samples per task with ``method``; returns each task's candidates.
 
-    ``settings`` are the evaluations' (:class:`~jaxbench.evaluator.common.schema.Settings`:
+    ``settings`` are the evaluations' (:class:`~jaxbench.contract.Settings`:
     its target, default tpu, and its mode, resolved here; ``jaxbench optimize`` builds them);
     without it, ``target``, ``size``, ``mode`` and ``trials`` make them, the other fields at
     their defaults. Every LLM call and evaluation is an event of ``run``; a task whose

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from jaxbench.evaluator.common.schema import FIELD_OUTSIDE_FLOPS, POLICY_RULES, Stage, Status
+from jaxbench.contract import FIELD_OUTSIDE_FLOPS, POLICY_RULES, Stage, Status
 from jaxbench.tasks import Task
 
 HARDWARE = {

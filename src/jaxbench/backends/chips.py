@@ -76,6 +76,10 @@ DEFAULT_TPU = "TPU v6 lite"
 DEFAULT_GPU = "NVIDIA H200"
 # A suite defined for another chip than the defaults: PallasBench is defined for an A100.
 SUITE_GPU = {"pallasbench": "NVIDIA A100"}
+# The chips kernels are lowered for when none is attached: JAXBench's TPU v6e, and an H200
+# (the parent names the real device in device mode; the tracer and the judge fall back to these).
+CROSS_LOWERING_TPU = "TPU v6 lite"
+CROSS_LOWERING_GPU = "NVIDIA H200"
 
 
 def chip(device_kind: str) -> Chip | None:

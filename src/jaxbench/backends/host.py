@@ -13,6 +13,9 @@ tracers, the checking runners) sees only the CPU:
 - :func:`attached` says whether a chip is present, and which, from a short-lived probe process
   (run once per process, and only where an accelerator plugin is installed), never by asking
   JAX here.
+
+And what else this host is: :func:`versions`, the software and host an evaluation or a run
+records (the device it ran on is added by the runner).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 ACCELERATOR_PLATFORMS = "JAXBENCH_ACCELERATOR_PLATFORMS"  # what the user asked JAX for
 PROBE_TIMEOUT_S = 240.0
@@ -183,5 +187,29 @@ def attached() -> Attached | None:
     return probe()
 
 
+def versions() -> dict[str, Any]:
+    """Software and host versions; the worker adds the device it ran on."""
+    import platform
+
+    info: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "host": platform.node(),
+        "machine": platform.machine(),
+    }
+    try:
+        import jax
+        import jaxlib
+
+        info["jax"] = jax.__version__
+        info["jaxlib"] = jaxlib.__version__
+    except ImportError:  # pragma: no cover - jax is a dependency
+        pass
+    from jaxbench._version import __version__
+
+    info["jaxbench"] = __version__
+    return info
+
+
 __all__ = ["ACCELERATOR_PLATFORMS", "CHIP_BUSY", "Attached", "accelerator_installed", "attached",
-           "holds_accelerator", "keep_off_accelerators", "owner_env", "probe", "user_platforms"]
+           "holds_accelerator", "keep_off_accelerators", "owner_env", "probe", "user_platforms",
+           "versions"]

@@ -31,8 +31,8 @@ import numpy as np
 from jaxbench import compat
 from jaxbench.backends import LOWERING_PLATFORM, reset_tpu_interpreter, tpu_check_params
 from jaxbench.evaluator.judge import exporting, rules
-from jaxbench.evaluator.judge.compare import GroundTruth, check_outputs, derive_keys, key_from_data
 from jaxbench.evaluator.judge.structure import analyze
+from jaxbench.evaluator.parent.compare import GroundTruth, check_outputs, derive_keys, key_from_data
 from jaxbench.evaluator.parent.static import check_source, declared_target
 from jaxbench.evaluator.sandbox.chip import ChipDevice, as_chip
 from jaxbench.tasks import get_task

@@ -9,7 +9,7 @@ An executor runs what it is handed and knows nothing of what the work means:
 - :func:`map_jobs` runs any module-level job function over a list of arguments (the task
   validator hands it its per-task check);
 - :func:`evaluate_with` is how every caller (the runs' jobs, the agents, ``jaxbench serve``)
-  hands one evaluation's :class:`~jaxbench.evaluator.common.schema.Settings` to such an
+  hands one evaluation's :class:`~jaxbench.contract.Settings` to such an
   evaluator: the object itself, ``evaluate(source, task, settings=...)``.
 
 ``local.py`` and ``ray.py`` hold one executor each; ``errors.py`` the errors both raise;

@@ -20,7 +20,7 @@ import os
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from jaxbench.evaluator.common.schema import Settings
+    from jaxbench.contract import Settings
 
 
 class SupportsEvaluate(Protocol):

@@ -41,8 +41,8 @@ from jaxbench.evaluator.common.procs import process_start
 from jaxbench.executors.errors import EvaluationLost, ExecutorError
 
 if TYPE_CHECKING:
+    from jaxbench.contract import Settings
     from jaxbench.evaluator import Evaluator
-    from jaxbench.evaluator.common.schema import Settings
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_CPUS_PER_EVALUATION = 1.0

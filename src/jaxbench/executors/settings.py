@@ -1,4 +1,4 @@
-"""One evaluation's :class:`~jaxbench.evaluator.common.schema.Settings` handed to an evaluator
+"""One evaluation's :class:`~jaxbench.contract.Settings` handed to an evaluator
 (a local :class:`~jaxbench.evaluator.Evaluator`, a Ray one, a test's stand-in): the object
 itself, ``evaluate(source, task_id, settings=...)`` (:func:`evaluate_with`)."""
 
@@ -8,7 +8,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from jaxbench.evaluator.common.schema import Settings
+    from jaxbench.contract import Settings
     from jaxbench.executors.interface import SupportsEvaluate
 
 

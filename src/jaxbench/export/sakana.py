@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.backends import KERNEL_CALL_BACKENDS, kernel_backend_of_calls
-from jaxbench.evaluator.common.schema import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU, Status
+from jaxbench.backends.chips import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
+from jaxbench.contract import Status
 from jaxbench.export.tables import kernel_name, ordered_evaluations, require_pyarrow, task_number
 from jaxbench.report.data import RunData, load_run, task_or_none
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import FIELD_CORRECT, FIELD_TIME, STAGES, STATUSES, Status
+from jaxbench.contract import FIELD_CORRECT, FIELD_TIME, STAGES, STATUSES, Status
 from jaxbench.report.data import (
     RunData,
     compiled,
@@ -32,7 +32,7 @@ from jaxbench.report.data import (
 SCHEMA_VERSION = 1
 FORMATS = ("parquet", "jsonl", "csv")
 # The values the enumerated columns hold (null aside): the evaluator schema's enums
-# (jaxbench.evaluator.common.schema), so a status or stage the evaluator adds is one here too.
+# (jaxbench.contract), so a status or stage the evaluator adds is one here too.
 # The events' own ``schema`` version is not a column: adding one would change every row of
 # every export (docs/results.md, "Versioning").
 ALLOWED_VALUES: dict[str, tuple[str, ...]] = {"status": STATUSES, "stage": STAGES}

@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import Status
+from jaxbench.contract import Status
 from jaxbench.report.data import RunData, best_of, load_run, method_of, task_order_key, task_sort_value
 
 CHANGES = ("regression", "missing", "status", "improvement", "new", "same")

@@ -18,7 +18,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import COMPILED_STAGES, STATUS_RANKING, Status, status_rank
+from jaxbench.contract import COMPILED_STAGES, STATUS_RANKING, Status, status_rank
 from jaxbench.runs import EVENTS, MANIFEST, read_events
 
 # Worst to best: the order in which a group of evaluations picks its "best" status (the

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import Category, Status
+from jaxbench.contract import Category, Status
 from jaxbench.report import metrics, sample_view, taxonomy
 from jaxbench.report.data import (
     STATUS_ORDER,

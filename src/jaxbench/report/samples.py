@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from jaxbench.evaluator.common.schema import Status
+from jaxbench.contract import Status
 from jaxbench.report import taxonomy
 from jaxbench.report.data import RunData, in_catalogue_order, series_label
 

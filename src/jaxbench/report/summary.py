@@ -30,7 +30,7 @@ import os
 from collections import Counter, defaultdict
 from typing import Any
 
-from jaxbench.evaluator.common.schema import FIELD_CORRECT, Status, status_rank
+from jaxbench.contract import FIELD_CORRECT, Status, status_rank
 from jaxbench.report import metrics, taxonomy
 from jaxbench.report.data import (
     compiled,

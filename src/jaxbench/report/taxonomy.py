@@ -5,7 +5,7 @@ and ``stage`` only for records without a known code: runs written before rule co
 version 1): ``None`` for a correct evaluation, else one key of :data:`CATEGORIES`. No message
 is read, so a kernel whose exception text imitates another failure's message stays in its
 own category. The codes and their categories are the evaluator's schema
-(``jaxbench.evaluator.common.schema``: ``Rule``, ``RULE_CATEGORY``).
+(``jaxbench.contract``: ``Rule``, ``RULE_CATEGORY``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from jaxbench.evaluator.common.schema import Category, Status, category_of
+from jaxbench.contract import Category, Status, category_of
 
 C = Category
 

@@ -32,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from jaxbench.evaluator.common.schema import FIELD_NO_KERNEL
+from jaxbench.contract import FIELD_NO_KERNEL
 from jaxbench.report.data import method_of, series_label
 
 KINDS = ("kernel", "plan")

@@ -30,7 +30,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import FIELD_TIME, Status, source_sha256, versions
+from jaxbench.backends.host import versions
+from jaxbench.contract import FIELD_TIME, Status, source_sha256
 
 MANIFEST = "manifest.json"
 EVENTS = "events.jsonl"

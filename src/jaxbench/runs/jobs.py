@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import Settings, Stage, Status, source_sha256
+from jaxbench.contract import Settings, Stage, Status, source_sha256
 from jaxbench.executors import (
     EvaluationLost,
     EvaluatorLike,

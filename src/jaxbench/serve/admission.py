@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from jaxbench.evaluator.common.schema import source_sha256
+from jaxbench.contract import source_sha256
 from jaxbench.executors import EvaluatorLike, SupportsResolveMode
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import ID_PATTERN, Request, ServeConfig, ServeError

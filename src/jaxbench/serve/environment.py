@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from jaxbench.agents.prompts import extract_code
-from jaxbench.evaluator.common.schema import Status
+from jaxbench.contract import Status
 from jaxbench.serve import prompts
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.rewards import INTERPRET_NOTE

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
-from jaxbench.evaluator.common.schema import POLICY_RULES, POLICY_STATUS, STATUSES, Status
+from jaxbench.contract import POLICY_RULES, POLICY_STATUS, STATUSES, Status
 
 INTERPRET_NOTE = ("interpret mode: no timing is measured, so the reward is for correctness only "
                   "(no speedup term)")

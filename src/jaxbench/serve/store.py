@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import FIELD_TIME
+from jaxbench.contract import FIELD_TIME
 from jaxbench.runs import RunDir, event_source, read_events
 from jaxbench.serve.rewards import Reward
 

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from jaxbench.evaluator.common.schema import Settings
+from jaxbench.contract import Settings
 from jaxbench.executors import EvaluationLost, EvaluatorLike, evaluate_with
 from jaxbench.serve.state import ServiceState
 from jaxbench.serve.store import Store, Submission

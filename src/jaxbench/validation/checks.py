@@ -39,7 +39,7 @@ on its reference (``jaxbench validate`` runs them over a suite):
     all float32 and whose reference has a matrix product: the reference on inputs rounded to
     TF32, an upper bound on what XLA's default matmul precision on a GPU computes) passes the
     evaluator's own
-    check (:func:`jaxbench.evaluator.judge.compare.check_outputs`) against the float32 ground
+    check (:func:`jaxbench.evaluator.parent.compare.check_outputs`) against the float32 ground
     truth, and so does the ground truth rounded to the output dtype (a kernel that
     accumulates more precisely must never fail). Reported as the worst
     ``|bf16 - truth| / (atol + rtol * |truth|)`` over elements and seeds (<= 1 passes).
@@ -64,7 +64,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbench.evaluator.judge.compare import GroundTruth, check_outputs, key_from_data
+from jaxbench.evaluator.parent.compare import GroundTruth, check_outputs, key_from_data
 from jaxbench.tasks import Task, get_task
 
 CONSTANT_ABS = 0.01      # "all |out| < 0.01"

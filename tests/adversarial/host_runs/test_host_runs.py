@@ -149,7 +149,7 @@ def test_serve_default_run_directory_is_unreadable_to_kernels(host, monkeypatch)
     monkeypatch.syspath_prepend(str(Path(__file__).parents[2]))  # tests/, for its helpers
     from serve_helpers import Server
 
-    from jaxbench.evaluator.common.schema import source_sha256
+    from jaxbench.contract import source_sha256
     from jaxbench.serve import Client
 
     monkeypatch.chdir(host)

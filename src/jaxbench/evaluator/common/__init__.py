@@ -1,4 +1,6 @@
-"""What more than one side of the evaluator imports: the schema of everything that crosses a
-process boundary (:mod:`~jaxbench.evaluator.common.schema`), the array files, the artifacts,
-the hand-over's vocabulary and jaxpr walks, and one module of process helpers. It imports
-nothing else of the evaluator (tests/test_architecture.py)."""
+"""What more than one side of the evaluator imports: the array files, the artifacts, the
+hand-over's vocabulary and jaxpr walks, one module of process helpers (with the exit status of
+a sealed tracer), exceptions as messages quote them (:mod:`.errors`) and where a mask's
+elements lie (:mod:`.masks`). It imports nothing else of the evaluator
+(tests/test_architecture.py). The statuses, rule codes and the records that cross a process
+boundary are not the evaluator's alone: they are :mod:`jaxbench.contract`."""

@@ -1,11 +1,15 @@
 """Process helpers shared by the parent's pools and the trusted runners (Linux ``/proc``):
-one reader of ``/proc/<pid>/stat``, and what is built on it."""
+one reader of ``/proc/<pid>/stat``, and what is built on it; and the exit status a sealed
+tracer ends with (the tracer's guards exit with it, the parent reads it)."""
 
 from __future__ import annotations
 
 import os
 import signal
 from typing import Any
+
+# Exit status of a tracer whose candidate code acted after it was sealed for its hand-over.
+SEALED_EXIT = 86
 
 
 def proc_stat(pid: int | str) -> list[str] | None:

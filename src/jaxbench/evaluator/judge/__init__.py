@@ -6,7 +6,9 @@ modules; never imports candidate code.
 analyses an exported StableHLO module (kernel custom calls, work outside them), read by
 :mod:`.mlir`, its ops priced by :mod:`.pricing` and its loops by :mod:`.loops`; :mod:`.rules`,
 :mod:`.budgets`, :mod:`.memory_rules`, :mod:`.triton_rules` and :mod:`.gpu_rules` decide on it;
-:mod:`.compare` holds the float32 truth and the output check, :mod:`.timing` the timers;
-:mod:`.runner` is the warm process that does all of it. This package imports
-:mod:`jaxbench.evaluator.common` of the evaluator and nothing of the sandbox or the parent.
+:mod:`.timing` holds the timers (raw samples: the parent computes the figures) and
+:mod:`.fitting` what fits the chip (on a device, the float32 truth beside the trials; the
+parent compares the outputs with it); :mod:`.runner` is the warm process that does all of
+it. This package imports :mod:`jaxbench.evaluator.common` of the evaluator and nothing of
+the sandbox or the parent.
 """

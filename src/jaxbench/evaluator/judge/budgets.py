@@ -42,7 +42,7 @@ from jaxbench.backends.chips import (
     chip_or_default,
     vmem_verdict,
 )
-from jaxbench.evaluator.common.schema import Finding, Rule
+from jaxbench.contract import Finding, Rule
 
 MAX_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
 TPU_TARGET = "tpu_custom_call"
@@ -282,7 +282,7 @@ def _entry_rows(func: Any, ir: Any, n_results: int, functions: dict[str, Any] | 
 
 def tpu_kernel(call: Any, ir: Any, jmlir: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
     """(problem or '', figures) for one ``tpu_custom_call``; raises Unreadable. A problem is a
-    :class:`~jaxbench.evaluator.common.schema.Finding` (``Rule.VMEM_BUDGET``)."""
+    :class:`~jaxbench.contract.Finding` (``Rule.VMEM_BUDGET``)."""
     try:
         config = json.loads(ir.StringAttr(call.attributes["backend_config"]).value)
         ctx, module = _mosaic(config, jmlir, ir)
@@ -377,7 +377,7 @@ def _triton_name(module: Any, ir: Any) -> str:
 
 def triton_kernel(call: Any, ir: Any, jmlir: Any) -> tuple[str, dict[str, Any]]:
     """(problem or '', figures) for one Triton custom call; raises Unreadable. A problem is a
-    :class:`~jaxbench.evaluator.common.schema.Finding` (``Rule.TRITON_RULE``)."""
+    :class:`~jaxbench.contract.Finding` (``Rule.TRITON_RULE``)."""
     try:
         config = ir.DictAttr(call.attributes["mhlo.backend_config"])
         data = ir.StringAttr(config["ir"]).value_bytes
@@ -437,7 +437,7 @@ def triton_kernel(call: Any, ir: Any, jmlir: Any) -> tuple[str, dict[str, Any]]:
 def check(exported_by_size: dict[str, Any], platform: str, tpu_kind: str = DEFAULT_TPU,
           gpu_kind: str = DEFAULT_GPU) -> tuple[str, list[dict[str, Any]]]:
     """The first budget problem over the kernels of the target exports, size by size ('' if
-    none; a :class:`~jaxbench.evaluator.common.schema.Finding` with its rule code: a module or
+    none; a :class:`~jaxbench.contract.Finding` with its rule code: a module or
     kernel that cannot be read is the platform's memory budget, ``Rule.VMEM_BUDGET`` or
     ``Rule.SMEM_BUDGET``), and the figures per kernel per size (every size, even after a
     problem)."""

@@ -36,6 +36,7 @@ import re
 import sys
 from typing import Any
 
+from jaxbench.contract import Rule, Stage, StageFailure, Status
 from jaxbench.evaluator.common.jaxpr_format import (
     FORMAT,
     PRIMITIVE_ROOTS,
@@ -47,7 +48,6 @@ from jaxbench.evaluator.common.jaxpr_format import (
     primitive_registry,
     singletons,
 )
-from jaxbench.evaluator.common.schema import Rule, Stage, StageFailure, Status
 
 MAX_BYTES = 64 << 20
 MAX_OPCODES = 4_000_000

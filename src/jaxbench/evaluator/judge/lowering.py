@@ -31,15 +31,8 @@ from typing import Any
 import jax
 
 from jaxbench import compat
-from jaxbench.evaluator.common.schema import (
-    Finding,
-    JudgeRequest,
-    Rule,
-    Stage,
-    StageFailure,
-    Status,
-    short_error,
-)
+from jaxbench.contract import Finding, JudgeRequest, Rule, Stage, StageFailure, Status
+from jaxbench.evaluator.common.errors import short_error
 from jaxbench.evaluator.judge import exporting, tool_faults
 
 PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}

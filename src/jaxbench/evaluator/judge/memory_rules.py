@@ -31,7 +31,7 @@ import numpy as np
 
 # The trusted side's budgets (judge/budgets.py) and this early, untrusted rule read one chip table.
 from jaxbench.backends.chips import MiB, chip_or_default, vmem_verdict
-from jaxbench.evaluator.common.schema import Finding, Rule
+from jaxbench.contract import Finding, Rule
 from jaxbench.evaluator.judge.blocks import block_dims
 
 
@@ -84,7 +84,7 @@ def _literal(v: Any) -> bool:
 
 def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
     """(problem or '', figures) for one TPU ``pallas_call``; a problem is a
-    :class:`~jaxbench.evaluator.common.schema.Finding` (``Rule.VMEM_BUDGET``)."""
+    :class:`~jaxbench.contract.Finding` (``Rule.VMEM_BUDGET``)."""
     mapping = eqn.params["grid_mapping"]
     grid = tuple(mapping.grid or ())
     # a dynamic extent (a grid sized from data) counts as more than one step
@@ -127,7 +127,7 @@ def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
                locate: Any = None) -> tuple[str, dict[str, Any]]:
     """(problem or '', figures) for one GPU ``pallas_call``: Triton's rules
     (:mod:`jaxbench.evaluator.judge.triton_rules`) for Triton kernels; a problem is a
-    :class:`~jaxbench.evaluator.common.schema.Finding` with the first violation's code."""
+    :class:`~jaxbench.contract.Finding` with the first violation's code."""
     from jaxbench.evaluator.judge import triton_rules
 
     mapping = eqn.params["grid_mapping"]
@@ -148,7 +148,7 @@ def check(closed: Any, target: str, size: str, device_kind: str, gpu_kind: str =
           locate: Any = None, faults: list[BaseException] | None = None
           ) -> tuple[str, list[dict[str, Any]]]:
     """The first budget problem among the kernels of a trace at ``size`` ('' if none; a
-    :class:`~jaxbench.evaluator.common.schema.Finding` with its rule code), and the per-kernel
+    :class:`~jaxbench.contract.Finding` with its rule code), and the per-kernel
     figures. A kernel the estimate fails on gets no figure and no verdict; the exception is
     added to ``faults`` (a bug of jaxbench's own code propagates:
     :func:`jaxbench.evaluator.judge.tool_faults.harness_bug`)."""

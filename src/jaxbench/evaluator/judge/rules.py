@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from jaxbench.evaluator.common.schema import POLICY_STATUS, Rule, Stage, StageFailure, Status
+from jaxbench.contract import POLICY_STATUS, Rule, Stage, StageFailure, Status
 from jaxbench.evaluator.judge.pricing import FREE_CUSTOM_CALL_TARGETS
 from jaxbench.evaluator.judge.structure import ModuleReport
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import (
+from jaxbench.contract import (
     RAN,
     Finding,
     JudgeRequest,
@@ -41,8 +41,8 @@ from jaxbench.evaluator.common.schema import (
     Stage,
     StageFailure,
     Status,
-    short_error,
 )
+from jaxbench.evaluator.common.errors import short_error
 
 _perf_counter = time.perf_counter
 HANDOVER = "jaxpr.pkl"  # the tracer's traced jaxprs, the one thing it hands over
@@ -568,7 +568,7 @@ def _same_outputs(a: Any, b: Any, traced: Any = None) -> None:
     import jax
     import numpy as np
 
-    from jaxbench.evaluator.judge.compare import where
+    from jaxbench.evaluator.common.masks import where
     from jaxbench.evaluator.judge.coverage import describe, uncovered
 
     leaves = list(zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True))

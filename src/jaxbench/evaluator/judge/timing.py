@@ -1,4 +1,4 @@
-"""Device timing: interleaved A/B repetitions over rotating input sets; statistics apart.
+"""Device timing: interleaved A/B repetitions over rotating input sets (the raw samples).
 
 Two measurements of the same compiled modules, both in the trusted runner:
 
@@ -9,9 +9,8 @@ Two measurements of the same compiled modules, both in the trusted runner:
   by :func:`device_times`).
 
 Both rotate input sets larger than the chip's last-level cache between calls and warm up
-until the per-round time is stable. :func:`summarize` runs in the parent, which computes
-every figure itself from the raw samples; the device figure is the headline when the trace
-gave one for every call, and the result records which (``timing_method``).
+until the per-round time is stable, and return the raw samples only: the parent computes every
+figure itself from them (:mod:`jaxbench.evaluator.parent.figures`).
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ from typing import Any
 
 import jax
 
-WALL = "wall_clock_interleaved"
-DEVICE = "device_trace"
 ANNOTATION = "jaxbench_timed"
 # Lines of a device plane that summarize other lines (counting them would count twice).
 DERIVED_LINES = frozenset({"XLA Modules", "Steps", "Framework Ops", "Framework Name Scope",
@@ -255,54 +252,3 @@ def device_times(planes: list[dict[str, Any]]) -> dict[str, Any]:
     return {"calls": {label: sum(e[1] for e in group) / 1e9 for label, group in per.items()},
             "events": sum(len(group) for group in per.values()), "source": source,
             "planes": planes_seen}
-
-
-# -- statistics (the parent) ------------------------------------------------------------------
-
-
-def figures(ref: Sequence[float], cand: Sequence[float]) -> dict[str, Any]:
-    """Medians (ms), interquartile ranges (ms), relative spread and speedup of paired samples."""
-    ref, cand = [float(x) for x in ref], [float(x) for x in cand]
-    if not ref or not cand or len(ref) != len(cand):
-        raise ValueError("timing samples missing or unpaired")
-    if min(ref + cand) < 0:
-        raise ValueError("negative timing samples")
-    t_ref, t_cand = statistics.median(ref), statistics.median(cand)
-    iqr_ref, iqr_cand = _iqr(ref), _iqr(cand)
-    return {
-        "t_ref_ms": t_ref * 1e3,
-        "t_kernel_ms": t_cand * 1e3,
-        "speedup": t_ref / t_cand if t_cand > 0 else None,
-        "reps": len(ref),
-        "t_ref_iqr_ms": iqr_ref * 1e3,
-        "t_kernel_iqr_ms": iqr_cand * 1e3,
-        # the larger of the two relative IQRs: how far apart repeated calls are
-        "spread": max(iqr_ref / t_ref if t_ref > 0 else 0.0, iqr_cand / t_cand if t_cand > 0 else 0.0),
-    }
-
-
-def summarize(samples: dict[str, Any]) -> dict[str, Any]:
-    """Figures from the runner's raw samples: the device-trace figures when the trace gave
-    them (``timing_method: device_trace``), else the wall-clock ones; both are kept."""
-    wall = figures(samples.get("ref_s", []), samples.get("kernel_s", []))
-    device = samples.get("device") or {}
-    out: dict[str, Any] = {"input_sets": samples.get("input_sets"),
-                           "warmup_rounds": samples.get("warmup_rounds"), "wall": wall}
-    headline, method = wall, WALL
-    if device.get("ref_s"):
-        try:
-            headline, method = figures(device["ref_s"], device["kernel_s"]), DEVICE
-            out["device"] = {**headline, "source": device.get("source"),
-                             "events": device.get("events")}
-        except ValueError as exc:
-            out["device_error"] = str(exc)
-    elif device.get("error"):
-        out["device_error"] = str(device["error"])[:500]
-    return {**headline, **out, "timing_method": method}
-
-
-def _iqr(xs: list[float]) -> float:
-    if len(xs) < 4:
-        return 0.0
-    q = statistics.quantiles(xs, n=4)
-    return q[2] - q[0]

@@ -41,7 +41,7 @@ class InvalidTritonIR(ValueError):
     def rule(self) -> Any:
         """``Rule.TRITON_RULE`` (imported here: the compile worker runs this file as a script
         that imports nothing of jaxbench)."""
-        from jaxbench.evaluator.common.schema import Rule
+        from jaxbench.contract import Rule
 
         return Rule.TRITON_RULE
 
@@ -182,7 +182,7 @@ def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABIL
 
     Returns ``{"triton_version", "capability", "kernels": [{name, ok, error, shared_bytes,
     num_warps, num_stages}]}``; ``problem`` names the first failure of a kernel ('' if none; a
-    :class:`~jaxbench.evaluator.common.schema.Finding`: ``Rule.TRITON_COMPILE`` when Triton
+    :class:`~jaxbench.contract.Finding`: ``Rule.TRITON_COMPILE`` when Triton
     could not compile it, ``Rule.SMEM_BUDGET`` when it needs more shared memory than a block has),
     ``not_checked`` the kernels whose IR this Triton cannot parse (a skew, see UNPARSABLE).
     Raises :class:`TritonUnusable` when the package does not import.
@@ -210,7 +210,7 @@ def compile_all(kernels: list[dict[str, Any]], capability: int = DEFAULT_CAPABIL
     if report.get("environment_error"):
         raise TritonUnusable(report["environment_error"])
     # (imported here: this file is also the compile worker's script, which imports no jaxbench)
-    from jaxbench.evaluator.common.schema import Finding, Rule
+    from jaxbench.contract import Finding, Rule
 
     limit = SHARED_LIMIT.get(capability, SHARED_LIMIT[DEFAULT_CAPABILITY])
     report["problem"] = ""

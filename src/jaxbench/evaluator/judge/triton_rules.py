@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from jaxbench.backends.chips import chip_or_default
-from jaxbench.evaluator.common.schema import Finding, Rule
+from jaxbench.contract import Finding, Rule
 from jaxbench.evaluator.judge.blocks import block_dims
 
 MAX_NUMEL = 1 << 20

@@ -3,4 +3,6 @@ reads candidate objects. It holds the :class:`~jaxbench.evaluator.parent.evaluat
 (the pools, the trusted runners, the float32 truths, the device lease), walks each
 evaluation's phases (:mod:`~jaxbench.evaluator.parent.evaluation`), applies the static policy
 (``static``), believes of the tracer only its failures (``untrusted``), talks to the trusted
-runners (``judge_client``) and derives the verdict (``verdict``, a pure function)."""
+runners (``judge_client``), compares their outputs with the float32 truth (``compare``),
+computes the timing figures from their samples (``figures``) and derives the verdict
+(``verdict``, a pure function)."""

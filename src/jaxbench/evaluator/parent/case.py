@@ -1,4 +1,4 @@
-"""One evaluation's case: the task, the :class:`~jaxbench.evaluator.common.schema.Settings` it
+"""One evaluation's case: the task, the :class:`~jaxbench.contract.Settings` it
 was asked with, and what the parent resolved from them (the target, the mode, the chip it is
 judged for, the limits). Shared by the evaluation's phases
 (:mod:`jaxbench.evaluator.parent.evaluation`) and the readers of what the untrusted side left
@@ -11,7 +11,7 @@ from typing import Any
 
 from jaxbench.backends import device_kind, resolve_mode
 from jaxbench.backends.chips import chip_or_default, default_chip, resolve_chip
-from jaxbench.evaluator.common.schema import Settings
+from jaxbench.contract import Settings
 from jaxbench.evaluator.parent.static import declared_target
 from jaxbench.evaluator.parent.timeouts import default_timeout
 

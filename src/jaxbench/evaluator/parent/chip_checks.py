@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from jaxbench.backends.chips import MOSAIC_GPU_FEATURES, capability, chip_or_default, default_chip
-from jaxbench.evaluator.common.schema import Rule, Stage, StageFailure, Status
+from jaxbench.contract import Rule, Stage, StageFailure, Status
 
 
 def warn_uncertain_vmem(result: dict[str, Any], figures: list[Any]) -> None:

@@ -32,9 +32,9 @@ from typing import Any
 
 import jax
 
+from jaxbench.backends.host import versions
 from jaxbench.backends.peaks import peak_for, roofline_fraction
-from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
-from jaxbench.evaluator.common.schema import (
+from jaxbench.contract import (
     RULES,
     STAGES,
     Failure,
@@ -47,10 +47,12 @@ from jaxbench.evaluator.common.schema import (
     TracerJob,
     new_result,
 )
+from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.judge import chip_verdict
-from jaxbench.evaluator.judge.compare import Verdict, check_outputs, derive_keys
 from jaxbench.evaluator.parent import chip_checks
 from jaxbench.evaluator.parent.case import Case, job_chip
+from jaxbench.evaluator.parent.compare import Verdict, check_outputs, derive_keys
+from jaxbench.evaluator.parent.figures import summarize
 from jaxbench.evaluator.parent.judge_client import ran, read_response
 from jaxbench.evaluator.parent.pool import remove_tree
 from jaxbench.evaluator.parent.static import MISMATCH_HINT, check_source, parses, preloaded, wrong_target_hint
@@ -112,7 +114,7 @@ class Evaluation:
 
     def _new_result(self) -> dict[str, Any]:
         case = self.case
-        result = new_result(case.task.id, case.target, case.mode, case.size, self.source)
+        result = new_result(case.task.id, case.target, case.mode, case.size, self.source, versions=versions())
         result.update(kernel_file=self.filename, judged_on=None, isolation=None,
                       kernel_backend=None,
                       timing_method="wall_clock_interleaved" if case.mode == "device" else None,
@@ -331,8 +333,6 @@ def take_figures(result: dict[str, Any], response: JudgeResponse, case: Case) ->
     """The figures from the judge's timing samples (device mode), computed here."""
     task, size = case.task, case.size
     if response.timing:
-        from jaxbench.evaluator.judge.timing import summarize
-
         try:
             figures = summarize(response.timing)
         except ValueError as exc:

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.backends.host import attached, keep_off_accelerators
+from jaxbench.contract import Settings
 from jaxbench.evaluator.common.procs import kill_children
-from jaxbench.evaluator.common.schema import Settings
-from jaxbench.evaluator.judge.compare import GroundTruth
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
+from jaxbench.evaluator.parent.compare import GroundTruth
 from jaxbench.evaluator.parent.evaluation import SPEEDUP_REVIEW_THRESHOLD, Evaluation
 from jaxbench.evaluator.parent.judge_client import ChipOwners, RunnerOutcome, RunnerPool
 from jaxbench.evaluator.parent.pool import TracerPool
@@ -118,7 +118,7 @@ class Evaluator:
                  settings: Settings | None = None, **options: Any) -> dict[str, Any]:
         """Runs the phases on one candidate; returns the evaluation-result dict.
 
-        ``settings`` (:class:`~jaxbench.evaluator.common.schema.Settings`), or its fields as
+        ``settings`` (:class:`~jaxbench.contract.Settings`), or its fields as
         keyword options: ``target``, ``mode``, ``size``, ``trials``, ``timeout_s``,
         ``memory_gb``, ``tpu_interpret``, ``max_outside_flops_fraction``, ``timing``,
         ``save_ir``, ``debug``, ``chip``. ``debug`` (``jaxbench eval --debug``) allows

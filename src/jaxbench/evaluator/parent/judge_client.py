@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.procs import group_rss_bytes, kill_group
-from jaxbench.evaluator.common.schema import (
+from jaxbench.contract import (
     RAN,
     RULES,
     STATUSES,
@@ -34,6 +33,7 @@ from jaxbench.evaluator.common.schema import (
     StageFailure,
     Status,
 )
+from jaxbench.evaluator.common.procs import group_rss_bytes, kill_group
 from jaxbench.evaluator.parent.lease import EXCLUSIVE, SHARED, DeviceLease
 from jaxbench.evaluator.parent.pool import runner_env
 

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.evaluator.common.procs import group_rss_bytes, kill_group
-from jaxbench.evaluator.common.schema import CPU_CHECK_XLA_FLAGS, with_cpu_check_flags
 
 # The end of a tracer's stdout/stderr that the parent keeps (untrusted text).
 LOG_TAIL_BYTES = 8192
@@ -482,6 +481,23 @@ _TRACER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRT
 LIBRARY_PATH = "JAXBENCH_TRACER_LIBRARY_PATH"
 
 
+# The XLA flag for processes that only check on the host CPU (the tracers always; the trusted
+# runner and the parent where JAX_PLATFORMS=cpu): compiling dominates there (input generators,
+# interpret-mode modules, truths, interpreters: each compiled, then run once on small inputs),
+# so LLVM's optimizations cost more than they save (measured: about a third less CPU per
+# evaluation, docs/measurements.md). Numerics stay IEEE (no fast-math); never set where a
+# device computes or anything is timed.
+CPU_CHECK_XLA_FLAGS = "--xla_backend_optimization_level=0"
+
+
+def with_cpu_check_flags(env: dict[str, str] | os._Environ[str]) -> None:
+    """Adds :data:`CPU_CHECK_XLA_FLAGS` to ``env``'s XLA_FLAGS unless an optimization level
+    is set there already (the user's choice stands)."""
+    flags = env.get("XLA_FLAGS", "")
+    if "--xla_backend_optimization_level" not in flags:
+        env["XLA_FLAGS"] = f"{flags} {CPU_CHECK_XLA_FLAGS}".strip()
+
+
 def tracer_env() -> dict[str, str]:
     """The untrusted side's environment: minimal, CPU only, no caches shared with the harness."""
     env = {k: v for k, v in os.environ.items() if k in _TRACER_ENV}
@@ -499,7 +515,7 @@ def tracer_env() -> dict[str, str]:
     env.update(JAX_PLATFORMS="cpu", CUDA_VISIBLE_DEVICES="", TPU_VISIBLE_CHIPS="",
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                PYTHONDONTWRITEBYTECODE="1", JAX_ENABLE_COMPILATION_CACHE="false",
-               # it compiles only for the host CPU, for checks (evaluator/common/schema.py)
+               # it compiles only for the host CPU, for checks (CPU_CHECK_XLA_FLAGS above)
                XLA_FLAGS=CPU_CHECK_XLA_FLAGS,
                TF_CPP_MIN_LOG_LEVEL=env.get("TF_CPP_MIN_LOG_LEVEL", "3"))
     return env

@@ -22,8 +22,8 @@ import re
 import threading
 from typing import Any
 
+from jaxbench.contract import Rule, Stage, StageFailure, Status
 from jaxbench.evaluator.common.jaxpr_format import imported_modules
-from jaxbench.evaluator.common.schema import Rule, Stage, StageFailure, Status
 
 ALLOWED_IMPORT_ROOTS = frozenset({
     "jax", "numpy", "ml_dtypes", "math", "functools", "itertools", "typing",

@@ -15,18 +15,9 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from jaxbench.contract import STAGES, STATUSES, TRACER_RULES, Rule, Stage, StageFailure, Status, TracerStatus
 from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
-from jaxbench.evaluator.common.schema import (
-    SEALED_EXIT,
-    STAGES,
-    STATUSES,
-    TRACER_RULES,
-    Rule,
-    Stage,
-    StageFailure,
-    Status,
-    TracerStatus,
-)
+from jaxbench.evaluator.common.procs import SEALED_EXIT
 from jaxbench.evaluator.parent.case import Case
 from jaxbench.evaluator.parent.pool import TracerOutcome
 

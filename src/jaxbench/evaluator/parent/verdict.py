@@ -1,7 +1,7 @@
 """The verdict: a pure function of what the evaluation's phases reported.
 
 Each phase of :class:`jaxbench.evaluator.parent.evaluation.Evaluation` ends with a
-:class:`~jaxbench.evaluator.common.schema.Failure` or with nothing (it passed); the judge's
+:class:`~jaxbench.contract.Failure` or with nothing (it passed); the judge's
 phase may also report the first memory budget a kernel breaks at some size. :func:`decide`
 turns these reports into one verdict, with no process, file or clock involved (tests drive
 it exhaustively on fixtures: tests/test_verdict.py).
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxbench.evaluator.common.schema import Failure, Rule, Stage, Status
+from jaxbench.contract import Failure, Rule, Stage, Status
 
 # The phases, in the order the evaluation walks them and the verdict reads them.
 PHASES = ("policy", "untrusted", "judge", "chip", "vouch", "compare", "figures")

@@ -274,7 +274,7 @@ def _check(event: str, args: tuple) -> str | None:
     return None
 
 
-from jaxbench.evaluator.common.schema import SEALED_EXIT  # noqa: E402 - a tracer's exit status
+from jaxbench.evaluator.common.procs import SEALED_EXIT  # noqa: E402 - a tracer's exit status
 
 _SEALED = "sealed"  # other meaning: the guards' flag for a sealed tracer
 

@@ -32,15 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxbench.evaluator.common.schema import (
-    RUNNING,
-    SCHEMA_VERSION,
-    TRACED,
-    Rule,
-    Stage,
-    Status,
-    TracerJob,
-)
+from jaxbench.contract import RUNNING, SCHEMA_VERSION, TRACED, Rule, Stage, Status, TracerJob
 
 _perf_counter = time.perf_counter
 _exit = os._exit
@@ -63,9 +55,9 @@ def import_harness() -> bool:
     from jax.experimental.pallas import tpu  # noqa: F401
 
     import jaxbench.tasks
-    from jaxbench import compat  # noqa: F401
+    from jaxbench import compat, contract  # noqa: F401
     from jaxbench.backends import interpret_mode  # noqa: F401
-    from jaxbench.evaluator.common import arrays, artifacts, jaxpr_format, jaxprs, schema  # noqa: F401  # noqa: F401
+    from jaxbench.evaluator.common import arrays, artifacts, errors, jaxpr_format, jaxprs, procs  # noqa: F401
     from jaxbench.evaluator.sandbox import chip, guards, handover, integrity  # noqa: F401
 
     with_triton = True
@@ -119,7 +111,7 @@ class Outbox:
     def __init__(self, directory: Path) -> None:
         self._dir = directory
         self._dumps = json.dumps
-        # the record's fields (common/schema.py TracerStatus), written as JSON
+        # the record's fields (jaxbench/contract/records.py TracerStatus), written as JSON
         self.status: dict[str, Any] = {"status": RUNNING, "stages": {}, "info": {},
                                        "schema": SCHEMA_VERSION}
 
@@ -184,7 +176,7 @@ def _verdict(exc: BaseException, status: Status, stage: Stage, rule: Rule,
              prefix: str = "") -> tuple[Status, Stage, str, Rule]:
     """(status, stage, message, rule) for an exception raised while candidate code was
     involved (``status`` and ``rule`` for an exception of the kernel's own)."""
-    from jaxbench.evaluator.common.schema import short_error
+    from jaxbench.evaluator.common.errors import short_error
     from jaxbench.evaluator.sandbox.guards import SandboxViolation
 
     if isinstance(exc, SandboxViolation):
@@ -318,7 +310,7 @@ def _seal(bound: dict[str, Any]) -> None:
 
 
 def _rule_problem(rules: Any, primitives: Any) -> str:
-    from jaxbench.evaluator.common.schema import Finding
+    from jaxbench.contract import Finding
 
     unknown = rules.unknown_primitives(primitives)
     if unknown:
@@ -348,8 +340,8 @@ class _Run:
         import jax
 
         from jaxbench import compat
+        from jaxbench.backends.chips import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
         from jaxbench.evaluator.common import jaxprs
-        from jaxbench.evaluator.common.schema import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
         from jaxbench.evaluator.sandbox import guards, integrity
         from jaxbench.evaluator.sandbox.chip import as_chip
         from jaxbench.evaluator.sandbox.handover import dumps
@@ -463,7 +455,7 @@ def _step_sizes(run: _Run) -> bool:
 
 def _step_handover(run: _Run) -> bool:
     """The hand-over: sealed first; the jaxprs as data, written last."""
-    from jaxbench.evaluator.common.schema import short_error
+    from jaxbench.evaluator.common.errors import short_error
 
     t0 = _perf_counter()
     _seal(run.bound)

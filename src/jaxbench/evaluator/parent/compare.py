@@ -4,12 +4,14 @@ The ground truth is the task's reference evaluated in float32 on the same
 inputs upcast. The candidate's output must match the bf16 reference's shape
 and dtype exactly, be finite everywhere, and satisfy
 ``|out - truth| <= atol + rtol * |truth|`` elementwise, compared in float32.
+Also here: the trial keys derived from the run's secret (:func:`derive_keys`), which the
+parent hands to the trusted runner. The tools that run every check in one process for
+trusted kernels (:mod:`jaxbench.evaluator.inprocess`, the task validator) use the same.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxbench.evaluator.common.schema import Rule
+from jaxbench.contract import Rule
+from jaxbench.evaluator.common.masks import where
 from jaxbench.tasks.spec import Task, float32_reference
 
 
@@ -102,33 +105,6 @@ class GroundTruth:
                 self(task, size, key)
             except Exception:  # noqa: BLE001 - the judging call raises it again
                 return
-
-
-def _runs(flags: np.ndarray, limit: int = 3) -> str:
-    """Index ranges (``a:b``, Python slices) where a 1-D mask is set; ``:`` when all of it."""
-    if flags.all():
-        return ":"
-    edges = np.flatnonzero(np.diff(np.concatenate(([0], flags.astype(np.int8), [0]))))
-    runs = [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
-    shown = ", ".join(f"{a}:{b}" if b - a > 1 else str(a) for a, b in runs[:limit])
-    if len(runs) > limit:
-        shown += f", ... ({len(runs)} ranges in {runs[0][0]}:{runs[-1][1]})"
-    return shown if len(runs) == 1 else "{" + shown + "}"
-
-
-def where(mask: np.ndarray) -> str:
-    """Where the set elements of a mask lie, per axis (without materializing their indices):
-    ``[480:512, :] (every element there)``, or ``within [...]`` plus the first one."""
-    if mask.ndim == 0:
-        return ""
-    per_axis = [mask.any(axis=tuple(a for a in range(mask.ndim) if a != axis))
-                for axis in range(mask.ndim)]
-    box = "[" + ", ".join(_runs(flags) for flags in per_axis) + "]"
-    count = int(mask.sum())
-    if count == math.prod(int(flags.sum()) for flags in per_axis):
-        return f"at {box} (every element there)"
-    first = tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
-    return f"within {box}, first at {first}"
 
 
 def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarray],

@@ -1,0 +1,280 @@
+"""What crosses a process or package boundary: a phase's :class:`Failure`, the
+:class:`StageFailure` that raises one, a rule's :class:`Finding`, one evaluation's
+:class:`Settings`, the typed :class:`Record` messages between the evaluator's processes
+(:class:`TracerJob`, :class:`TracerStatus`, :class:`JudgeRequest`, :class:`JudgeResponse`) and
+the evaluation-result record (:func:`new_result`).
+
+Every event a run writes carries ``schema`` (:data:`SCHEMA_VERSION`); events without it were
+written before the schema existed and are read as version 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from typing import Any, ClassVar
+
+from jaxbench.contract.codes import RAN, RUNNING, Rule, Stage, Status
+
+# 1: runs written before the schema (no ``schema`` field, ``rule`` only for outside work);
+# 2: every failure carries its rule code.
+SCHEMA_VERSION = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """Why an evaluation failed: what a phase reports instead of passing."""
+
+    status: Status
+    stage: Stage
+    rule: Rule | None
+    message: str
+
+
+class StageFailure(Exception):
+    """A candidate failed a stage: carries the status, the stage it stopped at and the rule
+    code that decided it (every failure the evaluator raises names one: a test reads the
+    source)."""
+
+    def __init__(self, status: Status | str, stage: Stage | str, message: str,
+                 rule: Rule | str | None = None) -> None:
+        super().__init__(message)
+        self.status = Status(status)
+        self.stage = Stage(stage)
+        self.message = message
+        self.rule = Rule(rule) if rule is not None else None
+
+    @property
+    def failure(self) -> Failure:
+        return Failure(self.status, self.stage, self.rule, self.message)
+
+
+class Finding(str):
+    """A rule's finding: its text (a ``str``, as messages quote it) with the rule code that
+    decided it, so a problem passed on as text keeps its code (slicing it gives plain text)."""
+
+    rule: Rule
+
+    def __new__(cls, text: str, rule: Rule | str) -> Finding:
+        obj = super().__new__(cls, text)
+        obj.rule = Rule(rule)
+        return obj
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """One evaluation's options, the same object from the CLI (or any caller) through the run's
+    executor to :meth:`jaxbench.evaluator.Evaluator.evaluate` (docs/design.md, "Settings").
+    ``None`` means the default that depends on the kernel or the task (its declared TARGET,
+    the task's measured time limit, the suite's chip)."""
+
+    target: str | None = None
+    mode: str = "auto"
+    size: str = "small"
+    trials: int = 3
+    timeout_s: float | None = None
+    memory_gb: float = 8.0
+    tpu_interpret: bool = True
+    max_outside_flops_fraction: float = 0.1
+    timing: tuple[tuple[str, Any], ...] = ()  # device timing options, as (name, value) pairs
+    save_ir: str | None = None  # a directory for the IR and analyses
+    debug: bool = False
+    chip: str | None = None
+    # Trial keys drawn afresh for this evaluation (a nonce mixed with the run's secret, kept in
+    # the result as ``trial_nonce``): for callers that show the verdict to whoever resubmits
+    # (``serve``, ``optimize``'s agents), so nothing learnt from one verdict applies to the next.
+    fresh_keys: bool = False
+
+    def replace(self, **changes: Any) -> Settings:
+        if isinstance(changes.get("timing"), dict):
+            changes["timing"] = tuple(sorted(changes["timing"].items()))
+        if changes.get("save_ir") is not None:
+            changes["save_ir"] = str(changes["save_ir"])
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def of(cls, **options: Any) -> Settings:
+        """From keyword options (the names of the fields); an unknown name is a TypeError."""
+        return cls().replace(**options)
+
+    def timing_options(self) -> dict[str, Any]:
+        return dict(self.timing)
+
+
+class RecordError(ValueError):
+    """A message between processes that does not fit its record."""
+
+
+class Record:
+    """A message that crosses a process boundary: a dataclass whose fields are its JSON keys.
+    :meth:`from_dict` refuses unknown keys, missing required ones and values of another type
+    (``TYPES`` names the checked fields), so a field read but never written cannot exist."""
+
+    TYPES: ClassVar[dict[str, tuple[type, ...]]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise RecordError(f"{cls.__name__}: not an object")
+        fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(data) - set(fields))
+        if unknown:
+            raise RecordError(f"{cls.__name__}: unknown field(s) {unknown[:5]}")
+        missing = [name for name, f in fields.items() if name not in data
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise RecordError(f"{cls.__name__}: missing field(s) {missing}")
+        for name, types in cls.TYPES.items():
+            if name in data and data[name] is not None and not isinstance(data[name], types):
+                raise RecordError(f"{cls.__name__}.{name}: {type(data[name]).__name__}, not "
+                                  f"{'/'.join(t.__name__ for t in types)}")
+        return cls(**data)
+
+
+@dataclasses.dataclass
+class TracerJob(Record):
+    """Parent -> tracer (stdin): what to trace. The tracer also answers the chip's questions
+    as the judged chip of its target (``tpu_device_kind`` / ``gpu_device_kind``)."""
+
+    source: str
+    filename: str
+    task: str
+    size: str
+    target: str
+    platform: str
+    mode: str
+    specs: list[Any]
+    size_specs: dict[str, Any]
+    memory_bytes: int
+    file_bytes: int = 1 << 30
+    debug: bool = False
+    tpu_device_kind: str = ""
+    gpu_device_kind: str = ""
+    fallback_keys: list[Any] = dataclasses.field(default_factory=list)  # the debug run's inputs
+    schema: int = SCHEMA_VERSION
+
+
+@dataclasses.dataclass
+class TracerStatus(Record):
+    """Tracer -> parent (status.json, written by the process that ran candidate code): its
+    progress, its timings and, where it failed, why. Believed only as a failure."""
+
+    status: str = RUNNING  # running, traced, or a failure Status
+    stage: str | None = None
+    message: str = ""
+    rule: str | None = None
+    stages: dict[str, Any] = dataclasses.field(default_factory=dict)
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    isolation: str | None = None
+    frames: list[Any] = dataclasses.field(default_factory=list)
+    probe: list[Any] | None = None
+    schema: int = SCHEMA_VERSION
+    TYPES: ClassVar[dict[str, tuple[type, ...]]] = {
+        "status": (str,), "stage": (str,), "message": (str,), "rule": (str,), "stages": (dict,),
+        "info": (dict,), "isolation": (str,), "frames": (list,), "probe": (list,),
+        "schema": (int,)}
+
+
+@dataclasses.dataclass
+class JudgeRequest(Record):
+    """Parent -> trusted runner (one JSON line): judge the hand-over in ``dir``."""
+
+    dir: str
+    task: str
+    size: str
+    platform: str
+    target: str
+    mode: str
+    trial_keys: list[Any]
+    recheck_keys: list[Any]
+    task_file: Any = None  # (path, sha256) of a task of the user's own
+    source: str = ""  # for the lines messages name (never run)
+    filename: str = "<kernel>"
+    tokamax: bool = False
+    tpu_interpreter_key: Any = None
+    gpu_interpreter_key: Any = None
+    chip: dict[str, str] = dataclasses.field(default_factory=dict)
+    max_outside_flops_fraction: float = 0.1
+    timing: dict[str, Any] = dataclasses.field(default_factory=dict)
+    save_ir: bool = False
+    timing_keys: list[Any] = dataclasses.field(default_factory=list)
+    time: bool = True  # time the kernel (device mode)
+    lease: bool = False  # the runner asks the parent's device lease before timing
+    schema: int = SCHEMA_VERSION
+
+
+@dataclasses.dataclass
+class JudgeResponse(Record):
+    """Trusted runner -> parent (one JSON line): the verdict of the judge's checks (``ran`` when
+    it ran the trials) with what the parent derives figures from."""
+
+    status: str = RAN  # ran, or a failure Status
+    stage: str | None = None
+    message: str = ""
+    rule: str | None = None
+    stages: dict[str, Any] = dataclasses.field(default_factory=dict)
+    budget_problem: str = ""  # the first budget a kernel breaks at some size
+    budget_rule: str | None = None
+    trials: list[Any] = dataclasses.field(default_factory=list)  # outputs.npy's layout
+    truth: list[Any] = dataclasses.field(default_factory=list)  # truth.npy's layout
+    timing: dict[str, Any] | None = None
+    memory: list[Any] | None = None
+    smem_uncertain: list[Any] = dataclasses.field(default_factory=list)
+    tool_faults: list[Any] = dataclasses.field(default_factory=list)
+    structure: dict[str, Any] | None = None
+    kernel_backend: str | None = None
+    triton_kernels: Any = None
+    tpu_interpreter_race: bool = False
+    gpu_interpreter_race: bool = False
+    gpu_interpreter: str | None = None
+    compile_s: float | None = None
+    device_kind: str | None = None
+    backend: str | None = None
+    jaxpr: str | None = None
+    stablehlo: str | None = None
+    kernel_ir: Any = None
+    compiled_artifacts: dict[str, Any] | None = None
+    tpu_interpreter: str | None = None  # why the TPU interpreter did not run, where it did not
+    retire: bool = False  # the runner reset the TPU interpreter: replace it, never reuse it
+    spans: dict[str, Any] = dataclasses.field(default_factory=dict)  # where its time went (s)
+    fits: dict[str, Any] | None = None  # device mode: what fits the chip (judge/fitting.py)
+    # device mode: the trials compared on the chip (judge/chip_verdict.py), label -> figures
+    verdicts: dict[str, Any] = dataclasses.field(default_factory=dict)
+    schema: int = SCHEMA_VERSION
+
+
+def source_sha256(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def new_result(task: str, target: str, mode: str, size: str, source: str, *,
+               versions: dict[str, Any]) -> dict[str, Any]:
+    """A result record with every contract field present (filled in as stages run).
+    ``versions``: the software and host it is evaluated with
+    (:func:`jaxbench.backends.host.versions`: a fact of the host, not of the contract)."""
+    return {
+        "type": "evaluation",
+        "schema": SCHEMA_VERSION,
+        "task": task,
+        "target": target,
+        "mode": mode,
+        "size": size,
+        "status": None,
+        "stage": None,
+        "rule": None,
+        "message": "",
+        "max_abs_err": None,
+        "rel_err": None,
+        "t_ref_ms": None,
+        "t_kernel_ms": None,
+        "speedup": None,
+        "compile_s": None,
+        "source_sha256": source_sha256(source),
+        "stages": {},
+        "versions": versions,
+        "started_at": time.time(),
+    }
