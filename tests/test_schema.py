@@ -143,3 +143,16 @@ def test_a_record_refuses_unknown_and_missing_fields_and_wrong_types():
     with pytest.raises(RecordError, match="not an object"):
         JudgeResponse.from_dict(["ran"])
     assert JudgeResponse.from_dict({"status": "ran", "trials": []}).status == "ran"
+
+
+def test_mode_and_target_are_resolved_to_enums_once_at_the_settings():
+    """A caller's mode and target (CLI option, HTTP body, an agent's run) become the contract's
+    enums when the settings are made; another name is refused there, naming the choices."""
+    from jaxbench.contract import Mode, Settings, Target
+
+    settings = Settings.of(mode="device", target="gpu")
+    assert settings.mode is Mode.DEVICE and settings.target is Target.GPU
+    assert Settings().mode is Mode.AUTO and Settings().target is None
+    for name, value in (("mode", "gpu"), ("target", "cuda")):
+        with pytest.raises(ValueError, match=f"unknown {name} '{value}'; use "):
+            Settings.of(**{name: value})

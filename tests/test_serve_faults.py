@@ -131,7 +131,7 @@ def test_a_stopped_server_says_what_stays_queued(tmp_path):
             wait_for(lambda: c.result(first)["state"] == "running", 120, "the evaluation to start")
     finally:
         assert server.stop() in (0, -15), server.log()  # uvicorn re-raises the SIGTERM it caught
-    wait_for(lambda: "stopped" in server.log(), 10, "the stop line")
+    wait_for(lambda: "jaxbench serve: stopped" in server.log(), 10, "the stop line")
     last = server.log().strip().splitlines()[-1]
     assert last == (f"jaxbench serve: stopped; 2 submissions stay queued in {out} and resume when "
                     f"`jaxbench serve --out {out}` starts again"), server.log()

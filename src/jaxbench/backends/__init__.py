@@ -15,6 +15,7 @@ from typing import Any
 from jaxbench.backends.chips import resolve_chip
 from jaxbench.backends.host import attached, holds_accelerator, keep_off_accelerators
 from jaxbench.backends.peaks import PEAKS, peak_for
+from jaxbench.contract import MODES, Mode
 
 LOWERING_PLATFORM = {"tpu": "tpu", "gpu": "cuda"}
 
@@ -26,12 +27,13 @@ def accelerator_platform() -> str | None:
     return found.platform if found is not None and found.platform in ("tpu", "gpu") else None
 
 
-def resolve_mode(mode: str, target: str) -> str:
+def resolve_mode(mode: str, target: str) -> Mode:
     """``auto`` -> ``device`` when the target's hardware is present, else ``interpret``."""
-    if mode not in ("auto", "interpret", "device"):
+    if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; use auto, interpret or device")
-    if mode == "auto":
-        return "device" if accelerator_platform() == target else "interpret"
+    mode = Mode(mode)
+    if mode == Mode.AUTO:
+        return Mode.DEVICE if accelerator_platform() == target else Mode.INTERPRET
     if mode == "device" and accelerator_platform() != target:
         raise RuntimeError(f"--mode device needs a {target.upper()}; none is visible to JAX")
     if mode == "device" and holds_accelerator():

@@ -41,6 +41,35 @@ class Stage(StrEnum):
     RECHECK = "recheck"
 
 
+class Mode(StrEnum):
+    """Where an evaluation runs its trials: ``auto`` resolves to ``device`` where the target's
+    chip is attached, else ``interpret`` (docs/design.md, "Modes")."""
+
+    AUTO = "auto"
+    INTERPRET = "interpret"
+    DEVICE = "device"
+
+
+class Target(StrEnum):
+    """The hardware a kernel is written for."""
+
+    TPU = "tpu"
+    GPU = "gpu"
+
+
+class SubmissionState(StrEnum):
+    """A submission to ``jaxbench serve``: waiting, being evaluated, judged (``done``, whatever
+    its verdict), or given up after its retries (``failed``)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+MODES = tuple(Mode)
+TARGETS = tuple(Target)
+
 # Progress words of the processes, never a verdict: the tracer is ``running`` and ends
 # ``traced``; the trusted runner's response is ``ran`` when it ran the trials.
 RUNNING, TRACED, RAN = "running", "traced", "ran"

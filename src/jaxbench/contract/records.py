@@ -15,7 +15,7 @@ import hashlib
 import time
 from typing import Any, ClassVar
 
-from jaxbench.contract.codes import RAN, RUNNING, Rule, Stage, Status
+from jaxbench.contract.codes import RAN, RUNNING, Mode, Rule, Stage, Status, Target
 
 # 1: runs written before the schema (no ``schema`` field, ``rule`` only for outside work);
 # 2: every failure carries its rule code.
@@ -69,8 +69,8 @@ class Settings:
     ``None`` means the default that depends on the kernel or the task (its declared TARGET,
     the task's measured time limit, the suite's chip)."""
 
-    target: str | None = None
-    mode: str = "auto"
+    target: Target | None = None
+    mode: Mode = Mode.AUTO
     size: str = "small"
     trials: int = 3
     timeout_s: float | None = None
@@ -87,6 +87,14 @@ class Settings:
     fresh_keys: bool = False
 
     def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes``; a mode or target of another name is a ValueError."""
+        for name, kind in (("mode", Mode), ("target", Target)):
+            if changes.get(name) is not None:
+                try:
+                    changes[name] = kind(changes[name])
+                except ValueError:
+                    raise ValueError(f"unknown {name} {changes[name]!r}; use "
+                                     f"{', '.join(kind)}") from None
         if isinstance(changes.get("timing"), dict):
             changes["timing"] = tuple(sorted(changes["timing"].items()))
         if changes.get("save_ir") is not None:

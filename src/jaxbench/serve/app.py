@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
+from jaxbench.contract import SubmissionState
 from jaxbench.serve import prompts
 from jaxbench.serve.auth import Authenticator, Principal
 from jaxbench.serve.config import Request as EvalRequest
@@ -177,7 +178,7 @@ class SubmissionOut(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     id: str
-    state: Literal["queued", "running", "done", "failed"]
+    state: SubmissionState
     task: str
     target: str
     size: str
@@ -353,7 +354,8 @@ def _submission_view(service: Service, sub_id: str, principal: Principal) -> dic
 
 def _batch_view(service: Service, batch: str, ids: list[str], principal: Principal) -> dict[str, Any]:
     subs = [_submission_view(service, i, principal) for i in ids]
-    return {"batch": batch, "done": all(s["state"] in ("done", "failed") for s in subs),
+    finished = (SubmissionState.DONE, SubmissionState.FAILED)
+    return {"batch": batch, "done": all(s["state"] in finished for s in subs),
             "submissions": subs}
 
 
@@ -391,7 +393,8 @@ def _add_submission_routes(app: FastAPI, service: Service, secured: list[Any]) -
         view = service.get(views[0]["id"], principal)
         if views[0].get("duplicate"):
             view["duplicate"] = True
-        code = 202 if view["state"] in ("queued", "running") and not view.get("duplicate") else 200
+        waiting = view["state"] in (SubmissionState.QUEUED, SubmissionState.RUNNING)
+        code = 202 if waiting and not view.get("duplicate") else 200
         return JSONResponse(SubmissionOut(**view).model_dump(exclude_none=True), status_code=code)
 
     @app.post("/v1/batches", tags=["submissions"], dependencies=secured, status_code=202,

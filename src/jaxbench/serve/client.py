@@ -23,10 +23,12 @@ from typing import Any
 
 import httpx
 
+from jaxbench.contract import SubmissionState
+
 TOKEN_ENV = "JAXBENCH_SERVE_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = (429, 502, 503, 504)
-FINISHED = ("done", "failed")
+FINISHED = (SubmissionState.DONE, SubmissionState.FAILED)
 
 
 class ServeClientError(RuntimeError):

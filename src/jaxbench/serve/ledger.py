@@ -16,6 +16,7 @@ import time
 from collections import deque
 from typing import Any, NotRequired, TypedDict
 
+from jaxbench.contract import SubmissionState
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import ServeConfig, ServeError
 from jaxbench.serve.metrics import Metrics
@@ -134,7 +135,8 @@ class Ledger:
             self.subs[sub.id] = sub
             if sub.batch:
                 self._join_batch(sub.batch, sub.id, sub.principal)
-            if sub.state == "done" and sub.cached_from is None and sub.cache_key and self.config.cache:
+            if sub.state == SubmissionState.DONE and sub.cached_from is None and sub.cache_key \
+                    and self.config.cache:
                 self._by_key.setdefault(sub.cache_key, sub.id)
         for sub in self.subs.values():
             if not sub.finished_state:
@@ -181,11 +183,11 @@ class Ledger:
         key = sub.cache_key if self.config.cache else None
         origin = self.subs.get(self._by_key.get(key, "")) if key else None
         if origin is not None and origin.id != sub.id:
-            if origin.state == "done":
+            if origin.state == SubmissionState.DONE:
                 self._answer_from(sub, origin)
                 self.metrics.submitted("cached")
                 return
-            if origin.state in ("queued", "running"):
+            if origin.state in (SubmissionState.QUEUED, SubmissionState.RUNNING):
                 self._followers.setdefault(origin.id, []).append(sub.id)
                 self._count(sub.principal)
                 self.metrics.submitted("cached")
@@ -199,7 +201,7 @@ class Ledger:
 
     def _answer_from(self, sub: Submission, origin: Submission) -> None:
         sub.result, sub.reward, sub.cached_from = origin.result, origin.reward, origin.id
-        sub.state, sub.finished = "done", time.time()
+        sub.state, sub.finished = SubmissionState.DONE, time.time()
         self.store.record_cached(sub)
         self.waiters.notify(sub.id)
 
@@ -210,7 +212,7 @@ class Ledger:
         if sub_id is None:
             return None
         sub = self.subs[sub_id]
-        sub.state = "running"
+        sub.state = SubmissionState.RUNNING
         sub.attempts += 1
         return sub
 
@@ -221,11 +223,11 @@ class Ledger:
         (aborted, it stays queued in the run directory and is evaluated after a restart)."""
         self.queue.running.discard(sub.id)
         if self.queue.stopping:
-            sub.state = "queued"
+            sub.state = SubmissionState.QUEUED
         elif result is not None:
             self.verdict(sub, result, evaluation_s)
         elif sub.attempts <= self.config.retries:
-            sub.state = "queued"
+            sub.state = SubmissionState.QUEUED
             self.queue.push(sub.id, front=True)
         else:
             self.fail(sub, error or "no verdict")
@@ -238,7 +240,7 @@ class Ledger:
         result.pop("kernel_file", None)  # "<kernel>": the source is in source_file
         sub.result = result
         sub.reward = reward(result, self.config.rewards)
-        sub.state, sub.finished = "done", time.time()
+        sub.state, sub.finished = SubmissionState.DONE, time.time()
         self.store.record_verdict(sub)
         self._finish(sub, evaluation_s)
         for follower_id in self._followers.pop(sub.id, []):
@@ -248,7 +250,7 @@ class Ledger:
 
     def fail(self, sub: Submission, message: str) -> None:
         """``sub`` ended without a verdict; those that followed it get their own evaluation."""
-        sub.state, sub.error, sub.finished = "failed", message, time.time()
+        sub.state, sub.error, sub.finished = SubmissionState.FAILED, message, time.time()
         self.store.record_failed(sub)
         self.metrics.failure()
         key = sub.cache_key

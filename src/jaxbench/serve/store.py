@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxbench.contract import FIELD_TIME
+from jaxbench.contract import FIELD_TIME, SubmissionState
 from jaxbench.runs import RunDir, event_source, read_events
 from jaxbench.serve.rewards import Reward
 
@@ -68,7 +68,7 @@ class Submission:
     fingerprint: str
     batch: str | None = None
     created: float = field(default_factory=time.time)
-    state: str = "queued"
+    state: SubmissionState = SubmissionState.QUEUED
     result: dict[str, Any] | None = None
     reward: Reward | None = None
     cached_from: str | None = None
@@ -86,7 +86,7 @@ class Submission:
 
     @property
     def finished_state(self) -> bool:
-        return self.state in ("done", "failed")
+        return self.state in (SubmissionState.DONE, SubmissionState.FAILED)
 
     def event(self) -> dict[str, Any]:
         return {"type": SUBMISSION, "submission": self.id, "principal": self.principal,
@@ -166,21 +166,22 @@ class Store:
                     sub = submissions[event["submission"]]
                     result = {k: v for k, v in event.items() if k not in VERDICT_KEYS}
                     sub.result, sub.reward = result, event.get("reward")
-                    sub.state, sub.finished = "done", _finished(event)
+                    sub.state, sub.finished = SubmissionState.DONE, _finished(event)
                 elif kind == CACHED and event.get("submission") in submissions:
                     cached.append((event["submission"], event.get("cached_from"), _finished(event)))
                 elif kind == FAILED and event.get("submission") in submissions:
                     sub = submissions[event["submission"]]
-                    sub.state, sub.error = "failed", event.get("message")
+                    sub.state, sub.error = SubmissionState.FAILED, event.get("message")
                     sub.finished = _finished(event)
             except (KeyError, TypeError):
                 continue  # a line someone else wrote: skipped, as the reports skip it
         for sub_id, origin_id, when in cached:
             origin = submissions.get(origin_id or "")
             sub = submissions[sub_id]
-            if origin is not None and origin.state == "done" and sub.state == "queued":
+            if origin is not None and origin.state == SubmissionState.DONE \
+                    and sub.state == SubmissionState.QUEUED:
                 sub.result, sub.reward = origin.result, origin.reward
-                sub.state, sub.cached_from, sub.finished = "done", origin.id, when
+                sub.state, sub.cached_from, sub.finished = SubmissionState.DONE, origin.id, when
         return list(submissions.values())
 
 

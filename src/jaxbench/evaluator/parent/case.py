@@ -11,7 +11,7 @@ from typing import Any
 
 from jaxbench.backends import device_kind, resolve_mode
 from jaxbench.backends.chips import chip_or_default, default_chip, resolve_chip
-from jaxbench.contract import Settings
+from jaxbench.contract import TARGETS, Mode, Settings, Target
 from jaxbench.evaluator.parent.static import declared_target
 from jaxbench.evaluator.parent.timeouts import default_timeout
 
@@ -22,8 +22,8 @@ class Case:
 
     task: Any
     settings: Settings
-    target: str
-    mode: str
+    target: Target
+    mode: Mode
     chip: str  # the device kind it is judged for (jaxbench.backends.chips)
     timeout_s: float
     memory_bytes: int
@@ -64,14 +64,15 @@ def resolve_case(task: Any, settings: Settings, source: str) -> Case:
     if settings.trials < 1:
         raise ValueError("trials must be at least 1")
     declared = declared_target(source)
-    target = settings.target or declared or "tpu"
-    if target not in ("tpu", "gpu"):
+    target = settings.target or declared or Target.TPU
+    if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; use tpu or gpu")
+    target = Target(target)
     task.dims(settings.size)  # unknown size -> KeyError with the sizes listed
     if settings.debug and settings.mode == "device":
         raise ValueError("--debug runs the kernel in interpret mode on the CPU; drop "
                          "--mode device")
-    mode = "interpret" if settings.debug else resolve_mode(settings.mode, target)
+    mode = Mode.INTERPRET if settings.debug else resolve_mode(settings.mode, target)
     return Case(task=task, settings=settings, target=target, mode=mode,
                 chip=judged_chip(task.suite, target, mode, settings.chip),
                 timeout_s=settings.timeout_s or default_timeout(task.id, mode),
