@@ -253,6 +253,22 @@ def test_scripted_plays_files_in_name_order_and_wraps(tmp_path):
         get_model(f"scripted:{tmp_path / 'missing'}")
 
 
+def test_scripted_answers_each_task_from_its_own_folder(tmp_path):
+    """A folder named after a task answers that task's calls (the sample id starts with the
+    task); other tasks get the top-level files, and a task with neither is a config error."""
+    (tmp_path / "8p_gemm").mkdir()
+    (tmp_path / "8p_gemm" / "1.md").write_text("gemm kernel")
+    (tmp_path / "top.md").write_text("any kernel")
+    model = get_model(f"scripted:{tmp_path}")
+    assert model.complete("p", sample="8p_gemm/best_of_n/0").text == "gemm kernel"
+    assert model.complete("p", sample="12p_rmsnorm/best_of_n/0").text == "any kernel"
+    (tmp_path / "top.md").unlink()
+    only_tasks = get_model(f"scripted:{tmp_path}")
+    assert only_tasks.complete("p", sample="8p_gemm/iterative/3").text == "gemm kernel"
+    with pytest.raises(LLMError, match="no answers for 12p_rmsnorm"):
+        only_tasks.complete("p", sample="12p_rmsnorm/best_of_n/0")
+
+
 def test_record_then_replay_offline(tmp_path):
     record = tmp_path / "exchanges.jsonl"
     client = ModelClient(FakeProvider(), "fake:x", record=record)
