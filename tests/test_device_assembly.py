@@ -271,3 +271,19 @@ def test_a_malformed_chip_verdict_is_the_harness_fault_never_a_pass(device_evalu
     result = _evaluate(device_evaluator, monkeypatch, None, verdicts={"trial0": figures})
     assert result["status"] == "crashed" and result["rule"] == "harness"
     assert "chip verdict" in result["message"]
+
+
+def test_chip_verdicts_count_only_in_device_mode():
+    """A response naming trials compared on the chip, in interpret mode (where no chip
+    compared anything), is the harness's fault: never a pass."""
+    from types import SimpleNamespace
+
+    from jaxbench.contract import JudgeResponse, StageFailure
+    from jaxbench.evaluator.parent.evaluation import chip_decided
+
+    said = JudgeResponse(verdicts={"trial0": {"max_abs_err": 0.0, "rel_err": 0.0,
+                                              "tol_fraction": 0.0}})
+    assert chip_decided(said, SimpleNamespace(mode="device"))["trial0"].ok
+    with pytest.raises(StageFailure) as failed:
+        chip_decided(said, SimpleNamespace(mode="interpret"))
+    assert failed.value.status == "crashed" and "outside device mode" in failed.value.message
