@@ -4,15 +4,17 @@ A mutant names a *unit* of a source file: a function, method or class by its qua
 (``Class.method``, ``outer.inner``), a module- or class-level name by its assignment
 (``_HINTS``, ``Class.LIMIT``), or ``""`` for the whole file. In that unit, its ``original``
 must match exactly one place once both are *squeezed*: whitespace (line breaks, indentation)
-and Python comments removed, ``'`` read as ``"``, and a comma before a closing bracket
-dropped. That place's text is replaced by ``mutated``, re-indented to where it now lies. So
-``ruff format`` (line breaks, quotes, trailing commas) and rewording a comment move no mutant;
-a unit or a match that is missing or found twice is an error, never a skip.
+and Python comments removed, ``'`` read as ``"``, and a backslash before a quote and a comma
+before a closing bracket dropped. That place's text is replaced by ``mutated``, re-indented
+to where it now lies. So ``ruff format`` (line breaks, quotes, trailing commas) and a reworded
+comment move no mutant; a unit or a match that is missing or found twice is an error, never
+a skip.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import textwrap
 import tokenize
@@ -45,12 +47,20 @@ def units(tree: ast.Module) -> dict[str, list[ast.stmt]]:
     return found
 
 
+@functools.lru_cache(maxsize=16)  # several mutants share a file
+def _units_of(text: str) -> dict[str, list[ast.stmt]]:
+    return units(ast.parse(text))
+
+
+def _line_starts(text: str) -> list[int]:
+    """The offset of each line of ``text`` (lines end at "\\n", as ast and tokenize count)."""
+    return [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+
+
 def _comments(text: str) -> set[int]:
     """Offsets of the characters of Python comments in ``text`` (a fragment may end inside
     brackets: the comments before that point)."""
-    starts = [0]
-    for line in text.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    starts = _line_starts(text)
     skipped: set[int] = set()
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -78,12 +88,10 @@ def unit_span(text: str, where: str, python: bool = True) -> tuple[int, int]:
         return 0, len(text)
     if not python:
         raise AnchorError(f"{where!r}: only a Python file has units; name '' for the whole file")
-    nodes = units(ast.parse(text)).get(where, [])
+    nodes = _units_of(text).get(where, [])
     if len(nodes) != 1:
         raise AnchorError(f"the unit {where!r} is defined {len(nodes)} times")
-    starts = [0]
-    for line in text.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    starts = _line_starts(text) + [len(text)]  # the end, also after a last line without "\n"
     return starts[nodes[0].lineno - 1], starts[nodes[0].end_lineno]
 
 
