@@ -50,7 +50,8 @@ class Mutation:
         does not apply once or leaves a file Python cannot compile."""
         python = self.file.endswith(".py")
         try:
-            assert squeeze(self.original, python) != squeeze(self.mutated, python), "no code changed"
+            assert squeeze(self.original, python)[0] != squeeze(self.mutated, python)[0], \
+                "the mutated text changes no code"
             mutated = apply(text, self.where, self.original, self.mutated, python)
             if python:
                 compile(mutated, self.file, "exec")
@@ -914,10 +915,11 @@ def test_mutant_is_killed(mutation, outcomes, baseline):
 @pytest.mark.parametrize("ruff_format", [None, [], ["--isolated"]],
                          ids=["as_written", "ruff_format", "ruff_format_isolated"])
 def test_every_mutant_applies_once(ruff_format, tmp_path):
-    """Every entry applies once and leaves code that compiles and differs, in the package as
+    """Every entry changes code, applies once and leaves code that compiles, in the package as
     written and in a copy `ruff format` rewrote (as this project configures it, line length
-    110, and with ruff's defaults, 88): the whole mutation run holds after reformatting. In
-    the plain run: seconds, where the mutation run takes minutes."""
+    110, and with ruff's defaults, 88): reformatting moves no mutant. Seconds, in the plain
+    run; the mutation run itself (minutes) takes a reformatted copy through
+    JAXBENCH_MUTATION_PACKAGE."""
     package = _package()
     if ruff_format is not None:
         shutil.copytree(package, tmp_path / "src" / "jaxbench",
@@ -933,3 +935,23 @@ def test_every_mutant_applies_once(ruff_format, tmp_path):
         except AssertionError as exc:
             failures.append(str(exc))
     assert not failures, "\n".join(failures)
+
+
+def test_an_entry_applies_once_whatever_the_formatting_or_fails():
+    """Found by unit and by its text with whitespace, comments, quote style and a trailing
+    comma set aside; a unit or match missing or found twice, a mutated text that changes no
+    code, or one that leaves code Python cannot compile, is an error, never a skip."""
+    written = "def f(x):\n    return g(x, 'a')  # one\n\n\ndef h(x):\n    return g(x, 'a')\n"
+    formatted = ('def f(x):\n    # reworded\n    return g(\n        x,\n        "a",\n    )\n\n\n'
+                 'def h(x):\n    return g(x, "a")\n')
+
+    def entry(where, original="return g(x, 'a')", mutated="return g(x, 'b')"):
+        return Mutation("m", "m.py", where, original, mutated, ())
+
+    assert entry("f").applied(written) == written.replace("g(x, 'a')  # one", "g(x, 'b')  # one")
+    assert entry("f").applied(formatted).startswith("def f(x):\n    # reworded\n    return g(x, 'b')\n")
+    for wrong in [entry("g"), entry(""), entry("f", original="return g(x, 'c')"),
+                  entry("f", mutated='return g(x, "a")  # the same code'),
+                  entry("f", mutated="return g(x,")]:
+        with pytest.raises(AssertionError):
+            wrong.applied(written)
