@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from signal_helpers import alive, cpu_seconds
 
 import jaxbench.evaluator as evaluator_pkg
 
@@ -181,35 +182,16 @@ def test_tracers_and_runners_die_with_their_parent(tmp_path):
         # No fixed sleep: wait until the tracer is done and the runner is spinning in the
         # kernel's loop (its CPU time keeps growing), however slow the machine.
         deadline = time.monotonic() + 300
-        while _alive(children[0]) and time.monotonic() < deadline:
+        while alive(children[0]) and time.monotonic() < deadline:
             time.sleep(0.2)
-        busy_from = _cpu_seconds(children[1])
-        while _cpu_seconds(children[1]) < busy_from + 2 and time.monotonic() < deadline:
+        busy_from = cpu_seconds(children[1])
+        while cpu_seconds(children[1]) < busy_from + 2 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not _alive(children[0]) and _cpu_seconds(children[1]) >= busy_from + 2
+        assert not alive(children[0]) and cpu_seconds(children[1]) >= busy_from + 2
     finally:
         owner.send_signal(signal.SIGKILL)
         owner.wait()
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and any(_alive(p) for p in children):
+    while time.monotonic() < deadline and any(alive(p) for p in children):
         time.sleep(0.2)
-    assert not any(_alive(p) for p in children), "a child outlived its parent"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (0 when it is gone)."""
-    import os
-
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    assert not any(alive(p) for p in children), "a child outlived its parent"

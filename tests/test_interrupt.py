@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from signal_helpers import alive, children, cpu_seconds, stop, wait_for
 
 ROOT = Path(__file__).parents[1]
 ENDLESS = ROOT / "tests/adversarial/kernels/endless_kernel_loop.py"  # spins in the runner
@@ -23,40 +24,9 @@ def _start(args, tmp_path, **kwargs):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
-def _children(pid):
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if int(stat[1]) == pid:
-                found.append((int(entry), cmdline))
-    return found
-
-
-def _alive(pid):
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _wait_for(condition, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _busy_runner(pid):
     """The command's trusted runner, once it is running the endless kernel."""
-    runners = [p for p, cmd in _children(pid) if "judge.runner" in cmd]
+    runners = [p for p, cmd in children(pid) if "judge.runner" in cmd]
     return runners[0] if runners else None
 
 
@@ -70,14 +40,11 @@ def test_ctrl_c_stops_a_run_keeps_finished_results_and_says_how_to_resume(tmp_pa
                    "--trials", "1", "--timeout", "600"], tmp_path)
     try:
         events = out_dir / "events.jsonl"
-        _wait_for(lambda: events.exists() and '"evaluation"' in events.read_text(), 240,
-                  "the first result")
-        children = [p for p, _ in _children(proc.pid)]
-        assert children, "no worker processes to stop"
-        proc.send_signal(signal.SIGINT)
-        started = time.monotonic()
-        _, stderr = proc.communicate(timeout=60)
-        stopped_in = time.monotonic() - started
+        wait_for(lambda: events.exists() and '"evaluation"' in events.read_text(), 240,
+                 "the first result")
+        workers = [p for p, _ in children(proc.pid)]
+        assert workers, "no worker processes to stop"
+        stderr, _, stopped_in = stop(proc, signal.SIGINT, timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 130, stderr
@@ -94,7 +61,7 @@ def test_ctrl_c_stops_a_run_keeps_finished_results_and_says_how_to_resume(tmp_pa
     report = subprocess.run([sys.executable, "-m", "jaxbench.cli", "report", str(out_dir)],
                             capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
     assert f"resume with: {end['resume']}" in " ".join(report.stdout.split()), report.stdout
-    _wait_for(lambda: not any(_alive(p) for p in children), 10, "the workers to die")
+    wait_for(lambda: not any(alive(p) for p in workers), 10, "the workers to die")
     assert not list((tmp_path / "tmp").glob("jaxbench-tracer-*")), "temporary files left"
     # Resumed without the endless kernel: the finished result is reused, and the run says so.
     (kernels / "8p_gemm.py").unlink()
@@ -113,21 +80,20 @@ def test_no_worker_outlives_a_killed_eval(tmp_path, sig):
     proc = _start(["eval", ENDLESS, "--task", "8p_gemm", "--trials", "1", "--timeout", "600",
                    "--no-tpu-interpret"], tmp_path)
     try:
-        _wait_for(lambda: _busy_runner(proc.pid) is not None, 240, "the runner")
+        wait_for(lambda: _busy_runner(proc.pid) is not None, 240, "the runner")
         # No fixed sleep: wait until the runner is spinning in the kernel's loop (its CPU time
         # grows by seconds after the tracer is gone), however slow the machine.
-        _wait_for(lambda: not any("sandbox.tracer" in cmd for _, cmd in _children(proc.pid)),
-                  240, "the tracer to finish")
+        wait_for(lambda: not any("sandbox.tracer" in cmd for _, cmd in children(proc.pid)),
+                 240, "the tracer to finish")
         runner = _busy_runner(proc.pid)
-        busy_from = _cpu_seconds(runner)
-        _wait_for(lambda: _cpu_seconds(runner) > busy_from + 2, 240, "the runner to spin")
-        children = [p for p, _ in _children(proc.pid)]
-        proc.send_signal(sig)
-        proc.communicate(timeout=30)
+        busy_from = cpu_seconds(runner)
+        wait_for(lambda: cpu_seconds(runner) > busy_from + 2, 240, "the runner to spin")
+        workers = [p for p, _ in children(proc.pid)]
+        stop(proc, sig, timeout=30)
     finally:
         proc.kill()
     assert proc.returncode == (143 if sig == signal.SIGTERM else -signal.SIGKILL)
-    _wait_for(lambda: not any(_alive(p) for p in children), 20, "the workers to die")
+    wait_for(lambda: not any(alive(p) for p in workers), 20, "the workers to die")
 
 
 STOP_SCRIPT = """
@@ -174,15 +140,6 @@ def test_no_signal_watcher_outlives_its_block():
         assert any(t.name == "jaxbench-signals" for t in threading.enumerate())
     assert not any(t.name == "jaxbench-signals" for t in threading.enumerate())
     assert stop.on_stop is None  # the evaluator is not kept alive by the finished block
-
-
-def _cpu_seconds(pid):
-    """User + system CPU time of a process (0 when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def test_a_resumed_run_says_what_it_reuses():

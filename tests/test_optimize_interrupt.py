@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from signal_helpers import cpu_seconds, descendants, stop, wait_for
 
 ROOT = Path(__file__).parents[1]
 SEEDS = {"12p_rmsnorm": ROOT / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_gpu.py",
@@ -76,33 +77,6 @@ def slow_model():
     httpd.shutdown()
 
 
-def _descendants(pid):
-    """Every live process below ``pid`` (walking /proc's parent links)."""
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if stat[0] != "Z":
-                parents[int(entry)] = int(stat[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {p for p, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
-
-
-def _wait_for(condition, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _events(out):
     return [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
 
@@ -122,15 +96,12 @@ def test_ctrl_c_stops_optimize_at_once_and_the_resume_reuses_every_finished_samp
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # The first sample evaluated (a real evaluation), the second turn's request in flight.
-        _wait_for(lambda: (out / "events.jsonl").exists() and '"evaluation"' in
-                  (out / "events.jsonl").read_text() and len(_SlowModel.requests) >= 2, 240,
-                  "the first sample and the second request")
+        wait_for(lambda: (out / "events.jsonl").exists() and '"evaluation"' in
+                 (out / "events.jsonl").read_text() and len(_SlowModel.requests) >= 2, 240,
+                 "the first sample and the second request")
         time.sleep(0.3)
-        below = _descendants(proc.pid)
-        signalled = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-        stopped_in = time.monotonic() - signalled
+        below = descendants(proc.pid)
+        stderr, signalled, stopped_in = stop(proc, signal.SIGINT, timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 130, stderr
@@ -138,8 +109,8 @@ def test_ctrl_c_stops_optimize_at_once_and_the_resume_reuses_every_finished_samp
     after = [task for arrived, task in _SlowModel.requests if arrived > signalled]
     assert after == [], f"requests after the signal: {after}"
     assert [task for _, task in _SlowModel.requests] == ["12p_rmsnorm", "12p_rmsnorm"]
-    _wait_for(lambda: _SlowModel.abandoned, 5, "the server to see the call in flight abandoned")
-    _wait_for(lambda: not (below & _descendants(os.getpid())), 10, "the evaluator's processes")
+    wait_for(lambda: _SlowModel.abandoned, 5, "the server to see the call in flight abandoned")
+    wait_for(lambda: not (below & descendants(os.getpid())), 10, "the evaluator's processes")
     assert "interrupted by SIGINT: 1 of up to 4 samples are done" in stderr
     assert "1 model call in flight cancelled" in stderr
     resume = stderr.split("resume with:\n", 1)[1].strip().splitlines()[0]
@@ -180,16 +151,8 @@ def test_ctrl_c_stops_optimize_at_once_and_the_resume_reuses_every_finished_samp
     assert verify_secret(out) and not (out / ".secret").exists()
 
 
-def _cpu_seconds(pid):
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _runner(pid):
-    for child in _descendants(pid):
+    for child in descendants(pid):
         try:
             if b"judge.runner" in Path(f"/proc/{child}/cmdline").read_bytes():
                 return child
@@ -215,21 +178,18 @@ def test_ctrl_c_kills_the_evaluation_in_flight_and_keeps_no_verdict_of_it(tmp_pa
          "--trials", "1", "--workers", "1", "--out", str(out)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(lambda: _runner(proc.pid) is not None, 240, "the trusted runner")
+        wait_for(lambda: _runner(proc.pid) is not None, 240, "the trusted runner")
         runner = _runner(proc.pid)
-        _wait_for(lambda: (out / "events.jsonl").exists() and '"llm_call"' in
-                  (out / "events.jsonl").read_text(), 240, "the model's answer")
-        busy_from = _cpu_seconds(runner)  # the evaluation is under way from here
-        _wait_for(lambda: _cpu_seconds(runner) > busy_from + 2, 240, "the runner to work")
-        below = _descendants(proc.pid)
-        signalled = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
-        stopped_in = time.monotonic() - signalled
+        wait_for(lambda: (out / "events.jsonl").exists() and '"llm_call"' in
+                 (out / "events.jsonl").read_text(), 240, "the model's answer")
+        busy_from = cpu_seconds(runner)  # the evaluation is under way from here
+        wait_for(lambda: cpu_seconds(runner) > busy_from + 2, 240, "the runner to work")
+        below = descendants(proc.pid)
+        stderr, _, stopped_in = stop(proc, signal.SIGINT, timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 130 and stopped_in < 3, (stopped_in, stderr)
-    _wait_for(lambda: not (below & _descendants(os.getpid())), 10, "the evaluator's processes")
+    wait_for(lambda: not (below & descendants(os.getpid())), 10, "the evaluator's processes")
     events = _events(out)
     assert not [e for e in events if e["type"] == "evaluation"]  # killed: no verdict
     assert events[-1]["type"] == "run_end" and events[-1]["interrupted"] is True

@@ -10,18 +10,11 @@ import threading
 import time
 
 import pytest
+from signal_helpers import alive
 
 from jaxbench.evaluator import Evaluator
 from jaxbench.evaluator.parent.pool import TracerPool, _Forked
 from jaxbench.tasks import get_task
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _evaluate_seed(monkeypatch, fork_server: str) -> tuple[dict, type]:
@@ -48,12 +41,12 @@ def test_tracers_die_with_the_fork_server_and_the_pool_goes_on():
         if pool._zygote is None:
             pytest.skip("no fork server on this host")
         spare = pool._spares.queue[0]
-        assert isinstance(spare.proc, _Forked) and _alive(spare.proc.pid)
+        assert isinstance(spare.proc, _Forked) and alive(spare.proc.pid)
         os.kill(pool._zygote.proc.pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while _alive(spare.proc.pid) and time.monotonic() < deadline:
+        while alive(spare.proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(spare.proc.pid), "a forked tracer outlived its fork server"
+        assert not alive(spare.proc.pid), "a forked tracer outlived its fork server"
         worker = pool._take()  # the dead spare is replaced by a tracer started as a command
         try:
             assert isinstance(worker.proc, subprocess.Popen)
