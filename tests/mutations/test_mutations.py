@@ -199,7 +199,7 @@ MUTATIONS = [
         ("tests/test_device_assembly.py::"
          "test_device_figures_come_from_the_samples_and_a_big_speedup_is_flagged",)),
     Mutation(
-        "speedup_from_wall_clock_despite_a_device_trace", "evaluator/judge/timing.py", "summarize",
+        "speedup_from_wall_clock_despite_a_device_trace", "evaluator/parent/figures.py", "summarize",
         'headline, method = figures(device["ref_s"], device["kernel_s"]), DEVICE',
         'headline, method = wall, DEVICE',
         ("tests/test_device_assembly.py::"
@@ -347,12 +347,12 @@ MUTATIONS = [
         "    work.unreached = []",
         ("tests/test_kernel_work.py::test_every_output_must_come_out_of_a_kernel",)),
     Mutation(
-        "taxonomy_ignores_rule_codes", "evaluator/common/schema.py", "category_of",
+        "taxonomy_ignores_rule_codes", "contract/codes.py", "category_of",
         "    if rule in RULES:\n        return RULE_CATEGORY[Rule(rule)]", "    if False:\n        pass",
         ("tests/test_report_taxonomy.py::test_every_rule_code_files_its_failure_whatever_the_message"
          "[gpu_race]",)),
     Mutation(
-        "rule_code_lost_between_judge_and_parent", "evaluator/parent/judge_client.py", "runner_response",
+        "rule_code_lost_between_judge_and_parent", "evaluator/parent/judge_client.py", "ran",
         "rule=rule if rule in RULES else Rule.HARNESS)", "rule=Rule.HARNESS)",
         ("tests/adversarial/outside_work/test_outside_work.py::test_work_left_in_xla_is_refused_by_its_rule[gemv_shortcut_in_xla.py]",)),
     Mutation(
@@ -440,7 +440,7 @@ MUTATIONS = [
         "                raise StageFailure(Status.RUNTIME_ERROR, Stage.CORRECT, fault.describe()[:2000],",
         ("tests/test_tool_faults.py::test_a_crash_of_the_interpret_mode_run_is_unverified",)),
     Mutation("tool_faults_not_warned", "evaluator/parent/evaluation.py", "take_response",
-        '    chip_checks.warn_tool_faults(result, response.get("tool_faults"))',
+        '    chip_checks.warn_tool_faults(result, response.tool_faults)',
         '    chip_checks.warn_tool_faults(result, None)',
         ("tests/test_tool_faults.py::test_a_kernel_both_jax_interpreters_crash_on_is_unverified_with_the_jax_frames",)),
     Mutation("smem_estimate_refuses_alone", "evaluator/judge/triton_rules.py", "check",
@@ -657,7 +657,19 @@ MUTATIONS = [
         "        crashed_on_other = (False and reports.other_platform",
         ("tests/test_verdict.py::test_a_lowering_tool_crash_on_a_kernel_for_the_other_platform_is_its_compile_error",
          "tests/test_messages.py::test_missing_target_is_stated_and_a_wrong_target_failure_explained")),
-    Mutation("record_accepts_unknown_fields", "evaluator/common/schema.py", "Record.from_dict",
+    # the trials compared on the chip (judge/chip_verdict.py) and the enums the settings resolve to
+    Mutation("chip_passes_near_or_over_the_bound", "evaluator/judge/chip_verdict.py", "MARGIN",
+        "MARGIN = 0.99", "MARGIN = 100.0",
+        ("tests/test_chip_verdict.py::test_near_or_over_the_bound_the_parent_decides",
+         "tests/test_device_assembly.py::test_a_malformed_chip_verdict_is_the_harness_fault_never_a_pass")),
+    Mutation("chip_verdicts_taken_outside_device_mode", "evaluator/parent/evaluation.py",
+        "chip_decided", 'if case.mode != "device" or not isinstance(said, dict):',
+        "if not isinstance(said, dict):",
+        ("tests/test_device_assembly.py::test_chip_verdicts_count_only_in_device_mode",)),
+    Mutation("settings_keep_an_unknown_mode", "contract/records.py", "Settings.replace",
+        "changes[name] = kind(changes[name])", "changes[name] = changes[name]",
+        ("tests/test_schema.py::test_mode_and_target_are_resolved_to_enums_once_at_the_settings",)),
+    Mutation("record_accepts_unknown_fields", "contract/records.py", "Record.from_dict",
         "        if unknown:\n            raise RecordError",
         "        if False:\n            raise RecordError",
         ("tests/test_schema.py::test_a_record_refuses_unknown_and_missing_fields_and_wrong_types",)),
@@ -743,7 +755,7 @@ MUTATIONS = [
         ("tests/adversarial/surely_runs/test_surely_runs.py::test_padding_that_never_runs_is_not_counted"
          "[counter_made_to_raise.py]",)),
     # issue 46, item 7: work left in XLA is no_pallas, never rejected
-    Mutation("policy_refusal_rejected_again", "evaluator/common/schema.py", "POLICY_STATUS",
+    Mutation("policy_refusal_rejected_again", "contract/codes.py", "POLICY_STATUS",
         "POLICY_STATUS = Status.NO_PALLAS", "POLICY_STATUS = Status.REJECTED",
         ("tests/test_rules_budget.py::test_outside_work_over_the_budget_is_no_pallas_with_its_code",)),
     Mutation("old_policy_refusals_rewarded_as_cheats", "serve/rewards.py", "reward",
@@ -778,7 +790,7 @@ MUTATIONS = [
         "            pass  # mutant: the runner's spans are lost in the judge's rest\n",
         ("tests/test_chip_owner.py::test_spans_of_an_interpret_evaluation_add_up_to_its_wall",)),
     # issue 46, item 3: nothing learnt from one verdict applies to the next
-    Mutation("mismatch_message_shows_the_truths_value", "evaluator/judge/compare.py", "check_outputs",
+    Mutation("mismatch_message_shows_the_truths_value", "evaluator/parent/compare.py", "check_outputs",
         'f"{tuple(int(j) for j in idx)}, {float(fraction[idx]):.3g}x its tolerance",',
         'f"{tuple(int(j) for j in idx)}: got {float(got[idx]):.5g}, truth {float(ref[idx]):.5g}",',
         ("tests/test_compare.py::test_a_mismatch_message_says_where_and_by_how_much_never_a_value",)),
