@@ -84,6 +84,20 @@ def test_the_command_never_opens_an_accelerator_backend(tmp_path, command):
     assert len(opened) == 1  # the probe did, once; no tracer or checking runner did
 
 
+def test_the_parents_truth_in_a_plain_process_never_opens_an_accelerator(tmp_path):
+    """The float32 truth (parent/compare.py, also the validator's and the in-process tools')
+    asks JAX only for the CPU, also in a process that never kept off the accelerator: asking
+    for any device would open every platform, the chip among them."""
+    env = _with_plugin(tmp_path)
+    script = ("from jaxbench.evaluator.parent.compare import GroundTruth; "
+              "from jaxbench.tasks import get_task; "
+              "print(GroundTruth()(get_task('12p_rmsnorm'), 'small', [1, 2])[0].shape)")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-800:]
+    assert _opened(tmp_path) == []
+
+
 def test_keep_off_accelerators_remembers_what_the_user_asked_for(tmp_path):
     script = ("import os, jax; from jaxbench.backends import host; host.keep_off_accelerators(); "
               "print(os.environ['JAX_PLATFORMS'], os.environ[host.ACCELERATOR_PLATFORMS], "

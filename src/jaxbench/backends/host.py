@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 ACCELERATOR_PLATFORMS = "JAXBENCH_ACCELERATOR_PLATFORMS"  # what the user asked JAX for
@@ -37,26 +38,9 @@ PROBE_TIMEOUT_S = 240.0
 # new process for a few seconds.
 CHIP_BUSY = ("multi-process lockfile", "TPU is already in use", "device or resource busy")
 
-_PROBE = r"""
-import json, os, sys
-import jax
-out = {"platform": "cpu", "device_kind": "", "count": 0, "memory_bytes": None}
-try:
-    devices = [d for d in jax.devices() if d.platform != "cpu"]
-except RuntimeError as exc:
-    print(json.dumps({"error": str(exc)[-600:]}))
-    sys.exit(0)
-if devices:
-    d = devices[0]
-    stats = {}
-    try:
-        stats = d.memory_stats() or {}
-    except Exception:
-        pass
-    out.update(platform=d.platform, device_kind=d.device_kind, count=len(devices),
-               memory_bytes=stats.get("bytes_limit"))
-print(json.dumps(out))
-"""
+# The probe: a script of its own (backends/chip_probe.py), run by path in a short-lived
+# process, the only one of the command's that asks JAX for the accelerator.
+_PROBE = str(Path(__file__).with_name("chip_probe.py"))
 
 
 @dataclass(frozen=True)
@@ -110,6 +94,18 @@ def keep_off_accelerators() -> None:
         jax.config.update("jax_platforms", "cpu")
 
 
+def cpu_device() -> Any:
+    """This process's CPU device, for work that must stay off the accelerator (the parent's
+    float32 truth, the validator's): where JAX has opened no backend yet, this process is
+    kept to the CPU first (:func:`keep_off_accelerators`), since asking JAX for any device
+    opens every platform it may use, a TPU among them."""
+    import jax
+
+    if not _backends_initialised():
+        keep_off_accelerators()
+    return jax.devices("cpu")[0]
+
+
 def owner_env(base: dict[str, str], chip: int | None = None, chips: int = 1) -> dict[str, str]:
     """The device owner's environment: the platforms the user asked for, and on a host of
     several chips only chip ``chip`` visible (one owner per chip)."""
@@ -154,7 +150,7 @@ def probe(env: dict[str, str] | None = None, timeout_s: float = PROBE_TIMEOUT_S)
     last = ""
     for attempt in range(3):  # a chip released a moment ago can refuse a new process
         try:
-            out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
+            out = subprocess.run([sys.executable, _PROBE], capture_output=True, text=True,
                                  env=env, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired:
             raise RuntimeError(f"the accelerator probe did not answer within {timeout_s:g} s") \
@@ -211,5 +207,6 @@ def versions() -> dict[str, Any]:
 
 
 __all__ = ["ACCELERATOR_PLATFORMS", "CHIP_BUSY", "Attached", "accelerator_installed", "attached",
+           "cpu_device",
            "holds_accelerator", "keep_off_accelerators", "owner_env", "probe", "user_platforms",
            "versions"]

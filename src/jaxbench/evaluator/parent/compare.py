@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxbench.backends.host import cpu_device
 from jaxbench.contract import Rule
 from jaxbench.evaluator.common.masks import where
 from jaxbench.tasks.spec import Task, float32_reference
@@ -75,7 +76,7 @@ class GroundTruth:
     def uncached(self, task: Task, size: str, key: Sequence[int]) -> list[np.ndarray]:
         """The truth of one key's inputs, drawn on the host CPU, kept nowhere (a key never
         seen again: an evaluation's fresh keys)."""
-        with jax.default_device(jax.devices("cpu")[0]):
+        with jax.default_device(cpu_device()):
             inputs = task.make_inputs(key_from_data(key), size)
         return self.of_inputs(task, inputs)
 
@@ -83,7 +84,7 @@ class GroundTruth:
         """The truth of inputs already drawn (``task.make_inputs``), uncached: the reference
         on them upcast to float32, on the host CPU, always (an accelerator belongs to the
         trusted runner)."""
-        cpu = jax.devices("cpu")[0]
+        cpu = cpu_device()
         with jax.default_device(cpu):
             fn = self._fns.setdefault(task.id, float32_reference(task))
             truth = fn(*jax.device_put(tuple(inputs), cpu))
