@@ -26,6 +26,27 @@ def _tiled_matmul(x, w, bm=32):
 SPECS = (jax.ShapeDtypeStruct((128, 64), jnp.float32), jax.ShapeDtypeStruct((64, 32), jnp.float32))
 
 
+def _table_branch(table, x, w):
+    """Four programs; each runs the matmul where its entry of the scalar-prefetch ``table``
+    is positive, else copies."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    def body(t_ref, x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :32]
+
+        @pl.when(t_ref[pl.program_id(0)] > 0)
+        def _():
+            _matmul(x_ref, w_ref, o_ref)
+
+    spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1, grid=(4,),
+        in_specs=[pl.BlockSpec((32, 64), lambda i, t: (i, 0)),
+                  pl.BlockSpec((64, 32), lambda i, t: (0, 0))],
+        out_specs=pl.BlockSpec((32, 32), lambda i, t: (i, 0)))
+    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32),
+                          grid_spec=spec)(table, x, w)
+
+
 def test_a_tiled_matmul_counts_2mkn_and_its_operands():
     work = kernel_work.count(jax.make_jaxpr(_tiled_matmul)(*SPECS))
     assert work.flops == 2 * 128 * 64 * 32  # 2 * bm*k*n per program, 4 programs
@@ -250,23 +271,8 @@ def test_a_branch_on_a_constant_table_counts_the_programs_it_picks():
     on ``table[program_id]`` counts the programs the table picks; the same table from the
     inputs is data, and the branch counts its cheapest side."""
     import numpy as np
-    from jax.experimental.pallas import tpu as pltpu
 
-    def body(t_ref, x_ref, w_ref, o_ref):
-        o_ref[...] = x_ref[:, :32]
-
-        @pl.when(t_ref[pl.program_id(0)] > 0)
-        def _():
-            _matmul(x_ref, w_ref, o_ref)
-
-    def call(table, x, w):
-        spec = pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=1, grid=(4,),
-            in_specs=[pl.BlockSpec((32, 64), lambda i, t: (i, 0)),
-                      pl.BlockSpec((64, 32), lambda i, t: (0, 0))],
-            out_specs=pl.BlockSpec((32, 32), lambda i, t: (i, 0)))
-        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32),
-                              grid_spec=spec)(table, x, w)
+    call = _table_branch
 
     constant = jnp.asarray(np.array([0, 1, 0, 1], np.int32))
     assert 2 * DOT <= _count(lambda x, w: call(constant + 1 - 1, x, w)).flops < 2 * DOT + 64
@@ -290,23 +296,8 @@ def test_a_branch_on_an_integer_input_counts_as_it_runs_once_the_input_is_known(
     inputs known (``known``), the programs the input picks count their work, and a known
     input that picks none counts nothing (no credit for work that does not run)."""
     import numpy as np
-    from jax.experimental.pallas import tpu as pltpu
 
-    def body(t_ref, x_ref, w_ref, o_ref):
-        o_ref[...] = x_ref[:, :32]
-
-        @pl.when(t_ref[pl.program_id(0)] > 0)
-        def _():
-            _matmul(x_ref, w_ref, o_ref)
-
-    def call(table, x, w):
-        spec = pltpu.PrefetchScalarGridSpec(
-            num_scalar_prefetch=1, grid=(4,),
-            in_specs=[pl.BlockSpec((32, 64), lambda i, t: (i, 0)),
-                      pl.BlockSpec((64, 32), lambda i, t: (0, 0))],
-            out_specs=pl.BlockSpec((32, 32), lambda i, t: (i, 0)))
-        return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32),
-                              grid_spec=spec)(table, x, w)
+    call = _table_branch
 
     closed = jax.make_jaxpr(call)(jax.ShapeDtypeStruct((4,), jnp.int32), *SPECS)
     assert kernel_work.count(closed).flops < 64
