@@ -6,8 +6,9 @@ process or package boundary (docs/design.md).
   report), the processes' progress words and the record fields spelled like a status;
 - :mod:`.records`: a phase's :class:`Failure`, :class:`StageFailure`, a rule's
   :class:`Finding`, one evaluation's :class:`Settings`, the typed records between the
-  evaluator's processes, :data:`SCHEMA_VERSION` and the evaluation-result record
-  (:func:`new_result`).
+  evaluator's processes and :data:`SCHEMA_VERSION`;
+- :mod:`.result`: one evaluation's :class:`EvaluationResult`, frozen, with the one writer
+  and reader of its JSON (the ``evaluation`` event).
 
 The evaluator, the agents, ``serve``, the runs, the reports and the exports import these names
 from here. The contract imports nothing but the standard library and itself
@@ -59,9 +60,9 @@ from jaxbench.contract.records import (
     StageFailure,
     TracerJob,
     TracerStatus,
-    new_result,
     source_sha256,
 )
+from jaxbench.contract.result import EvaluationResult
 
 __all__ = [
     "COMPILED_STAGES",
@@ -100,8 +101,8 @@ __all__ = [
     "Status",
     "TracerJob",
     "TracerStatus",
+    "EvaluationResult",
     "category_of",
-    "new_result",
     "source_sha256",
     "status_rank",
 ]

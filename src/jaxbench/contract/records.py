@@ -1,8 +1,8 @@
 """What crosses a process or package boundary: a phase's :class:`Failure`, the
 :class:`StageFailure` that raises one, a rule's :class:`Finding`, one evaluation's
 :class:`Settings`, the typed :class:`Record` messages between the evaluator's processes
-(:class:`TracerJob`, :class:`TracerStatus`, :class:`JudgeRequest`, :class:`JudgeResponse`) and
-the evaluation-result record (:func:`new_result`).
+(:class:`TracerJob`, :class:`TracerStatus`, :class:`JudgeRequest`, :class:`JudgeResponse`).
+The evaluation's result is :class:`jaxbench.contract.result.EvaluationResult`.
 
 Every event a run writes carries ``schema`` (:data:`SCHEMA_VERSION`); events without it were
 written before the schema existed and are read as version 1.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import time
 from typing import Any, ClassVar
 
 from jaxbench.contract.codes import RAN, RUNNING, Mode, Rule, Stage, Status, Target
@@ -257,32 +256,3 @@ class JudgeResponse(Record):
 
 def source_sha256(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()
-
-
-def new_result(task: str, target: str, mode: str, size: str, source: str, *,
-               versions: dict[str, Any]) -> dict[str, Any]:
-    """A result record with every contract field present (filled in as stages run).
-    ``versions``: the software and host it is evaluated with
-    (:func:`jaxbench.backends.host.versions`: a fact of the host, not of the contract)."""
-    return {
-        "type": "evaluation",
-        "schema": SCHEMA_VERSION,
-        "task": task,
-        "target": target,
-        "mode": mode,
-        "size": size,
-        "status": None,
-        "stage": None,
-        "rule": None,
-        "message": "",
-        "max_abs_err": None,
-        "rel_err": None,
-        "t_ref_ms": None,
-        "t_kernel_ms": None,
-        "speedup": None,
-        "compile_s": None,
-        "source_sha256": source_sha256(source),
-        "stages": {},
-        "versions": versions,
-        "started_at": time.time(),
-    }

@@ -17,18 +17,18 @@ Each protocol lists exactly what its callers call:
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from jaxbench.contract import Settings
+    from jaxbench.contract import EvaluationResult, Settings
 
 
 class SupportsEvaluate(Protocol):
     """Evaluates one kernel (a source text or a file's path) on a task with ``settings``,
-    and returns the result record."""
+    and returns its result."""
 
     def evaluate(self, source_or_path: str | os.PathLike[str], task_id: str, /, *,
-                 settings: Settings) -> dict[str, Any]: ...
+                 settings: Settings) -> EvaluationResult: ...
 
 
 class EvaluatorLike(SupportsEvaluate, Protocol):

@@ -41,7 +41,7 @@ from jaxbench.evaluator.common.procs import process_start
 from jaxbench.executors.errors import EvaluationLost, ExecutorError
 
 if TYPE_CHECKING:
-    from jaxbench.contract import Settings
+    from jaxbench.contract import EvaluationResult, Settings
     from jaxbench.evaluator import Evaluator
 
 DEFAULT_MAX_RETRIES = 3
@@ -319,7 +319,7 @@ def _read_tree(directory: Path) -> dict[str, bytes]:
 
 
 def evaluate_on_node(secret: RunSecret, source: str, filename: str | None, task_id: str,
-                     settings: Settings, want_ir: bool) -> tuple[dict[str, Any], dict[str, bytes]]:
+                     settings: Settings, want_ir: bool) -> tuple[EvaluationResult, dict[str, bytes]]:
     """One evaluation in a Ray worker: (the evaluator's result, IR files when asked for).
     ``settings`` is the evaluation's, its target and mode resolved by the driver."""
     from jaxbench.executors.settings import evaluate_with
@@ -334,8 +334,7 @@ def evaluate_on_node(secret: RunSecret, source: str, filename: str | None, task_
         files = _read_tree(ir_dir) if ir_dir is not None and ir_dir.is_dir() else {}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    result["ray_node"] = _node_name()
-    return result, files
+    return result.replace(ray_node=_node_name()), files
 
 
 def _node_name() -> str:
@@ -489,7 +488,7 @@ class RayEvaluator:
 
     # -- the Evaluator interface ---------------------------------------------------------------
     def evaluate(self, source_or_path: str | os.PathLike[str], task_id: str,
-                 settings: Settings | None = None, **options: Any) -> dict[str, Any]:
+                 settings: Settings | None = None, **options: Any) -> EvaluationResult:
         """:meth:`Evaluator.evaluate` on a cluster node (``settings``, or its fields as
         keyword options); raises :class:`EvaluationLost` when the node or worker died on
         every attempt."""
@@ -514,7 +513,7 @@ class RayEvaluator:
                 self._left_ray.notify_all()
 
     def _evaluate(self, source: str, filename: str, task_id: str,
-                  settings: Settings) -> dict[str, Any]:
+                  settings: Settings) -> EvaluationResult:
         cluster, target, save_ir = self.cluster(), settings.target, settings.save_ir
         mode = resolve_cluster_mode(settings.mode, target, cluster)
         task_options = dict(max_retries=self.max_retries, retry_exceptions=False,
@@ -543,12 +542,12 @@ class RayEvaluator:
         finally:
             with self._lock:
                 self._in_flight.discard(ref)
-        result["kernel_file"] = filename  # as the local evaluator names it
+        artifacts = result.artifacts
         if save_ir is not None:
             _write_tree(Path(save_ir), files)
-            if isinstance(result.get("artifacts"), dict):
-                result["artifacts"]["dir"] = str(save_ir)
-        return result
+            if artifacts is not None:
+                artifacts = {**artifacts, "dir": str(save_ir)}
+        return result.replace(kernel_file=filename, artifacts=artifacts)  # as the local one names it
 
     def abort(self) -> None:
         """Stops the evaluations in flight (Ctrl-C): their tasks are cancelled and their worker

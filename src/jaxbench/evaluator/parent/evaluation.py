@@ -45,8 +45,8 @@ from jaxbench.contract import (
     StageFailure,
     Status,
     TracerJob,
-    new_result,
 )
+from jaxbench.contract.result import EvaluationResult
 from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.judge import chip_verdict
 from jaxbench.evaluator.parent import chip_checks
@@ -82,7 +82,9 @@ RACE_CHECKS = {
 
 
 class Evaluation:
-    """One candidate through the phases; :meth:`run` returns the result record."""
+    """One candidate through the phases; :meth:`run` returns the :class:`EvaluationResult`.
+    While it walks, ``self.result`` holds the result's fields as they are found (the phases'
+    scratch, never seen outside); the result is built from them once, at the end."""
 
     def __init__(self, evaluator: Any, case: Case, source: str, filename: str) -> None:
         """``evaluator``: the :class:`~jaxbench.evaluator.parent.evaluator.Evaluator` whose
@@ -114,7 +116,10 @@ class Evaluation:
 
     def _new_result(self) -> dict[str, Any]:
         case = self.case
-        result = new_result(case.task.id, case.target, case.mode, case.size, self.source, versions=versions())
+        start = EvaluationResult.start(case.task.id, case.target, case.mode, case.size,
+                                       self.source, versions=versions())
+        result = {name: value for name, value in start.to_event().items()
+                  if name not in ("type", "schema")}
         result.update(kernel_file=self.filename, judged_on=None, isolation=None,
                       kernel_backend=None,
                       timing_method="wall_clock_interleaved" if case.mode == "device" else None,
@@ -130,7 +135,7 @@ class Evaluation:
         return result
 
     # -- the walk -------------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> EvaluationResult:
         self.started = time.monotonic()
         phases = (*PHASES[:2], "debug") if self.case.debug else PHASES
         for phase in phases:
@@ -152,7 +157,7 @@ class Evaluation:
             if phase in self.failures or (phase == "judge" and self.budget is not None):
                 break
         self._finish()
-        return printable_result(self.result)
+        return EvaluationResult(**printable_result(self.result))
 
     def _finish(self) -> None:
         result = self.result

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.backends.host import attached, keep_off_accelerators
-from jaxbench.contract import Settings
+from jaxbench.contract import EvaluationResult, Settings
 from jaxbench.evaluator.common.procs import kill_children
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
@@ -115,15 +115,16 @@ class Evaluator:
         self.close()
 
     def evaluate(self, source_or_path: str | os.PathLike[str], task_id: str,
-                 settings: Settings | None = None, **options: Any) -> dict[str, Any]:
-        """Runs the phases on one candidate; returns the evaluation-result dict.
+                 settings: Settings | None = None, **options: Any) -> EvaluationResult:
+        """Runs the phases on one candidate; returns its
+        :class:`~jaxbench.contract.EvaluationResult`.
 
         ``settings`` (:class:`~jaxbench.contract.Settings`), or its fields as
         keyword options: ``target``, ``mode``, ``size``, ``trials``, ``timeout_s``,
         ``memory_gb``, ``tpu_interpret``, ``max_outside_flops_fraction``, ``timing``,
         ``save_ir``, ``debug``, ``chip``. ``debug`` (``jaxbench eval --debug``) allows
         ``jax.debug.print`` and runs the kernel in interpret mode on the untrusted side, so
-        that its printed output can be shown; such a result is marked ``"debug": true`` and
+        that its printed output can be shown; such a result is marked ``debug`` and
         never counts (a run directory refuses it). ``chip`` (``--chip``): the chip the kernel
         is judged for (its limits, its identity while traced, Triton's target); by default
         the suite's (PallasBench GPU tasks: an A100; otherwise a TPU v6e or an H200), in
@@ -152,7 +153,8 @@ class Evaluator:
         return self.runners.run(request, case.timeout_s, case.memory_bytes)
 
 
-def evaluate(source_or_path: str | os.PathLike[str], task_id: str, **options: Any) -> dict[str, Any]:
+def evaluate(source_or_path: str | os.PathLike[str], task_id: str,
+             **options: Any) -> EvaluationResult:
     """Evaluates one candidate (path or source text) on one task; see :meth:`Evaluator.evaluate`."""
     secret = options.pop("secret", None)
     with Evaluator(secret=secret, spares=0) as evaluator:
