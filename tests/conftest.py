@@ -6,8 +6,12 @@ themselves (``pytestmark = pytest.mark.quick`` or ``@pytest.mark.quick``; docs/d
 """
 
 import os
+import sys
+from pathlib import Path
 
 import pytest
+
+SRC = str(Path(__file__).resolve().parent.parent / "src")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -23,6 +27,14 @@ def pytest_configure(config):
     counts it)."""
     if not os.environ.get("JAX_PLATFORMS"):
         os.environ["JAX_PLATFORMS"] = "cpu"
+    # The package under test is this checkout's, in this process and in every process the
+    # evaluator starts, even where the environment has another checkout installed (a second
+    # worktree beside an editable install).
+    if sys.path[:1] != [SRC]:
+        sys.path.insert(0, SRC)
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if paths[:1] != [SRC]:
+        os.environ["PYTHONPATH"] = os.pathsep.join([SRC, *(p for p in paths if p)])
     # Triton's compiler (the optional `triton` extra) adds seconds to every GPU evaluation:
     # off for the suite, on in tests/test_triton_compile.py.
     os.environ.setdefault("JAXBENCH_TRITON_COMPILE", "0")
