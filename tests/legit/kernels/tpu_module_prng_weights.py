@@ -1,7 +1,7 @@
 """21k_gemm_divide_sum_scaling as models wrote it: the module builds its parameters with
 `jax.random.PRNGKey(0)` (`init_params`), and `kernel` starts from them, then uses the task's
 weight; the key's ops are dead code in the traced module. One kernel does the GEMM, the
-divide, the row sum and the scaling: grid (row block, K block), a float32 VMEM accumulator."""
+divide, the row sum (in float32) and the scaling: grid (row block, K block), a float32 VMEM accumulator."""
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
@@ -26,7 +26,8 @@ def _kernel(x_ref, w_ref, o_ref, acc_ref):
 
     @pl.when(pl.program_id(1) == pl.num_programs(1) - 1)
     def _():
-        y = acc_ref[...].astype(jnp.bfloat16).astype(jnp.float32) / 2
+        y = acc_ref[...] / 2  # the row sum in float32 (rounded to bfloat16 first it is
+        # not within tolerance on a TPU v5e: 18 of 256 rows at up to 3.4x)
         o_ref[...] = (jnp.sum(y, axis=1, keepdims=True) * SCALING).astype(o_ref.dtype)
 
 
