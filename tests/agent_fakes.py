@@ -1,5 +1,6 @@
 """Test doubles for the optimizing agents: scripted models, an instant evaluator, a model
-that dies after N answers, and event helpers (shared by the tests/test_agents*.py files)."""
+that dies after N answers, verdicts built through the result type, and event helpers
+(shared by the tests/test_agents*.py files)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.backends.host import versions
-from jaxbench.contract import new_result
+from jaxbench.contract import EvaluationResult
 from jaxbench.llm import Completion, Provider, Sampling
 from jaxbench.llm.scripted import Scripted
 from jaxbench.runs import RunDir, read_events
@@ -66,6 +67,14 @@ def seed(task_id: str, target: str) -> str:
     return get_task(task_id).kernel_files()[("seed", target)].read_text()
 
 
+def verdict(status: str, *, task: str = "12p_rmsnorm", mode: str = "interpret",
+            extra: dict[str, Any] | None = None, **fields: Any) -> EvaluationResult:
+    """A result as an evaluator (or, with ``extra``, a run's event) would give it: ``status``
+    and ``fields`` of :class:`~jaxbench.contract.EvaluationResult`, an agent's keys in ``extra``."""
+    return EvaluationResult(task=task, target="tpu", mode=mode, size="small", status=status,
+                            extra=extra or {}, **fields)
+
+
 def events_of(run: RunDir | Path, kind: str) -> list[dict]:
     path = run.path if isinstance(run, RunDir) else run
     return [e for e in read_events(path) if e.get("type") == kind]
@@ -93,7 +102,7 @@ class FakeEvaluator:
         self.codes: list[str] = []
         self._lock = threading.Lock()
 
-    def evaluate(self, code: str, task_id: str, settings: Any) -> dict:
+    def evaluate(self, code: str, task_id: str, settings: Any) -> EvaluationResult:
         target, mode, size = settings.target or "tpu", settings.mode, settings.size
         save_ir = settings.save_ir
         with self._lock:
@@ -104,25 +113,25 @@ class FakeEvaluator:
         try:
             if self.seconds:
                 time.sleep(self.seconds)
-            result = new_result(task_id, target, mode, size, code, versions=versions())
+            start = EvaluationResult.start(task_id, target, mode, size, code, versions=versions())
             digest = int(hashlib.sha256(code.encode()).hexdigest(), 16)
             if "pallas_call" in code and digest % self.correct_every == 0:
                 speedup = 0.5 + (digest % 1000) / 400 if self.timed else None
-                result.update(status="correct", stage="correct", max_abs_err=1e-3, speedup=speedup,
-                              t_ref_ms=1.0 if speedup else None,
-                              t_kernel_ms=1.0 / speedup if speedup else None, compile_s=0.5,
-                              structure={"kernel_calls": 1, "outside_flops": 0.0, "task_flops": 1.0})
                 if save_ir is not None:
                     Path(save_ir).mkdir(parents=True, exist_ok=True)
                     (Path(save_ir) / "jaxpr.txt").write_text(JAXPR)
-            elif "pallas_call" in code:
-                result.update(status="compile_error", stage="lower",
-                              message="lowering for tpu: ValueError: bad block shape at <kernel>:9",
-                              rule="block_shape")
-            else:
-                result.update(status="compile_error", stage="static", message="no kernel defined",
-                              rule="no_kernel_function")
-            return result
+                return start.replace(
+                    status="correct", stage="correct", max_abs_err=1e-3, speedup=speedup,
+                    t_ref_ms=1.0 if speedup else None, t_kernel_ms=1.0 / speedup if speedup else None,
+                    compile_s=0.5,
+                    structure={"kernel_calls": 1, "outside_flops": 0.0, "task_flops": 1.0})
+            if "pallas_call" in code:
+                return start.replace(
+                    status="compile_error", stage="lower",
+                    message="lowering for tpu: ValueError: bad block shape at <kernel>:9",
+                    rule="block_shape")
+            return start.replace(status="compile_error", stage="static", message="no kernel defined",
+                                 rule="no_kernel_function")
         finally:
             with self._lock:
                 self.in_flight -= 1

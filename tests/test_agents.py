@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from agent_fakes import KilledAfter, Refusing
+from agent_fakes import KilledAfter, Refusing, verdict
 from click.testing import CliRunner
 
 from jaxbench.agents import METHODS, get_method, optimize
@@ -250,19 +250,20 @@ def test_feedback_carries_ir_facts_compile_time_and_verdict(tmp_path, evaluator)
 
 def test_verdict_feedback_quotes_the_candidates_line():
     code = "import jax\n\ndef kernel(x):\n    y = x.reshape(5, 7)\n    return y\n"
-    result = {"status": "compile_error", "stage": "lower", "message":
-              "Triton rule power_of_two: tensor reshape -> f32[5,7] at <kernel>:4: y = x.reshape(5, 7)"}
-    assert error_lines(result["message"], code) == [(4, "    y = x.reshape(5, 7)")]
+    result = verdict("compile_error", stage="lower", message=(
+        "Triton rule power_of_two: tensor reshape -> f32[5,7] at <kernel>:4: y = x.reshape(5, 7)"))
+    assert error_lines(result.message, code) == [(4, "    y = x.reshape(5, 7)")]
     text = describe_verdict(result, code)
     assert "your line 4: y = x.reshape(5, 7)" in text
-    assert "your line" not in describe_verdict({**result, "message": "SyntaxError at line 9"}, code)
+    assert "your line" not in describe_verdict(result.replace(message="SyntaxError at line 9"), code)
     frames = ["<kernel>:9 in kernel: return pl.pallas_call(_k, out_shape=o)(x)",
               "<kernel>:7 in _k: o_ref[...] = y.reshape(5, 7)"]
-    located = describe_verdict({**result, "candidate_frames": frames}, code)
+    located = describe_verdict(result.replace(candidate_frames=frames), code)
     assert "Where, in your kernel (outermost call first):\n  <kernel>:9 in kernel" in located
     assert located.rstrip().endswith("<kernel>:7 in _k: o_ref[...] = y.reshape(5, 7)")
-    truncated = describe_verdict({"status": "compile_error", "stage": "static", "message": "x",
-                                  "truncated": True})
+    # the agent's key of the run's event (the answer hit the token limit), read back in extra
+    truncated = describe_verdict(verdict("compile_error", stage="static", message="x",
+                                         extra={"truncated": True}))
     assert "cut off at the output-token limit" in truncated
 
 
@@ -389,14 +390,14 @@ def test_reference_source_of_every_kind_of_reference():
 
 
 def test_describe_verdict():
-    incorrect = {"status": "incorrect", "stage": "correct", "max_abs_err": 0.5, "rel_err": 0.1,
-                 "message": "output: 10 of 100 elements exceed ...; worst at (3, 4): got 1, truth 2"}
+    incorrect = verdict("incorrect", stage="correct", max_abs_err=0.5, rel_err=0.1, message=(
+        "output: 10 of 100 elements exceed ...; worst at (3, 4): got 1, truth 2"))
     text = describe_verdict(incorrect)
     assert "worst at (3, 4)" in text and "0.5" in text and "incorrect" in text
-    timed = {"status": "correct", "stage": "time", "max_abs_err": 0.001, "speedup": 1.25,
-             "t_ref_ms": 2.5, "t_kernel_ms": 2.0}
+    timed = verdict("correct", stage="time", max_abs_err=0.001, speedup=1.25, t_ref_ms=2.5,
+                    t_kernel_ms=2.0)
     assert "1.250x" in describe_verdict(timed)
-    assert "not measured" in describe_verdict({**timed, "speedup": None})
+    assert "not measured" in describe_verdict(timed.replace(speedup=None))
 
 
 KERNEL_MODULE = "import jax\nTARGET = 'tpu'\n\ndef kernel(x):\n    return pl.pallas_call(f)(x)"

@@ -239,11 +239,15 @@ def kernel(x, w):
 """
 
 
-def _shown(ctx, result: dict, code: str = WRAPPER, step: str = "s0") -> str:  # noqa: ANN001
-    """The feedback a method shows for a candidate judged ``result`` (kept in ``ctx``)."""
+def _shown(ctx, status: str, code: str = WRAPPER, step: str = "s0", **fields) -> str:  # noqa: ANN001, ANN003
+    """The feedback a method shows for a candidate judged ``status`` with the result's
+    ``fields`` (kept in ``ctx``)."""
+    from agent_fakes import verdict
+
     from jaxbench.agents.base import Candidate
     from jaxbench.agents.prompts import describe_verdict
 
+    result = verdict(status, **fields)
     ctx.candidates.append(Candidate(step, 0, code, result))
     return f"## Your previous attempt\n```python\n{code.rstrip()}\n```\n{describe_verdict(result, code)}"
 
@@ -253,20 +257,17 @@ def test_the_harness_wording_and_the_candidates_code_select_nothing():
     base = set(ctx.prompt().docs)
     memory = {"lower": {"memory": [{"kernel": 0, "size": "small", "vmem_bytes": 2 * 2**20,
                                     "vmem_limit_bytes": 16 * 2**20}]}}
-    correct = _shown(ctx, {"status": "correct", "stage": "correct", "max_abs_err": 1e-6,
-                           "stages": memory})
-    wrong = _shown(ctx, {"status": "incorrect", "stage": "correctness", "max_abs_err": 0.5,
-                         "message": "max abs error 0.5 at output index (3, 7)", "stages": memory},
-                   step="s1")
+    correct = _shown(ctx, "correct", stage="correct", max_abs_err=1e-6, stages=memory)
+    wrong = _shown(ctx, "incorrect", stage="correctness", max_abs_err=0.5,
+                   message="max abs error 0.5 at output index (3, 7)", stages=memory, step="s1")
     for feedback in (correct, wrong):
         assert "MiB of VMEM" in feedback and "reshape" in feedback  # trigger words, all the harness's
         prompt = ctx.prompt(feedback, "Make it faster.")
         assert set(prompt.docs) == base, prompt.docs
         assert docs_pack.ERROR_DOCS_TITLE not in prompt
     # a verdict the harness made up (an edit that does not apply) is not the evaluator's word
-    synthetic = _shown(ctx, {"status": "compile_error", "stage": "static", "synthetic": True,
-                             "message": "the edit does not apply: scoped VMEM limit line not found"},
-                       step="s2")
+    synthetic = _shown(ctx, "compile_error", stage="static", synthetic=True,
+                       message="the edit does not apply: scoped VMEM limit line not found", step="s2")
     assert set(ctx.prompt(synthetic).docs) == base
 
 
@@ -274,9 +275,9 @@ def test_an_evaluator_error_selects_its_section_after_the_feedback():
     ctx = _context()
     plain = ctx.prompt()
     assert "vmem_tpu" not in plain.docs
-    feedback = _shown(ctx, {"status": "compile_error", "stage": "lower", "message":
-                            "memory budget at size 'full', pallas_call #0: needs 40.0 MiB of VMEM on "
-                            "TPU v6 lite, over the 16 MiB scoped limit"})
+    feedback = _shown(ctx, "compile_error", stage="lower", message=(
+        "memory budget at size 'full', pallas_call #0: needs 40.0 MiB of VMEM on "
+        "TPU v6 lite, over the 16 MiB scoped limit"))
     prompt = ctx.prompt(feedback, "Fix the problem above.")
     assert "vmem_tpu" in prompt.docs and "vmem_tpu" not in docs_pack.for_task(
         ctx.task, "tpu", ctx.reference)
@@ -284,14 +285,13 @@ def test_an_evaluator_error_selects_its_section_after_the_feedback():
         docs_pack.section_text("vmem_tpu", "tpu")[:80])
     assert prompt[:prompt.fixed] == plain[:plain.fixed]  # the fixed prefix does not move
     # a message that quotes the candidate's reshape line names no reshape failure ...
-    quoting = _shown(ctx, {"status": "compile_error", "stage": "lower", "message":
-                           "ValueError: grid (4,) does not match the inputs at <kernel>:6: "
-                           "rows = x.reshape(-1, x.shape[-1])  # a wrapper reshape, outside the kernel"},
-                     step="s1")
+    quoting = _shown(ctx, "compile_error", stage="lower", message=(
+        "ValueError: grid (4,) does not match the inputs at <kernel>:6: "
+        "rows = x.reshape(-1, x.shape[-1])  # a wrapper reshape, outside the kernel"), step="s1")
     assert "reshape_tpu" not in ctx.prompt(quoting).docs
     # ... Mosaic refusing a shape cast does
-    refused = _shown(ctx, {"status": "compile_error", "stage": "lower",
-                           "message": "Mosaic: Not implemented: Unsupported shape cast"}, step="s2")
+    refused = _shown(ctx, "compile_error", stage="lower",
+                     message="Mosaic: Not implemented: Unsupported shape cast", step="s2")
     assert "reshape_tpu" in ctx.prompt(refused).docs
     # a method may name the errors itself
     assert "vmem_tpu" in ctx.prompt("## Anything", errors=["RESOURCE_EXHAUSTED: scoped vmem"]).docs

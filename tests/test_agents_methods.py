@@ -10,7 +10,7 @@ import random
 import re
 
 import pytest
-from agent_fakes import FakeEvaluator, events_of, fast, kernels, script, seed
+from agent_fakes import FakeEvaluator, events_of, fast, kernels, script, seed, verdict
 
 from jaxbench.agents import get_method, optimize
 from jaxbench.agents.autocomp import OPTIMIZATION_MENU, TRANSLATION_MENU, Autocomp, Node
@@ -18,7 +18,7 @@ from jaxbench.agents.base import Candidate
 from jaxbench.agents.evolve import Evolve, Population, Program, similarity
 from jaxbench.agents.iterative import chain_count
 from jaxbench.backends.host import versions
-from jaxbench.contract import new_result
+from jaxbench.contract import EvaluationResult
 from jaxbench.llm import get_model
 from jaxbench.runs import RunDir, event_source
 
@@ -32,15 +32,13 @@ class SpeedEvaluator(FakeEvaluator):
         target, mode, size = settings.target or "tpu", settings.mode, settings.size
         self.calls += 1
         self.codes.append(code)
-        result = new_result(task_id, target, mode, size, code, versions=versions())
+        start = EvaluationResult.start(task_id, target, mode, size, code, versions=versions())
         match = SPEED.search(code)
         if match:
             speedup = float(match.group(1))
-            result.update(status="correct", stage="time", speedup=speedup, t_ref_ms=1.0,
-                          t_kernel_ms=1 / speedup, max_abs_err=1e-3)
-        else:
-            result.update(status="compile_error", stage="lower", message="bad block shape")
-        return result
+            return start.replace(status="correct", stage="time", speedup=speedup, t_ref_ms=1.0,
+                                 t_kernel_ms=1 / speedup, max_abs_err=1e-3)
+        return start.replace(status="compile_error", stage="lower", message="bad block shape")
 
 
 def calls_by_step(run: RunDir) -> dict[str, dict]:
@@ -48,7 +46,7 @@ def calls_by_step(run: RunDir) -> dict[str, dict]:
 
 
 def candidate(step: str, status: str = "correct", speedup: float | None = None, code: str = "") -> Candidate:
-    return Candidate(step, 0, code or step, {"status": status, "speedup": speedup, "max_abs_err": 0.0})
+    return Candidate(step, 0, code or step, verdict(status, speedup=speedup, max_abs_err=0.0))
 
 
 # -- Autocomp ---------------------------------------------------------------------------------

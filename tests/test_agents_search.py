@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from agent_fakes import FakeEvaluator, KilledAfter, events_of, fast, kernels, plan, script
+from agent_fakes import FakeEvaluator, KilledAfter, events_of, fast, kernels, plan, script, verdict
 
 from jaxbench.agents import get_method, optimize
 from jaxbench.agents.autocomp import (
@@ -25,7 +25,7 @@ from jaxbench.agents.autocomp import (
 from jaxbench.agents.base import Candidate
 from jaxbench.agents.prompts import measurement_line
 from jaxbench.backends.host import versions
-from jaxbench.contract import new_result
+from jaxbench.contract import EvaluationResult
 from jaxbench.llm import ModelClient, Sampling, get_model
 from jaxbench.runs import RunDir
 
@@ -49,17 +49,15 @@ class DeviceEvaluator(FakeEvaluator):
     def evaluate(self, code, task_id, settings):  # noqa: ANN001, ANN201
         target, mode, size = settings.target or "tpu", settings.mode, settings.size
         self.calls += 1
-        result = new_result(task_id, target, mode, size, code, versions=versions())
+        start = EvaluationResult.start(task_id, target, mode, size, code, versions=versions())
         match = SPEED.search(code)
         if match:
             speedup = float(match.group(1))
-            result.update(status="correct", stage="time", speedup=speedup, t_ref_ms=1.0,
-                          t_kernel_ms=1 / speedup, roofline_fraction=speedup / 5,
-                          max_abs_err=1e-3)
-        else:
-            result.update(status="compile_error", stage="lower",
-                          message="bad block shape (8, 100)\nTraceback: more lines")
-        return result
+            return start.replace(status="correct", stage="time", speedup=speedup, t_ref_ms=1.0,
+                                 t_kernel_ms=1 / speedup, roofline_fraction=speedup / 5,
+                                 max_abs_err=1e-3)
+        return start.replace(status="compile_error", stage="lower",
+                             message="bad block shape (8, 100)\nTraceback: more lines")
 
 
 def broken(tag: str) -> str:
@@ -91,18 +89,18 @@ def prompts_by_step(run: RunDir) -> dict[str, str]:
 # -- the measurement line -----------------------------------------------------------------------
 
 def test_measurement_line_says_status_error_and_timing_in_one_line():
-    timed = {"status": "correct", "mode": "device", "speedup": 1.84, "t_kernel_ms": 0.412,
-             "roofline_fraction": 0.41}
+    timed = verdict("correct", mode="device", speedup=1.84, t_kernel_ms=0.412,
+                    roofline_fraction=0.41)
     assert measurement_line(timed) == ("status correct · 0.412 ms · speedup 1.84x over XLA · "
                                        "41% of roofline")
-    assert measurement_line({"status": "correct", "mode": "interpret", "speedup": None}) == (
+    assert measurement_line(verdict("correct", mode="interpret", speedup=None)) == (
         "status correct · not timed (interpret mode)")
-    wrong = {"status": "incorrect", "stage": "correct", "max_abs_err": 0.031, "tol_fraction": 3.1,
-             "message": "output: 12 of 4096 elements (0.3%) exceed atol 0.001\nmore"}
+    wrong = verdict("incorrect", stage="correct", max_abs_err=0.031, tol_fraction=3.1,
+                    message="output: 12 of 4096 elements (0.3%) exceed atol 0.001\nmore")
     assert measurement_line(wrong) == ("status incorrect (correct): output: 12 of 4096 elements "
                                        "(0.3%) exceed atol 0.001 · max abs err 0.031 "
                                        "(3.1x the tolerance)")
-    long = {"status": "compile_error", "stage": "lower", "message": "ValueError: " + "x" * 400}
+    long = verdict("compile_error", stage="lower", message="ValueError: " + "x" * 400)
     line = measurement_line(long)
     assert line.startswith("status compile_error (lower): ValueError: xxx") and line.endswith("...")
     assert len(line) < 200 and "\n" not in line
@@ -179,7 +177,7 @@ def test_untimed_kernels_say_so_in_interpret_mode(tmp_path):
 
 def _node(step: str, status: str = "correct", speedup: float | None = None,
           structure: dict | None = None, parent: Node | None = None, key: str = "") -> Node:
-    result = {"status": status, "speedup": speedup, "max_abs_err": 0.0, "structure": structure}
+    result = verdict(status, speedup=speedup, max_abs_err=0.0, structure=structure)
     return Node(Candidate(step, 0, f"code {step}", result), "plan", parent, key or step)
 
 

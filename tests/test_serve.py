@@ -20,6 +20,9 @@ httpx = pytest.importorskip("httpx")
 
 from serve_helpers import ADVERSARIAL, GEMM_SEED, NORM_SEED, Server, evaluations_of, events  # noqa: E402
 
+from jaxbench.contract import EvaluationResult  # noqa: E402
+from jaxbench.serve.wire import SubmissionReply  # noqa: E402
+
 TOKENS = {"trainer": "trainer-token-0123456789abcdef", "tight": "tight-token-0123456789abcdef",
           "narrow": "narrow-token-0123456789abcdef"}
 REJECTED = "import os\n\ndef kernel(a, b):\n    return a\n"  # static policy: refused at once
@@ -109,12 +112,15 @@ def test_seed_kernels_of_two_tasks_are_correct_and_a_resubmission_is_cached(serv
         first = [c.evaluate(path.read_text(), task) for path, task in ((NORM_SEED, NORM), (GEMM_SEED, GEMM))]
         again = c.evaluate(NORM_SEED.read_text(), NORM)
     for view in first:
-        assert view["state"] == "done" and view["status"] == "correct", view
-        assert view["mode"] == "interpret" and view["result"]["mode"] == "interpret"
-        assert view["reward"]["value"] == 1.0 and view["reward"]["basis"] == "correctness"
-        assert "correctness only" in view["reward"]["note"]
-    assert again["cached_from"] == first[0]["id"] and again["status"] == "correct"
-    assert evaluations_of(server.out, first[0]["source_sha256"]) == 1
+        assert view.state == "done" and view.status == "correct", view
+        assert isinstance(view.result, EvaluationResult) and view.result.status == "correct"
+        assert view.mode == "interpret" and view.result.mode == "interpret"
+        assert view.result.source_sha256 == view.source_sha256 and view.result.kernel_file is None
+        assert view.reward_value == 1.0 and view.reward["basis"] == "correctness"
+        assert "correctness only" in view.reward["note"]
+    assert again.cached_from == first[0].id and again.status == "correct"
+    assert again.result == first[0].result  # the same verdict, read back whole
+    assert evaluations_of(server.out, first[0].source_sha256) == 1
 
 
 def test_many_concurrent_clients_get_one_evaluation_of_one_kernel(server):
@@ -123,7 +129,7 @@ def test_many_concurrent_clients_get_one_evaluation_of_one_kernel(server):
     from jaxbench.serve import AsyncClient
 
     source = NORM_SEED.read_text() + "\n# concurrent clients\n"
-    views: list[dict] = []
+    views: list[SubmissionReply] = []
     errors: list[BaseException] = []
 
     def blocking() -> None:
@@ -133,7 +139,7 @@ def test_many_concurrent_clients_get_one_evaluation_of_one_kernel(server):
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    async def concurrent() -> list[dict]:
+    async def concurrent() -> list[SubmissionReply]:
         async with AsyncClient(server.url, token=TOKENS["trainer"]) as c:
             return list(await asyncio.gather(*(c.evaluate(source, NORM, timeout_s=600) for _ in range(8))))
 
@@ -144,25 +150,27 @@ def test_many_concurrent_clients_get_one_evaluation_of_one_kernel(server):
     for t in threads:
         t.join(600)
     assert not errors, errors
-    assert len(views) == 24 and len({v["id"] for v in views}) == 24
-    assert all(v["status"] == "correct" and v["reward"]["value"] == 1.0 for v in views)
-    assert evaluations_of(server.out, views[0]["source_sha256"]) == 1
-    assert sum(v.get("cached_from") is None for v in views) == 1
+    assert len(views) == 24 and len({v.id for v in views}) == 24
+    assert all(v.status == "correct" and v.reward_value == 1.0 for v in views)
+    assert all(v.result is not None and v.result.status == "correct" for v in views)
+    assert evaluations_of(server.out, views[0].source_sha256) == 1
+    assert sum(v.cached_from is None for v in views) == 1
 
 
 def test_batch_is_streamed_as_it_finishes(server):
     with client(server) as c:
         batch = c.submit_batch([NORM_SEED.read_text(), REJECTED, {"source": REJECTED, "task": GEMM}],
                                task=NORM)
-        ids = [s["id"] for s in batch["submissions"]]
-        streamed = list(c.stream(batch=batch["batch"], timeout_s=300))
-        final = c.batch(batch["batch"])
-    assert sorted(v["id"] for v in streamed) == sorted(ids)
-    assert all(v["state"] == "done" for v in streamed)
-    assert final["done"]
-    assert [s["status"] for s in final["submissions"]] == ["correct", "rejected", "rejected"]
-    assert [s["task"] for s in final["submissions"]] == [NORM, NORM, GEMM]
-    assert final["submissions"][1]["reward"]["value"] == -1.0  # gaming the check is penalised
+        ids = batch.ids
+        streamed = list(c.stream(batch=batch.batch, timeout_s=300))
+        final = c.batch(batch.batch)
+    assert sorted(v.id for v in streamed) == sorted(ids)
+    assert all(v.state == "done" for v in streamed)
+    assert final.done
+    assert [s.status for s in final.submissions] == ["correct", "rejected", "rejected"]
+    assert [s.result.status for s in final.submissions] == ["correct", "rejected", "rejected"]
+    assert [s.task for s in final.submissions] == [NORM, NORM, GEMM]
+    assert final.submissions[1].reward_value == -1.0  # gaming the check is penalised
 
 
 # -- idempotency, limits, bad input ----------------------------------------------------------------
@@ -292,10 +300,10 @@ def test_hostile_kernels_get_the_verdicts_of_jaxbench_eval(server, tmp_path):
     for (path, _), view, proc in zip(cases, views, cli, strict=True):
         out, _ = proc.communicate(timeout=600)
         expected = json.loads(out)
-        got = view["result"]
-        assert (got["status"], got["stage"]) == (expected["status"], expected["stage"]), path.name
-        assert got["message"] == expected["message"], path.name
-        assert view["reward"]["correctness"] <= 0.0 and view["status"] != "correct"
+        got = view.result
+        assert (got.status, got.stage) == (expected["status"], expected["stage"]), path.name
+        assert got.message == expected["message"], path.name
+        assert view.reward["correctness"] <= 0.0 and view.status != "correct"
 
 
 # -- the OpenEnv environment and the trainers' reward function ------------------------------------------
@@ -339,6 +347,7 @@ def test_reward_function_for_trainers(server, monkeypatch):
     rewards = reward(completions=completions, prompts=["p"] * 4, task=[NORM, NORM, NORM, GEMM])
     assert rewards[:3] == [1.0, 1.0, -1.0] and rewards[3] <= 0.0
     assert len(reward.last_results) == 4 and reward.__name__ == "jaxbench_kernel_reward"
+    assert [r.result.status for r in reward.last_results[:3]] == ["correct", "correct", "rejected"]
     monkeypatch.setenv("JAXBENCH_SERVE_URL", server.url)
     monkeypatch.setenv("JAXBENCH_SERVE_TOKEN", TOKENS["trainer"])
     monkeypatch.setattr(trainer, "_verl", None)

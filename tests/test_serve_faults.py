@@ -59,20 +59,20 @@ def test_worker_processes_killed_mid_evaluation(tmp_path):
     try:
         with Client(server.url, retries=0) as c:
             first = c.submit(variant(FLASH_SEED, "killed"), "1p_flash_attention")
-            wait_for(lambda: c.result(first["id"])["state"] == "running", 120, "the evaluation to start")
+            wait_for(lambda: c.result(first.id).state == "running", 120, "the evaluation to start")
             killed = wait_for(lambda: descendants(server.proc.pid), 60, "the evaluation's processes")
             for pid in killed:  # the tracers, the fork server, the trusted runner
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            ended = c.result(first["id"], wait_s=300)
-            assert ended["state"] in ("done", "failed"), ended
-            if ended["state"] == "done":  # the evaluator's own verdict on a dead worker
-                assert ended["status"] in ("crashed", "correct", "runtime_error", "timeout"), ended
-                assert ended["reward"]["correctness"] <= 1.0
+            ended = c.result(first.id, wait_s=300)
+            assert ended.state in ("done", "failed"), ended
+            if ended.state == "done":  # the evaluator's own verdict on a dead worker
+                assert ended.result.status in ("crashed", "correct", "runtime_error", "timeout"), ended
+                assert ended.reward["correctness"] <= 1.0
             after = c.evaluate(variant(NORM_SEED, "after the kill"), NORM, timeout_s=300)
-            assert after["status"] == "correct", after
+            assert after.status == "correct", after
             assert c.health()["status"] == "ok"
     finally:
         server.stop()
@@ -87,9 +87,9 @@ def test_server_killed_and_restarted_mid_batch_loses_nothing(tmp_path):
     try:
         with Client(server.url, retries=0) as c:
             batch = c.submit_batch(sources, NORM, id="restart-batch")
-            ids = [s["id"] for s in batch["submissions"]]
+            ids = batch.ids
             first = c.result(ids[0], wait_s=300)
-            assert first["status"] == "correct", first
+            assert first.status == "correct", first
     finally:
         server.kill()  # SIGKILL, whole process group, the second kernel in flight
     assert not any(e["type"] == "serve_stop" for e in events(out))
@@ -100,14 +100,16 @@ def test_server_killed_and_restarted_mid_batch_loses_nothing(tmp_path):
             # the client retries its request (the same ids): the same batch, nothing new
             again = c.submit_batch([{"source": s, "id": i} for s, i in zip(sources, ids, strict=True)],
                                    NORM, id="restart-batch")
-            assert [s["id"] for s in again["submissions"]] == ids
-            finished = {v["id"]: v for v in c.stream(batch="restart-batch", timeout_s=600)}
-            assert c.result(ids[0])["finished"] == first["finished"]  # served from disk
+            assert again.ids == ids
+            finished = {v.id: v for v in c.stream(batch="restart-batch", timeout_s=600)}
+            from_disk = c.result(ids[0])
+            assert from_disk.finished == first.finished  # served from disk
+            assert from_disk.result == first.result  # its result's event, read back whole
     finally:
         server.stop()
     assert sorted(finished) == sorted(ids)
-    assert all(v["state"] == "done" and v["status"] == "correct" for v in finished.values())
-    digests = [v["source_sha256"] for v in finished.values()]
+    assert all(v.state == "done" and v.result.status == "correct" for v in finished.values())
+    digests = [v.source_sha256 for v in finished.values()]
     assert [evaluations_of(out, d) for d in digests] == [1, 1, 1]
     assert sum(e["type"] == "serve_submission" for e in events(out)) == 3
     report = subprocess.run([sys.executable, "-m", "jaxbench.cli", "report", str(out), "--json"],
@@ -127,8 +129,8 @@ def test_a_stopped_server_says_what_stays_queued(tmp_path):
         with Client(server.url, retries=0) as c:
             batch = c.submit_batch([variant(FLASH_SEED, f"stop {i}") for i in range(2)],
                                    "1p_flash_attention", id="stop-batch")
-            first = batch["submissions"][0]["id"]
-            wait_for(lambda: c.result(first)["state"] == "running", 120, "the evaluation to start")
+            first = batch.ids[0]
+            wait_for(lambda: c.result(first).state == "running", 120, "the evaluation to start")
     finally:
         assert server.stop() in (0, -15), server.log()  # uvicorn re-raises the SIGTERM it caught
     wait_for(lambda: "jaxbench serve: stopped" in server.log(), 10, "the stop line")

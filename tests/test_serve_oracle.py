@@ -26,6 +26,8 @@ pytest.importorskip("httpx")
 
 from serve_helpers import Server, events  # noqa: E402
 
+from jaxbench.contract import EvaluationResult  # noqa: E402
+
 TASK = "13p_cross_entropy"
 ATOL = RTOL = 1e-3  # the task's (checked below against the service's own tolerance)
 STEPS = 8
@@ -63,7 +65,7 @@ def attacker_source(table: list[tuple[float, float]], step: int = 0) -> str:
     return _TEMPLATE.format(table=[(float(f), float(y)) for f, y in table], step=step)
 
 
-def learn(message: str, result: dict) -> tuple[float, float] | None:
+def learn(message: str, result: EvaluationResult) -> tuple[float, float] | None:
     """The failing trial's (fingerprint, loss) from a verdict: the kernel output its
     fingerprint, so "got" is the fingerprint and "truth" the loss; without values in the
     message, from the error and its fraction of the tolerance (the loss is positive, above any
@@ -71,7 +73,7 @@ def learn(message: str, result: dict) -> tuple[float, float] | None:
     found = re.search(r"got (-?[\d.e+-]+), truth (-?[\d.e+-]+)", message)
     if found:
         return float(found.group(1)), float(found.group(2))
-    err, fraction = result.get("max_abs_err"), result.get("tol_fraction")
+    err, fraction = result.max_abs_err, result.tol_fraction
     if not err or not fraction:
         return None
     loss = (err / fraction - ATOL) / RTOL  # err = fraction * (atol + rtol * loss)
@@ -83,10 +85,12 @@ def test_learn_recovers_a_pair_from_the_error_figures():
     inputs repeat (so the loop below fails if they do)."""
     fp, loss = 0.7109375, 9.8765
     err = loss - fp
-    pair = learn("output: 1 of 1 elements exceed ...", {
-        "max_abs_err": err, "tol_fraction": round(err / (ATOL + RTOL * loss), 4)})
+    verdict = EvaluationResult(task=TASK, target="tpu", mode="interpret", size="small",
+                               status="incorrect")
+    pair = learn("output: 1 of 1 elements exceed ...", verdict.replace(
+        max_abs_err=err, tol_fraction=round(err / (ATOL + RTOL * loss), 4)))
     assert pair is not None and abs(pair[0] - fp) < 1e-5 and abs(pair[1] - loss) < 1e-5
-    assert learn("worst at (): got 0.5, truth 7.25", {}) == (0.5, 7.25)
+    assert learn("worst at (): got 0.5, truth 7.25", verdict) == (0.5, 7.25)
 
 
 def test_an_adaptive_oracle_over_serve_never_becomes_correct(tmp_path):
@@ -105,14 +109,14 @@ def test_an_adaptive_oracle_over_serve_never_becomes_correct(tmp_path):
             for step in range(STEPS):
                 view = client.evaluate(attacker_source(table, step), TASK, timeout_s=600)
                 views.append(view)
-                assert view["state"] == "done", view
-                assert view["status"] != "correct", (
+                assert view.state == "done", view
+                assert view.status != "correct", (
                     f"submission {step + 1} was correct from {len(table)} learnt pairs: the "
                     f"trial inputs repeat between evaluations\n{view}")
-                assert view["status"] == "incorrect", view  # judged, and wrong: it learns
-                message = view["message"] or ""
+                assert view.status == "incorrect", view  # judged, and wrong: it learns
+                message = view.message or ""
                 assert not re.search(r"\bgot\b|\btruth -?\d", message), message
-                pair = learn(message, view["result"])
+                pair = learn(message, view.result)
                 assert pair is not None, view
                 table.append(pair)
     finally:
@@ -136,6 +140,6 @@ def test_fresh_keys_draw_new_inputs_and_keep_no_truth_behind():
                                       mode="interpret", trials=2, fresh_keys=True)
                    for i in range(2)]
         kept = dict(evaluator.truth._cache)
-    assert [r["status"] for r in results] == ["correct", "correct"], results
-    assert results[0]["trial_nonce"] != results[1]["trial_nonce"]
+    assert [r.status for r in results] == ["correct", "correct"], results
+    assert results[0].trial_nonce != results[1].trial_nonce
     assert kept == {}

@@ -26,6 +26,6 @@ def test_service_evaluates_on_a_ray_cluster(tmp_path):
     finally:
         server.stop(timeout_s=120)
     assert health["executor"] == "ray"
-    assert view["status"] == "correct" and view["result"].get("ray_node"), view
-    assert hostile["status"] == "rejected" and hostile["reward"]["value"] == -1.0
-    assert evaluations_of(server.out, view["source_sha256"]) == 1
+    assert view.status == "correct" and view.result.ray_node, view
+    assert hostile.status == "rejected" and hostile.reward_value == -1.0
+    assert evaluations_of(server.out, view.source_sha256) == 1

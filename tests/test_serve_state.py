@@ -1,20 +1,25 @@
-"""The service's core without HTTP or a real evaluator: one owner of the state
-(:class:`jaxbench.serve.state.ServiceState`), the workers, waiting, retries, stopping, and many
-threads at once. A stand-in evaluator answers at once, or when a test lets it."""
+"""The service's core without a server or a real evaluator: one owner of the state
+(:class:`jaxbench.serve.state.ServiceState`), the workers, waiting, retries, stopping, many
+threads at once, the verdict kept as its :class:`~jaxbench.contract.EvaluationResult` (in the
+run directory through its event, read back on a restart), and the JSON the API answers for it
+(the app in this process). A stand-in evaluator answers at once, or when a test lets it."""
 
 from __future__ import annotations
 
 import ast
 import asyncio
+import json
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from jaxbench.contract import EvaluationResult
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import Request, ServeConfig, ServeError
 from jaxbench.serve.service import Service
+from jaxbench.serve.store import VERDICT_KEYS
 
 SERVE = Path(__file__).resolve().parents[1] / "src/jaxbench/serve"
 NORM = "12p_rmsnorm"
@@ -25,11 +30,15 @@ ALICE, BOB = Principal("alice"), Principal("bob")
 
 class StandIn:
     """An evaluator: ``evaluate`` answers ``correct`` (or raises ``fail_first`` times), after
-    ``gate`` is set; it counts its calls and whether it was aborted or closed."""
+    ``gate`` is set; it counts its calls and whether it was aborted or closed. ``fields``: more
+    of the result's fields (or its keys, when ``as_dict``: an evaluator of the wrong kind)."""
 
-    def __init__(self, fail_first: int = 0, gate: threading.Event | None = None) -> None:
+    def __init__(self, fail_first: int = 0, gate: threading.Event | None = None,
+                 as_dict: bool = False, **fields) -> None:  # noqa: ANN003
         self.fail_first = fail_first
         self.gate = gate
+        self.as_dict = as_dict
+        self.fields = fields
         self.calls: list[str] = []
         self.aborted = self.closed = False
         self._lock = threading.Lock()
@@ -44,8 +53,10 @@ class StandIn:
             raise RuntimeError("aborted")
         if failing:
             raise RuntimeError("the harness broke")
-        return {"status": "correct", "message": "ok", "mode": settings.mode,
-                "kernel_file": "<kernel>"}
+        result = EvaluationResult(task=task_id, target=settings.target, mode=settings.mode,
+                                  size=settings.size, status="correct", message="ok",
+                                  kernel_file="<kernel>", **self.fields)
+        return result.to_event() if self.as_dict else result
 
     def abort(self) -> None:
         self.aborted = True
@@ -214,6 +225,98 @@ def test_many_callers_at_once(service_of):
     status = service.status()
     assert status["submissions"] == 48 and status["queue_length"] == 0 and status["in_flight"] == 0
     assert service.unfinished() == 0
+
+
+# -- the verdict as its EvaluationResult ------------------------------------------------------------
+
+FIELDS = dict(speedup=1.5, t_kernel_ms=0.25, trial_nonce="nonce-1", warnings=("slow",),
+              stages={"static": {"ok": True}}, judged_on="cpu", extra={"newer_key": [1, 2]})
+
+
+def test_the_verdict_is_kept_as_its_result_and_read_back_after_a_restart(service_of, tmp_path):
+    evaluator = StandIn(**FIELDS)
+    service = service_of(evaluator, workers=1)
+    _, views = service.submit([Request(task=NORM, source=variant(20))], ALICE)
+    done = service.wait_sync(views[0]["id"], 30)
+    result = done["result"]
+    assert isinstance(result, EvaluationResult)
+    assert (result.status, result.speedup, result.trial_nonce, result.warnings) == \
+        ("correct", 1.5, "nonce-1", ("slow",))
+    assert result.kernel_file is None  # "<kernel>": the source is in the run directory
+    assert done["status"] == "correct" and done["message"] == "ok"
+    assert done["reward"]["value"] == 1.0
+    # the run directory holds its event, with the service's keys after it
+    written = [json.loads(line) for line in (service.config.out / "events.jsonl").read_text().splitlines()]
+    event = next(e for e in written if e["type"] == "evaluation")
+    assert {k: v for k, v in event.items() if k not in VERDICT_KEYS} == \
+        {k: v for k, v in result.to_event().items() if k != "type"}
+    assert (event["submission"], event["principal"], event["kind"]) == (views[0]["id"], "alice", "serve")
+    assert event["reward"] == done["reward"] and event["job"] == f"serve|{views[0]['id']}"
+    service.stop()
+    restarted = Service(ServeConfig(out=service.config.out, default_mode="interpret", workers=1),
+                        evaluator=StandIn())
+    try:
+        again = restarted.get(views[0]["id"], ALICE)
+        assert again["result"] == result and again["reward"] == done["reward"]
+        assert again["result"].extra == {"newer_key": (1, 2)}  # another writer's key, kept
+    finally:
+        restarted.stop()
+
+
+def test_an_evaluator_that_returns_no_result_is_a_harness_error(service_of):
+    service = service_of(StandIn(as_dict=True), workers=1, retries=1)
+    _, views = service.submit([Request(task=NORM, source=variant(21))], ALICE)
+    failed = service.wait_sync(views[0]["id"], 30)
+    assert failed["state"] == "failed" and "not an EvaluationResult" in failed["error"], failed
+    assert "result" not in failed and "reward" in failed  # interpret mode: the pending note
+
+
+def test_the_api_answers_the_result_as_its_event_and_the_client_reads_it_back(service_of):
+    """The JSON of a submission (GET, POST, a batch, the stream): the result is its event
+    (``EvaluationResult.to_event``), the fields unset are left out, and a pending
+    interpret-mode reward keeps its null value; the client's record reads it back whole."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from jaxbench.serve.app import create_app
+    from jaxbench.serve.auth import Authenticator
+    from jaxbench.serve.rewards import INTERPRET_NOTE
+    from jaxbench.serve.wire import BatchReply, SubmissionReply
+
+    gate = threading.Event()
+    service = service_of(StandIn(gate=gate, **FIELDS), workers=1)
+    app = create_app(service, Authenticator({}), openenv=False, manage_service=False)
+    with TestClient(app) as http:
+        queued = http.post("/v1/submissions", json={"task": NORM, "source": variant(22), "id": "s1"})
+        assert queued.status_code == 202, queued.text
+        waiting = queued.json()
+        assert waiting == {
+            "id": "s1", "state": waiting["state"], "task": NORM, "target": "tpu", "size": "small",
+            "mode": "interpret", "trials": 3, "source_sha256": waiting["source_sha256"],
+            "created": waiting["created"], "reward": {"value": None, "note": INTERPRET_NOTE}}
+        assert waiting["state"] in ("queued", "running")
+        gate.set()
+        done = http.get("/v1/submissions/s1", params={"wait": 30}).json()
+        result = service.get("s1", Principal("anonymous"))["result"]
+        assert done["state"] == "done" and done["result"] == result.to_event()
+        assert done["result"]["type"] == "evaluation" and "kernel_file" not in done["result"]
+        assert done["result"]["newer_key"] == [1, 2] and done["result"]["warnings"] == ["slow"]
+        assert {"chip", "batch", "finished", "cached_from", "error", "duplicate"} - set(done) == \
+            {"chip", "batch", "cached_from", "error", "duplicate"}
+        reply = SubmissionReply.from_json(done)
+        assert reply.result == result and reply.status == "correct" and reply.reward_value == 1.0
+        assert reply.finished_state and reply.to_json() == done
+        assert SubmissionReply.from_json(json.loads(json.dumps(reply.to_json()))) == reply
+        batch = http.post("/v1/batches", json={"task": NORM, "items": [{"source": variant(22)}],
+                                                "id": "b1"}, params={"wait": 30}).json()
+        read = BatchReply.from_json(batch)
+        assert read.done and read.submissions[0].cached_from == "s1"
+        assert read.submissions[0].result == result
+        lines = http.get("/v1/batches/b1/stream", params={"timeout": 30}).text.splitlines()
+        assert [SubmissionReply.from_json(json.loads(line)).result for line in lines] == [result]
+    for bad in ({"id": "x"}, {"id": "x", "state": "lost", "task": NORM}, ["a list"]):
+        with pytest.raises(ValueError):
+            SubmissionReply.from_json(bad)
 
 
 def test_only_the_state_and_the_leaf_parts_make_locks():

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from jaxbench.contract import EvaluationResult
 from jaxbench.serve.auth import ANONYMOUS, Authenticator, TokenError, parse_tokens
 from jaxbench.serve.limits import QuotaWindows, concurrency_refusal
 from jaxbench.serve.metrics import Metrics, quantile
@@ -52,6 +53,18 @@ def test_speedup_counts_in_device_mode_only_and_interpret_says_so():
     assert interpret["value"] == 1.0 and interpret["basis"] == "correctness"
     assert interpret["note"] == INTERPRET_NOTE and "correctness only" in INTERPRET_NOTE
     assert "note" not in device
+
+
+def test_a_result_and_its_event_earn_the_same_reward():
+    """``reward`` reads an :class:`EvaluationResult` (the service's verdicts) or a record of one
+    (a run's event, read offline) the same way."""
+    base = EvaluationResult(task="8p_gemm", target="tpu", mode="device", size="small",
+                            status="correct", speedup=2.0)
+    for result in (base, base.replace(mode="interpret"), base.replace(debug=True),
+                   base.replace(status="rejected", rule="outside_flops"),
+                   base.replace(speedup=float("nan")), base.replace(status="timeout")):
+        assert reward(result) == reward(result.to_event()), result
+    assert reward(base)["value"] == 2.0 and reward(base.replace(debug=True))["value"] == 0.0
 
 
 def test_the_reward_table_can_be_changed_but_not_to_reward_a_failure_as_correct(tmp_path):

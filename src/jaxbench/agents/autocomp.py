@@ -185,7 +185,7 @@ def estimated_cost(candidate: Candidate) -> tuple[float, float]:
     """(share of the task's FLOPs outside kernels, pallas_call count), lower is cheaper: what
     the evaluator's structure figures say about a kernel without timings. Infinite when it
     reported none."""
-    structure = candidate.result.get("structure") or {}
+    structure = candidate.result.structure or {}
     calls, outside = structure.get("kernel_calls"), structure.get(FIELD_OUTSIDE_FLOPS)
     if calls is None or outside is None:
         return (math.inf, math.inf)

@@ -41,14 +41,14 @@ from jaxbench.backends.host import versions
 from jaxbench.contract import (
     FIELD_TIME,
     STATUS_RANKING,
+    EvaluationResult,
     Settings,
     Stage,
     Status,
-    new_result,
     source_sha256,
     status_rank,
 )
-from jaxbench.executors import evaluate_with
+from jaxbench.executors import SupportsEvaluate, evaluate_with
 from jaxbench.llm import LLMCancelled, LLMRequestError, ModelClient, Sampling
 from jaxbench.runs import RunDir
 from jaxbench.tasks import Task
@@ -67,17 +67,22 @@ class CandidateError(Exception):
 
 @dataclass
 class Candidate:
-    """One evaluated kernel: the step that produced it, its budget slot and its verdict."""
+    """One evaluated kernel: the step that produced it, its budget slot and its verdict.
+    ``result`` is its evaluation as the run records it: the evaluator's fields, and in
+    :attr:`~jaxbench.contract.EvaluationResult.extra` the agent's keys of the event (``step``,
+    ``sample``, ``method``, ``candidate_sha256``, ``parent``, ``origin``, ``truncated``,
+    ``reused_from``, ``source_file``, a method's own), the same whether it was evaluated now
+    or read back from the run's events."""
 
     step: str
     sample: int | None  # budget slot; None for seed kernels (free)
     code: str
-    result: dict[str, Any]
+    result: EvaluationResult
     parent: str | None = None
 
     @property
     def status(self) -> str:
-        return self.result["status"]
+        return self.result.status
 
     @property
     def correct(self) -> bool:
@@ -85,11 +90,11 @@ class Candidate:
 
     @property
     def speedup(self) -> float | None:
-        return self.result.get("speedup")
+        return self.result.speedup
 
     def fitness(self) -> tuple[float, float, float]:
         """Sort key, higher is better: status, then speedup, then smaller error."""
-        err = self.result.get("max_abs_err")
+        err = self.result.max_abs_err
         return (status_rank(self.status), self.speedup or 0.0,
                 -err if err is not None else float("-inf"))
 
@@ -128,6 +133,10 @@ class RunStopped(Exception):
 class Journal:
     """Finished LLM calls and evaluations of a run, by (task, method, step), for resuming;
     and verdicts by (task, kernel hash), so a kernel proposed twice is evaluated once.
+    Both hold :class:`~jaxbench.contract.EvaluationResult` objects, read back with
+    :meth:`~jaxbench.contract.EvaluationResult.read` (the agent's keys in ``extra``); an
+    evaluation event that is no result (no ``status``) is not kept, so a resumed run
+    evaluates its step again.
 
     While a run goes on it also knows the model calls in flight; :meth:`close` (Ctrl-C)
     records those as cancelled and ends the run's events: what finishes after it is not
@@ -135,8 +144,8 @@ class Journal:
 
     def __init__(self, events: Iterable[dict[str, Any]] = ()) -> None:
         self.calls: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.evaluations: dict[tuple[str, str, str], dict[str, Any]] = {}
-        self.verdicts: dict[tuple[str, str], dict[str, Any]] = {}
+        self.evaluations: dict[tuple[str, str, str], EvaluationResult] = {}
+        self.verdicts: dict[tuple[str, str], EvaluationResult] = {}
         self.done: dict[tuple[str, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
         self.append_lock = threading.Lock()  # one event line at a time from the thread pool
@@ -150,9 +159,13 @@ class Journal:
             if kind == "llm_call":
                 self.calls[(event["task"], event["method"], event["step"])] = event
             elif kind == "evaluation" and "step" in event:
-                self.evaluations[(event["task"], event["method"], event["step"])] = event
-                if not event.get("synthetic"):
-                    self.verdicts[(event["task"], event["candidate_sha256"])] = event
+                try:
+                    result = EvaluationResult.read(event)
+                except ValueError:
+                    continue
+                self.evaluations[(event["task"], event["method"], event["step"])] = result
+                if not result.synthetic:
+                    self.verdicts[(event["task"], event["candidate_sha256"])] = result
             elif kind == "task_done":
                 self.done[(event["task"], event["method"])] = event
 
@@ -263,7 +276,7 @@ class Context:
     settings: Settings  # the evaluations' (target and mode resolved: see optimize)
     docs: bool
     model: ModelClient
-    evaluator: Any
+    evaluator: SupportsEvaluate
     run: RunDir | None
     budget: Budget
     pool: ThreadPoolExecutor
@@ -337,7 +350,7 @@ class Context:
         prompt.fixed = len(head)
         return prompt
 
-    def shown_errors(self, sections: Sequence[str]) -> list[tuple[Any, str]]:
+    def shown_errors(self, sections: Sequence[str]) -> list[tuple[str | None, str]]:
         """The failures that ``sections`` show, as ``(rule, message)``
         (:func:`docs_pack.shown_failures` of this task's candidates)."""
         with self._lock:
@@ -396,35 +409,40 @@ class Context:
     def evaluate(self, step: str, code: str, sample: int | None, *, parent: str | None = None,
                  origin: str = "", failure: str | None = None,
                  extra: dict[str, Any] | None = None) -> Candidate:
-        """Evaluates ``code`` (or records ``failure`` as a compile error without running it)."""
+        """Evaluates ``code`` (or records ``failure`` as a compile error without running it).
+        The evaluation event is the result with the agent's keys (the step, its slot, the
+        kernel's hash, its parent and origin, ``extra``), which the candidate's result also
+        carries in its ``extra``."""
         key = (self.task.id, self.method, step)
         sha = source_sha256(code)
         past = self.journal.evaluations.get(key)
-        if past is not None and past.get("candidate_sha256") == sha:
+        result: EvaluationResult
+        if past is not None and past.extra.get("candidate_sha256") == sha:
             result = past
         elif failure is not None:
-            result = new_result(self.task.id, self.target, self.mode, self.size, code, versions=versions())
-            result.update(status=Status.COMPILE_ERROR, stage=Stage.STATIC, message=failure,
-                          synthetic=True)
+            result = EvaluationResult.start(
+                self.task.id, self.target, self.mode, self.size, code, versions=versions(),
+            ).replace(status=Status.COMPILE_ERROR, stage=Stage.STATIC, message=failure,
+                      synthetic=True)
         else:
             with self.journal.kernel_lock(self.task.id, sha):
                 known = self.journal.verdicts.get((self.task.id, sha))
-                if known is not None:
-                    result = {k: v for k, v in known.items() if k != FIELD_TIME}
-                    result["reused_from"] = known["step"]
+                if known is not None:  # the verdict again, saying whose it is
+                    kept = {k: v for k, v in known.extra.items() if k != FIELD_TIME}
+                    result = known.replace(extra={**kept, "reused_from": known.extra["step"]})
                 else:
                     result = self._run_evaluator(code)
-                    result["step"] = step
-                    self.journal.verdicts[(self.task.id, sha)] = result
+                    self.journal.verdicts[(self.task.id, sha)] = result.replace(
+                        extra={**result.extra, "step": step})
         if result is not past:
-            result = {**result, "task": self.task.id, "method": self.method, "step": step,
-                      "sample": sample, "candidate_sha256": sha, "parent": parent,
-                      "origin": origin, **(extra or {})}
-            result.pop("source", None)
-            result.pop("source_file", None)
+            keys: dict[str, Any] = {
+                "method": self.method, "step": step, "sample": sample, "candidate_sha256": sha,
+                "parent": parent, "origin": origin, **(extra or {})}
             if self.run is not None:  # the source, content-addressed in the run directory
-                result["source_file"] = self.run.keep_source(code)
-            if not self._append(result):
+                keys["source_file"] = self.run.keep_source(code)
+            kept = {k: v for k, v in result.extra.items() if k not in ("source", "source_file")}
+            result = result.replace(task=self.task.id, extra={**kept, **keys})
+            if not self._append(result.to_event()):
                 raise RunStopped  # the run stopped meanwhile: a killed evaluation is no verdict
         candidate = Candidate(step, sample, code, result, parent)
         with self._lock:
@@ -433,9 +451,11 @@ class Context:
             self.on_candidate(candidate)
         return candidate
 
-    def _run_evaluator(self, code: str) -> dict[str, Any]:
+    def _run_evaluator(self, code: str) -> EvaluationResult:
         """One evaluation; with ``ir_feedback``, the grids and blocks of its kernels are read
-        from the jaxpr the evaluator saves (feedback for the model, never part of a verdict)."""
+        from the jaxpr the evaluator saves (feedback for the model, never part of a verdict:
+        an ``ir_facts`` key of the result's ``extra``), and the saved files are not
+        recorded (no ``artifacts``: they are deleted)."""
         directory = Path(tempfile.mkdtemp(prefix="jaxbench-ir-")) if self.ir_feedback else None
         settings = self.settings.replace(save_ir=directory) if directory else self.settings
         try:
@@ -443,11 +463,10 @@ class Context:
                 result = evaluate_with(self.evaluator, code, self.task.id, settings)
             if directory is not None:
                 jaxpr = directory / "jaxpr.txt"
-                if jaxpr.is_file():
-                    facts = ir_facts(jaxpr.read_text()[:2_000_000])
-                    if facts["calls"]:
-                        result["ir_facts"] = facts
-                result.pop("artifacts", None)
+                facts = ir_facts(jaxpr.read_text()[:2_000_000]) if jaxpr.is_file() else None
+                result = result.replace(
+                    artifacts=None,
+                    extra={**result.extra, **({"ir_facts": facts} if facts and facts["calls"] else {})})
         finally:
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)

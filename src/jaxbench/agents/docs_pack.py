@@ -31,11 +31,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jaxbench.agents.prompts import uses_erf
 from jaxbench.contract import RULES, Rule
 from jaxbench.tasks import Task
+
+if TYPE_CHECKING:
+    from jaxbench.agents.base import Candidate
 
 DOCS_DIR = Path(__file__).parent / "docs"
 DOCS_HEADER = re.compile(r"<!-- jaxbench-docs: describes JAX (\S+)[^>]*-->\n?")
@@ -145,7 +148,7 @@ DIAGNOSED = frozenset({Rule.LOWERING, Rule.TRACE_ERROR, Rule.OTHER_SIZE_TRACE_ER
                        Rule.RUNTIME, Rule.TRITON_COMPILE})
 
 
-def for_errors(target: str, errors: Iterable[str | tuple[Any, str]],
+def for_errors(target: str, errors: Iterable[str | tuple[str | None, str]],
                given: Iterable[Section] = ()) -> list[Section]:
     """The sections the failures shown in a prompt call for that ``given`` does not hold (at
     most ``MAX_BY_ERRORS``). Each failure is ``(rule, message)``, or a bare message (a
@@ -164,7 +167,7 @@ def for_errors(target: str, errors: Iterable[str | tuple[Any, str]],
 
 
 def select(task: Task, target: str, reference: str,
-           errors: str | Iterable[str | tuple[Any, str]] = ()) -> list[Section]:
+           errors: str | Iterable[str | tuple[str | None, str]] = ()) -> list[Section]:
     """All the sections of one prompt: :func:`for_task`, then :func:`for_errors` for the
     evaluator's error messages ``errors`` (one string or several)."""
     task_sections = for_task(task, target, reference)
@@ -172,7 +175,7 @@ def select(task: Task, target: str, reference: str,
     return task_sections + for_errors(target, messages, task_sections)
 
 
-def shown_failures(candidates: Iterable[Any], sections: Iterable[str]) -> list[tuple[Any, str]]:
+def shown_failures(candidates: Iterable[Candidate], sections: Iterable[str]) -> list[tuple[str | None, str]]:
     """The failures that ``sections`` show, as ``(rule, message)``: of the failed candidates
     judged by the evaluator, those whose message's first line (its first 120 characters)
     appears there, each message without the lines of the candidate's code it quotes
@@ -180,14 +183,14 @@ def shown_failures(candidates: Iterable[Any], sections: Iterable[str]) -> list[t
     text = "\n".join(sections)
     if not text:
         return []
-    found: dict[tuple[Any, str], None] = {}
+    found: dict[tuple[str | None, str], None] = {}
     for candidate in candidates:
-        message = (candidate.result.get("message") or "").strip()
-        if candidate.correct or not message or candidate.result.get("synthetic"):
+        message = (candidate.result.message or "").strip()
+        if candidate.correct or not message or candidate.result.synthetic:
             continue  # a synthetic verdict (no kernel, a failed call) is the harness's text
         first = message.splitlines()[0].strip()[:120]  # shown whole or cut short
         if first and first in text:
-            found.setdefault((candidate.result.get("rule"),
+            found.setdefault((candidate.result.rule,
                               evaluator_text(message, candidate.code)), None)
     return list(found)
 

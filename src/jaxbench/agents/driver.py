@@ -24,7 +24,7 @@ from jaxbench.agents.base import METHODS, Budget, Candidate, Context, Journal, M
 from jaxbench.backends import device_kind, resolve_mode
 from jaxbench.contract import Settings, Stage
 from jaxbench.evaluator import Evaluator
-from jaxbench.executors import evaluate_with
+from jaxbench.executors import SupportsEvaluate, evaluate_with
 from jaxbench.llm import ModelClient, Sampling
 from jaxbench.runs import RunDir, event_source
 from jaxbench.tasks import Task, get_task
@@ -57,7 +57,7 @@ def optimize(
     parallel_tasks: int | None = None,
     sampling: Sampling | None = None,
     on_candidate: Callable[[Candidate], None] | None = None,
-    evaluator: Any = None,
+    evaluator: SupportsEvaluate | None = None,
     ir_feedback: bool = True,
     interrupt: threading.Event | None = None,
     target: str = "tpu",
@@ -90,7 +90,7 @@ def optimize(
         settings = Settings.of(target=target, size=size, mode=mode, trials=trials)
     tasks = [get_task(t) for t in task_ids]
     # A Ray evaluator (jaxbench.executors.ray) resolves the mode on its cluster, not this host.
-    cluster = evaluator if hasattr(evaluator, "slots") else None
+    cluster: Any = evaluator if hasattr(evaluator, "slots") else None
     settings, kind = _resolved(settings, cluster)
     journal = Journal(run.events())
     results: dict[str, list[Candidate]] = {}
@@ -146,7 +146,8 @@ class _Shared:
 
 
 def _run_tasks(shared: _Shared, todo: list[Task], workers: int, parallel_tasks: int | None,
-               evaluator: Any, interrupt: threading.Event | None) -> dict[str, list[Candidate]]:
+               evaluator: SupportsEvaluate | None,
+               interrupt: threading.Event | None) -> dict[str, list[Candidate]]:
     """Runs the unfinished tasks, each in a thread, their samples in one shared pool."""
     in_flight = max(1, min(parallel_tasks or len(todo), len(todo), MAX_PARALLEL_TASKS))
     calls = getattr(shared.model, "max_concurrency", workers)
@@ -182,7 +183,7 @@ def _run_tasks(shared: _Shared, todo: list[Task], workers: int, parallel_tasks: 
         return {task.id: future.result() for future, task in futures.items()}
 
 
-def _run_task(shared: _Shared, task: Task, evaluator: Any, pool: ThreadPoolExecutor,
+def _run_task(shared: _Shared, task: Task, evaluator: SupportsEvaluate, pool: ThreadPoolExecutor,
               interrupt: threading.Event | None) -> list[Candidate]:
     """One task: the method's samples, then (on a device) its winner timed again, then its
     ``task_done`` event."""
@@ -221,12 +222,13 @@ def _retime(ctx: Context, best: Candidate | None) -> dict[str, Any] | None:
     with ctx.eval_slots:
         result = evaluate_with(ctx.evaluator, best.code, ctx.task.id,
                                ctx.settings.replace(timing=RETIME_TIMING))
-    time_stage = (result.get("stages") or {}).get(Stage.TIME) or {}
+    time_stage = result.stages.get(Stage.TIME) or {}
     event = {"type": "retime", "task": ctx.task.id, "method": ctx.method, "step": best.step,
-             "status": result.get("status"), "message": result.get("message") or "",
+             "status": result.status, "message": result.message or "",
              "timing": RETIME_TIMING, "search_speedup": best.speedup,
-             **{k: result.get(k) for k in ("speedup", "t_ref_ms", "t_kernel_ms", "timing_method",
-                                           "roofline_fraction")},
+             "speedup": result.speedup, "t_ref_ms": result.t_ref_ms,
+             "t_kernel_ms": result.t_kernel_ms, "timing_method": result.timing_method,
+             "roofline_fraction": result.roofline_fraction,
              "reps": time_stage.get("reps"), "spread": time_stage.get("spread")}
     ctx.journal.append(ctx.run, event)
     return event
@@ -269,10 +271,11 @@ def _recorded(journal: Journal, path: Path, task_id: str, method: str,
               on_candidate: Callable[[Candidate], None] | None) -> list[Candidate]:
     """A finished task's candidates, rebuilt from its evaluation events."""
     candidates = []
-    for (task, name, step), event in journal.evaluations.items():
+    for (task, name, step), result in journal.evaluations.items():
         if task == task_id and name == method:
-            candidate = Candidate(step, event.get("sample"), event_source(path, event) or "", event,
-                                  event.get("parent"))
+            candidate = Candidate(step, result.extra.get("sample"),
+                                  event_source(path, dict(result.extra)) or "", result,
+                                  result.extra.get("parent"))
             candidates.append(candidate)
             if on_candidate is not None:
                 on_candidate(candidate)

@@ -45,7 +45,7 @@ import re
 import statistics
 import tokenize
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
@@ -369,9 +369,9 @@ class Evolve(Method):
 
     @staticmethod
     def _ask(ctx: Context, step: str, prompt: str, slot: int,
-             to_code: object) -> tuple[Reply, str, str | None]:
+             to_code: Callable[[str], str]) -> tuple[Reply, str, str | None]:
         reply = ctx.reply(step, prompt, slot)
-        code, failure = ctx.to_code(reply, to_code)  # type: ignore[arg-type]
+        code, failure = ctx.to_code(reply, to_code)
         return reply, code, failure
 
     def duplicate_of(self, code: str, parent: Program | None, snapshot: list[list[Program]],
@@ -395,7 +395,7 @@ class Evolve(Method):
         return None
 
     def mutation_prompt(self, ctx: Context, kind: str, parent: Program, partner: Program | None,
-                        inspirations: list[Program]) -> tuple[str, object]:
+                        inspirations: list[Program]) -> tuple[str, Callable[[str], str]]:
         sections = []
         if inspirations:
             shown = "\n\n".join(

@@ -18,6 +18,8 @@ the run's ``task_done`` event says so (``turns_per_chain``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from jaxbench.agents.base import Candidate, Context, Method, best_first, register_method
 from jaxbench.agents.prompts import describe_verdict, measurement_line
 
@@ -82,7 +84,7 @@ class Iterative(Method):
                 history[chain].append(candidate)
             turn += 1
 
-    def summary(self, ctx: Context) -> dict:
+    def summary(self, ctx: Context) -> dict[str, Any]:
         chains = chain_count(self.chains, ctx.budget.total)
         return {"chains": chains, "turns_per_chain": ctx.budget.total // chains}
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from jaxbench.contract import FIELD_OUTSIDE_FLOPS, POLICY_RULES, Stage, Status
+from jaxbench.contract import FIELD_OUTSIDE_FLOPS, POLICY_RULES, EvaluationResult, Stage, Status
 from jaxbench.tasks import Task
 
 HARDWARE = {
@@ -298,8 +298,8 @@ def error_lines(message: str, code: str) -> list[tuple[int, str]]:
     return out[:4]
 
 
-def _memory_facts(result: dict[str, Any]) -> list[str]:
-    memory = ((result.get("stages") or {}).get(Stage.LOWER) or {}).get("memory") or []
+def _memory_facts(result: EvaluationResult) -> list[str]:
+    memory = (result.stages.get(Stage.LOWER) or {}).get("memory") or ()
     facts = []
     for item in memory[:6]:
         where = f"pallas_call #{item.get('kernel', 0)} at size {item.get('size')}"
@@ -319,50 +319,52 @@ def _memory_facts(result: dict[str, Any]) -> list[str]:
     return facts
 
 
-def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
+def describe_verdict(result: EvaluationResult, code: str | None = None) -> str:
     """An evaluation result as feedback: what failed and on which of the candidate's lines, or
     how fast it was; with what the evaluator saw of the kernel (calls, grids, blocks, memory,
-    compile time, roofline fraction)."""
-    status, stage = result.get("status"), result.get("stage")
-    message = (result.get("message") or "").strip()
+    compile time, roofline fraction). The agent's keys it reads are in ``result.extra``:
+    ``truncated`` (the answer was cut off), ``ir_facts`` (:func:`ir_facts`) and ``source``."""
+    status, stage = result.status, result.stage
+    message = (result.message or "").strip()
     if len(message) > 1500:
         message = message[:1500] + " ..."
     if status == Status.CORRECT:
         lines = ["Verdict: correct"]
-        if result.get("max_abs_err") is not None:
-            lines[0] += f" (max abs error {result['max_abs_err']:.3g})"
-        if result.get("speedup") is not None:
-            lines.append(f"Timing: reference {result['t_ref_ms']:.4g} ms, kernel "
-                         f"{result['t_kernel_ms']:.4g} ms, speedup {result['speedup']:.3f}x over XLA.")
-            if result.get("roofline_fraction") is not None:
-                lines.append(f"Roofline fraction: {result['roofline_fraction']:.2f} "
+        if result.max_abs_err is not None:
+            lines[0] += f" (max abs error {result.max_abs_err:.3g})"
+        if result.speedup is not None:
+            lines.append(f"Timing: reference {result.t_ref_ms:.4g} ms, kernel "
+                         f"{result.t_kernel_ms:.4g} ms, speedup {result.speedup:.3f}x over XLA.")
+            if result.roofline_fraction is not None:
+                lines.append(f"Roofline fraction: {result.roofline_fraction:.2f} "
                              "(1.0 = at the chip's roofline for this task).")
         else:
             lines.append("Timing: not measured (no accelerator; correctness checked in interpret mode).")
     else:
         lines = [f"Verdict: {status} (failed at the {stage} stage)"]
-        if result.get("rule") in POLICY_RULES:
-            lines.append(f"Rule: {result['rule']}: honest work left in XLA over the glue budget "
+        if result.rule in POLICY_RULES:
+            lines.append(f"Rule: {result.rule}: honest work left in XLA over the glue budget "
                          "(a policy refusal, not a cheat); move that work into the kernel.")
-        if result.get("truncated"):
+        if result.extra.get("truncated"):
             lines.append("The answer was cut off at the output-token limit before it ended.")
         if message:
             lines.append(f"Message: {message}")
-        frames = [f for f in result.get("candidate_frames") or [] if isinstance(f, str)]
+        frames = [f for f in result.candidate_frames if isinstance(f, str)]
         if frames:  # the evaluator's frames in the candidate file, outermost first
             lines.append("Where, in your kernel (outermost call first):")
             lines += [f"  {frame[:300]}" for frame in frames[-4:]]
         else:
-            for number, text in error_lines(message, code or result.get("source") or ""):
+            source = result.extra.get("source")
+            for number, text in error_lines(message, code or (source if isinstance(source, str) else "")):
                 lines.append(f"  your line {number}: {text.strip()}")
-        if status == Status.INCORRECT and result.get("max_abs_err") is not None:
-            rel = result.get("rel_err") or 0.0
-            lines.append(f"Max abs error {result['max_abs_err']:.3g}, relative error {rel:.3g}.")
+        if status == Status.INCORRECT and result.max_abs_err is not None:
+            rel = result.rel_err or 0.0
+            lines.append(f"Max abs error {result.max_abs_err:.3g}, relative error {rel:.3g}.")
     facts = []
-    structure = result.get("structure") or {}
+    structure = result.structure or {}
     if structure.get("kernel_calls") is not None:
         facts.append(f"pallas_calls: {structure['kernel_calls']}")
-    for i, call in enumerate((result.get("ir_facts") or {}).get("calls", [])[:4]):
+    for i, call in enumerate((result.extra.get("ir_facts") or {}).get("calls", ())[:4]):
         text = f"pallas_call #{i}: grid {tuple(call.get('grid', ()))}"
         if call.get("blocks"):
             text += ", blocks " + ", ".join(str(tuple(b)) for b in call["blocks"][:6])
@@ -370,8 +372,8 @@ def describe_verdict(result: dict[str, Any], code: str | None = None) -> str:
             text += f", {call['params']}"
         facts.append(text)
     facts += _memory_facts(result)
-    if result.get("compile_s") is not None:
-        facts.append(f"compile time {result['compile_s']:.2f} s")
+    if result.compile_s is not None:
+        facts.append(f"compile time {result.compile_s:.2f} s")
     if structure.get(FIELD_OUTSIDE_FLOPS):
         task_flops = structure.get("task_flops") or 0
         share = f" ({structure[FIELD_OUTSIDE_FLOPS] / task_flops:.1%} of the task)" if task_flops else ""
@@ -390,7 +392,7 @@ def _short(text: str, limit: int = MEASUREMENT_ERROR_CHARS) -> str:
     return first if len(first) <= limit else first[: limit - 3].rstrip() + "..."
 
 
-def measurement_line(result: dict[str, Any]) -> str:
+def measurement_line(result: EvaluationResult) -> str:
     """One line per evaluated kernel, for every kernel a search shows the model (ancestors,
     parents, inspirations, earlier attempts): its status; for a failure, the stage and the
     error in short (the worst error against the tolerance when it ran but was wrong); for a
@@ -399,31 +401,31 @@ def measurement_line(result: dict[str, Any]) -> str:
 
     e.g. ``status correct · 0.412 ms · speedup 1.84x over XLA · 41% of roofline``
     """
-    status = result.get("status") or "unknown"
+    status = result.status or "unknown"
     parts = [f"status {status}"]
     if status == Status.CORRECT:
-        if result.get("speedup") is not None:
-            if result.get("t_kernel_ms") is not None:
-                parts.append(f"{result['t_kernel_ms']:.4g} ms")
-            parts.append(f"speedup {result['speedup']:.3g}x over XLA")
-            if result.get("roofline_fraction") is not None:
-                parts.append(f"{result['roofline_fraction']:.0%} of roofline")
-        elif result.get("mode") == "interpret":
+        if result.speedup is not None:
+            if result.t_kernel_ms is not None:
+                parts.append(f"{result.t_kernel_ms:.4g} ms")
+            parts.append(f"speedup {result.speedup:.3g}x over XLA")
+            if result.roofline_fraction is not None:
+                parts.append(f"{result.roofline_fraction:.0%} of roofline")
+        elif result.mode == "interpret":
             parts.append("not timed (interpret mode)")
         else:
             parts.append("not timed")
         return " · ".join(parts)
-    if result.get("stage"):
-        parts[0] += f" ({result['stage']})"
-    message = _short(result.get("message") or "")
+    if result.stage:
+        parts[0] += f" ({result.stage})"
+    message = _short(result.message or "")
     if message:
         parts[0] += f": {message}"
-    if status == Status.INCORRECT and result.get("max_abs_err") is not None:
-        err = f"max abs err {result['max_abs_err']:.2g}"
-        if result.get("tol_fraction") is not None:
-            err += f" ({result['tol_fraction']:.2g}x the tolerance)"
+    if status == Status.INCORRECT and result.max_abs_err is not None:
+        err = f"max abs err {result.max_abs_err:.2g}"
+        if result.tol_fraction is not None:
+            err += f" ({result.tol_fraction:.2g}x the tolerance)"
         parts.append(err)
-    if result.get("truncated"):
+    if result.extra.get("truncated"):
         parts.append("answer cut off at the output-token limit")
     return " · ".join(parts)
 

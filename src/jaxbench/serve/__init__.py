@@ -12,7 +12,9 @@ One module per concern:
 - ``auth.py``: tokens; ``limits.py``: quotas and concurrency; ``metrics.py``: Prometheus;
 - ``rewards.py``: verdict to reward (the table users can change);
 - ``prompts.py``: the tasks and their prompts;
-- ``client.py``: :class:`Client` and :class:`AsyncClient`;
+- ``client.py``: :class:`Client` and :class:`AsyncClient`; ``wire.py``: the API's bodies as
+  typed records (:class:`SubmissionReply` holds its verdict's
+  :class:`~jaxbench.contract.EvaluationResult`);
 - ``environment.py``: the OpenEnv environment and its client (the ``openenv`` extra);
 - ``trainer.py``: reward functions for TRL and verl.
 
@@ -27,6 +29,7 @@ from typing import Any
 from jaxbench.serve.auth import TOKENS_ENV, Authenticator, Principal, TokenError, load_tokens
 from jaxbench.serve.rewards import DEFAULT_TABLE, INTERPRET_NOTE, RewardTable, reward
 from jaxbench.serve.service import Request, ServeConfig, ServeError, Service
+from jaxbench.serve.wire import BatchReply, SubmissionReply
 
 _LAZY = {
     "create_app": "jaxbench.serve.app",
@@ -62,8 +65,8 @@ def missing_extra() -> str | None:
     return None
 
 
-__all__ = ["DEFAULT_TABLE", "INTERPRET_NOTE", "TOKENS_ENV", "AsyncClient", "Authenticator", "Client",
-           "JaxbenchAction", "JaxbenchEnvClient", "JaxbenchEnvironment", "JaxbenchObservation",
+__all__ = ["DEFAULT_TABLE", "INTERPRET_NOTE", "TOKENS_ENV", "AsyncClient", "Authenticator", "BatchReply",
+           "Client", "JaxbenchAction", "JaxbenchEnvClient", "JaxbenchEnvironment", "JaxbenchObservation",
            "KernelReward", "Principal", "Request", "RewardTable", "ServeClientError", "ServeConfig",
-           "ServeError", "ServeSetupError", "Service", "TokenError", "compute_score", "create_app",
-           "load_tokens", "missing_extra", "reward", "run_server"]
+           "ServeError", "ServeSetupError", "Service", "SubmissionReply", "TokenError", "compute_score",
+           "create_app", "load_tokens", "missing_extra", "reward", "run_server"]

@@ -29,8 +29,10 @@ from jaxbench.serve import prompts
 from jaxbench.serve.auth import Authenticator, Principal
 from jaxbench.serve.config import Request as EvalRequest
 from jaxbench.serve.config import ServeError
+from jaxbench.serve.ledger import SubmissionView
 from jaxbench.serve.metrics import Metrics
 from jaxbench.serve.service import Service
+from jaxbench.serve.wire import FINISHED, TaskSummary
 
 OPEN_PATHS = frozenset({"/v1/health", "/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect",
                         "/redoc"})
@@ -174,7 +176,7 @@ class BatchIn(BaseModel):
 class SubmissionOut(BaseModel):
     """A submission: ``state`` queued, running, done (``status``, ``message``, ``result``,
     ``reward``) or failed (``error``: no verdict). ``reward.note`` says when only correctness
-    is rewarded (interpret mode)."""
+    is rewarded (interpret mode). Answered with the fields that are unset left out."""
 
     model_config = ConfigDict(extra="allow")
     id: str
@@ -193,15 +195,53 @@ class SubmissionOut(BaseModel):
     duplicate: bool | None = None
     status: str | None = None
     message: str | None = None
-    result: dict[str, Any] | None = None
-    reward: dict[str, Any] | None = None
+    result: dict[str, Any] | None = Field(
+        None, description="The verdict's `evaluation` event (docs/design.md, \"The evaluation "
+                          "result\"): `EvaluationResult.read` reads it.")
+    reward: dict[str, Any] | None = Field(
+        None, description="`value`, `correctness`, `speedup_term`, `basis`, `note`? (docs/serve.md, "
+                          "\"Rewards\"); before a verdict in interpret mode `value` is null.")
     error: str | None = None
+
+    @classmethod
+    def of(cls, view: SubmissionView) -> SubmissionOut:
+        """The service's view of a submission as the API answers it: the result as its event."""
+        result = view.get("result")
+        return cls.model_validate({**view, "result": None if result is None else result.to_event()})
 
 
 class BatchOut(BaseModel):
     batch: str
     done: bool
     submissions: list[SubmissionOut]
+
+
+class HealthOut(BaseModel):
+    """The service's state at a glance and the latency quantiles (seconds from submission to
+    verdict; null before any)."""
+
+    status: Literal["ok"]
+    queue_length: int
+    in_flight: int
+    submissions: int
+    workers: int
+    executor: str
+    stopping: bool
+    latency: dict[str, float | None]
+
+
+class TaskOut(BaseModel):
+    """A task: identity, sizes, the targets it ships seed kernels for, tolerances, and its
+    prompt where asked for."""
+
+    id: str
+    suite: str
+    description: str
+    sizes: list[str]
+    targets: list[str]
+    atol: int | float
+    rtol: int | float
+    prompt: str | None = None
 
 
 def create_app(service: Service, auth: Authenticator, *, max_body_bytes: int | None = None,
@@ -281,8 +321,9 @@ def principal_of(request: Request) -> Principal:
 
 def _add_service_routes(app: FastAPI, service: Service) -> None:
     @app.get("/v1/health", tags=["service"])
-    async def health() -> dict[str, Any]:
-        return {"status": "ok", **service.status(), "latency": service.metrics.latency_quantiles()}
+    async def health() -> HealthOut:
+        return HealthOut(status="ok", **service.status(),
+                         latency=service.metrics.latency_quantiles())
 
     @app.get("/metrics", tags=["service"], response_class=PlainTextResponse)
     async def metrics() -> PlainTextResponse:
@@ -293,16 +334,19 @@ def _add_service_routes(app: FastAPI, service: Service) -> None:
 # -- the tasks: listing, prompts, seed kernels -----------------------------------------------------
 
 def _add_task_routes(app: FastAPI, secured: list[Any]) -> None:
-    @app.get("/v1/tasks", tags=["tasks"], dependencies=secured)
+    # a task's prompt is left out where it was not asked for (exclude_unset)
+    @app.get("/v1/tasks", tags=["tasks"], dependencies=secured, response_model=list[TaskOut],
+             response_model_exclude_unset=True)
     async def list_tasks(suite: str | None = None, prompts_: bool = Query(False, alias="prompts"),
                          target: Literal["tpu", "gpu"] = "tpu", size: str = "small",
-                         mode: Literal["interpret", "device"] = "interpret") -> list[dict[str, Any]]:
+                         mode: Literal["interpret", "device"] = "interpret") -> list[TaskSummary]:
         return await run_in_threadpool(_task_list, suite, prompts_, target, size, mode)
 
-    @app.get("/v1/tasks/{task_id}", tags=["tasks"], dependencies=secured)
+    @app.get("/v1/tasks/{task_id}", tags=["tasks"], dependencies=secured, response_model=TaskOut,
+             response_model_exclude_unset=True)
     async def get_task(task_id: str, target: Literal["tpu", "gpu"] = "tpu", size: str = "small",
                        mode: Literal["interpret", "device"] = "interpret",
-                       prompt_mode: str = "default") -> dict[str, Any]:
+                       prompt_mode: str = "default") -> TaskSummary:
         return await run_in_threadpool(_task_entry, task_id, target, size, mode, prompt_mode)
 
     @app.get("/v1/tasks/{task_id}/seed", tags=["tasks"], dependencies=secured,
@@ -318,7 +362,7 @@ def _add_task_routes(app: FastAPI, secured: list[Any]) -> None:
 
 
 def _task_list(suite: str | None, with_prompts: bool, target: str, size: str,
-               mode: str) -> list[dict[str, Any]]:
+               mode: str) -> list[TaskSummary]:
     try:
         found = prompts.tasks(suite)
     except KeyError as exc:
@@ -332,7 +376,7 @@ def _task_list(suite: str | None, with_prompts: bool, target: str, size: str,
     return out
 
 
-def _task_entry(task_id: str, target: str, size: str, mode: str, prompt_mode: str) -> dict[str, Any]:
+def _task_entry(task_id: str, target: str, size: str, mode: str, prompt_mode: str) -> TaskSummary:
     """A task's summary and prompt: 404 for an unknown task, 422 for unknown settings."""
     from jaxbench.tasks import UnknownTaskError
     from jaxbench.tasks import get_task as lookup
@@ -348,15 +392,13 @@ def _task_entry(task_id: str, target: str, size: str, mode: str, prompt_mode: st
 
 # -- submitting and reading submissions and batches ------------------------------------------------
 
-def _submission_view(service: Service, sub_id: str, principal: Principal) -> dict[str, Any]:
-    return SubmissionOut(**service.get(sub_id, principal)).model_dump(exclude_none=True)
+def _submission_out(service: Service, sub_id: str, principal: Principal) -> SubmissionOut:
+    return SubmissionOut.of(service.get(sub_id, principal))
 
 
-def _batch_view(service: Service, batch: str, ids: list[str], principal: Principal) -> dict[str, Any]:
-    subs = [_submission_view(service, i, principal) for i in ids]
-    finished = (SubmissionState.DONE, SubmissionState.FAILED)
-    return {"batch": batch, "done": all(s["state"] in finished for s in subs),
-            "submissions": subs}
+def _batch_out(service: Service, batch: str, ids: list[str], principal: Principal) -> BatchOut:
+    subs = [_submission_out(service, i, principal) for i in ids]
+    return BatchOut(batch=batch, done=all(s.state in FINISHED for s in subs), submissions=subs)
 
 
 async def _wait_all(service: Service, ids: list[str], wait: float) -> None:
@@ -395,7 +437,7 @@ def _add_submission_routes(app: FastAPI, service: Service, secured: list[Any]) -
             view["duplicate"] = True
         waiting = view["state"] in (SubmissionState.QUEUED, SubmissionState.RUNNING)
         code = 202 if waiting and not view.get("duplicate") else 200
-        return JSONResponse(SubmissionOut(**view).model_dump(exclude_none=True), status_code=code)
+        return JSONResponse(SubmissionOut.of(view).model_dump(exclude_none=True), status_code=code)
 
     @app.post("/v1/batches", tags=["submissions"], dependencies=secured, status_code=202,
               response_model=BatchOut, response_model_exclude_none=True)
@@ -406,25 +448,26 @@ def _add_submission_routes(app: FastAPI, service: Service, secured: list[Any]) -
         batch, views = await run_in_threadpool(service.submit, requests, principal, body.id, True)
         ids = [v["id"] for v in views]
         await _wait_all(service, ids, wait)
-        return JSONResponse(_batch_view(service, batch or "", ids, principal), status_code=202)
+        return JSONResponse(_batch_out(service, batch or "", ids, principal).model_dump(exclude_none=True),
+                            status_code=202)
 
     @app.get("/v1/submissions/{sub_id}", tags=["submissions"], dependencies=secured,
              response_model=SubmissionOut, response_model_exclude_none=True)
     async def get_submission(sub_id: str, request: Request,
-                             wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> dict[str, Any]:
+                             wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> SubmissionOut:
         principal = principal_of(request)
         service.get(sub_id, principal)
         await _wait_all(service, [sub_id], wait)
-        return service.get(sub_id, principal)
+        return _submission_out(service, sub_id, principal)
 
     @app.get("/v1/batches/{batch_id}", tags=["submissions"], dependencies=secured,
              response_model=BatchOut, response_model_exclude_none=True)
     async def get_batch(batch_id: str, request: Request,
-                        wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> dict[str, Any]:
+                        wait: float = Query(0.0, ge=0, le=MAX_WAIT_S)) -> BatchOut:
         principal = principal_of(request)
         ids = service.batch(batch_id, principal)
         await _wait_all(service, ids, wait)
-        return _batch_view(service, batch_id, ids, principal)
+        return _batch_out(service, batch_id, ids, principal)
 
 
 # -- streaming verdicts as they come ---------------------------------------------------------------
@@ -447,14 +490,18 @@ async def _stream(service: Service, ids: list[str], principal: Principal,
             for finished in done:
                 sub_id = tasks.pop(finished)
                 if service.finished(sub_id):
-                    yield (json.dumps(_submission_view(service, sub_id, principal)) + "\n").encode()
+                    yield _line(_submission_out(service, sub_id, principal))
                 else:  # woken without a verdict (its wait timed out): wait again
                     tasks[asyncio.ensure_future(service.wait(sub_id, max(0.1, left)))] = sub_id
     finally:
         for task in tasks:
             task.cancel()
     for sub_id in tasks.values():  # out of time: their current state
-        yield (json.dumps(_submission_view(service, sub_id, principal)) + "\n").encode()
+        yield _line(_submission_out(service, sub_id, principal))
+
+
+def _line(sub: SubmissionOut) -> bytes:
+    return (json.dumps(sub.model_dump(exclude_none=True)) + "\n").encode()
 
 
 def _add_stream_routes(app: FastAPI, service: Service, secured: list[Any]) -> None:
@@ -477,4 +524,5 @@ def _add_stream_routes(app: FastAPI, service: Service, secured: list[Any]) -> No
                                  media_type="application/x-ndjson")
 
 
-__all__ = ["BatchIn", "BatchItem", "BatchOut", "Guard", "SubmissionIn", "SubmissionOut", "create_app"]
+__all__ = ["BatchIn", "BatchItem", "BatchOut", "Guard", "HealthOut", "SubmissionIn", "SubmissionOut",
+           "TaskOut", "create_app"]

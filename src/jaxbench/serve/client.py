@@ -5,10 +5,16 @@ Every submission carries an id the client draws (unless given), so a request ret
 dropped connection, a 429 or a 503 is the same submission on the server, never a second
 evaluation. Retries wait as ``Retry-After`` says (at most ``max_retry_wait_s`` each).
 
+A submission comes back as a :class:`~jaxbench.serve.wire.SubmissionReply`, its verdict's
+``result`` read into an :class:`~jaxbench.contract.EvaluationResult`
+(:meth:`~jaxbench.contract.EvaluationResult.read`), so its fields are read as attributes:
+
     from jaxbench.serve import Client
     with Client("http://127.0.0.1:8000", token=None) as judge:
         verdict = judge.evaluate(open("my_gemm.py").read(), "8p_gemm")
-        print(verdict["status"], verdict["reward"]["value"], verdict["message"])
+        print(verdict.status, verdict.reward_value, verdict.message)
+        if verdict.result is not None:
+            print(verdict.result.speedup, verdict.result.t_kernel_ms)
 """
 
 from __future__ import annotations
@@ -19,16 +25,26 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any
+from typing import Any, Unpack, cast
 
 import httpx
 
-from jaxbench.contract import SubmissionState
+from jaxbench.serve.wire import (
+    FINISHED,
+    BatchBody,
+    BatchItem,
+    BatchReply,
+    Health,
+    SubmissionBody,
+    SubmissionFields,
+    SubmissionOptions,
+    SubmissionReply,
+    TaskSummary,
+)
 
 TOKEN_ENV = "JAXBENCH_SERVE_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = (429, 502, 503, 504)
-FINISHED = (SubmissionState.DONE, SubmissionState.FAILED)
 
 
 class ServeClientError(RuntimeError):
@@ -46,20 +62,31 @@ def _headers(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
-def _submission(source: str, task: str | None, **fields: Any) -> dict[str, Any]:
-    body = {"source": source, "task": task, **fields}
-    body = {k: v for k, v in body.items() if v is not None}
+def _set(fields: SubmissionFields) -> dict[str, object]:
+    """The fields given a value (None: the service's default)."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _submission(source: str, task: str, fields: SubmissionFields) -> SubmissionBody:
+    """One submission's body: the fields set, and an id (drawn unless given)."""
+    body = cast(SubmissionBody, {"source": source, "task": task, **_set(fields)})
     body.setdefault("id", uuid.uuid4().hex)
     return body
 
 
-def _items(items: Iterable[str | dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
+def _batch(items: Iterable[str | BatchItem], task: str | None, fields: SubmissionFields) -> BatchBody:
+    """A batch's body: its items (a source alone, or with its own fields), each with an id
+    (drawn unless given), the batch's fields set, and the batch's id (drawn unless given)."""
+    entries: list[BatchItem] = []
     for item in items:
-        entry = {"source": item} if isinstance(item, str) else dict(item)
+        entry: BatchItem = {"source": item} if isinstance(item, str) else {**item}
         entry.setdefault("id", uuid.uuid4().hex)
-        out.append(entry)
-    return out
+        entries.append(entry)
+    body = cast(BatchBody, {"items": entries, "task": task, **_set(fields)})
+    if task is None:
+        del body["task"]
+    body.setdefault("id", uuid.uuid4().hex)
+    return body
 
 
 def _error(response: httpx.Response) -> ServeClientError:
@@ -108,6 +135,7 @@ class Client(_Connection):
         self.close()
 
     def _call(self, method: str, path: str, *, timeout_s: float | None = None, **kwargs: Any) -> Any:
+        """The answer's JSON (or text) after the retries; ServeClientError for a refusal."""
         error: ServeClientError | None = None
         for attempt in range(self.retries + 1):
             try:
@@ -129,17 +157,18 @@ class Client(_Connection):
         raise error or ServeClientError(0, "no answer")  # pragma: no cover
 
     # -- the service and its tasks --------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
+    def health(self) -> Health:
         return self._call("GET", "/v1/health")
 
     def tasks(self, suite: str | None = None, prompts: bool = False, target: str = "tpu",
-              size: str = "small", mode: str = "interpret") -> list[dict[str, Any]]:
+              size: str = "small", mode: str = "interpret") -> list[TaskSummary]:
         params = {"prompts": prompts, "target": target, "size": size, "mode": mode,
                   **({"suite": suite} if suite else {})}
         return self._call("GET", "/v1/tasks", params=params)
 
     def task(self, task_id: str, target: str = "tpu", size: str = "small",
-             mode: str = "interpret") -> dict[str, Any]:
+             mode: str = "interpret") -> TaskSummary:
+        """One task with its prompt."""
         return self._call("GET", f"/v1/tasks/{task_id}",
                           params={"target": target, "size": size, "mode": mode})
 
@@ -147,27 +176,32 @@ class Client(_Connection):
         return self._call("GET", f"/v1/tasks/{task_id}/seed", params={"target": target})
 
     # -- submitting and reading ------------------------------------------------------------------
-    def submit(self, source: str, task: str, *, wait_s: float = 0.0, **fields: Any) -> dict[str, Any]:
-        """One kernel; fields: target, size, chip, mode, trials, timeout_s, id."""
-        return self._call("POST", "/v1/submissions", json=_submission(source, task, **fields),
-                          params={"wait": wait_s}, timeout_s=wait_s)
+    def submit(self, source: str, task: str, *, wait_s: float = 0.0,
+               **fields: Unpack[SubmissionFields]) -> SubmissionReply:
+        """One kernel; fields: target, size, chip, mode, trials, timeout_s, id. Waits up to
+        ``wait_s`` for its verdict."""
+        return SubmissionReply.from_json(self._call(
+            "POST", "/v1/submissions", json=_submission(source, task, fields),
+            params={"wait": wait_s}, timeout_s=wait_s))
 
-    def submit_batch(self, items: Iterable[str | dict[str, Any]], task: str | None = None, *,
-                     wait_s: float = 0.0, **fields: Any) -> dict[str, Any]:
+    def submit_batch(self, items: Iterable[str | BatchItem], task: str | None = None, *,
+                     wait_s: float = 0.0, **fields: Unpack[SubmissionFields]) -> BatchReply:
         """Kernels (sources, or dicts with their own fields) sharing the batch's fields."""
-        body = {"items": _items(items), "task": task, **fields}
-        body = {k: v for k, v in body.items() if v is not None}
-        body.setdefault("id", uuid.uuid4().hex)
-        return self._call("POST", "/v1/batches", json=body, params={"wait": wait_s}, timeout_s=wait_s)
+        return BatchReply.from_json(self._call(
+            "POST", "/v1/batches", json=_batch(items, task, fields), params={"wait": wait_s},
+            timeout_s=wait_s))
 
-    def result(self, sub_id: str, wait_s: float = 0.0) -> dict[str, Any]:
-        return self._call("GET", f"/v1/submissions/{sub_id}", params={"wait": wait_s}, timeout_s=wait_s)
+    def result(self, sub_id: str, wait_s: float = 0.0) -> SubmissionReply:
+        """The submission ``sub_id``, once finished or after ``wait_s``."""
+        return SubmissionReply.from_json(self._call(
+            "GET", f"/v1/submissions/{sub_id}", params={"wait": wait_s}, timeout_s=wait_s))
 
-    def batch(self, batch_id: str, wait_s: float = 0.0) -> dict[str, Any]:
-        return self._call("GET", f"/v1/batches/{batch_id}", params={"wait": wait_s}, timeout_s=wait_s)
+    def batch(self, batch_id: str, wait_s: float = 0.0) -> BatchReply:
+        return BatchReply.from_json(self._call(
+            "GET", f"/v1/batches/{batch_id}", params={"wait": wait_s}, timeout_s=wait_s))
 
     def stream(self, ids: list[str] | None = None, batch: str | None = None,
-               timeout_s: float = 3600.0) -> Iterator[dict[str, Any]]:
+               timeout_s: float = 3600.0) -> Iterator[SubmissionReply]:
         """Each submission (of ``ids``, or of ``batch``) as it finishes."""
         path = f"/v1/batches/{batch}/stream" if batch else "/v1/stream"
         params: dict[str, float | str] = dict(timeout=timeout_s)
@@ -179,31 +213,32 @@ class Client(_Connection):
                 raise _error(response)
             for line in response.iter_lines():
                 if line.strip():
-                    yield json.loads(line)
+                    yield SubmissionReply.from_json(json.loads(line))
 
     def evaluate(self, source: str, task: str, *, timeout_s: float = 3600.0,
-                 **fields: Any) -> dict[str, Any]:
-        """Submits one kernel and waits for its verdict (the finished submission)."""
+                 **fields: Unpack[SubmissionOptions]) -> SubmissionReply:
+        """Submits one kernel and waits up to ``timeout_s`` for its verdict: the finished
+        submission (or as it is then). Fields: target, size, chip, mode, trials, id."""
         deadline = time.monotonic() + timeout_s
-        view = self.submit(source, task, wait_s=min(60.0, timeout_s), **fields)
-        while view["state"] not in FINISHED and time.monotonic() < deadline:
-            view = self.result(view["id"], wait_s=min(60.0, max(0.1, deadline - time.monotonic())))
-        return view
+        sub = self.submit(source, task, wait_s=min(60.0, timeout_s), **fields)
+        while not sub.finished_state and time.monotonic() < deadline:
+            sub = self.result(sub.id, wait_s=min(60.0, max(0.1, deadline - time.monotonic())))
+        return sub
 
-    def evaluate_many(self, sources: Iterable[str | dict[str, Any]], task: str | None = None, *,
-                      timeout_s: float = 3600.0, **fields: Any) -> list[dict[str, Any]]:
+    def evaluate_many(self, sources: Iterable[str | BatchItem], task: str | None = None, *,
+                      timeout_s: float = 3600.0,
+                      **fields: Unpack[SubmissionOptions]) -> list[SubmissionReply]:
         """A batch, waited for: the finished submissions in the order of ``sources``."""
         return self.wait_batch(self.submit_batch(sources, task, **fields), timeout_s)
 
-    def wait_batch(self, batch: dict[str, Any], timeout_s: float = 3600.0) -> list[dict[str, Any]]:
+    def wait_batch(self, batch: BatchReply, timeout_s: float = 3600.0) -> list[SubmissionReply]:
         """The submissions of a submitted batch (``submit_batch``'s answer) once finished (or
         as they are after ``timeout_s``), in its order."""
-        order = [s["id"] for s in batch["submissions"]]
-        found = {s["id"]: s for s in batch["submissions"] if s["state"] in FINISHED}
-        if len(found) < len(order):
-            for view in self.stream(batch=batch["batch"], timeout_s=timeout_s):
-                found[view["id"]] = view
-        return [found.get(i) or self.result(i) for i in order]
+        found = {s.id: s for s in batch.submissions if s.finished_state}
+        if len(found) < len(batch.submissions):
+            for sub in self.stream(batch=batch.batch, timeout_s=timeout_s):
+                found[sub.id] = sub
+        return [found.get(i) or self.result(i) for i in batch.ids]
 
 
 class AsyncClient(_Connection):
@@ -241,45 +276,45 @@ class AsyncClient(_Connection):
             await asyncio.sleep(_retry_wait(attempt, error, self.max_retry_wait_s))
         raise error or ServeClientError(0, "no answer")  # pragma: no cover
 
-    async def health(self) -> dict[str, Any]:
+    async def health(self) -> Health:
         return await self._call("GET", "/v1/health")
 
     async def tasks(self, suite: str | None = None, prompts: bool = False, target: str = "tpu",
-                    size: str = "small", mode: str = "interpret") -> list[dict[str, Any]]:
+                    size: str = "small", mode: str = "interpret") -> list[TaskSummary]:
         params = {"prompts": prompts, "target": target, "size": size, "mode": mode,
                   **({"suite": suite} if suite else {})}
         return await self._call("GET", "/v1/tasks", params=params)
 
     async def task(self, task_id: str, target: str = "tpu", size: str = "small",
-                   mode: str = "interpret") -> dict[str, Any]:
+                   mode: str = "interpret") -> TaskSummary:
         return await self._call("GET", f"/v1/tasks/{task_id}",
                                 params={"target": target, "size": size, "mode": mode})
 
     async def seed(self, task_id: str, target: str = "tpu") -> str:
         return await self._call("GET", f"/v1/tasks/{task_id}/seed", params={"target": target})
 
-    async def submit(self, source: str, task: str, *, wait_s: float = 0.0, **fields: Any) -> dict[str, Any]:
-        return await self._call("POST", "/v1/submissions", json=_submission(source, task, **fields),
-                                params={"wait": wait_s}, timeout_s=wait_s)
+    async def submit(self, source: str, task: str, *, wait_s: float = 0.0,
+                     **fields: Unpack[SubmissionFields]) -> SubmissionReply:
+        return SubmissionReply.from_json(await self._call(
+            "POST", "/v1/submissions", json=_submission(source, task, fields),
+            params={"wait": wait_s}, timeout_s=wait_s))
 
-    async def submit_batch(self, items: Iterable[str | dict[str, Any]], task: str | None = None, *,
-                           wait_s: float = 0.0, **fields: Any) -> dict[str, Any]:
-        body = {"items": _items(items), "task": task, **fields}
-        body = {k: v for k, v in body.items() if v is not None}
-        body.setdefault("id", uuid.uuid4().hex)
-        return await self._call("POST", "/v1/batches", json=body, params={"wait": wait_s},
-                                timeout_s=wait_s)
+    async def submit_batch(self, items: Iterable[str | BatchItem], task: str | None = None, *,
+                           wait_s: float = 0.0, **fields: Unpack[SubmissionFields]) -> BatchReply:
+        return BatchReply.from_json(await self._call(
+            "POST", "/v1/batches", json=_batch(items, task, fields), params={"wait": wait_s},
+            timeout_s=wait_s))
 
-    async def result(self, sub_id: str, wait_s: float = 0.0) -> dict[str, Any]:
-        return await self._call("GET", f"/v1/submissions/{sub_id}", params={"wait": wait_s},
-                                timeout_s=wait_s)
+    async def result(self, sub_id: str, wait_s: float = 0.0) -> SubmissionReply:
+        return SubmissionReply.from_json(await self._call(
+            "GET", f"/v1/submissions/{sub_id}", params={"wait": wait_s}, timeout_s=wait_s))
 
-    async def batch(self, batch_id: str, wait_s: float = 0.0) -> dict[str, Any]:
-        return await self._call("GET", f"/v1/batches/{batch_id}", params={"wait": wait_s},
-                                timeout_s=wait_s)
+    async def batch(self, batch_id: str, wait_s: float = 0.0) -> BatchReply:
+        return BatchReply.from_json(await self._call(
+            "GET", f"/v1/batches/{batch_id}", params={"wait": wait_s}, timeout_s=wait_s))
 
     async def stream(self, ids: list[str] | None = None, batch: str | None = None,
-                     timeout_s: float = 3600.0) -> AsyncIterator[dict[str, Any]]:
+                     timeout_s: float = 3600.0) -> AsyncIterator[SubmissionReply]:
         path = f"/v1/batches/{batch}/stream" if batch else "/v1/stream"
         params: dict[str, float | str] = dict(timeout=timeout_s)
         if not batch:
@@ -290,26 +325,28 @@ class AsyncClient(_Connection):
                 raise _error(response)
             async for line in response.aiter_lines():
                 if line.strip():
-                    yield json.loads(line)
+                    yield SubmissionReply.from_json(json.loads(line))
 
     async def evaluate(self, source: str, task: str, *, timeout_s: float = 3600.0,
-                       **fields: Any) -> dict[str, Any]:
+                       **fields: Unpack[SubmissionOptions]) -> SubmissionReply:
         deadline = time.monotonic() + timeout_s
-        view = await self.submit(source, task, wait_s=min(60.0, timeout_s), **fields)
-        while view["state"] not in FINISHED and time.monotonic() < deadline:
-            view = await self.result(view["id"],
-                                     wait_s=min(60.0, max(0.1, deadline - time.monotonic())))
-        return view
+        sub = await self.submit(source, task, wait_s=min(60.0, timeout_s), **fields)
+        while not sub.finished_state and time.monotonic() < deadline:
+            sub = await self.result(sub.id, wait_s=min(60.0, max(0.1, deadline - time.monotonic())))
+        return sub
 
-    async def evaluate_many(self, sources: Iterable[str | dict[str, Any]], task: str | None = None, *,
-                            timeout_s: float = 3600.0, **fields: Any) -> list[dict[str, Any]]:
-        batch = await self.submit_batch(sources, task, **fields)
-        order = [s["id"] for s in batch["submissions"]]
-        found = {s["id"]: s for s in batch["submissions"] if s["state"] in FINISHED}
-        if len(found) < len(order):
-            async for view in self.stream(batch=batch["batch"], timeout_s=timeout_s):
-                found[view["id"]] = view
-        return [found.get(i) or await self.result(i) for i in order]
+    async def evaluate_many(self, sources: Iterable[str | BatchItem], task: str | None = None, *,
+                            timeout_s: float = 3600.0,
+                            **fields: Unpack[SubmissionOptions]) -> list[SubmissionReply]:
+        return await self.wait_batch(await self.submit_batch(sources, task, **fields), timeout_s)
+
+    async def wait_batch(self, batch: BatchReply, timeout_s: float = 3600.0) -> list[SubmissionReply]:
+        found = {s.id: s for s in batch.submissions if s.finished_state}
+        if len(found) < len(batch.submissions):
+            async for sub in self.stream(batch=batch.batch, timeout_s=timeout_s):
+                found[sub.id] = sub
+        return [found.get(i) or await self.result(i) for i in batch.ids]
 
 
-__all__ = ["DEFAULT_URL", "TOKEN_ENV", "AsyncClient", "Client", "ServeClientError"]
+__all__ = ["DEFAULT_URL", "FINISHED", "TOKEN_ENV", "AsyncClient", "BatchReply", "Client", "ServeClientError",
+           "SubmissionReply"]

@@ -22,14 +22,16 @@ nothing is mounted.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jaxbench.agents.prompts import extract_code
 from jaxbench.contract import Status
 from jaxbench.serve import prompts
 from jaxbench.serve.auth import Principal
+from jaxbench.serve.config import Request
 from jaxbench.serve.rewards import INTERPRET_NOTE
+from jaxbench.serve.wire import SubmissionReply
 
 if TYPE_CHECKING:
     from jaxbench.serve.service import Service
@@ -47,8 +49,8 @@ PRINCIPAL = Principal("openenv")
 DEFAULT_TASK = "12p_rmsnorm"
 STEP_TIMEOUT_S = 1800.0
 
-# judge(fields) -> a finished submission's view (SubmissionView); fields as a submission's
-Judge = Callable[[dict[str, Any]], Mapping[str, Any]]
+# judge(request) -> the submission, finished (or as it is when the step's wait ran out)
+Judge = Callable[[Request], SubmissionReply]
 
 
 def kernel_of(text: str) -> str:
@@ -59,26 +61,26 @@ def kernel_of(text: str) -> str:
 
 def service_judge(service: Service, principal: Principal = PRINCIPAL) -> Judge:
     """Steps judged by a :class:`~jaxbench.serve.service.Service` in this process."""
-    from jaxbench.serve.service import Request
 
-    def judge(fields: dict[str, Any]) -> Mapping[str, Any]:
-        _, views = service.submit([Request(**fields)], principal)
+    def judge(request: Request) -> SubmissionReply:
+        _, views = service.submit([request], principal)
         view = service.wait_sync(views[0]["id"], STEP_TIMEOUT_S)
-        return view or views[0]
+        return SubmissionReply.from_view(view or views[0])
 
     return judge
 
 
 def client_judge(url: str, token: str | None = None) -> Judge:
-    """Steps judged by a ``jaxbench serve`` elsewhere, through :class:`jaxbench.serve.Client`."""
+    """Steps judged by a ``jaxbench serve`` elsewhere, through :class:`jaxbench.serve.Client`
+    (the evaluation's timeout is the service's default)."""
     from jaxbench.serve.client import Client
 
     client = Client(url, token=token)
 
-    def judge(fields: dict[str, Any]) -> Mapping[str, Any]:
-        task = fields.pop("task")
-        source = fields.pop("source")
-        return client.evaluate(source, task, timeout_s=STEP_TIMEOUT_S, **fields)
+    def judge(request: Request) -> SubmissionReply:
+        return client.evaluate(request.source, request.task, timeout_s=STEP_TIMEOUT_S,
+                               target=request.target, size=request.size, chip=request.chip,
+                               mode=request.mode, trials=request.trials, id=request.id)
 
     return judge
 
@@ -92,7 +94,8 @@ if AVAILABLE:
 
     class JaxbenchObservation(Observation):
         """After ``reset``: the prompt. After ``step``: the verdict (``status``, ``message``,
-        ``result``), the reward (also in ``reward``) and ``reward_note`` in interpret mode."""
+        ``result``: its ``evaluation`` event, which ``EvaluationResult.read`` reads), the reward
+        (also in ``reward``) and ``reward_note`` in interpret mode."""
 
         task: str = ""
         target: str = "tpu"
@@ -149,21 +152,20 @@ if AVAILABLE:
                  **kwargs: Any) -> JaxbenchObservation:
             state = self._state
             state.step_count += 1
-            fields = {"task": state.task, "source": kernel_of(action.source),
-                      "target": state.target, "size": state.size, "mode": state.mode}
-            view = self._judge(fields)
-            reward = view.get("reward") or {}
-            value = reward.get("value")
-            status = view.get("status") or view.get("state")
+            sub = self._judge(Request(task=state.task, source=kernel_of(action.source),
+                                      target=state.target, size=state.size, mode=state.mode))
+            value = sub.reward_value
+            status = sub.status or sub.state
             if isinstance(value, (int, float)) and (state.best_reward is None or value > state.best_reward):
                 state.best_reward, state.best_status = float(value), status
             done = status == Status.CORRECT or state.step_count >= state.max_steps
             return JaxbenchObservation(
-                task=state.task, target=state.target, size=state.size, mode=view.get("mode"),
-                prompt=self._prompt, status=status,
-                message=view.get("message") or view.get("error"), submission=view.get("id"),
-                result=view.get("result"), reward_detail=reward or None,
-                reward_note=reward.get("note"), step=state.step_count, max_steps=state.max_steps,
+                task=state.task, target=state.target, size=state.size, mode=sub.mode,
+                prompt=self._prompt, status=status, message=sub.message or sub.error,
+                submission=sub.id, result=None if sub.result is None else sub.result.to_event(),
+                reward_detail=None if sub.reward is None else dict(sub.reward),
+                reward_note=None if sub.reward is None else sub.reward.get("note"),
+                step=state.step_count, max_steps=state.max_steps,
                 reward=value if isinstance(value, (int, float)) else 0.0, done=done)
 
         @property

@@ -16,25 +16,19 @@ import time
 from collections import deque
 from typing import Any, NotRequired, TypedDict
 
-from jaxbench.contract import SubmissionState
+from jaxbench.contract import EvaluationResult, SubmissionState
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import ServeConfig, ServeError
 from jaxbench.serve.metrics import Metrics
-from jaxbench.serve.rewards import Reward, reward
+from jaxbench.serve.rewards import Reward, RewardNote, pending_interpret, reward
 from jaxbench.serve.store import Store, Submission
 from jaxbench.serve.waiting import Waiters
 
 
-class RewardNote(TypedDict):
-    """The reward shown for an interpret-mode submission without a verdict yet: none so far,
-    and only correctness will count."""
-
-    value: None
-    note: str
-
-
 class SubmissionView(TypedDict):
-    """What a caller sees of a submission (``GET /v1/submissions/{id}``)."""
+    """What a caller sees of a submission (``GET /v1/submissions/{id}``), in this process: the
+    HTTP API answers it as JSON (the result as its event,
+    :meth:`~jaxbench.contract.EvaluationResult.to_event`)."""
 
     id: str
     state: str
@@ -49,9 +43,9 @@ class SubmissionView(TypedDict):
     created: float
     finished: float | None
     cached_from: str | None
-    status: NotRequired[str | None]
-    message: NotRequired[str | None]
-    result: NotRequired[dict[str, Any]]
+    status: NotRequired[str]
+    message: NotRequired[str]
+    result: NotRequired[EvaluationResult]
     reward: NotRequired[Reward | RewardNote]
     error: NotRequired[str]
     duplicate: NotRequired[bool]
@@ -66,13 +60,13 @@ def view(sub: Submission) -> SubmissionView:
         "finished": sub.finished, "cached_from": sub.cached_from,
     }
     if sub.result is not None:
-        out["status"] = sub.result.get("status")
-        out["message"] = sub.result.get("message")
+        out["status"] = sub.result.status
+        out["message"] = sub.result.message
         out["result"] = sub.result
     if sub.reward is not None:
         out["reward"] = sub.reward
     elif sub.resolved_mode != "device":
-        out["reward"] = {"value": None, "note": reward({"mode": sub.resolved_mode})["note"]}
+        out["reward"] = pending_interpret()
     if sub.error is not None:
         out["error"] = sub.error
     return out
@@ -216,7 +210,7 @@ class Ledger:
         sub.attempts += 1
         return sub
 
-    def settle(self, sub: Submission, result: dict[str, Any] | None, error: str | None,
+    def settle(self, sub: Submission, result: EvaluationResult | None, error: str | None,
                evaluation_s: float) -> None:
         """The end of an evaluation of ``sub``: its verdict; or, without one, queued again at
         the front up to ``config.retries`` times, then failed. While stopping it is neither
@@ -233,12 +227,10 @@ class Ledger:
             self.fail(sub, error or "no verdict")
 
     # -- outcomes --------------------------------------------------------------------------------
-    def verdict(self, sub: Submission, result: dict[str, Any], evaluation_s: float) -> None:
+    def verdict(self, sub: Submission, result: EvaluationResult, evaluation_s: float) -> None:
         """The evaluator's verdict on ``sub``: kept with its reward, and given to the
-        submissions that followed it."""
-        result = dict(result)
-        result.pop("kernel_file", None)  # "<kernel>": the source is in source_file
-        sub.result = result
+        submissions that followed it (the same result: it is frozen)."""
+        sub.result = result.replace(kernel_file=None)  # "<kernel>": the source is in source_file
         sub.reward = reward(result, self.config.rewards)
         sub.state, sub.finished = SubmissionState.DONE, time.time()
         self.store.record_verdict(sub)
@@ -265,7 +257,7 @@ class Ledger:
     def _finish(self, sub: Submission, evaluation_s: float | None, verdict: bool = True) -> None:
         self._unfinished[sub.principal] = max(0, self._unfinished.get(sub.principal, 0) - 1)
         if verdict and sub.result is not None:
-            self.metrics.verdict(str(sub.result.get("status")),
+            self.metrics.verdict(sub.result.status,
                                  (sub.finished or time.time()) - sub.created, evaluation_s)
         self.waiters.notify(sub.id)
 
@@ -283,4 +275,4 @@ class Ledger:
         return list(self.batches[batch_id])
 
 
-__all__ = ["Ledger", "view"]
+__all__ = ["Ledger", "SubmissionView", "WorkQueue", "view"]

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 from jaxbench.agents.prompts import ANSWER_FORMAT, PROMPT_MODES, task_statement
-from jaxbench.tasks import get_task, list_tasks
+from jaxbench.serve.wire import TaskSummary
+from jaxbench.tasks import Task, get_task, list_tasks
 
 
-def task_summary(task: Any) -> dict[str, Any]:
+def task_summary(task: Task) -> TaskSummary:
     """A task's identity: suite, sizes, the targets it ships seed kernels for, tolerances."""
     kernels = sorted(task.kernel_files())
     targets = sorted({target for kind, target in kernels if kind == "seed"}) or ["tpu", "gpu"]
@@ -39,7 +39,7 @@ def seed_source(task_id: str, target: str) -> str | None:
     return path.read_text() if path is not None else None
 
 
-def tasks(suite: str | None = None) -> list[Any]:
+def tasks(suite: str | None = None) -> list[Task]:
     return list_tasks(suite) if suite else list_tasks()
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
-from jaxbench.contract import POLICY_RULES, POLICY_STATUS, STATUSES, Status
+from jaxbench.contract import POLICY_RULES, POLICY_STATUS, STATUSES, EvaluationResult, Status
 
 INTERPRET_NOTE = ("interpret mode: no timing is measured, so the reward is for correctness only "
                   "(no speedup term)")
@@ -107,23 +107,43 @@ class Reward(TypedDict):
     note: NotRequired[str]  # interpret mode: only correctness is rewarded
 
 
-def _speedup(result: Mapping[str, Any]) -> float | None:
-    value = result.get("speedup")
+class RewardNote(TypedDict):
+    """The reward shown for an interpret-mode submission without a verdict yet: none so far,
+    and only correctness will count."""
+
+    value: None
+    note: str
+
+
+def pending_interpret() -> RewardNote:
+    """What an interpret-mode submission shows for its reward before its verdict."""
+    return {"value": None, "note": INTERPRET_NOTE}
+
+
+def _speedup(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value) if math.isfinite(value) and value > 0 else None
 
 
-def reward(result: Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> Reward:
-    """The reward of one evaluation result: ``value`` (what a trainer adds up),
+def reward(result: EvaluationResult | Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> Reward:
+    """The reward of one evaluation result (an :class:`~jaxbench.contract.EvaluationResult`,
+    or a record of one as a run's events hold it): ``value`` (what a trainer adds up),
     ``correctness`` and ``speedup_term`` (its two parts), ``basis`` (``correctness`` or
     ``correctness+speedup``) and, in interpret mode, ``note`` saying that only correctness
     is rewarded."""
-    status = result.get("status")
-    if status == Status.REJECTED and result.get("rule") in POLICY_RULES:
+    status: object
+    rule: object
+    mode: object
+    if isinstance(result, EvaluationResult):
+        status, rule, mode = result.status, result.rule, result.mode
+        debug, speedup = result.debug, _speedup(result.speedup)
+    else:  # a record read from JSON: any of its values may be of any type
+        status, rule, mode = result.get("status"), result.get("rule"), result.get("mode")
+        debug, speedup = bool(result.get("debug")), _speedup(result.get("speedup"))
+    if status == Status.REJECTED and rule in POLICY_RULES:
         status = POLICY_STATUS  # an older run's policy refusal: no cheat, as runs say now
-    mode = result.get("mode")
-    is_correct = status == Status.CORRECT and not result.get("debug")
+    is_correct = status == Status.CORRECT and not debug
     if is_correct:
         correctness = table.correct
     else:
@@ -131,7 +151,6 @@ def reward(result: Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> Rew
         correctness = table.statuses.get(key, 0.0)
     speedup_term = 0.0
     basis = "correctness"
-    speedup = _speedup(result)
     if is_correct and mode == "device" and speedup is not None:
         speedup_term = table.speedup_weight * min(table.speedup_cap,
                                                   max(table.speedup_floor, math.log2(speedup)))
@@ -144,4 +163,4 @@ def reward(result: Mapping[str, Any], table: RewardTable = DEFAULT_TABLE) -> Rew
 
 
 __all__ = ["DEFAULT_STATUS_REWARDS", "DEFAULT_TABLE", "INTERPRET_NOTE", "STATUSES", "Reward",
-           "RewardTable", "reward"]
+           "RewardNote", "RewardTable", "pending_interpret", "reward"]

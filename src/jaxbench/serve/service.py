@@ -83,9 +83,7 @@ class Service:
             self._evaluator = make_evaluator(self.config.executor, self.store.secret,
                                              spares=min(2, self.config.workers),
                                              ray_address=self.config.ray_address)
-        self.store.record({"type": "serve_start", "executor": self.config.executor,
-                           "workers": self.config.workers,
-                           "resumed": self.unfinished()})
+        self.store.record_start(self.config.executor, self.config.workers, self.unfinished())
         self._workers.start(self._evaluator, self.config.workers)
 
     def stop(self, grace_s: float = 5.0) -> None:
@@ -99,7 +97,7 @@ class Service:
         if self._evaluator is not None:
             self._evaluator.close()
         try:
-            self.store.record({"type": "serve_stop"})
+            self.store.record_stop()
         except OSError:
             pass
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any, TypedDict
 
+from jaxbench.contract import EvaluationResult
 from jaxbench.serve.admission import Admission
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import ServeConfig, ServeError
@@ -23,17 +23,7 @@ from jaxbench.serve.ledger import Ledger, SubmissionView, view
 from jaxbench.serve.metrics import Metrics
 from jaxbench.serve.store import Store, Submission
 from jaxbench.serve.waiting import LoopWaiter, Waiter, Waiters
-
-
-class ServiceStatus(TypedDict):
-    """The service's state at a glance (``GET /v1/health``, the metrics' gauges)."""
-
-    queue_length: int
-    in_flight: int
-    submissions: int
-    workers: int
-    executor: str
-    stopping: bool
+from jaxbench.serve.wire import ServiceStatus
 
 
 class ServiceState:
@@ -106,9 +96,10 @@ class ServiceState:
                 self._work.wait()
             return self._ledger.start_next()
 
-    def settle(self, sub: Submission, result: dict[str, Any] | None, error: str | None,
+    def settle(self, sub: Submission, result: EvaluationResult | None, error: str | None,
                evaluation_s: float) -> None:
-        """An evaluation of ``sub`` ended (:meth:`Ledger.settle`)."""
+        """An evaluation of ``sub`` ended with ``result``, or without one and ``error`` saying
+        why (:meth:`Ledger.settle`)."""
         with self._lock:
             self._ledger.settle(sub, result, error, evaluation_s)
             self._hand_out()

@@ -1,8 +1,11 @@
 """The service's history on disk: one run directory (docs/run-directory.md) that ``jaxbench
 report`` and ``jaxbench export`` read like any run's.
 
-Besides the ``evaluation`` events every run has (the result record, plus ``submission``,
-``reward``, ``principal``, ``job`` = ``serve|<id>`` and ``kind`` = ``serve``), the service writes:
+Besides the ``evaluation`` events every run has (the result's event,
+:meth:`~jaxbench.contract.EvaluationResult.to_event`, with ``submission``, ``reward``,
+``principal``, ``job`` = ``serve|<id>``, ``kind`` = ``serve``, ``source_file`` and
+``finished``; read back with :meth:`~jaxbench.contract.EvaluationResult.read`), the service
+writes:
 
 - ``serve_submission``: an accepted submission (id, caller's name, task, target, size, chip,
   requested and resolved mode, trials, timeout, ``source_file``, ``source_sha256``, batch,
@@ -25,27 +28,50 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
-from jaxbench.contract import FIELD_TIME, SubmissionState
+from jaxbench.contract import FIELD_TIME, EvaluationResult, SubmissionState
+from jaxbench.contract.result import EVENT_TYPE
 from jaxbench.runs import RunDir, event_source, read_events
 from jaxbench.serve.rewards import Reward
 
 CONFIG = {"command": "serve"}  # a service's run directory: resumed by every restart
 SUBMISSION, CACHED, FAILED = "serve_submission", "serve_cached", "serve_failed"
+START, STOP = "serve_start", "serve_stop"
 # The request fields a submission's fingerprint covers: a retried id must repeat them.
 FINGERPRINT_FIELDS = ("task", "target", "size", "chip", "mode", "trials", "timeout_s",
                       "source_sha256")
 # The key RunDir.append stamps every event with (when it was written).
 WRITTEN = FIELD_TIME
-# What a verdict's event holds besides the evaluation's result.
+# What a verdict's event holds besides the evaluation's result (record_verdict's keys).
 VERDICT_KEYS = frozenset({"type", WRITTEN, "submission", "principal", "job", "kind", "reward",
                           "finished", "source_file"})
 
 
-def _finished(event: dict[str, Any]) -> Any:
+def _finished(event: Mapping[str, Any]) -> Any:
     """When an outcome's event says its submission finished (else when it was written)."""
     return event.get("finished", event.get(WRITTEN))
+
+
+class SubmissionEvent(TypedDict):
+    """A ``serve_submission`` event, as :meth:`Submission.event` writes it."""
+
+    type: Literal["serve_submission"]
+    submission: str
+    principal: str
+    task: str
+    target: str
+    size: str
+    chip: str | None
+    mode: str
+    resolved_mode: str
+    trials: int
+    timeout_s: float | None
+    source_sha256: str
+    source_file: str
+    fingerprint: str
+    batch: str | None
+    created: float
 
 
 @dataclass
@@ -69,7 +95,7 @@ class Submission:
     batch: str | None = None
     created: float = field(default_factory=time.time)
     state: SubmissionState = SubmissionState.QUEUED
-    result: dict[str, Any] | None = None
+    result: EvaluationResult | None = None
     reward: Reward | None = None
     cached_from: str | None = None
     error: str | None = None
@@ -88,8 +114,8 @@ class Submission:
     def finished_state(self) -> bool:
         return self.state in (SubmissionState.DONE, SubmissionState.FAILED)
 
-    def event(self) -> dict[str, Any]:
-        return {"type": SUBMISSION, "submission": self.id, "principal": self.principal,
+    def event(self) -> SubmissionEvent:
+        return {"type": "serve_submission", "submission": self.id, "principal": self.principal,
                 "task": self.task, "target": self.target, "size": self.size, "chip": self.chip,
                 "mode": self.mode, "resolved_mode": self.resolved_mode, "trials": self.trials,
                 "timeout_s": self.timeout_s, "source_sha256": self.source_sha256,
@@ -97,7 +123,9 @@ class Submission:
                 "batch": self.batch, "created": self.created}
 
     @classmethod
-    def from_event(cls, event: dict[str, Any]) -> Submission:
+    def from_event(cls, event: Mapping[str, Any]) -> Submission:
+        """The submission of a ``serve_submission`` event as read back (KeyError when one of
+        its fields is missing)."""
         return cls(id=event["submission"], principal=event["principal"], task=event["task"],
                    target=event["target"], size=event["size"], chip=event.get("chip"),
                    mode=event["mode"], resolved_mode=event["resolved_mode"],
@@ -131,14 +159,16 @@ class Store:
         return event_source(self.path, {"source_file": submission.source_file})
 
     def record_submission(self, submission: Submission) -> None:
-        self.run.append(submission.event())
+        self.run.append({**submission.event()})
 
     def record_verdict(self, submission: Submission) -> None:
+        """The submission's verdict: its result's ``evaluation`` event with the service's keys
+        (:data:`VERDICT_KEYS`)."""
         assert submission.result is not None
-        self.run.append({**submission.result, "type": "evaluation", "submission": submission.id,
-                         "principal": submission.principal, "job": f"serve|{submission.id}",
-                         "kind": "serve", "source_file": submission.source_file,
-                         "reward": submission.reward, "finished": submission.finished})
+        self.run.append(submission.result.to_event(
+            submission=submission.id, principal=submission.principal,
+            job=f"serve|{submission.id}", kind="serve", source_file=submission.source_file,
+            reward=submission.reward, finished=submission.finished))
 
     def record_cached(self, submission: Submission) -> None:
         self.run.append({"type": CACHED, "submission": submission.id,
@@ -148,8 +178,12 @@ class Store:
         self.run.append({"type": FAILED, "submission": submission.id, "message": submission.error,
                          "finished": submission.finished})
 
-    def record(self, event: dict[str, Any]) -> None:
-        self.run.append(event)
+    def record_start(self, executor: str, workers: int, resumed: int) -> None:
+        self.run.append({"type": START, "executor": executor, "workers": workers,
+                         "resumed": resumed})
+
+    def record_stop(self) -> None:
+        self.run.append({"type": STOP})
 
     def replay(self) -> list[Submission]:
         """Every submission in the order it was accepted, with its outcome when it has one.
@@ -162,10 +196,11 @@ class Store:
             try:
                 if kind == SUBMISSION:
                     submissions.setdefault(event["submission"], Submission.from_event(event))
-                elif kind == "evaluation" and event.get("submission") in submissions:
+                elif kind == EVENT_TYPE and event.get("submission") in submissions:
                     sub = submissions[event["submission"]]
-                    result = {k: v for k, v in event.items() if k not in VERDICT_KEYS}
-                    sub.result, sub.reward = result, event.get("reward")
+                    sub.result = EvaluationResult.read(
+                        {k: v for k, v in event.items() if k not in VERDICT_KEYS})
+                    sub.reward = event.get("reward")
                     sub.state, sub.finished = SubmissionState.DONE, _finished(event)
                 elif kind == CACHED and event.get("submission") in submissions:
                     cached.append((event["submission"], event.get("cached_from"), _finished(event)))
@@ -173,7 +208,7 @@ class Store:
                     sub = submissions[event["submission"]]
                     sub.state, sub.error = SubmissionState.FAILED, event.get("message")
                     sub.finished = _finished(event)
-            except (KeyError, TypeError):
+            except (KeyError, TypeError, ValueError):
                 continue  # a line someone else wrote: skipped, as the reports skip it
         for sub_id, origin_id, when in cached:
             origin = submissions.get(origin_id or "")
@@ -185,5 +220,5 @@ class Store:
         return list(submissions.values())
 
 
-__all__ = ["CACHED", "CONFIG", "FAILED", "FINGERPRINT_FIELDS", "SUBMISSION", "Store", "Submission",
-           "fingerprint"]
+__all__ = ["CACHED", "CONFIG", "FAILED", "FINGERPRINT_FIELDS", "START", "STOP", "SUBMISSION", "Store",
+           "Submission", "SubmissionEvent", "fingerprint"]

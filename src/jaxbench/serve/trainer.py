@@ -17,17 +17,20 @@ is ``JAXBENCH_SERVE_URL`` (default http://127.0.0.1:8000) with ``JAXBENCH_SERVE_
 All completions of a call go to the service as one batch, and each answer's kernel module is
 taken from its code block as the agents take it. A completion that got no verdict (the service
 failed it, or the wait ran out) earns ``failure_reward``. The reward table is the service's
-(docs/serve.md); ``last_results`` keeps the verdicts of the last call for logging.
+(docs/serve.md); ``last_results`` keeps the submissions of the last call for logging
+(:class:`~jaxbench.serve.wire.SubmissionReply`: ``status``, ``reward``, ``result``, ...).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from jaxbench.contract import SubmissionState
 from jaxbench.serve.client import DEFAULT_URL, TOKEN_ENV, Client
 from jaxbench.serve.environment import kernel_of
+from jaxbench.serve.wire import BatchItem, SubmissionReply
 
 URL_ENV = "JAXBENCH_SERVE_URL"
 
@@ -56,30 +59,34 @@ class KernelReward:
         self.failure_reward = failure_reward
         self.timeout_s = timeout_s
         self.batch_size = batch_size  # completions per batch sent (the service caps a batch)
-        self.last_results: list[dict[str, Any]] = []
+        self.last_results: list[SubmissionReply] = []
 
     def __call__(self, completions: Sequence[Any], prompts: Sequence[Any] | None = None,
                  task: Sequence[str] | str | None = None, **kwargs: Any) -> list[float]:
         if not completions:
             return []
         tasks = [task] * len(completions) if isinstance(task, str) or task is None else list(task)
-        items = []
+        items: list[BatchItem] = []
         for completion, task_id in zip(completions, tasks, strict=True):
             task_id = task_id or self.task
             if not task_id:
                 raise ValueError("no task for a completion: pass a `task` column or KernelReward(task=...)")
-            item = {"source": kernel_of(completion_text(completion)), "task": task_id,
-                    "target": self.target, "size": self.size, "mode": self.mode}
-            items.append({k: v for k, v in item.items() if v is not None})
+            item: BatchItem = {"source": kernel_of(completion_text(completion)), "task": task_id,
+                               "size": self.size}
+            if self.target is not None:
+                item["target"] = self.target
+            if self.mode is not None:
+                item["mode"] = self.mode
+            items.append(item)
         submitted = [self.client.submit_batch(items[start:start + self.batch_size])
                      for start in range(0, len(items), self.batch_size)]  # all queued at once
         views = [view for batch in submitted for view in self.client.wait_batch(batch, self.timeout_s)]
         self.last_results = views
         return [self._value(view) for view in views]
 
-    def _value(self, view: Mapping[str, Any]) -> float:
-        value = (view.get("reward") or {}).get("value")
-        if view.get("state") != "done" or not isinstance(value, (int, float)):
+    def _value(self, sub: SubmissionReply) -> float:
+        value = sub.reward_value
+        if sub.state != SubmissionState.DONE or not isinstance(value, (int, float)):
             return self.failure_reward
         return float(value)
 

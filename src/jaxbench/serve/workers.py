@@ -1,7 +1,8 @@
 """The workers: ``config.workers`` threads, each taking the next queued submission from the
-service's state, handing it to the executor's evaluator and settling it there. An evaluation
-that ends without a verdict (a harness error, a lost Ray node) is queued again at the front,
-up to ``config.retries`` times, then failed (:meth:`~jaxbench.serve.ledger.Ledger.settle`).
+service's state, handing it to the executor's evaluator and settling its
+:class:`~jaxbench.contract.EvaluationResult` there. An evaluation that ends without a verdict
+(a harness error, a lost Ray node) is queued again at the front, up to ``config.retries``
+times, then failed (:meth:`~jaxbench.serve.ledger.Ledger.settle`).
 Stopping aborts the evaluations in flight: their submissions stay queued in the run directory
 and are evaluated again after a restart.
 
@@ -13,9 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
-from jaxbench.contract import Settings
+from jaxbench.contract import EvaluationResult, Settings
 from jaxbench.executors import EvaluationLost, EvaluatorLike, evaluate_with
 from jaxbench.serve.state import ServiceState
 from jaxbench.serve.store import Store, Submission
@@ -47,7 +47,7 @@ class Workers:
             self.state.settle(sub, result, error, time.monotonic() - started)
 
     def _evaluate(self, evaluator: EvaluatorLike,
-                  sub: Submission) -> tuple[dict[str, Any] | None, str | None]:
+                  sub: Submission) -> tuple[EvaluationResult | None, str | None]:
         """The evaluator's result, or why there is none."""
         source = self.store.source(sub)
         try:
@@ -57,7 +57,11 @@ class Workers:
             settings = Settings(target=sub.target, mode=sub.resolved_mode, size=sub.size,
                                 trials=sub.trials, timeout_s=sub.timeout_s, chip=sub.chip,
                                 fresh_keys=True)
-            return evaluate_with(evaluator, source, sub.task, settings), None
+            result = evaluate_with(evaluator, source, sub.task, settings)
+            if not isinstance(result, EvaluationResult):
+                raise TypeError(f"the evaluator returned a {type(result).__name__}, not an "
+                                "EvaluationResult")
+            return result, None
         except EvaluationLost as exc:
             return None, f"no verdict: {exc}"
         except Exception as exc:  # noqa: BLE001 - a harness error: retried, then reported
