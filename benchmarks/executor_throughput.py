@@ -38,7 +38,7 @@ def timed_run(jobs, executor: str, workers: int, trials: int) -> tuple[float, di
         results = run_jobs(jobs, run, Settings(size="small", mode="interpret", trials=trials),
                            workers=workers, executor=executor)
         seconds = time.monotonic() - started
-    return seconds, {r["job"]: r["status"] for r in results}
+    return seconds, {r.extra["job"]: r.status for r in results}
 
 
 def main() -> None:

@@ -133,7 +133,7 @@ def part_interpret(levels: list[int], n: int) -> list[dict[str, Any]]:
         with Evaluator(spares=min(in_flight, 2)) as evaluator:
             throughput(evaluator, seeds(1), 1, target="tpu")  # warm: runners, truths
             wall, results = throughput(evaluator, seeds(n), in_flight, target="tpu")
-        statuses = sorted({r["status"] for r in results})
+        statuses = sorted({r.status for r in results})
         rows.append({"part": "interpret", "in_flight": in_flight, "evals": n,
                      "wall_s": round(wall, 1), "per_min": round(60 * n / wall, 2),
                      "statuses": statuses})
@@ -156,7 +156,7 @@ def part_device(levels: list[int], n: int, compile_s: float, time_s: float) -> l
                                        mode="device")
         busy = sum(e - s for _, s, e, _ in device.used)
         bound = 60 / (compile_s + time_s + device.recheck_s)
-        statuses = sorted({r["status"] for r in results})
+        statuses = sorted({r.status for r in results})
         rows.append({"part": "device", "in_flight": in_flight, "evals": n, "wall_s": round(wall, 1),
                      "per_min": round(60 * n / wall, 2), "chip_busy_share": round(busy / wall, 3),
                      "bound_per_min": round(bound, 2), "clashes": clashes(device.used),
@@ -181,7 +181,7 @@ def part_latency(reps: int) -> dict[str, Any]:
             started = time.monotonic()
             result = evaluator.evaluate(variant, task, target="tpu", trials=1)
             harness.append(time.monotonic() - started)
-            assert result["status"] == "correct", result["message"]
+            assert result.status == "correct", result.message
             started = time.monotonic()
             out = check_in_process(variant, task, target="tpu", trials=1, truth=truth)
             bare.append(time.monotonic() - started)

@@ -79,7 +79,7 @@ def through_service(url: str, batch: list[tuple[str, str, str]], clients: int,
                 view = judge.evaluate(source, task, target=target, trials=trials, timeout_s=1200)
                 with lock:
                     latencies.append(time.monotonic() - started)
-                    statuses.append(view.get("status") or view["state"])
+                    statuses.append(view.status or view.state)
 
     threads = [threading.Thread(target=client) for _ in range(clients)]
     started = time.monotonic()
@@ -105,7 +105,7 @@ def through_run(batch: list[tuple[str, str, str]], workers: int, trials: int,
     started = time.monotonic()
     results = run_jobs(jobs, run, Settings(size="small", mode="interpret", trials=trials),
                        workers=workers)
-    return time.monotonic() - started, [r["status"] for r in results]
+    return time.monotonic() - started, [r.status for r in results]
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -78,10 +78,9 @@ def main() -> None:
             begun = time.monotonic()
             result = evaluator.evaluate(test_file.parent / "kernels" / file, task, target="tpu",
                                         mode="device", size=args.size, timeout_s=60)
-            event = result.to_event() if hasattr(result, "to_event") else result
-            rows.append({**row, "chip": f"{event['status']}/{event['stage']}",
-                         "same": (event["status"], event["stage"]) == (status, stage),
-                         "message": (event.get("message") or "")[:200],
+            rows.append({**row, "chip": f"{result.status}/{result.stage}",
+                         "same": (result.status, result.stage) == (status, stage),
+                         "message": result.message[:200],
                          "wall_s": round(time.monotonic() - begun, 1)})
             print(f"{file:45} {row['cpu_expected']:32} chip {rows[-1]['chip']:32} "
                   f"{'same' if rows[-1]['same'] else 'DIFFERS'}", flush=True)

@@ -25,6 +25,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 FIRST = ("8p_gemm", "12p_rmsnorm", "1p_flash_attention")
 # Shorter timing than the evaluator's default (the check has minutes for ~100 kernels); the
@@ -48,7 +49,8 @@ def jobs(task_ids: str | None) -> list[tuple[str, str, Path]]:
                                         else 0))
 
 
-def record(r: dict, kind: str, wall_s: float) -> dict:
+def record(result: Any, kind: str, wall_s: float) -> dict:
+    r = result.to_event()  # the EvaluationResult as its JSON
     time_stage = r.get("stages", {}).get("time", {})
     row = {k: r.get(k) for k in (
         "task", "status", "stage", "message", "t_ref_ms", "t_kernel_ms", "speedup", "max_abs_err",

@@ -125,18 +125,18 @@ def test_same_verdicts_as_the_local_executor(cluster, tmp_path):
         for path in kernels:
             here = local.evaluate(path, "8p_gemm", mode="interpret", **FAST)
             there = remote.evaluate(path, "8p_gemm", mode="interpret", **FAST)
-            assert (there["status"], there["stage"]) == (here["status"], here["stage"]), path.name
+            assert (there.status, there.stage) == (here.status, here.stage), path.name
             # the same secret draws the same inputs: the very same error figures
-            assert there["max_abs_err"] == here["max_abs_err"], path.name
-            assert there["kernel_file"] == here["kernel_file"] == str(path)
-            assert there["ray_node"]
+            assert there.max_abs_err == here.max_abs_err, path.name
+            assert there.kernel_file == here.kernel_file == str(path)
+            assert there.ray_node
     # How the agents evaluate: source text, with the IR saved for feedback (--save-ir too): the
     # node's IR files arrive in the driver's directory.
     text = remote.evaluate((GEMM / "seed_tpu.py").read_text(), "8p_gemm", mode="interpret",
                            save_ir=tmp_path / "ir", **FAST)
-    assert text["status"] == "correct" and text["kernel_file"] == "<kernel>"
+    assert text.status == "correct" and text.kernel_file == "<kernel>"
     assert (tmp_path / "ir" / "jaxpr.txt").read_text().strip()
-    assert text["artifacts"]["dir"] == str(tmp_path / "ir")
+    assert text.artifacts["dir"] == str(tmp_path / "ir")
     with pytest.raises(KeyError, match="no size 'huge'"):  # the evaluator's own errors, as locally
         remote.evaluate(GEMM / "seed_gpu.py", "8p_gemm", mode="interpret", size="huge")
 
@@ -154,7 +154,7 @@ def test_killed_worker_costs_a_retry_not_a_verdict(cluster, tmp_path):
                        executor="ray")
     killer.join()
     assert killer.victim is not None, "no evaluation was seen running"
-    assert sorted(r["status"] for r in results) == ["correct", "incorrect"]
+    assert sorted(r.status for r in results) == ["correct", "incorrect"]
     events = _evaluations(tmp_path)
     assert sorted(e["job"] for e in events) == sorted(j.key for j in jobs)  # one each, no duplicate
     assert not [e for e in read_events(tmp_path) if e.get("type") == "evaluation_lost"]
@@ -324,8 +324,8 @@ def test_node_death_mid_evaluation_retries_on_another_node(cluster):
     result = RayEvaluator(secret).evaluate(GEMM / "seed_gpu.py", "8p_gemm", mode="interpret", **FAST)
     killer.join()
     assert dead, "no evaluation was seen running"
-    assert result["status"] == "correct"
-    assert not result["ray_node"].endswith("/" + dead[0][:8])  # it ran again elsewhere
+    assert result.status == "correct"
+    assert not result.ray_node.endswith("/" + dead[0][:8])  # it ran again elsewhere
 
 
 def test_secret_never_reaches_rays_logs(cluster):

@@ -20,7 +20,7 @@ def test_resume_skips_finished_evaluations(tmp_path):
             Job("8p_gemm", "seed", "tpu", SEEDS / "seed_tpu.py")]
     run = RunDir.open(tmp_path, config)
     first = run_jobs(jobs[:1], run, ONE_TRIAL, workers=1)
-    assert [r["status"] for r in first] == ["correct"]
+    assert [r.status for r in first] == ["correct"]
     # The process dies here (no run_end); a torn half-line is left behind.
     with open(tmp_path / "events.jsonl", "a") as f:
         f.write('{"type": "evaluation", "task": "8p_g')
@@ -29,10 +29,12 @@ def test_resume_skips_finished_evaluations(tmp_path):
     seen = []
     results = run_jobs(jobs, resumed, ONE_TRIAL.replace(tpu_interpret=False), workers=1,
                        on_result=lambda job, r: seen.append(job.target))
-    assert sorted(r["target"] for r in results) == ["gpu", "tpu"]
+    assert sorted(r.target for r in results) == ["gpu", "tpu"]
     assert seen == ["gpu", "tpu"]  # the reused result is reported first, then the new one
-    reused = next(r for r in results if r["target"] == "gpu")
-    assert (reused["job"], reused["wall_s"]) == (first[0]["job"], first[0]["wall_s"])
+    reused = next(r for r in results if r.target == "gpu")
+    # read back from the run: every field as evaluated (the run adds the time it was recorded)
+    assert {**reused.to_event(), "time": 0} == {**first[0].to_event(), "time": 0}
+    assert (reused.extra["job"], reused.wall_s) == (first[0].extra["job"], first[0].wall_s)
     evaluations = [e for e in read_events(tmp_path) if e.get("type") == "evaluation"]
     assert sorted(e["target"] for e in evaluations) == ["gpu", "tpu"]  # gpu evaluated once
 
@@ -63,8 +65,8 @@ def test_evaluated_sources_are_kept_content_addressed(tmp_path):
     run = RunDir.open(tmp_path, {"command": "test"})
     path = SEEDS / "seed_gpu.py"
     results = run_jobs([Job("8p_gemm", "seed", "gpu", path)], run, ONE_TRIAL, workers=1)
-    kept = results[0]["source_file"]
-    assert kept == f"sources/{results[0]['source_sha256']}.py"
+    kept = results[0].extra["source_file"]
+    assert kept == f"sources/{results[0].source_sha256}.py"
     assert (tmp_path / kept).read_text() == path.read_text()
     assert run.keep_source(path.read_text()) == kept  # stored once per content
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,6 +22,9 @@ from jaxbench.cli.common import (
 )
 from jaxbench.cli.terminal import StopSignals, usage_error
 from jaxbench.cli.terminal import console as make_console
+
+if TYPE_CHECKING:
+    from jaxbench.contract import EvaluationResult
 
 
 @click.command("eval")
@@ -99,52 +102,52 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
         if stop.is_set():
             stop.exit()
     if as_json:
-        click.echo(json.dumps(result, default=str))
+        click.echo(json.dumps(result.to_event(), default=str))
     else:
         _print_result(result)
     from jaxbench.evaluator import Status
 
-    sys.exit(0 if result["status"] == Status.CORRECT and not result.get("debug") else 1)
+    sys.exit(0 if result.status == Status.CORRECT and not result.debug else 1)
 
 
-def _print_result(r: dict[str, Any]) -> None:
+def _print_result(r: EvaluationResult) -> None:
     from jaxbench.evaluator import Status
 
     console = make_console()
-    color = "green" if r["status"] == Status.CORRECT else "red"
-    if r.get("debug"):
+    color = "green" if r.status == Status.CORRECT else "red"
+    if r.debug:
         console.print("[bold yellow]DEBUG RUN: this verdict does not count[/] (jax.debug.print "
                       "allowed; the kernel ran on the untrusted side, not in the trusted judge)")
-    console.print(f"[bold]{r['task']}[/] ({r['target']}, {r.get('chip')}, {r['mode']}, {r['size']}): "
-                  f"[{color}]{r['status']}[/] at stage {r['stage']}")
-    if r["message"]:
-        console.print(f"  {r['message']}", markup=False)
-    if r.get("candidate_frames"):
+    console.print(f"[bold]{r.task}[/] ({r.target}, {r.chip}, {r.mode}, {r.size}): "
+                  f"[{color}]{r.status}[/] at stage {r.stage}")
+    if r.message:
+        console.print(f"  {r.message}", markup=False)
+    if r.candidate_frames:
         console.print("  in the kernel file (innermost last):")
-        for frame in r["candidate_frames"]:
+        for frame in r.candidate_frames:
             console.print(f"    {frame}", markup=False, highlight=False)
-    if r.get("output"):
-        size = "8 KB" if r.get("debug") else "2 KB"
+    if r.output:
+        size = "8 KB" if r.debug else "2 KB"
         console.print(f"  kernel output (stdout/stderr on the untrusted side, last {size}):")
-        for line in r["output"].splitlines():
+        for line in r.output.splitlines():
             console.print(f"    | {line}", markup=False, highlight=False)
-    if r["max_abs_err"] is not None:
-        line = f"  max abs err {r['max_abs_err']:.3g}, rel err {r['rel_err']:.3g}"
-        tol = r.get("tolerance")
+    if r.max_abs_err is not None:
+        line = f"  max abs err {r.max_abs_err:.3g}, rel err {r.rel_err:.3g}"
+        tol = r.tolerance
         if tol:
             line += f"; tolerance atol {tol['atol']:g} + rtol {tol['rtol']:g}·|truth|"
-            if r.get("tol_fraction") is not None:
-                line += f", worst element at {r['tol_fraction']:.2g}× its tolerance (≤ 1 passes)"
+            if r.tol_fraction is not None:
+                line += f", worst element at {r.tol_fraction:.2g}× its tolerance (≤ 1 passes)"
         console.print(line, markup=False)
-    elif r.get("tolerance") and "tol_fraction" in r:
+    elif r.tolerance:  # compared, and no error figure: an output is not finite
         console.print("  max abs err: none (the output is not finite)")
-    if r["speedup"] is not None:
-        console.print(f"  t_ref {r['t_ref_ms']:.3f} ms, t_kernel {r['t_kernel_ms']:.3f} ms, "
-                      f"speedup {r['speedup']:.2f}x")
-    elif r["status"] == Status.CORRECT:
+    if r.speedup is not None:
+        console.print(f"  t_ref {r.t_ref_ms:.3f} ms, t_kernel {r.t_kernel_ms:.3f} ms, "
+                      f"speedup {r.speedup:.2f}x")
+    elif r.status == Status.CORRECT:
         console.print("  time: skipped: no accelerator (interpret mode checks correctness only)")
-    for warning in r.get("warnings", []):
+    for warning in r.warnings:
         console.print(f"  warning: {warning}", markup=False)
-    if r.get("judged_on"):
-        console.print(f"  judged on: {r['judged_on']}; untrusted side isolated by: {r['isolation']}",
+    if r.judged_on:
+        console.print(f"  judged on: {r.judged_on}; untrusted side isolated by: {r.isolation}",
                       markup=False)

@@ -225,7 +225,7 @@ def _optimize_with_progress(run: Any, out_dir: Path, tasks: list[str], method: A
                 if candidate.sample is not None:
                     speed = f" {candidate.speedup:.2f}x" if candidate.speedup else ""
                     progress.update(bar, advance=1,
-                                    last=f"{candidate.result['task']} {candidate.status}{speed}")
+                                    last=f"{candidate.result.task} {candidate.status}{speed}")
 
             interrupted = _run_method(run, tasks, method, model, settings, console, stop,
                                       budget=budget, executor=executor, ray_address=ray_address,

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,9 @@ from jaxbench.cli.common import (
 )
 from jaxbench.cli.terminal import JobProgress, StopSignals, usage_error
 from jaxbench.cli.terminal import console as make_console
+
+if TYPE_CHECKING:
+    from jaxbench.contract import EvaluationResult
 
 # The kinds of kernels shipped beside the tasks (jaxbench.runs.jobs.shipped_jobs).
 SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
@@ -152,7 +155,7 @@ def _check_cluster_and_cost(jobs: list[Any], settings: Any, executor: str,
                    [j.target for j in jobs_costed], settings.trials, settings.timeout_s)
 
 
-def _finish(run: Any, jobs: list[Any], results: list[dict[str, Any]], stop: Any, wall: float,
+def _finish(run: Any, jobs: list[Any], results: list[EvaluationResult], stop: Any, wall: float,
             as_json: bool) -> None:
     """Ends the command: an interrupted run stays open, one with lost evaluations too; a
     complete one is finished and summed up. Exits 0 when every kernel is correct (a documented
@@ -171,17 +174,17 @@ def _finish(run: Any, jobs: list[Any], results: list[dict[str, Any]], stop: Any,
         sys.exit(1)
     counts: dict[str, int] = {}
     for r in results:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
+        counts[r.status] = counts.get(r.status, 0) + 1
     run.finish(wall_s=round(wall, 2), counts=counts, evaluations=len(results))
     if not as_json:
         _print_summary(results, out_dir, wall)
-    sys.exit(0 if all(r["status"] == Status.CORRECT or r.get("known_limitation") for r in results)
+    sys.exit(0 if all(r.status == Status.CORRECT or r.extra.get("known_limitation") for r in results)
              else 1)
 
 
 def _run_with_progress(jobs: list[Any], run: Any, settings: Any, workers: int, as_json: bool,
                        executor: str = "local", ray_address: str | None = None,
-                       resuming: bool = False) -> tuple[list[dict[str, Any]], Any]:
+                       resuming: bool = False) -> tuple[list[EvaluationResult], Any]:
     from jaxbench.evaluator import Status
     from jaxbench.executors import stop_all
     from jaxbench.runs import finished_keys, run_jobs
@@ -197,19 +200,19 @@ def _run_with_progress(jobs: list[Any], run: Any, settings: Any, workers: int, a
     # Ray tasks in flight: cancelled, their workers killed; local tracers and runners killed
     with StopSignals(on_stop=stop_all, message=message) as stop, progress:
 
-        def on_result(job: Any, result: dict[str, Any]) -> None:
+        def on_result(job: Any, result: EvaluationResult) -> None:
             if as_json:
-                click.echo(json.dumps(result, default=str))
+                click.echo(json.dumps(result.to_event(), default=str))
             if job.key not in reused:
-                progress.advance(f"{job.task} [{job.kind}/{job.target}] {result['status']}",
-                                 failed=result["status"] != Status.CORRECT)
+                progress.advance(f"{job.task} [{job.kind}/{job.target}] {result.status}",
+                                 failed=result.status != Status.CORRECT)
 
         results = run_jobs(jobs, run, settings, workers=workers, on_result=on_result, stop=stop,
                            executor=executor, ray_address=ray_address)
     return results, stop
 
 
-def _interrupted(run: Any, results: list[dict[str, Any]], total: int, stop: Any) -> None:
+def _interrupted(run: Any, results: list[EvaluationResult], total: int, stop: Any) -> None:
     """After Ctrl-C or SIGTERM: an interrupted ``run_end`` (revealing nothing, so the run
     resumes) with the command that resumes it, which ``jaxbench report`` shows; said on stderr."""
     import signal
@@ -245,7 +248,7 @@ def short_message(message: str, width: int = 100) -> str:
     return message[:width - 1] + "…"
 
 
-def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) -> None:
+def _print_summary(results: list[EvaluationResult], out_dir: Path, wall: float) -> None:
     from rich.table import Table
 
     from jaxbench.evaluator import Status
@@ -254,20 +257,21 @@ def _print_summary(results: list[dict[str, Any]], out_dir: Path, wall: float) ->
     table = Table(title="jaxbench run")
     for col in ("task", "kernel", "target", "mode", "status", "max abs err", "speedup", "message"):
         table.add_column(col, overflow="fold")
-    for r in sorted(results, key=lambda r: (task_order_key(r["task"]), r.get("kind", ""), r["target"])):
-        color = "green" if r["status"] == Status.CORRECT else "red"
-        err = f"{r['max_abs_err']:.2g}" if r.get("max_abs_err") is not None else "-"
-        if r.get("tol_fraction") is not None:
-            err += f" ({r['tol_fraction']:.2g}× tol)"
-        spd = f"{r['speedup']:.2f}x" if r.get("speedup") else "-"
-        table.add_row(r["task"], r.get("kind", ""), r["target"], r["mode"],
-                      f"[{color}]{r['status']}[/]", err, spd, short_message(r["message"] or ""))
+    for r in sorted(results, key=lambda r: (task_order_key(r.task), r.extra.get("kind", ""), r.target)):
+        color = "green" if r.status == Status.CORRECT else "red"
+        err = f"{r.max_abs_err:.2g}" if r.max_abs_err is not None else "-"
+        if r.tol_fraction is not None:
+            err += f" ({r.tol_fraction:.2g}× tol)"
+        spd = f"{r.speedup:.2f}x" if r.speedup else "-"
+        table.add_row(r.task, r.extra.get("kind", ""), r.target, r.mode,
+                      f"[{color}]{r.status}[/]", err, spd, short_message(r.message or ""))
     console = make_console()
     console.print(table)
-    ok = sum(r["status"] == Status.CORRECT for r in results)
-    known = [r for r in results if r["status"] != Status.CORRECT and r.get("known_limitation")]
+    ok = sum(r.status == Status.CORRECT for r in results)
+    known = [r for r in results if r.status != Status.CORRECT and r.extra.get("known_limitation")]
     for r in known:
-        console.print(f"known limitation, not a failure of this run: {r['task']} "
-                      f"{r.get('kind', '')}/{r['target']}: {r['known_limitation']}", markup=False)
+        console.print(f"known limitation, not a failure of this run: {r.task} "
+                      f"{r.extra.get('kind', '')}/{r.target}: {r.extra['known_limitation']}",
+                      markup=False)
     expected = f" ({len(known)} known limitation{'s' if len(known) > 1 else ''})" if known else ""
     console.print(f"{ok}/{len(results)} correct{expected} in {wall:.1f} s; run directory: {out_dir}")

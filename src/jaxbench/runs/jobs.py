@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxbench.contract import Settings, Stage, Status, source_sha256
+from jaxbench.contract.result import EVENT_TYPE, EvaluationResult
 from jaxbench.executors import (
     EvaluationLost,
     EvaluatorLike,
@@ -72,12 +73,12 @@ KNOWN_INTERPRET_FAILURES = {
 }
 
 
-def known_limitation(job: Job, result: dict[str, Any]) -> str | None:
+def known_limitation(job: Job, result: EvaluationResult) -> str | None:
     """The documented reason a shipped kernel fails here, or None."""
     reason = KNOWN_INTERPRET_FAILURES.get((job.task, job.kind, job.target))
-    if reason and result.get("mode") == "interpret" and result.get("status") in (
+    if reason and result.mode == "interpret" and result.status in (
             Status.RUNTIME_ERROR, Status.CRASHED, Status.UNVERIFIED) \
-            and result.get("stage") == Stage.CORRECT:
+            and result.stage == Stage.CORRECT:
         return reason
     return None
 
@@ -205,18 +206,31 @@ def finished_keys(run: RunDir) -> set[str]:
     return {e["job"] for e in run.events() if e.get("type") == "evaluation" and "job" in e}
 
 
+def finished_results(run: RunDir) -> dict[str, EvaluationResult]:
+    """The run's recorded results by job key (an evaluation event that is not a readable
+    result is not finished: its job runs again)."""
+    done: dict[str, EvaluationResult] = {}
+    for event in run.events():
+        if event.get("type") == EVENT_TYPE and isinstance(event.get("job"), str):
+            try:
+                done[event["job"]] = EvaluationResult.read(event)
+            except ValueError:
+                continue
+    return done
+
+
 def run_jobs(
     jobs: list[Job],
     run: RunDir,
     settings: Settings,
     *,
     workers: int,
-    on_result: Callable[[Job, dict[str, Any]], None] | None = None,
+    on_result: Callable[[Job, EvaluationResult], None] | None = None,
     stop: Any = None,
     grace_s: float = 15.0,
     executor: str = "local",
     ray_address: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[EvaluationResult]:
     """Evaluates every job not already in the run's events with ``settings`` (each job's own
     target; with ``settings.save_ir``, each job's IR under that directory, in a folder named
     by its key); returns all results (old and new). The run's plan (the jobs' keys) is
@@ -235,7 +249,7 @@ def run_jobs(
     missing from the returned list and a resumed run evaluates it again.
     """
     run.record_plan([job.key for job in jobs])
-    done = {e["job"]: e for e in run.events() if e.get("type") == "evaluation" and "job" in e}
+    done = finished_results(run)
     record_skipped(run, jobs)
     results = [done[j.key] for j in jobs if j.key in done]
     pending = [j for j in jobs if j.key not in done]
@@ -258,8 +272,8 @@ class _Batch:
     the run as it finishes, the stop honoured between results."""
 
     def __init__(self, run: RunDir, settings: Settings, evaluator: EvaluatorLike,
-                 results: list[dict[str, Any]],
-                 on_result: Callable[[Job, dict[str, Any]], None] | None) -> None:
+                 results: list[EvaluationResult],
+                 on_result: Callable[[Job, EvaluationResult], None] | None) -> None:
         self.run, self.settings, self.evaluator = run, settings, evaluator
         self.results, self.on_result = results, on_result
         self.stopped_at: float | None = None
@@ -271,7 +285,7 @@ class _Batch:
             target=job.target,
             save_ir=str(Path(save_ir) / job.key.replace("|", "-")) if save_ir else None)
 
-    def evaluate(self, job: Job) -> tuple[dict[str, Any], float]:
+    def evaluate(self, job: Job) -> tuple[EvaluationResult, float]:
         result = evaluate_with(self.evaluator, job.path, job.task, self.job_settings(job))
         return result, time.monotonic()
 
@@ -296,7 +310,7 @@ class _Batch:
                              cancel_futures=self.stopped_at is not None)
             self.evaluator.close()
 
-    def finished(self, future: Future[tuple[dict[str, Any], float]], job: Job) -> None:
+    def finished(self, future: Future[tuple[EvaluationResult, float]], job: Job) -> None:
         """One evaluation's end: its result recorded, a lost one logged, one killed by the stop
         dropped; an error of the harness itself raised."""
         if future.cancelled() or future.exception() is not None:
@@ -309,26 +323,29 @@ class _Batch:
         result, ended = future.result()
         if self.stopped_at is not None and ended >= self.stopped_at:
             return  # killed by the stop: not a verdict
-        self.run.append(_recorded_result(self.run, job, result))
-        self.results.append(result)
+        recorded = _recorded_result(self.run, job, result)
+        self.run.append(recorded.to_event())
+        self.results.append(recorded)
         if self.on_result:
-            self.on_result(job, result)
+            self.on_result(job, recorded)
 
 
-def _recorded_result(run: RunDir, job: Job, result: dict[str, Any]) -> dict[str, Any]:
+def _recorded_result(run: RunDir, job: Job, result: EvaluationResult) -> EvaluationResult:
     """A job's result as the run records it: the job's key, kind and file, its source kept
     (when unchanged since it was evaluated), a documented limitation, an assumed target."""
-    result.update(job=job.key, kind=job.kind, kernel_file=str(job.path))
+    kept: dict[str, str] = {"job": job.key, "kind": job.kind}
     source = job.path.read_text()
-    if source_sha256(source) == result.get("source_sha256"):  # unchanged since
-        result["source_file"] = run.keep_source(source)
-    if known_limitation(job, result):
-        result["known_limitation"] = known_limitation(job, result)
+    if source_sha256(source) == result.source_sha256:  # unchanged since
+        kept["source_file"] = run.keep_source(source)
+    limitation = known_limitation(job, result)
+    if limitation:
+        kept["known_limitation"] = limitation
+    warnings = result.warnings
     if job.target_assumed:
-        result.setdefault("warnings", []).append(
-            f'{job.path.name} declares no TARGET: evaluated for {job.target} (add '
-            f'TARGET = "tpu" or "gpu")')
-    return result
+        warnings += (f'{job.path.name} declares no TARGET: evaluated for {job.target} (add '
+                     f'TARGET = "tpu" or "gpu")',)
+    return result.replace(kernel_file=str(job.path), warnings=warnings,
+                          extra={**result.extra, **kept})
 
 
 def record_skipped(run: RunDir, jobs: list[Job]) -> None:
