@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 _ISOLATION_PROBE = (
     "import json\n"
@@ -23,7 +23,30 @@ _ISOLATION_PROBE = (
     "print(json.dumps(i.describe(r, ns)))\n")
 
 
-def versions() -> dict[str, Any]:
+class Peaks(TypedDict):
+    """The attached chip's published peaks (None where none are known, with a note why)."""
+
+    device_kind: str
+    peak_bf16_flops: float | None
+    peak_bytes_per_s: float | None
+    note: NotRequired[str]
+
+
+class Diagnosis(TypedDict):
+    """What ``jaxbench doctor`` reports (:func:`diagnose`), one key per finding."""
+
+    versions: dict[str, str]
+    backends: dict[str, list[str] | str]
+    pallas_backends: dict[str, str]
+    isolation: str
+    host_limits: dict[str, str]
+    peaks: Peaks
+    cross_lowering: dict[str, str]
+    triton_compiler: str
+    profiler: str
+
+
+def versions() -> dict[str, str]:
     import platform
 
     import jax
@@ -33,15 +56,15 @@ def versions() -> dict[str, Any]:
             "machine": platform.machine(), "system": platform.platform()}
 
 
-def backends() -> dict[str, Any]:
+def backends() -> dict[str, list[str] | str]:
     """This process's devices (the CPU only: a chip has one owner) and the accelerator the
     short-lived probe found (:func:`jaxbench.backends.host.attached`), or why there is none."""
     import jax
 
     from jaxbench.backends.host import accelerator_installed, attached
 
-    found: dict[str, Any] = {"this process": [f"{d.platform}:{d.id} {d.device_kind}"
-                                              for d in jax.devices("cpu")]}
+    found: dict[str, list[str] | str] = {
+        "this process": [f"{d.platform}:{d.id} {d.device_kind}" for d in jax.devices("cpu")]}
     if not accelerator_installed():
         found["accelerator"] = "none (no TPU or GPU plugin installed, or JAX_PLATFORMS=cpu)"
         return found
@@ -104,7 +127,7 @@ def isolation_level(timeout_s: float = 60.0) -> str:
     return str(json.loads(lines[-1]))
 
 
-def peaks() -> dict[str, Any]:
+def peaks() -> Peaks:
     from jaxbench.backends import device_kind
     from jaxbench.backends.peaks import peak_for
 
@@ -249,7 +272,7 @@ def profiler_check() -> str:
     return f"ok ({out['source']}, {out['events']} events for 4 calls)"
 
 
-def diagnose() -> dict[str, Any]:
+def diagnose() -> Diagnosis:
     from jaxbench import compat
 
     isolation = isolation_level()

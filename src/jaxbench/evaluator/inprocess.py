@@ -23,7 +23,7 @@ import argparse
 import json
 import time
 from types import ModuleType
-from typing import Any
+from typing import Any, TypedDict
 
 import jax
 import numpy as np
@@ -153,6 +153,24 @@ def _triton_compile(target_export: Any) -> None:
             raise ValueError(problem)
 
 
+class InProcessCheck(TypedDict, total=False):
+    """What :func:`check_in_process` found: the task, target and size, the kernel calls and
+    the outside FLOPs as a fraction of the task's; with ``run``, whether every output matched
+    the truth, the worst absolute error and the first mismatch's (or race's) message; the
+    seconds it took."""
+
+    task: str
+    target: str
+    size: str
+    pallas_calls: int
+    outside_flops_fraction: float
+    lowered: bool
+    ok: bool
+    max_abs_err: float
+    message: str
+    seconds: float
+
+
 def check_in_process(
     source: str,
     task_id: str,
@@ -166,13 +184,13 @@ def check_in_process(
     truth: GroundTruth | None = None,
     filename: str = "<kernel>",
     triton: bool = False,
-) -> dict[str, Any]:
+) -> InProcessCheck:
     """static, trace, lower and (with ``run``) interpret-mode correctness, in this process;
     ``triton`` adds Triton's compiler on GPU kernels (a process per kernel, as the evaluator
     does it)."""
     task = get_task(task_id)
     target = target or declared_target(source) or "tpu"
-    out: dict[str, Any] = {"task": task_id, "target": target, "size": size}
+    out: InProcessCheck = {"task": task_id, "target": target, "size": size}
     t0 = time.perf_counter()
     check_source(source, filename)
     kernel = load_trusted(source, filename).kernel
@@ -210,7 +228,7 @@ def check_in_process(
                         exporting.on_judged_chip(closed, target), params)))
                     got = jax.block_until_ready(fn(*inputs))
                     if compat.tpu_races_found():
-                        out.update(ok=False, message="[tpu interpreter] data race detected")
+                        out.update({"ok": False, "message": "[tpu interpreter] data race detected"})
                         break
                 else:
                     got = jax.block_until_ready(call(*inputs))
@@ -221,7 +239,7 @@ def check_in_process(
             verdict = check_outputs(leaves, expected, truth(task, size, key), task.atol, task.rtol)
             out["max_abs_err"] = max(out["max_abs_err"], verdict.max_abs_err or 0.0)
             if not verdict.ok:
-                out.update(ok=False, message=f"[{kind} interpreter] {verdict.message}")
+                out.update({"ok": False, "message": f"[{kind} interpreter] {verdict.message}"})
                 break
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out

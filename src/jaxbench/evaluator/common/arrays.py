@@ -10,25 +10,41 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 MAX_BYTES = 4 << 30
 
 
+class LeafLayout(TypedDict):
+    """One array of a run's outputs as the stream declares it (the dtype as named before
+    ml_dtypes' raw bits were shipped)."""
+
+    shape: list[int]
+    dtype: str
+
+
+class RunLayout(TypedDict):
+    """One run's outputs in the stream: its label, its key, its arrays in order."""
+
+    label: str
+    key: Any
+    leaves: list[LeafLayout]
+
+
 class MalformedOutputs(ValueError):
     """The stream does not match its layout (a forged or truncated file)."""
 
 
-def pack(runs: Iterable[tuple[str, Any, Any]]) -> tuple[bytes, list[dict[str, Any]]]:
+def pack(runs: Iterable[tuple[str, Any, Any]]) -> tuple[bytes, list[RunLayout]]:
     """(label, key, outputs pytree) triples -> (npy stream, layout)."""
     import jax
 
     buffer = io.BytesIO()
-    layout = []
+    layout: list[RunLayout] = []
     for label, key, outputs in runs:
-        leaves = []
+        leaves: list[LeafLayout] = []
         for leaf in jax.tree_util.tree_leaves(outputs):
             arr = np.asarray(leaf)
             dtype = str(arr.dtype)

@@ -57,7 +57,7 @@ def capture_kernel_ir() -> Iterator[list[str]]:
             setattr(mod, name, original)
 
 
-def _analysis(fn: Callable[[], Any]) -> Any:
+def _analysis(fn: Callable[[], Any]) -> dict[str, float] | str:
     try:
         value = fn()
     except Exception as exc:  # noqa: BLE001 - analyses are best effort per backend
@@ -71,7 +71,7 @@ def _analysis(fn: Callable[[], Any]) -> Any:
     return str(value)
 
 
-def compiled_artifacts(compiled: Any) -> dict[str, Any]:
+def compiled_artifacts(compiled: Any) -> dict[str, str | dict[str, float]]:
     """On a device: XLA's optimised HLO, cost and memory analyses of the compiled kernel."""
     return {
         "optimized_hlo": compiled.as_text() or "",
@@ -80,7 +80,7 @@ def compiled_artifacts(compiled: Any) -> dict[str, Any]:
     }
 
 
-def write_artifacts(data: dict[str, Any], directory: Path, extra: dict[str, Any]) -> list[str]:
+def write_artifacts(data: dict[str, Any], directory: Path, extra: dict[str, object]) -> list[str]:
     """Writes one file per IR plus ``analysis.json``; returns the file names."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []

@@ -7,7 +7,10 @@ name)."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jax.extend.core import Primitive
 
 FORMAT = "jaxbench-jaxpr/1"
 PRIMITIVE_TAG = "primitive"
@@ -42,7 +45,7 @@ def import_jax_modules() -> None:
         from jax._src.pallas.mosaic import interpret  # noqa: F401
 
 
-def primitive_registry() -> dict[str, Any]:
+def primitive_registry() -> dict[str, Primitive]:
     """``"module:attribute" -> primitive`` for every primitive this process's JAX (and the
     allowed libraries it has imported) keeps as a module attribute."""
     from jax._src import core
@@ -67,7 +70,7 @@ SINGLETONS = (
 )
 
 
-def singletons() -> dict[str, Any]:
+def singletons() -> dict[str, object]:
     """``"module:attribute" -> object`` for the :data:`SINGLETONS` this JAX has."""
     import_jax_modules()
     found = {}

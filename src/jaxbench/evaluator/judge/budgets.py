@@ -33,7 +33,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxbench.backends.chips import (
     DEFAULT_GPU,
@@ -43,6 +43,11 @@ from jaxbench.backends.chips import (
     vmem_verdict,
 )
 from jaxbench.contract import Finding, Rule
+
+if TYPE_CHECKING:
+    from jax.export import Exported
+
+    from jaxbench.evaluator.judge.memory_rules import KernelFigures
 
 MAX_NUMEL = 1 << 20  # Triton's TRITON_MAX_TENSOR_NUMEL
 TPU_TARGET = "tpu_custom_call"
@@ -220,7 +225,8 @@ def _invariant(transform: Any, bounds: list[int]) -> bool:
     return bool(returned) and not any(v in varying for v in returned)
 
 
-def _entry_rows(func: Any, ir: Any, n_results: int, functions: dict[str, Any] | None = None
+def _entry_rows(func: Any, ir: Any, n_results: int,
+                functions: dict[str | None, Any] | None = None
                 ) -> tuple[list[tuple], list[int] | None]:
     """(name, shape, buffers, bytes) per VMEM block and scratch of one Mosaic kernel function,
     and its grid (None when dynamic). ``functions``: the module's functions by name (a
@@ -280,7 +286,7 @@ def _entry_rows(func: Any, ir: Any, n_results: int, functions: dict[str, Any] | 
     return rows, None if dynamic else bounds
 
 
-def tpu_kernel(call: Any, ir: Any, jmlir: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
+def tpu_kernel(call: Any, ir: Any, jmlir: Any, device_kind: str) -> tuple[str, KernelFigures]:
     """(problem or '', figures) for one ``tpu_custom_call``; raises Unreadable. A problem is a
     :class:`~jaxbench.contract.Finding` (``Rule.VMEM_BUDGET``)."""
     try:
@@ -301,15 +307,15 @@ def tpu_kernel(call: Any, ir: Any, jmlir: Any, device_kind: str) -> tuple[str, d
         functions = {_sym(op.operation, "sym_name", ir): op.operation
                      for op in module.body.operations if op.operation.name == "func.func"}
         limit, physical, why = _vmem_limit(config, device_kind)
-        figures: dict[str, Any] = {"vmem_bytes": 0, "vmem_limit_bytes": limit}
+        figures: KernelFigures = {"vmem_bytes": 0, "vmem_limit_bytes": limit}
         problem = ""
         for func in entries:
             name = _sym(func, "sym_name", ir) or "?"
             rows, grid = _entry_rows(func, ir, len(call.results), functions)
             total = sum(r[3] for r in rows)
             if total >= figures["vmem_bytes"]:
-                figures.update(vmem_bytes=total, name=name,
-                               grid=grid if grid is not None else "dynamic")
+                figures.update({"vmem_bytes": total, "name": name,
+                                "grid": grid if grid is not None else "dynamic"})
             verdict = vmem_verdict(total, limit, physical)
             if verdict == "uncertain":
                 figures["vmem_uncertain"] = True  # the parent warns (docs/vmem-calibration.md)
@@ -375,13 +381,13 @@ def _triton_name(module: Any, ir: Any) -> str:
     return "?"
 
 
-def triton_kernel(call: Any, ir: Any, jmlir: Any) -> tuple[str, dict[str, Any]]:
+def triton_kernel(call: Any, ir: Any, jmlir: Any) -> tuple[str, KernelFigures]:
     """(problem or '', figures) for one Triton custom call; raises Unreadable. A problem is a
     :class:`~jaxbench.contract.Finding` (``Rule.TRITON_RULE``)."""
     try:
         config = ir.DictAttr(call.attributes["mhlo.backend_config"])
         data = ir.StringAttr(config["ir"]).value_bytes
-        figures: dict[str, Any] = {}
+        figures: KernelFigures = {}
         for key in ("num_warps", "num_stages"):
             if key in config:
                 figures[key] = _int(config[key], ir)
@@ -434,8 +440,8 @@ def triton_kernel(call: Any, ir: Any, jmlir: Any) -> tuple[str, dict[str, Any]]:
 
 # -- every kernel at every size -----------------------------------------------------------------
 
-def check(exported_by_size: dict[str, Any], platform: str, tpu_kind: str = DEFAULT_TPU,
-          gpu_kind: str = DEFAULT_GPU) -> tuple[str, list[dict[str, Any]]]:
+def check(exported_by_size: dict[str, Exported], platform: str, tpu_kind: str = DEFAULT_TPU,
+          gpu_kind: str = DEFAULT_GPU) -> tuple[str, list[KernelFigures]]:
     """The first budget problem over the kernels of the target exports, size by size ('' if
     none; a :class:`~jaxbench.contract.Finding` with its rule code: a module or
     kernel that cannot be read is the platform's memory budget, ``Rule.VMEM_BUDGET`` or
@@ -444,7 +450,8 @@ def check(exported_by_size: dict[str, Any], platform: str, tpu_kind: str = DEFAU
     jmlir, ir = _ir()
     budget = Rule.VMEM_BUDGET if platform == "tpu" else Rule.SMEM_BUDGET
     targets = (TPU_TARGET,) if platform == "tpu" else (TRITON_TARGET, *MOSAIC_GPU_TARGETS)
-    first, figures = "", []
+    first = ""
+    figures: list[KernelFigures] = []
     for size, exported in exported_by_size.items():
         problem = ""
         try:

@@ -16,7 +16,7 @@ dimension: the union, over programs, of each dimension's block ranges.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -24,6 +24,17 @@ from jaxbench import compat
 from jaxbench.evaluator.judge.kernel_work import MAX_PROGRAMS, Values
 
 __all__ = ["uncovered", "describe"]
+
+
+class OutputGap(TypedDict):
+    """One dimension of a kernel output its grid leaves partly unwritten (:func:`uncovered`)."""
+
+    output: int  # its index among the kernel's outputs
+    shape: tuple[int, ...]
+    axis: int
+    gaps: list[tuple[int, int]]  # the unwritten ranges [start, end) along ``axis``
+    block: tuple[int, ...]  # the block shape
+    grid: tuple[int, ...]
 
 
 def _block(dim: Any) -> tuple[str, int] | None:
@@ -63,7 +74,7 @@ def _gaps(starts: np.ndarray, size: int, extent: int) -> list[tuple[int, int]]:
     return gaps
 
 
-def _output_gaps(eqn: Any) -> list[dict[str, Any]]:
+def _output_gaps(eqn: Any) -> list[OutputGap]:
     mapping = eqn.params.get("grid_mapping")
     grid = tuple(getattr(mapping, "grid", ()) or ())
     if mapping is None or not all(isinstance(g, int) and g > 0 for g in grid):
@@ -75,7 +86,7 @@ def _output_gaps(eqn: Any) -> list[dict[str, Any]]:
     aliased = {int(o) for _, o in (eqn.params.get("input_output_aliases") or ())}
     ids = [a.reshape(-1) for a in np.meshgrid(*[np.arange(g) for g in grid], indexing="ij")]
     values = Values(ids, grid)
-    found = []
+    found: list[OutputGap] = []
     for j, outvar in enumerate(eqn.outvars):
         mappings = getattr(mapping, "block_mappings", ())
         if j in aliased or n_in + j >= len(mappings):
@@ -104,7 +115,7 @@ def _output_gaps(eqn: Any) -> list[dict[str, Any]]:
     return found
 
 
-def uncovered(closed: Any) -> list[dict[str, Any]]:
+def uncovered(closed: Any) -> list[OutputGap]:
     """Per kernel output that its grid leaves partly unwritten, one entry per dimension with a
     gap: the output's index among the kernel's outputs, its shape, the axis, the unwritten
     ranges, the block shape and the grid. Kernels are found at any depth of calls."""
@@ -115,7 +126,7 @@ def uncovered(closed: Any) -> list[dict[str, Any]]:
     return found
 
 
-def describe(found: list[dict[str, Any]], limit: int = 3) -> str:
+def describe(found: list[OutputGap], limit: int = 3) -> str:
     """The entries of :func:`uncovered`, as the verdict's words."""
     parts = []
     for entry in found[:limit]:

@@ -105,7 +105,7 @@ class Fit:
     _truth: Any = None
     _slices: tuple[str, int, list[int | None], list[int]] | None = None
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> dict[str, bool | int | str | None]:
         return {"reference": self.reference is not None, "reference_bytes": self.reference_bytes,
                 "available_bytes": self.available_bytes, "reason": self.reason,
                 "truth_on": self.truth_on}

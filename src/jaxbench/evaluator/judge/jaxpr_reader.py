@@ -34,7 +34,7 @@ import pickle
 import pickletools
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from jaxbench.contract import Rule, Stage, StageFailure, Status
 from jaxbench.evaluator.common.jaxpr_format import (
@@ -48,6 +48,9 @@ from jaxbench.evaluator.common.jaxpr_format import (
     primitive_registry,
     singletons,
 )
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr, Primitive
 
 MAX_BYTES = 64 << 20
 MAX_OPCODES = 4_000_000
@@ -232,7 +235,7 @@ def unread_reason(value: type) -> str:
     return ""
 
 
-def derived_classes() -> dict[str, Any]:
+def derived_classes() -> dict[str, type]:
     """``"module:qualified name" -> class`` for the parameter classes JAX's primitives can
     name (see :func:`parameter_class`): the modules that keep a registered primitive, and the
     JAX modules they import, are walked."""
@@ -249,7 +252,7 @@ def derived_classes() -> dict[str, Any]:
         for value in list(vars(sys.modules[name]).values()):
             if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] in PRIMITIVE_ROOTS:
                 walked.add(value.__name__)
-    found: dict[str, Any] = {}
+    found: dict[str, type] = {}
     for name in sorted(walked):
         module = sys.modules.get(name)
         if module is None:
@@ -262,7 +265,7 @@ def derived_classes() -> dict[str, Any]:
     return found
 
 
-_derived: dict[frozenset[str], dict[str, Any]] = {}
+_derived: dict[frozenset[str], dict[str, type]] = {}
 
 
 def _refused(message: str, rule: Rule = Rule.HANDOVER) -> StageFailure:
@@ -281,17 +284,17 @@ def _safe_dtype(*args: Any) -> Any:
     return dtype
 
 
-_allowed: dict[str, Any] | None = None
+_allowed: dict[str, object] | None = None
 
 
-def allowed() -> dict[str, Any]:
+def allowed() -> dict[str, object]:
     """``"module:name" -> object`` for every entry of the allow-list this JAX has."""
     global _allowed
     if _allowed is None:
         import numpy as np
 
         import_jax_modules()
-        found: dict[str, Any] = {"numpy:dtype": _safe_dtype}
+        found: dict[str, object] = {"numpy:dtype": _safe_dtype}
         import jax.numpy as jnp
 
         for name in _SCALAR_TYPES:  # a scalar type as a parameter (preferred_element_type)
@@ -312,7 +315,7 @@ def allowed() -> dict[str, Any]:
 
 
 class _Reader(pickle.Unpickler):
-    def __init__(self, data: bytes, registry: dict[str, Any]) -> None:
+    def __init__(self, data: bytes, registry: dict[str, Primitive]) -> None:
         super().__init__(io.BytesIO(data))
         self._allowed = allowed()
         self._derived = derived_classes()
@@ -487,7 +490,16 @@ def _prescan(data: bytes) -> None:
         raise _refused(f"the hand-over is not an acceptable pickle: {exc}") from None
 
 
-def read(data: bytes) -> dict[str, Any]:
+class Handover(TypedDict):
+    """The hand-over as the judge reads it (:func:`read`): the traced kernel's closed jaxpr
+    at each size, and the kernel file's ``(file, line)`` of the equations made there, by
+    ``id(eqn)`` (the equations stay alive with the traces)."""
+
+    traces: dict[str, ClosedJaxpr]
+    lines: dict[int, tuple[str, int]]
+
+
+def read(data: bytes) -> Handover:
     """The hand-over's payload ``{"traces": {size: closed jaxpr}, "lines": {id(eqn): (file,
     line)}}``, or :class:`StageFailure` (``rejected``) naming what was refused."""
     if len(data) > MAX_BYTES:
@@ -507,7 +519,7 @@ def read(data: bytes) -> dict[str, Any]:
     return _validated(payload)
 
 
-def _validated(payload: Any) -> dict[str, Any]:
+def _validated(payload: Any) -> Handover:
     from jaxbench import compat
 
     def refuse(why: str) -> StageFailure:

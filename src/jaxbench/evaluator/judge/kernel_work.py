@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -88,13 +88,23 @@ class Unreadable(ValueError):
     bound the kernels' work, and says so (`unverified`), never guessing."""
 
 
+class KernelCall(TypedDict):
+    """One kernel equation's work (all its calls): FLOPs and bytes it surely does, its
+    programs, and the kernel file's ``(file, line)`` that made it (None when unknown)."""
+
+    flops: float
+    bytes: float
+    programs: int
+    line: tuple[str, int] | None
+
+
 @dataclass
 class KernelWork:
     """The kernels' work at one size, and the heaviest equations outside them."""
 
     flops: float = 0.0
     bytes: float = 0.0
-    kernels: list[dict[str, Any]] = field(default_factory=list)  # one per kernel equation
+    kernels: list[KernelCall] = field(default_factory=list)  # one per kernel equation
     # (flops, primitive name, (file, line) or None) of each equation outside kernels
     outside_eqns: list[tuple[float, str, Any]] = field(default_factory=list)
     # (output index, what made it, (file, line) or None) of each output no kernel reaches

@@ -26,7 +26,7 @@ import contextlib
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 
@@ -34,6 +34,13 @@ from jaxbench import compat
 from jaxbench.contract import Finding, JudgeRequest, Rule, Stage, StageFailure, Status
 from jaxbench.evaluator.common.errors import short_error
 from jaxbench.evaluator.judge import exporting, tool_faults
+
+if TYPE_CHECKING:
+    from jax.export import Exported
+    from jax.extend.core import ClosedJaxpr
+
+    from jaxbench.evaluator.judge.jaxpr_reader import Handover
+    from jaxbench.evaluator.judge.memory_rules import KernelFigures
 
 PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}
 # The interpreters the judge runs for their checks, as a fault of theirs names them.
@@ -45,15 +52,15 @@ INTERPRETERS = {"tpu_interpreter": "the TPU interpreter",
 class Lowered:
     """What the runner lowered from the hand-over."""
 
-    traces: dict[str, Any]
-    target: dict[str, Any] = field(default_factory=dict)  # size -> jax.export.Exported
+    traces: dict[str, ClosedJaxpr]  # size -> the handed-over trace
+    target: dict[str, Exported] = field(default_factory=dict)  # size -> the target module
     interpret: Any = None  # the CPU interpret module (interpret mode), fill A
     interpret_b: Any = None  # the same with fill B (where the kernel could read such memory)
     interpret_error: str = ""
     kernel_ir: list[str] = field(default_factory=list)  # the kernels' own IR (``--save-ir``)
     budget_problem: str = ""  # the estimates' first problem, naming the line (a Finding)
     budget_rule: Rule | None = None  # its rule code
-    smem_uncertain: list[dict[str, Any]] = field(default_factory=list)  # per kernel and size
+    smem_uncertain: list[KernelFigures] = field(default_factory=list)  # per kernel and size
     # the memory estimate's failures (it decides nothing then), as the response's tool_faults
     tool_faults: list[dict[str, str]] = field(default_factory=list)
     # the GPU race rule's reason it could not decide before any trial: the runner decides it
@@ -191,7 +198,7 @@ def _lowering_failure(exc: BaseException, target: str, size: str, main: str,
     return StageFailure(Status.COMPILE_ERROR, Stage.LOWER, message, rule=rule)
 
 
-def _jaxpr_checks(traces: dict[str, Any], task: Any, order: list[str], target: str,
+def _jaxpr_checks(traces: dict[str, ClosedJaxpr], task: Any, order: list[str], target: str,
                   device_kind: str) -> None:
     """The jaxpr rules, the inputs' types and the chip named, at every size (the main one
     first, at the trace stage; the others at the lower stage)."""
@@ -290,7 +297,7 @@ def _interpret_modules(lowered: Lowered, task: Any, size: str, target: str, tpu_
                                    else short_error(exc, 300))[:300]
 
 
-def lower(payload: dict[str, Any], request: JudgeRequest, task: Any) -> Lowered:
+def lower(payload: Handover, request: JudgeRequest, task: Any) -> Lowered:
     """Every rule on the jaxprs, then the modules, for one request."""
     from jaxbench.evaluator.judge import gpu_rules
     from jaxbench.evaluator.judge.triton_rules import location

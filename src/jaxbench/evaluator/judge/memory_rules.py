@@ -25,7 +25,7 @@ their sources.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -33,6 +33,34 @@ import numpy as np
 from jaxbench.backends.chips import MiB, chip_or_default, vmem_verdict
 from jaxbench.contract import Finding, Rule
 from jaxbench.evaluator.judge.blocks import block_dims
+
+
+class KernelFigures(TypedDict, total=False):
+    """One kernel's on-chip memory figures at one size: an entry of the judge's response's
+    ``memory`` (and, where Triton's shared memory is unsure, of its ``smem_uncertain``). The
+    estimate from the jaxpr (:func:`check`) and the count on the lowered module
+    (:func:`jaxbench.evaluator.judge.budgets.check`) each fill the keys of their platform."""
+
+    kernel: int | None  # the pallas_call's index (None: a kernel outside the kernel regions)
+    size: str
+    # TPU (Mosaic): the VMEM the kernel needs and its limit
+    vmem_bytes: int
+    vmem_limit_bytes: int
+    vmem_uncertain: bool  # just over the limit, inside the margin: the parent warns
+    name: str  # the kernel function's (the lowered module's)
+    grid: list[int] | str  # the lowered kernel's grid, or "dynamic"
+    # GPU
+    backend: str  # "mosaic_gpu": a kernel whose budget is not counted
+    block_bytes: int  # the program's blocks (the estimate)
+    num_warps: int
+    num_stages: int
+    largest_tensor_elements: int
+    # Triton's shared memory (:func:`jaxbench.evaluator.judge.triton_rules.check`)
+    dot_shared_bytes_estimate: int
+    dot_shared_bytes_lower_bound: int
+    smem_uncertain: bool  # between the two figures: Triton's compiler decides, or a warning
+    shared_limit_bytes: int
+    smem_where: str
 
 
 def _space(aval: Any) -> str:
@@ -82,7 +110,7 @@ def _literal(v: Any) -> bool:
     return type(v).__name__ == "Literal"
 
 
-def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
+def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, KernelFigures]:
     """(problem or '', figures) for one TPU ``pallas_call``; a problem is a
     :class:`~jaxbench.contract.Finding` (``Rule.VMEM_BUDGET``)."""
     mapping = eqn.params["grid_mapping"]
@@ -107,7 +135,7 @@ def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
                      math.prod(aval.shape) * np.dtype(aval.dtype).itemsize))
     total = sum(r[3] for r in rows)
     limit, physical, why = _limit(eqn, device_kind)
-    figures: dict[str, Any] = {"vmem_bytes": total, "vmem_limit_bytes": limit}
+    figures: KernelFigures = {"vmem_bytes": total, "vmem_limit_bytes": limit}
     verdict = vmem_verdict(total, limit, physical)
     if verdict == "uncertain":
         figures["vmem_uncertain"] = True
@@ -124,7 +152,7 @@ def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, dict[str, Any]]:
 
 
 def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
-               locate: Any = None) -> tuple[str, dict[str, Any]]:
+               locate: Any = None) -> tuple[str, KernelFigures]:
     """(problem or '', figures) for one GPU ``pallas_call``: Triton's rules
     (:mod:`jaxbench.evaluator.judge.triton_rules`) for Triton kernels; a problem is a
     :class:`~jaxbench.contract.Finding` with the first violation's code."""
@@ -133,7 +161,7 @@ def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
     mapping = eqn.params["grid_mapping"]
     nbytes = sum(math.prod(block_dims(b)) * np.dtype(b.array_aval.dtype).itemsize
                  for b in mapping.block_mappings)
-    figures: dict[str, Any] = {"block_bytes": nbytes}
+    figures: KernelFigures = {"block_bytes": nbytes}
     if not triton_rules.is_triton(eqn):
         return "", figures
     found, numbers = triton_rules.check(eqn, device_kind, locate)
@@ -146,7 +174,7 @@ def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
 
 def check(closed: Any, target: str, size: str, device_kind: str, gpu_kind: str = "NVIDIA H200",
           locate: Any = None, faults: list[BaseException] | None = None
-          ) -> tuple[str, list[dict[str, Any]]]:
+          ) -> tuple[str, list[KernelFigures]]:
     """The first budget problem among the kernels of a trace at ``size`` ('' if none; a
     :class:`~jaxbench.contract.Finding` with its rule code), and the per-kernel
     figures. A kernel the estimate fails on gets no figure and no verdict; the exception is
@@ -155,7 +183,7 @@ def check(closed: Any, target: str, size: str, device_kind: str, gpu_kind: str =
     from jaxbench.evaluator.judge.exporting import scan
     from jaxbench.evaluator.judge.tool_faults import harness_bug
 
-    figures = []
+    figures: list[KernelFigures] = []
     for index, eqn in enumerate(scan(closed).kernel_eqns):
         if eqn.primitive.name != "pallas_call":
             continue

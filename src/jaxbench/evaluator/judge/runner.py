@@ -29,7 +29,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from jaxbench.contract import (
     RAN,
@@ -43,6 +43,10 @@ from jaxbench.contract import (
     Status,
 )
 from jaxbench.evaluator.common.errors import short_error
+
+if TYPE_CHECKING:
+    from jaxbench.evaluator.judge.jaxpr_reader import Handover
+    from jaxbench.evaluator.judge.memory_rules import KernelFigures
 
 _perf_counter = time.perf_counter
 HANDOVER = "jaxpr.pkl"  # the tracer's traced jaxprs, the one thing it hands over
@@ -93,7 +97,7 @@ def _triton_kernels(exported: Any) -> list[dict[str, Any]] | str:
 
 
 def _budgets(request: JudgeRequest, task: Any, platform: str,
-             lowered: Any) -> tuple[str, list[dict[str, Any]]]:
+             lowered: Any) -> tuple[str, list[KernelFigures]]:
     """(problem or '', figures): the on-chip memory budgets of the target modules this runner
     lowered at every size, each checked as the main one is (platform, effects, the size's
     types). The problem is a :class:`Finding` with its rule code; where the judge cannot
@@ -137,7 +141,7 @@ class _Judging:
         self.out_types = _spec_types(jax.tree_util.tree_leaves(self.task.output_shapes(self.size)))
         self.response = JudgeResponse(device_kind=_own_device()["device_kind"],
                                       backend=jax.default_backend())
-        self.payload: dict[str, Any] = {}
+        self.payload = cast("Handover", {})  # the hand-over, once read() has read it
         self.lowered: Any = None
         self.runs: list[tuple[str, Any, Any]] = []
         self.truths: list[tuple[str, Any, Any]] = []  # device mode: the float32 truths
@@ -546,7 +550,17 @@ def _walk(judging: _Judging, request: JudgeRequest) -> JudgeResponse:
     return judging.response
 
 
-def _own_device() -> dict[str, Any]:
+class OwnDevice(TypedDict):
+    """What a runner's JAX holds (its ready line): the platform, the device kind, how many
+    devices, and the first one's memory limit in bytes where JAX reports one."""
+
+    platform: str
+    device_kind: str
+    count: int
+    memory_bytes: int | None
+
+
+def _own_device() -> OwnDevice:
     """What this runner's JAX holds (a device owner's chip, or the CPU): it asks its own JAX,
     never a probe (a probe could not open a chip this process holds)."""
     import jax

@@ -20,7 +20,7 @@ import contextlib
 import statistics
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import jax
 
@@ -29,6 +29,28 @@ ANNOTATION = "jaxbench_timed"
 DERIVED_LINES = frozenset({"XLA Modules", "Steps", "Framework Ops", "Framework Name Scope",
                            "Source code", "XLA TraceMe", "TensorFlow Ops", "TensorFlow Name Scope",
                            "Launch Stats", "Host Offload Ops"})
+
+
+class DeviceSamples(TypedDict, total=False):
+    """What :func:`time_device` measured: the per-call device seconds of each side, the
+    events counted and where they came from; or only ``error``, why the trace gave no device
+    time for every call."""
+
+    ref_s: list[float]
+    kernel_s: list[float]
+    events: int
+    source: str
+    error: str
+
+
+class CallTimes(TypedDict):
+    """A trace read back (:func:`device_times`): each timed call's device seconds by its
+    label, the events counted, where they came from, and the planes seen."""
+
+    calls: dict[str, float]
+    events: int
+    source: str
+    planes: list[str]
 
 
 def warm_up(reference: Callable[..., Any], candidate: Callable[..., Any],
@@ -132,7 +154,7 @@ def time_device(
     reps: int = 20,
     directory: str | None = None,
     profiler: Profiler | None = None,
-) -> dict[str, Any]:
+) -> DeviceSamples:
     """``reps`` interleaved calls of each side (inputs rotating) inside one profiler trace,
     each call in its own named range; returns the per-call device seconds of each side, or
     ``{"error": ...}`` when the trace does not give a device time for every call. The caller
@@ -225,7 +247,7 @@ def annotation_windows(planes: list[dict[str, Any]]) -> list[tuple[float, float,
     return sorted(windows)
 
 
-def device_times(planes: list[dict[str, Any]]) -> dict[str, Any]:
+def device_times(planes: list[dict[str, Any]]) -> CallTimes:
     """Per timed call (by label), the summed duration in seconds of the device events that ran
     inside its range. An event belongs to the range holding its midpoint; when the device's
     events fall in no range (clocks not aligned) but carry run ids, one id per call, the

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -48,6 +48,21 @@ MAX_NUMEL = 1 << 20
 DEFAULT_NUM_STAGES = 3  # Pallas Triton's default when CompilerParams leaves num_stages unset
 
 Locate = Callable[[Any], str]
+
+
+class TritonFigures(TypedDict):
+    """One Triton kernel's figures (:func:`check`): its largest tensor, its dots' shared memory
+    (the estimate and the least Triton needs) and its pipeline stages; where the chip's limit
+    lies between the two shared-memory figures, ``smem_uncertain`` with the limit and the
+    place (Triton's compiler decides, else the parent warns)."""
+
+    largest_tensor_elements: int
+    dot_shared_bytes_estimate: int
+    dot_shared_bytes_lower_bound: int
+    num_stages: int
+    smem_uncertain: NotRequired[bool]
+    shared_limit_bytes: NotRequired[int]
+    smem_where: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -179,7 +194,7 @@ def _access(eqn: Any) -> tuple[Any, bool] | None:
 
 
 def check(eqn: Any, device_kind: str = "NVIDIA H200",
-          locate: Locate | None = None) -> tuple[list[Violation], dict[str, Any]]:
+          locate: Locate | None = None) -> tuple[list[Violation], TritonFigures]:
     """Violations of Triton's rules by one Triton ``pallas_call``, and its figures."""
     locate = locate or (lambda _e: "")
     mapping = eqn.params["grid_mapping"]
@@ -248,8 +263,9 @@ def check(eqn: Any, device_kind: str = "NVIDIA H200",
     # Shared memory one thread block may use (Hopper: 227 KiB of the SM's 228 KiB; A100: 163 KiB).
     limit = chip_or_default(device_kind, "gpu").shared_bytes
     least = shared_lower_bound(body, int(stages))
-    figures = {"largest_tensor_elements": largest[0], "dot_shared_bytes_estimate": shared,
-               "dot_shared_bytes_lower_bound": least, "num_stages": int(stages)}
+    figures: TritonFigures = {
+        "largest_tensor_elements": largest[0], "dot_shared_bytes_estimate": shared,
+        "dot_shared_bytes_lower_bound": least, "num_stages": int(stages)}
     if shared > limit and least > limit:  # over under every layout Triton can choose
         staging = f" x {dot_stages} pipeline stages" if dot_stages > 1 else ""
         add("shared_memory", f"the operands of a dot need an estimated {shared / 1024:.0f} KiB "
@@ -259,8 +275,8 @@ def check(eqn: Any, device_kind: str = "NVIDIA H200",
                              "(along K in particular) or fewer stages",
             f"dot operands ~{shared / 1024:.0f} KiB", dot_at.removeprefix(" at "))
     elif shared > limit:  # between the two: Triton's compiler decides; without it, a warning
-        figures.update(smem_uncertain=True, shared_limit_bytes=limit,
-                       smem_where=dot_at.removeprefix(" at "))
+        figures.update({"smem_uncertain": True, "shared_limit_bytes": limit,
+                        "smem_where": dot_at.removeprefix(" at ")})
     return found, figures
 
 

@@ -6,13 +6,16 @@ what `lower` proved (``lowering_fidelity``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxbench.backends.chips import MOSAIC_GPU_FEATURES, capability, chip_or_default, default_chip
 from jaxbench.contract import Rule, Stage, StageFailure, Status
 
+if TYPE_CHECKING:
+    from jaxbench.evaluator.parent.result_fields import ResultFields
 
-def warn_uncertain_vmem(result: dict[str, Any], figures: list[Any]) -> None:
+
+def warn_uncertain_vmem(result: ResultFields, figures: list[Any]) -> None:
     """A warning per kernel the judge's VMEM count puts just over its limit, inside the margin
     where the chip's answer is not known (jaxbench.backends.chips.vmem_verdict)."""
     for f in figures:
@@ -26,7 +29,7 @@ def warn_uncertain_vmem(result: dict[str, Any], figures: list[Any]) -> None:
             "vmem_limit_bytes in pltpu.CompilerParams to be sure (docs/vmem-calibration.md)")
 
 
-def warn_tool_faults(result: dict[str, Any], faults: Any) -> None:
+def warn_tool_faults(result: ResultFields, faults: Any) -> None:
     """A warning per check whose tool crashed inside its own code (the judge's
     :mod:`jaxbench.evaluator.judge.tool_faults`): not the kernel's fault, so no verdict from it;
     the verdict rests on the other checks."""
@@ -104,7 +107,7 @@ def triton_enabled() -> bool:
     return triton_compile.enabled()
 
 
-def warn_uncertain_smem(result: dict[str, Any], figures: Any) -> None:
+def warn_uncertain_smem(result: ResultFields, figures: Any) -> None:
     """A warning per kernel and size whose shared memory the judge's estimate puts over the
     chip's limit while what Triton surely needs fits (``smem_uncertain``, from
     :mod:`jaxbench.evaluator.judge.triton_rules`), where Triton's own compiler did not decide."""
@@ -128,7 +131,7 @@ def warn_uncertain_smem(result: dict[str, Any], figures: Any) -> None:
             "refuse it")[:600])
 
 
-def triton_compile_step(result: dict[str, Any], kernels: list[dict[str, Any]] | str | None,
+def triton_compile_step(result: ResultFields, kernels: list[dict[str, Any]] | str | None,
                     chip: str) -> bool:
     """Compiles for the chip's compute capability (sm_80 on an A100), where Triton is
     installed, the Triton kernels the trusted runner read (and verified) from the module it

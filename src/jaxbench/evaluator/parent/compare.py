@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,7 @@ class GroundTruth:
     """Computes (and caches) the float32 ground truth per task, size and key."""
 
     def __init__(self) -> None:
-        self._fns: dict[str, Any] = {}
+        self._fns: dict[str, Callable[..., Any]] = {}
         self._cache: dict[tuple, list[np.ndarray]] = {}
         self._lock = threading.Lock()  # evaluations run in threads; compute each truth once
         self._cancelled = threading.Event()

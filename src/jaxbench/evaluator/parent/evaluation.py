@@ -28,7 +28,7 @@ import secrets
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jax
 
@@ -55,6 +55,7 @@ from jaxbench.evaluator.parent.compare import Verdict, check_outputs, derive_key
 from jaxbench.evaluator.parent.figures import summarize
 from jaxbench.evaluator.parent.judge_client import ran, read_response
 from jaxbench.evaluator.parent.pool import remove_tree
+from jaxbench.evaluator.parent.result_fields import ResultFields
 from jaxbench.evaluator.parent.static import MISMATCH_HINT, check_source, parses, preloaded, wrong_target_hint
 from jaxbench.evaluator.parent.untrusted import (
     HANDOVER,
@@ -92,7 +93,7 @@ class Evaluation:
         self.evaluator, self.case = evaluator, case
         self.source, self.filename = source, filename
         self.keys = self._derive_keys()
-        self.result = self._new_result()
+        self.result = start_fields(case, source, filename, self.nonce)
         self.failures: dict[str, Failure] = {}
         self.budget: Failure | None = None
         # carried between phases
@@ -113,26 +114,6 @@ class Evaluation:
         return {purpose: derive_keys(self.secret, task.id, size, n, purpose)
                 for purpose, n in (("trial", case.trials), (Stage.RECHECK, 1), ("probe", 1),
                                    ("untrusted", case.trials))}
-
-    def _new_result(self) -> dict[str, Any]:
-        case = self.case
-        start = EvaluationResult.start(case.task.id, case.target, case.mode, case.size,
-                                       self.source, versions=versions())
-        result = {name: value for name, value in start.to_event().items()
-                  if name not in ("type", "schema")}
-        result.update(kernel_file=self.filename, judged_on=None, isolation=None,
-                      kernel_backend=None,
-                      timing_method="wall_clock_interleaved" if case.mode == "device" else None,
-                      chip=case.chip,
-                      lowering_fidelity=chip_checks.lowering_fidelity(case.target, case.mode,
-                                                                      case.chip))
-        result.update(timeout_s=case.timeout_s, **({"trial_nonce": self.nonce} if self.nonce else {}))
-        if case.debug:
-            result["debug"] = True
-        if case.assumed_target and parses(self.source):
-            result["warnings"] = [f'the kernel declares no TARGET: evaluated for {case.target} '
-                                  f'(add TARGET = "tpu" or "gpu" to the file, or pass --target)']
-        return result
 
     # -- the walk -------------------------------------------------------------------------------
     def run(self) -> EvaluationResult:
@@ -175,8 +156,8 @@ class Evaluation:
             if (result["speedup"] or 0) > SPEEDUP_REVIEW_THRESHOLD:
                 result["review"] = (f"speedup {result['speedup']:.1f}x exceeds "
                                     f"{SPEEDUP_REVIEW_THRESHOLD:g}x: check the kernel by hand")
-        result.update(status=verdict.status, stage=verdict.stage, rule=verdict.rule,
-                      message=verdict.message)
+        result.update({"status": verdict.status, "stage": verdict.stage, "rule": verdict.rule,
+                       "message": verdict.message})
         take_fits(result, self.response.fits if self.response else None, verdict.status)
         result["wall_s"] = round(time.monotonic() - self.started, 3)
         result["spans"] = spans_of(self.phase_seconds, self.parts, result["wall_s"])
@@ -334,7 +315,32 @@ class Evaluation:
         take_figures(self.result, self.response, self.case)
 
 
-def take_figures(result: dict[str, Any], response: JudgeResponse, case: Case) -> None:
+def start_fields(case: Case, source: str, filename: str, nonce: str | None) -> ResultFields:
+    """An evaluation's scratch before any phase: the fields of a result with no verdict yet
+    (:meth:`EvaluationResult.start`) and what the case fixes."""
+    start = EvaluationResult.start(case.task.id, case.target, case.mode, case.size,
+                                   source, versions=versions())
+    # the event's keys other than type and schema are the result's fields
+    result = cast(ResultFields, {name: value for name, value in start.to_event().items()
+                                 if name not in ("type", "schema")})
+    result.update({
+        "kernel_file": filename, "judged_on": None, "isolation": None,
+        "kernel_backend": None,
+        "timing_method": "wall_clock_interleaved" if case.mode == "device" else None,
+        "chip": case.chip,
+        "lowering_fidelity": chip_checks.lowering_fidelity(case.target, case.mode, case.chip)})
+    result["timeout_s"] = case.timeout_s
+    if nonce:
+        result["trial_nonce"] = nonce
+    if case.debug:
+        result["debug"] = True
+    if case.assumed_target and parses(source):
+        result["warnings"] = [f'the kernel declares no TARGET: evaluated for {case.target} '
+                              f'(add TARGET = "tpu" or "gpu" to the file, or pass --target)']
+    return result
+
+
+def take_figures(result: ResultFields, response: JudgeResponse, case: Case) -> None:
     """The figures from the judge's timing samples (device mode), computed here."""
     task, size = case.task, case.size
     if response.timing:
@@ -377,7 +383,7 @@ class TimedTruth:
             self.parts["truth"] = self.parts.get("truth", 0.0) + time.monotonic() - begun
 
 
-def take_fits(result: dict[str, Any], fits: Any, status: Status) -> None:
+def take_fits(result: ResultFields, fits: dict[str, Any] | None, status: Status) -> None:
     """What fitted the chip (device mode): recorded; a `correct` kernel whose reference was not
     timed carries the reason as its message."""
     if isinstance(fits, dict):
@@ -443,7 +449,8 @@ class FreshTruth:
         return self.shared.uncached(task, size, key)
 
 
-def tracer_job(case: Case, source: str, filename: str, keys: dict[str, Any]) -> TracerJob:
+def tracer_job(case: Case, source: str, filename: str,
+               keys: dict[str, list[list[int]]]) -> TracerJob:
     """What the tracer is asked to do (abstract shapes only, never inputs)."""
     task, size = case.task, case.size
     return TracerJob(
@@ -461,8 +468,8 @@ def tracer_job(case: Case, source: str, filename: str, keys: dict[str, Any]) -> 
         fallback_keys=keys["untrusted"][:1] if case.debug else [])
 
 
-def judge_request(case: Case, source: str, filename: str, keys: dict[str, Any], secret: bytes,
-              directory: Path) -> JudgeRequest:
+def judge_request(case: Case, source: str, filename: str, keys: dict[str, list[list[int]]],
+                  secret: bytes, directory: Path) -> JudgeRequest:
     """What the trusted runner is asked to do with the hand-over in ``directory``."""
     task, size = case.task, case.size
     interpret = case.mode == "interpret"
@@ -532,7 +539,7 @@ def chip_decided(response: JudgeResponse, case: Case) -> dict[str, Verdict]:
     return decided
 
 
-def take_response(result: dict[str, Any], response: JudgeResponse, case: Case) -> None:
+def take_response(result: ResultFields, response: JudgeResponse, case: Case) -> None:
     """Into the result: the judge's stages, memory figures, structure, artifacts and the
     warnings its response carries."""
     result["stages"].update(response.stages)
@@ -552,7 +559,7 @@ def take_response(result: dict[str, Any], response: JudgeResponse, case: Case) -
     chip_checks.warn_tool_faults(result, response.tool_faults)
 
 
-def compare_outputs(result: dict[str, Any], case: Case, truth: Any,
+def compare_outputs(result: ResultFields, case: Case, truth: Any,
                 outputs: dict[str, list[Any]], judged: list[tuple[str, list[int]]],
                 raced: bool, truths: dict[str, list[Any]]) -> None:
     """Each judged output against the float32 truth: the runner's on a device (computed there
@@ -592,7 +599,7 @@ def compare_outputs(result: dict[str, Any], case: Case, truth: Any,
                 "(e.g. outputs used as scratch and discarded)")
 
 
-def save_artifacts(result: dict[str, Any], response: JudgeResponse, directory: Path) -> None:
+def save_artifacts(result: ResultFields, response: JudgeResponse, directory: Path) -> None:
     from jaxbench.evaluator.common.artifacts import write_artifacts
 
     # the jaxpr the judge read and lowered, and its kernels' IR as the judge lowered them

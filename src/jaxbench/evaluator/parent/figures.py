@@ -8,13 +8,54 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 WALL = "wall_clock_interleaved"
 DEVICE = "device_trace"
 
 
-def figures(ref: Sequence[float], cand: Sequence[float]) -> dict[str, Any]:
+class Figures(TypedDict):
+    """The figures of paired samples (:func:`figures`): medians and interquartile ranges in
+    milliseconds, the repetitions, the larger relative spread, and the speedup (None where the
+    kernel's median is zero)."""
+
+    t_ref_ms: float
+    t_kernel_ms: float
+    speedup: float | None
+    reps: int
+    t_ref_iqr_ms: float
+    t_kernel_iqr_ms: float
+    spread: float
+
+
+class DeviceFigures(Figures):
+    """The device-trace figures, with where the trace's events came from and how many."""
+
+    source: Any
+    events: Any
+
+
+class TimingSummary(TypedDict, total=False):
+    """What :func:`summarize` makes of the runner's samples (the result's ``time`` stage):
+    the headline :class:`Figures`, the method they came from, the wall-clock figures and,
+    where the trace gave them, the device's (or why it did not)."""
+
+    t_ref_ms: float
+    t_kernel_ms: float
+    speedup: float | None
+    reps: int
+    t_ref_iqr_ms: float
+    t_kernel_iqr_ms: float
+    spread: float
+    timing_method: str  # WALL or DEVICE: which figures are the headline
+    input_sets: Any
+    warmup_rounds: Any
+    wall: Figures
+    device: DeviceFigures
+    device_error: str
+
+
+def figures(ref: Sequence[float], cand: Sequence[float]) -> Figures:
     """Medians (ms), interquartile ranges (ms), relative spread and speedup of paired samples."""
     ref, cand = [float(x) for x in ref], [float(x) for x in cand]
     if not ref or not cand or len(ref) != len(cand):
@@ -35,13 +76,13 @@ def figures(ref: Sequence[float], cand: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def summarize(samples: dict[str, Any]) -> dict[str, Any]:
+def summarize(samples: dict[str, Any]) -> TimingSummary:
     """Figures from the runner's raw samples: the device-trace figures when the trace gave
     them (``timing_method: device_trace``), else the wall-clock ones; both are kept."""
     wall = figures(samples.get("ref_s", []), samples.get("kernel_s", []))
     device = samples.get("device") or {}
-    out: dict[str, Any] = {"input_sets": samples.get("input_sets"),
-                           "warmup_rounds": samples.get("warmup_rounds"), "wall": wall}
+    out: TimingSummary = {"input_sets": samples.get("input_sets"),
+                          "warmup_rounds": samples.get("warmup_rounds"), "wall": wall}
     headline, method = wall, WALL
     if device.get("ref_s"):
         try:

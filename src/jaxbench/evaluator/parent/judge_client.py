@@ -299,7 +299,8 @@ def _chip_busy(log: str) -> bool:
     return any(marker in log for marker in CHIP_BUSY)
 
 
-def read_response(outcome: RunnerOutcome, case: Any, stages: dict[str, Any]) -> JudgeResponse:
+def read_response(outcome: RunnerOutcome, case: Any, stages: dict[str, dict[str, Any]]
+                  ) -> JudgeResponse:
     """The runner's response to a judge request as its record, whatever its status; a runner
     that timed out, ran out of memory, died or answered off its record raises a
     :class:`StageFailure` with its rule code."""

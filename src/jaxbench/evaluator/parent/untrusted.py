@@ -13,13 +13,14 @@ import os
 import re
 import signal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from jaxbench.contract import STAGES, STATUSES, TRACER_RULES, Rule, Stage, StageFailure, Status, TracerStatus
 from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.common.procs import SEALED_EXIT
 from jaxbench.evaluator.parent.case import Case
 from jaxbench.evaluator.parent.pool import TracerOutcome
+from jaxbench.evaluator.parent.result_fields import ResultFields
 
 # Caps on what is read back from the untrusted side.
 MAX_STATUS_BYTES = 1 << 20
@@ -79,7 +80,23 @@ def parse_json(raw: bytes) -> Any:
         return None
 
 
-def read_untrusted_status(directory: Path) -> dict[str, Any]:
+class UntrustedStatus(TypedDict, total=False):
+    """The fields of :class:`TracerStatus` a tracer's status.json holds, each of the type
+    ``TracerStatus.TYPES`` names for it (what a dict or list holds is not checked)."""
+
+    status: str
+    stage: str
+    message: str
+    rule: str
+    stages: dict[str, Any]
+    info: dict[str, Any]
+    isolation: str
+    frames: list[Any]
+    probe: list[Any]
+    schema: int
+
+
+def read_untrusted_status(directory: Path) -> UntrustedStatus:
     """The tracer's status.json: the fields of its record (:class:`TracerStatus`) it holds, each
     of the record's type; anything else in it is dropped unread. Never validated as a whole
     (a forged status is the tracer's word, believed only as a failure)."""
@@ -87,7 +104,8 @@ def read_untrusted_status(directory: Path) -> dict[str, Any]:
     if not isinstance(status, dict):
         return {}
     types = TracerStatus.TYPES
-    return {k: v for k, v in status.items() if k in types and isinstance(v, types[k])}
+    return cast(UntrustedStatus, {k: v for k, v in status.items()
+                                  if k in types and isinstance(v, types[k])})
 
 
 # Terminal control sequences (colours, cursor moves, title changes) in untrusted text.
@@ -121,7 +139,7 @@ def printable_result(value: Any) -> Any:
     return value
 
 
-def keep_untrusted_text(result: dict[str, Any], status: dict[str, Any], outcome: TracerOutcome,
+def keep_untrusted_text(result: ResultFields, status: UntrustedStatus, outcome: TracerOutcome,
                          case: Case) -> None:
     """The candidate's frames of a failure and the end of the tracer's stdout/stderr (the
     kernel's own print output): shown to the user, bounded, never believed or parsed."""
@@ -138,7 +156,7 @@ def keep_untrusted_text(result: dict[str, Any], status: dict[str, Any], outcome:
         result["output"] = output
 
 
-def untrusted_verdict(status: dict[str, Any], outcome: TracerOutcome, case: Case) -> None:
+def untrusted_verdict(status: UntrustedStatus, outcome: TracerOutcome, case: Case) -> None:
     """Failures the untrusted side reports (believed: they only hurt the candidate), and its
     death. Nothing it says can make a kernel pass: a clean exit only lets the parent take the
     hand-over to the judge, which derives every check from it."""
@@ -192,7 +210,7 @@ def call_signature(task: Any, size: str) -> str:
     return f"kernel({inputs})"
 
 
-def read_probe(directory: Path, status: dict[str, Any]) -> dict[str, list[Any]]:
+def read_probe(directory: Path, status: UntrustedStatus) -> dict[str, list[Any]]:
     """Outputs of the untrusted runs, validated; a forged or broken stream is a rejection."""
     layout = status.get("probe")
     if not layout:

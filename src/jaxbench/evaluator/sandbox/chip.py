@@ -80,7 +80,7 @@ class ChipDevice:
         return f"{self._chip.platform.upper()}_0" if self._chip.platform == "tpu" else "cuda:0"
 
 
-def _identity(chip: Chip) -> dict[str, Any]:
+def _identity(chip: Chip) -> dict[str, int | str | tuple[int, int, int]]:
     """The attributes beyond kind and platform a device of the chip has."""
     if chip.platform == "tpu":
         return {"num_cores": chip.num_cores, "core_on_chip": 0, "coords": (0, 0, 0)}
@@ -172,7 +172,7 @@ class _ConfigAsChip:
 
     __slots__ = ("_config", "_answers")
 
-    def __init__(self, config: Any, answers: dict[str, Any]) -> None:
+    def __init__(self, config: Any, answers: dict[str, str | None]) -> None:
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "_answers", answers)
 

@@ -17,6 +17,7 @@ import importlib
 import os
 import re
 import resource  # noqa: F401 - loaded before lock-down: a kernel's import finds this copy
+import stat
 import sys
 import threading
 import types
@@ -72,6 +73,16 @@ _TYPES_FILE = types.__file__.replace(os.sep, "/")
 _CODE_GENERATORS = frozenset(m.__file__.replace(os.sep, "/")
                              for m in (dataclasses, collections, typing))
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+# Flags that open a directory (or a path handle): such an fd is a dir_fd, and the "open" audit
+# event does not carry dir_fd, so a path relative to it would be checked against the working
+# directory instead of the directory it really names.
+_DIRECTORY_FLAGS = getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_PATH", 0)
+# Where each path event carries its dir_fd argument(s) (-1 when none was given).
+_DIR_FD_ARGS = {"os.mkdir": (2,), "os.chmod": (2,), "os.chown": (3,), "os.link": (2, 3),
+                "os.rename": (2, 3), "os.remove": (1,), "os.rmdir": (1,), "os.symlink": (2,),
+                "os.utime": (3,)}
+# Functions that create files without any audit event (os.mknod also makes regular files).
+_UNAUDITED_WRITERS = ("mkfifo", "mknod")
 _PROC_SECRETS = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(mem|environ|pagemap)$")
 
 
@@ -103,6 +114,29 @@ def _inside(path: object, root: str) -> bool:
     except (TypeError, ValueError):
         return False
     return real == root or real.startswith(root + os.sep) or real == os.devnull
+
+
+def _opens_directory(path: object, mode: object, flags: object) -> str:
+    """What an "open" event would open that could serve as a dir_fd ('' if nothing): any path
+    with O_DIRECTORY or O_PATH, or (os.open, whose mode is None) a path that is a directory,
+    inside the private dir too (a relative path through a directory fd below the working
+    directory reaches beyond the private dir while the hook resolves it inside). The built-in
+    open() (a str mode) never hands out a directory's fd: it raises IsADirectoryError."""
+    if isinstance(path, int):  # an fd already open: open(fd) wraps it, no new directory fd
+        return ""
+    try:
+        name = os.fsdecode(path)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return ""
+    if isinstance(flags, int) and flags & _DIRECTORY_FLAGS:
+        return name
+    if mode is None:
+        try:
+            if stat.S_ISDIR(os.stat(name).st_mode):
+                return name
+        except (OSError, ValueError):
+            pass
+    return ""
 
 
 def _untrusted(frame: object) -> bool:
@@ -264,10 +298,17 @@ def _check(event: str, args: tuple) -> str | None:
             isinstance(flags, int) and flags & _WRITE_FLAGS)
         if writing and not _inside(path, root):  # type: ignore[arg-type]
             return f"writing {path!r} outside the private temp dir is not allowed"
+        directory = _opens_directory(path, mode, flags)
+        if directory:
+            return (f"opening directory {directory!r} is not allowed in a kernel (paths "
+                    "relative to a directory fd escape the private temp dir's checks)")
         if isinstance(path, (str, bytes)) and _PROC_SECRETS.match(os.fsdecode(path)):
             return f"reading {os.fsdecode(path)!r} is not allowed (process memory)"
         return None
     if event in _PATH_EVENTS:
+        dir_fds = [args[i] for i in _DIR_FD_ARGS.get(event, ()) if i < len(args)]
+        if any(isinstance(fd, int) and fd != -1 for fd in dir_fds):
+            return f"{event} relative to a directory fd (dir_fd) is not allowed in a kernel"
         paths = [a for a in args[:2] if isinstance(a, (str, bytes, os.PathLike))]
         if any(not _inside(p, root) for p in paths):  # type: ignore[arg-type]
             return f"{event} outside the private temp dir is not allowed"
@@ -438,6 +479,10 @@ def disarm_unaudited() -> None:
             mod.signal = _refuse("signal.signal")  # type: ignore[attr-defined]
     for name in _DISARMED_MODULES:  # whether or not a preloaded JAX op imported it already
         neuter(importlib.import_module(name))
+    for module in (os, sys.modules.get("posix")):  # no audit event: files made anywhere
+        for attribute in _UNAUDITED_WRITERS:
+            if module is not None and hasattr(module, attribute):
+                setattr(module, attribute, _refuse(f"os.{attribute}"))
     imp = sys.modules.get("_imp")
     if imp is not None:
         for attribute in ("create_builtin", "create_dynamic"):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
@@ -43,6 +43,9 @@ from jaxbench.evaluator.common.jaxpr_format import (
     primitive_registry,
     singletons,
 )
+
+if TYPE_CHECKING:
+    from jax.extend.core import ClosedJaxpr
 
 
 def primitive_keys() -> dict[int, str]:
@@ -189,7 +192,7 @@ def _lines(closed: Any) -> list[tuple[Any, tuple[str, int]]]:
     return found
 
 
-def dumps(traces: dict[str, Any]) -> bytes:
+def dumps(traces: dict[str, ClosedJaxpr]) -> bytes:
     """The hand-over: ``traces`` (size -> closed jaxpr of ``kernel``), inlined and pickled."""
     inlined = {size: inline_custom_derivatives(closed) for size, closed in traces.items()}
     payload = {"format": FORMAT, "traces": inlined,

@@ -27,7 +27,7 @@ def _watched() -> list[tuple[str, Any]]:
             if mod is not None and name.split(".")[0] in WATCHED_PREFIXES]
 
 
-def _config_values() -> dict[str, Any]:
+def _config_values() -> dict[str, object]:
     jax = sys.modules.get("jax")
     values = getattr(getattr(jax, "config", None), "values", None)
     return dict(values) if isinstance(values, dict) else {}

@@ -39,10 +39,39 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 __all__ = ["enter_namespaces", "hide_host", "restrict", "set_rlimits", "describe",
            "python_read_roots", "HIDDEN_DIRS"]
+
+
+class HostHidden(TypedDict):
+    """What :func:`hide_host` did: the directories hidden, the kept paths bound back beneath
+    them, and why something could not be hidden (where it could not)."""
+
+    hidden: list[str]
+    kept: list[str]
+    hide_error: NotRequired[str]
+
+
+class Restrictions(TypedDict, total=False):
+    """What :func:`restrict` achieved (see it for examples); the tracer adds what it knows
+    before its handshake: whether Triton imports, its namespaces, the directories hidden."""
+
+    landlock_abi: int
+    landlock: list[str]  # what the Landlock domain handles: fs, net_tcp, scope_..., tsync
+    landlock_error: str
+    rules: int  # the Landlock path rules added
+    skipped: list[str]  # paths whose rule could not be added, with why
+    unrestricted_threads: int  # older threads Landlock left unrestricted (ABI < 8)
+    threads: int
+    no_new_privs: bool
+    capabilities_dropped: bool
+    pdeathsig: bool
+    # the tracer's (sandbox/tracer.py)
+    triton: bool
+    namespaces: list[str]
+    hidden: list[str]
 
 # unshare(2) flags
 _CLONE_NEWNS = 0x00020000
@@ -301,7 +330,7 @@ def _seal_tmpfs(root: str) -> None:
 
 
 def hide_host(keep_readable: Iterable[str], keep_writable: Iterable[str],
-              hidden: Iterable[str] = HIDDEN_DIRS) -> dict[str, Any]:
+              hidden: Iterable[str] = HIDDEN_DIRS) -> HostHidden:
     """Hide the shared directories ``hidden`` (where other processes keep pathname Unix sockets,
     which neither Landlock below ABI 8 nor a network namespace stops a ``connect``) under empty
     tmpfs mounts (mode 0555, 64 KiB), in the private mount namespace ``enter_namespaces`` made; the
@@ -313,7 +342,7 @@ def hide_host(keep_readable: Iterable[str], keep_writable: Iterable[str],
     Never raises: returns ``{"hidden": [...], "kept": [...]}``, plus ``"hide_error"`` when
     something could not be hidden (nothing at all without a mount namespace of its own).
     """
-    record: dict[str, Any] = {"hidden": [], "kept": []}
+    record: HostHidden = {"hidden": [], "kept": []}
     if not _OWN_MOUNT_NAMESPACE:
         record["hide_error"] = "no mount namespace of its own"
         return record
@@ -448,7 +477,7 @@ def _drop_capabilities() -> bool:
 def restrict(readable: Iterable[str], writable: Iterable[str], *,
              read_write_devices: Iterable[str] = ("/dev/null",),
              readable_devices: Iterable[str] = ("/dev/urandom", "/dev/random", "/dev/zero"),
-             drop_capabilities: bool = True) -> dict[str, Any]:
+             drop_capabilities: bool = True) -> Restrictions:
     """Lock this process (and everything it starts) down for running untrusted code.
 
     * ``no_new_privs``; ``SIGKILL`` when the parent dies (``PR_SET_PDEATHSIG``);
@@ -464,9 +493,10 @@ def restrict(readable: Iterable[str], writable: Iterable[str], *,
     "scope_signal", "scope_abstract_unix"], "no_new_privs": True, "pdeathsig": True, ...}``
     or ``{"landlock_abi": 0, "landlock": [], "landlock_error": "...", ...}``.
     """
-    record: dict[str, Any] = {"landlock_abi": 0, "landlock": []}
+    record: Restrictions = {"landlock_abi": 0, "landlock": []}
     if sys.platform != "linux":
-        record.update(landlock_error=f"not Linux ({sys.platform})", no_new_privs=False, pdeathsig=False)
+        record.update({"landlock_error": f"not Linux ({sys.platform})", "no_new_privs": False,
+                       "pdeathsig": False})
         return record
     threads = thread_count()
     record["threads"] = threads
@@ -491,7 +521,7 @@ def restrict(readable: Iterable[str], writable: Iterable[str], *,
     return record
 
 
-def _landlock(record: dict[str, Any], abi: int, readable: Iterable[str], writable: Iterable[str],
+def _landlock(record: Restrictions, abi: int, readable: Iterable[str], writable: Iterable[str],
               read_write_devices: Iterable[str], readable_devices: Iterable[str], threads: int) -> None:
     handled_fs = _handled_fs(abi)
     attr = _RulesetAttr(handled_access_fs=handled_fs)
@@ -571,8 +601,8 @@ def set_rlimits(memory_bytes: int | None, file_bytes: int, nproc: int | None = N
     return applied
 
 
-def describe(record: dict[str, Any], namespaces: list[str], *, rlimits: bool = True,
-             hidden: dict[str, Any] | None = None) -> str:
+def describe(record: Restrictions, namespaces: list[str], *, rlimits: bool = True,
+             hidden: HostHidden | None = None) -> str:
     """One short line for the results, e.g.
     ``landlock-abi7(fs,net_tcp,scope_signal,scope_abstract_unix)+userns+netns+mntns+host_hidden
     +no_new_privs+rlimits`` or ``userns+netns+no_new_privs+rlimits (no Landlock: <reason>)``.

@@ -30,9 +30,17 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from jaxbench.contract import RUNNING, SCHEMA_VERSION, TRACED, Rule, Stage, Status, TracerJob
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+
+    from jax.extend.core import ClosedJaxpr
+
+    from jaxbench.evaluator.sandbox.isolation import Restrictions
 
 _perf_counter = time.perf_counter
 _exit = os._exit
@@ -69,7 +77,7 @@ def import_harness() -> bool:
     return with_triton
 
 
-def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
+def _isolate(directory: Path) -> tuple[str, Restrictions]:
     """Namespaces first (single-threaded), imports (none left to do in a forked tracer), then
     Landlock before any JAX thread."""
     from jaxbench.evaluator.sandbox import isolation
@@ -83,7 +91,7 @@ def _isolate(directory: Path) -> tuple[str, dict[str, Any]]:
     hidden = isolation.hide_host(readable, [str(directory)])
     record = isolation.restrict(readable, [str(directory)])
     record["triton"] = with_triton
-    record.update(namespaces=namespaces, hidden=hidden["hidden"])
+    record.update({"namespaces": namespaces, "hidden": hidden["hidden"]})
     return isolation.describe(record, namespaces, hidden=hidden), record
 
 
@@ -287,7 +295,19 @@ def _debug_run(outbox: Outbox, job: TracerJob, closed: Any, jit: Any, jaxpr_as_f
     return None
 
 
-def _seal(bound: dict[str, Any]) -> None:
+class Bound(TypedDict):
+    """What :func:`_seal` calls, bound before the candidate loads (:class:`_Run`): the signal
+    module and the C functions of ``_signal``, the garbage collector, the guards' seal."""
+
+    signal: ModuleType
+    seal: Callable[[], None]
+    gc: ModuleType
+    setitimer: Callable[..., Any]
+    getsignal: Callable[[int], Any]
+    set_handler: Callable[..., Any]
+
+
+def _seal(bound: Bound) -> None:
     """Before the exports are made: no candidate code may act from here on. Signal handlers
     are reset and timers cancelled (a handler runs whatever it was given), the cyclic garbage
     collector is off (finalizers), and the audit hook ends the process if anything audited
@@ -350,14 +370,14 @@ class _Run:
         self.outbox = Outbox(directory)
         self.outbox.status["isolation"] = isolation_level
         self.specs = _avals(job.specs)
-        self.traces: dict[str, Any] = {}
+        self.traces: dict[str, ClosedJaxpr] = {}
         self.kept: list[Any] = []
         self.module: Any = None
         # Everything called after candidate code has run is bound now, before it loads.
         self.make_jaxpr, self.jit, self.block = jax.make_jaxpr, jax.jit, jax.block_until_ready
         self.with_interpret, self.jaxpr_as_fun = jaxprs.with_interpret, compat.jaxpr_as_fun
         self.scan, self.dumps, self.guards = jaxprs.scan, dumps, guards
-        self.bound = {"signal": signal, "seal": guards.seal, "gc": gc,
+        self.bound: Bound = {"signal": signal, "seal": guards.seal, "gc": gc,
                       "setitimer": _signal.setitimer, "getsignal": _signal.getsignal,
                       "set_handler": _signal.signal}
         kind = job.tpu_device_kind or CROSS_LOWERING_TPU
