@@ -233,7 +233,7 @@ MUTATIONS = [
          "[proc_cmdlines_obfuscated.py]",)),
     Mutation(
         "results_not_made_printable", "evaluator/parent/evaluation.py", "Evaluation.run",
-        "        return printable_result(self.result)", "        return self.result",
+        "EvaluationResult(**printable_result(self.result))", "EvaluationResult(**self.result)",
         ("tests/test_messages.py::test_terminal_escapes_from_the_kernel_never_reach_the_result",)),
     Mutation(
         "csv_formulas_left_live", "export/tables.py", "write",

@@ -91,8 +91,10 @@ def host_limits(isolation: str) -> dict[str, str]:
     if "no Landlock" in isolation:
         limits["landlock"] = ("missing: the tracer cannot be kept from reading files this user "
                               "can read (the run's secret is kept where no tracer can read it "
-                              "only where Landlock or a mount namespace hides it); its writes, "
-                              "network, processes and the verdict (trusted side) still hold")
+                              "only where Landlock or a mount namespace hides it); its writes "
+                              "are held by the audit hook alone (no directory descriptors, no "
+                              "writes outside its private directory), its network and "
+                              "processes by the kernel, and the verdict by the trusted side")
     try:
         with open(f"/proc/{os.getpid()}/status") as fh:
             fh.read(1)
