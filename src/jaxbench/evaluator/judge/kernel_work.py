@@ -13,8 +13,9 @@ For every kernel equation (``pallas_call``, ``core_map``, ``mpmd_map``) this mod
   ``2 * out * window``, a reduction one per element it reads, data movement (loads, stores,
   reshapes, casts, slices, DMAs, ids) nothing, and any other primitive one per element it makes.
 - **branches and loops**: a ``cond`` whose index the judge can evaluate (constants, program
-  ids, the grid's size and integer arithmetic on them, and reads of a scalar-prefetch table
-  the traced function computes from its constants alone: :class:`Values`) counts the branch
+  ids, the grid's size (both of the user's grid: a vmapped kernel's batch dimensions aside)
+  and integer arithmetic on them, and reads of a scalar-prefetch table the traced function
+  computes from its constants alone: :class:`Values`) counts the branch
   each program takes; otherwise the cheapest branch. A ``scan`` counts its length; a ``while``
   counts the trips of a proven counted loop (``fori_loop``'s form, bounds the judge can
   evaluate, per program) and otherwise none. Outside kernels the same holds for kernel calls
@@ -738,11 +739,17 @@ def _kernel(eqn: Any, out_rel: list[bool], operands: list[Any]) -> tuple[float, 
     body = _jaxpr(body) if body is not None else next(iter(_subs(eqn)), None)
     if body is None:
         return 0.0, 0.0, programs
+    # A vmapped kernel's grid has the batch dimensions ``vmapped_dims`` added; its body's
+    # ``program_id(axis)`` and ``num_programs(axis)`` name the axis-th of the others (the
+    # user's grid), as Mosaic lowers them and Pallas' interpreter runs them.
+    vmapped = set(getattr(grid_mapping, "vmapped_dims", ()) or ())
+    user = [a for a in range(len(grid or ())) if a not in vmapped]
+    user_grid = tuple(grid[a] for a in user) if grid is not None else ()
     if grid is not None and programs <= MAX_PROGRAMS:
         ids = [a.reshape(-1) for a in np.meshgrid(*[np.arange(g) for g in grid], indexing="ij")]
-        values, mask, scale = Values(ids, grid), np.ones(programs, bool), 1.0
+        values, mask, scale = Values([ids[a] for a in user], user_grid), np.ones(programs, bool), 1.0
     else:  # one representative program, ids unknown
-        values, mask, scale = Values(None, grid or ()), np.ones(1, bool), float(programs)
+        values, mask, scale = Values(None, user_grid), np.ones(1, bool), float(programs)
     if grid_mapping is None:  # core_map / mpmd_map: refs in, nothing out; count what reaches
         flops, _ = _Body(values, programs).work(body, [None] * len(body.invars),
                                                 [True] * len(body.outvars), mask, frozenset())
