@@ -29,12 +29,12 @@ def pytest_configure(config):
         os.environ["JAX_PLATFORMS"] = "cpu"
     # The package under test is this checkout's, in this process and in every process the
     # evaluator starts, even where the environment has another checkout installed (a second
-    # worktree beside an editable install).
-    if sys.path[:1] != [SRC]:
+    # worktree beside an editable install); unless the caller's PYTHONPATH names a package of
+    # its own (the mutation tests' mutated copy).
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if not any((Path(p) / "jaxbench" / "__init__.py").is_file() for p in paths):
         sys.path.insert(0, SRC)
-    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
-    if paths[:1] != [SRC]:
-        os.environ["PYTHONPATH"] = os.pathsep.join([SRC, *(p for p in paths if p)])
+        os.environ["PYTHONPATH"] = os.pathsep.join([SRC, *paths])
     # Triton's compiler (the optional `triton` extra) adds seconds to every GPU evaluation:
     # off for the suite, on in tests/test_triton_compile.py.
     os.environ.setdefault("JAXBENCH_TRITON_COMPILE", "0")

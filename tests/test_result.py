@@ -34,6 +34,8 @@ def test_unset_fields_stay_out_of_the_event_and_the_core_ones_are_always_there()
         assert always in event
     for unset in ("warnings", "review", "debug", "ray_node", "fits", "output"):
         assert unset not in event
+    zeros = _result(tol_fraction=0.0, wall_s=0.0, trials=0).to_event()  # a zero is a value
+    assert (zeros["tol_fraction"], zeros["wall_s"], zeros["trials"]) == (0.0, 0.0, 0)
 
 
 def test_a_result_is_frozen_all_the_way_down():

@@ -35,6 +35,12 @@ def freeze(value: Any) -> Any:
     return value
 
 
+def unset(value: Any) -> bool:
+    """Whether an optional field holds nothing to write: None, False or an empty tuple (by
+    identity and type: a zero is a value)."""
+    return value is None or value is False or (isinstance(value, tuple) and not value)
+
+
 def thaw(value: Any) -> Any:
     """The JSON shape of a frozen value: plain dicts and lists."""
     if isinstance(value, Mapping):
@@ -135,7 +141,7 @@ class EvaluationResult:
             if field.name in ("extra", "schema"):
                 continue
             value = getattr(self, field.name)
-            if field.name in ALWAYS or value not in (None, (), False):
+            if field.name in ALWAYS or not unset(value):
                 event[field.name] = thaw(value)
         event.update(thaw(self.extra))
         event.update(more)
