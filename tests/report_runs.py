@@ -2,7 +2,9 @@
 
 ``device_run`` uses the H200 seed timings of README's Measurements (results/h200) as its
 t_ref / t_kernel figures, spread over two methods' samples; ``interpret_run`` has the
-failures an interpret-mode run has (no timings).
+failures an interpret-mode run has (no timings). Evaluation events are written as runs write
+them: an :class:`~jaxbench.contract.EvaluationResult` and its ``to_event``, with the run's and
+the method's keys (job, kind, method, step, sample, ...) beside the result.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from jaxbench.contract import EvaluationResult
+from jaxbench.contract.result import FIELDS
 from jaxbench.runs import RunDir
 
 H200 = {"device_kind": "NVIDIA H200", "peak_flops": 989e12, "peak_bytes_per_s": 4.8e12}
@@ -24,25 +28,31 @@ VERSIONS = {"python": "3.12.3", "jax": "0.11.2", "jaxlib": "0.11.2", "jaxbench":
 def evaluation(task: str, status: str, *, method: str | None = None, sample: int | None = None,
                times: tuple[float, float] | None = None, mode: str = "device", target: str = "gpu",
                stage: str | None = None, message: str = "", **extra: Any) -> dict[str, Any]:
-    event: dict[str, Any] = {
-        "type": "evaluation", "task": task, "target": target, "mode": mode, "size": "full",
-        "status": status, "message": message, "max_abs_err": 0.004 if status == "correct" else None,
-        "rel_err": 0.001 if status == "correct" else None, "t_ref_ms": None, "t_kernel_ms": None,
-        "speedup": None, "compile_s": 1.5, "source_sha256": f"{task}-{method}-{sample}",
-        "versions": VERSIONS, "trials": 3, "wall_s": 9.0, "judged_on": "trusted_export",
+    """An evaluation event: the result's fields (``extra``'s keys that are fields of
+    :class:`EvaluationResult` among them) and, beside them, the run's and the method's keys
+    (``method``, ``sample``, ``step``, ``origin`` for a method's sample; ``extra``'s other keys:
+    ``job``, ``kind``, ``source_file``, ``parent``, ...)."""
+    fields: dict[str, Any] = {
+        "size": "full", "message": message, "max_abs_err": 0.004 if status == "correct" else None,
+        "rel_err": 0.001 if status == "correct" else None, "compile_s": 1.5,
+        "source_sha256": f"{task}-{method}-{sample}", "versions": VERSIONS, "trials": 3, "wall_s": 9.0,
+        "judged_on": "trusted_export",
         "stage": stage or ({"correct": "recheck" if mode == "device" else "correct",
                             "incorrect": "correct", "runtime_error": "correct"}.get(status, "lower")),
     }
+    keys: dict[str, Any] = {}
     if method is not None:
-        event.update(method=method, sample=sample, step=f"s{sample}", origin="")
+        keys.update(method=method, sample=sample, step=f"s{sample}", origin="")
     if times is not None:
         t_ref, t_kernel = times
-        event.update(t_ref_ms=t_ref, t_kernel_ms=t_kernel, speedup=t_ref / t_kernel,
-                     timing_method="wall_clock_interleaved", **H200)
+        fields.update(t_ref_ms=t_ref, t_kernel_ms=t_kernel, speedup=t_ref / t_kernel,
+                      timing_method="wall_clock_interleaved", **H200)
     if mode == "interpret":
-        event.update(device_kind="cpu", backend="cpu")
-    event.update(extra)
-    return event
+        fields.update(device_kind="cpu", backend="cpu")
+    for key, value in extra.items():
+        (fields if key in FIELDS else keys)[key] = value
+    result = EvaluationResult(task=task, target=target, mode=mode, status=status, **fields)
+    return result.to_event(**keys)
 
 
 def device_run(path: Path, *, finish: bool = True, scale: float = 1.0) -> Path:

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from jaxbench.contract import EvaluationResult
 from jaxbench.report import metrics
 from jaxbench.report.summary import compiled, correct_at_n
 
@@ -69,12 +70,16 @@ def test_correct_at_n():
 
 
 def test_compiled_means_past_lowering():
-    assert compiled({"status": "correct", "stage": "correct"})
-    assert compiled({"status": "incorrect", "stage": "correct"})
-    assert compiled({"status": "runtime_error", "stage": "correct"})
-    assert not compiled({"status": "compile_error", "stage": "lower"})
-    assert not compiled({"status": "no_pallas", "stage": "trace"})
-    assert not compiled({"status": "compile_error", "stage": "static"})
+    def result(status: str, stage: str) -> EvaluationResult:
+        return EvaluationResult(task="8p_gemm", target="tpu", mode="interpret", size="small",
+                                status=status, stage=stage)
+
+    assert compiled(result("correct", "correct"))
+    assert compiled(result("incorrect", "correct"))
+    assert compiled(result("runtime_error", "correct"))
+    assert not compiled(result("compile_error", "lower"))
+    assert not compiled(result("no_pallas", "trace"))
+    assert not compiled(result("compile_error", "static"))
 
 
 def test_pass_at_k_is_the_unbiased_estimator_by_hand():

@@ -9,16 +9,22 @@ import pytest
 from click.testing import CliRunner
 
 from jaxbench.cli import main
+from jaxbench.contract import EvaluationResult
+from jaxbench.contract.result import FIELDS
 from jaxbench.report.summary import summarize
 from jaxbench.report.usage import cost_text
 from jaxbench.runs import RunDir
 
 
 def _evaluation(task, method, sample, status, speedup=None, stage=None, mode="device", **extra):
-    return {"type": "evaluation", "task": task, "method": method, "step": f"s{sample}",
-            "sample": sample, "status": status, "stage": stage or ("correct" if status in
-                                                                   ("correct", "incorrect") else "lower"),
-            "speedup": speedup, "mode": mode, **extra}
+    """The evaluation event of ``method``'s ``sample``, without a target (the method alone names
+    its series): ``extra``'s keys that are result fields go in the result, the rest beside it."""
+    result = EvaluationResult(
+        task=task, target="", mode=mode, size="", status=status, speedup=speedup,
+        stage=stage or ("correct" if status in ("correct", "incorrect") else "lower"),
+        **{k: v for k, v in extra.items() if k in FIELDS})
+    return result.to_event(method=method, step=f"s{sample}", sample=sample,
+                           **{k: v for k, v in extra.items() if k not in FIELDS})
 
 
 @pytest.fixture
@@ -327,7 +333,7 @@ def test_usage_of_events_without_latency_tokens_or_wall_time(device_run):
     assert evolve["llm"]["kernel"]["calls"] == 1 and evolve["llm"]["kernel"]["latency_p50_s"] is None
     assert evolve["evaluations"]["run"] == 3 and evolve["evaluations"]["time_total_s"] is None  # seed too
     cols = columns(usage)
-    row = next(r for r in rows(usage) if r["label"] == "evolve")
+    row = next(r for r in rows(usage) if r.label == "evolve")
     assert dict(zip(cols, cells(row, cols), strict=True)) == {
         "method · target": "evolve", "calls": "1 kernel", "failed": "0", "latency p50": "n/a",
         "latency p90": "n/a", "latency total": "n/a", "tokens in / out": "n/a / n/a", "cached input": "n/a",
@@ -435,6 +441,55 @@ def test_event_problem(event, problem):
     from jaxbench.runs.directory import event_problem
 
     assert event_problem(event) == problem
+
+
+def test_evaluation_events_are_read_as_results_with_the_run_keys_beside_them(tmp_path):
+    """The report reads an evaluation event through EvaluationResult.read: its fields, and the
+    run's and the method's keys in ``extra``; an evaluation event without a status holds no
+    result and is left out, like events of other types."""
+    from jaxbench.report.data import load_run, read_evaluation
+
+    event = _evaluation("8p_gemm", "iterative", 3, "correct", 1.5, mode="interpret", wall_s=2.0,
+                        parent="s2", job="j")
+    result = read_evaluation(event)
+    assert (result.task, result.status, result.speedup, result.wall_s) == ("8p_gemm", "correct", 1.5, 2.0)
+    assert {k: result.extra[k] for k in ("method", "step", "sample", "parent", "job")} == {
+        "method": "iterative", "step": "s3", "sample": 3, "parent": "s2", "job": "j"}
+    statusless = {k: v for k, v in event.items() if k != "status"}
+    assert read_evaluation(statusless) is None
+    assert read_evaluation({"type": "llm_call", "task": "8p_gemm", "status": "correct"}) is None
+    run = RunDir.open(tmp_path / "run", {"command": "optimize", "budget": 4})
+    for e in (event, statusless, {"type": "llm_call", "method": "iterative", "step": "s3"}):
+        run.append(e)
+    loaded = load_run(run.path)
+    assert [r.extra["step"] for r in loaded.evaluations] == ["s3"] and len(loaded.llm_calls) == 1
+    assert summarize(run.path)["progress"]["evaluations"] == 1
+
+
+def test_runs_written_before_results_had_a_schema_read_the_same(tmp_path):
+    """Events as runs wrote them before EvaluationResult (no ``schema``, ``stages`` or
+    ``started_at``; the keys in another order) give the same summary and export as the same
+    events written through EvaluationResult.to_event."""
+    from report_runs import device_run
+
+    from jaxbench.export import rows
+
+    new = device_run(tmp_path / "new")
+    old = RunDir.open(tmp_path / "old", json.loads((new / "manifest.json").read_text())["config"]).path
+    with open(old / "events.jsonl", "w") as f:
+        for line in (new / "events.jsonl").read_text().splitlines():
+            event = json.loads(line)
+            if event.get("type") == "evaluation":
+                event = {k: event[k] for k in sorted(event) if k not in ("schema", "stages", "started_at")}
+            f.write(json.dumps(event) + "\n")
+    new_summary, old_summary = summarize(new), summarize(old)
+    assert {**old_summary, "run": None} == {**new_summary, "run": None}
+    of_the_run = ("run", "run_created_at", "secret_sha256", "secret_verified")  # the manifests' own
+
+    def evaluated(path):
+        return [{k: v for k, v in r.items() if k not in of_the_run} for r in rows(path)]
+
+    assert evaluated(old) == evaluated(new) and len(evaluated(new)) == 45
 
 
 @pytest.mark.parametrize("args", [

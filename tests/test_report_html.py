@@ -511,7 +511,7 @@ def test_interpret_mode_per_task_chart_is_error_over_tolerance(reports):
     rows = TaskRows(run.task_ids, task_labels(run.task_ids), 22, 60)
     fig = tolerance_figure(run, rows)
     drawn = sorted(x for trace in fig.data for x in trace.x)
-    assert drawn == sorted(e["tol_fraction"] for e in run.evaluations if e["status"] == "correct")
+    assert drawn == sorted(e.tol_fraction for e in run.evaluations if e.status == "correct")
     assert fig.layout.shapes[0].x0 == 1.0  # the tolerance line
 
 

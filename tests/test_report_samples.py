@@ -65,22 +65,22 @@ def test_every_sample_has_its_call_kernel_verdict_and_lineage(evolve):
     retried = 0
     for by_series in found.values():
         samples = by_series["evolve · tpu"]
-        assert sum(not s["seed"] for s in samples) == 8 and samples[0]["seed"]
-        position = {s["step"]: i for i, s in enumerate(samples)}
+        assert sum(not s.seed for s in samples) == 8 and samples[0].seed
+        position = {s.step: i for i, s in enumerate(samples)}
         for i, s in enumerate(samples):
-            if s["seed"]:
-                assert s["call"] is None and s["depth"] == 0
+            if s.seed:
+                assert s.call is None and s.depth == 0
                 continue
-            assert s["call"]["prompt"].startswith("You are an expert") and s["call"]["response"]
-            assert run.source(s["event"])[0] is not None
-            if s["parent"]:
-                parent = samples[position[s["parent"]]]
-                assert position[s["parent"]] < i and s["depth"] == parent["depth"] + 1
-                assert s["step"] in parent["children"]
-            base = s["step"].split("/retry")[0]
-            steps = [a["step"] for a in s["attempts"]]
+            assert s.call["prompt"].startswith("You are an expert") and s.call["response"]
+            assert run.source(s.result)[0] is not None
+            if s.parent:
+                parent = samples[position[s.parent]]
+                assert position[s.parent] < i and s.depth == parent.depth + 1
+                assert s.step in parent.children
+            base = s.step.split("/retry")[0]
+            steps = [a["step"] for a in s.attempts]
             assert steps == ([base, *(f"{base}/retry{n}" for n in range(1, len(steps)))] if steps else [])
-            retried += bool(s["attempts"])
+            retried += bool(s.attempts)
     assert retried, "the scripted answers make evolve ask again"
 
 
@@ -100,12 +100,12 @@ def test_sample_page_carries_an_index_and_each_task_is_a_file_beside_it(evolve):
         data = _sidecar(report, i)
         assert data["task"] == entry["task"]
         rows = data["series"]["evolve · tpu"]
-        events = {e["step"]: e for e in run.evaluations if e["task"] == entry["task"]}
+        results = {e.extra["step"]: e for e in run.evaluations if e.task == entry["task"]}
         calls = {c["step"]: c for c in run.llm_calls if c["task"] == entry["task"]}
         for row in rows:
-            event = events[row["step"]]
-            assert row["status"] == event["status"] and row["message"] == (event.get("message") or "")
-            assert data["sources"][row["k"]] == run.source(event)[0]  # the kernel, kept once
+            result = results[row["step"]]
+            assert row["status"] == result.status and row["message"] == (result.message or "")
+            assert data["sources"][row["k"]] == run.source(result)[0]  # the kernel, kept once
             if not row["seed"]:
                 prefix, rest = row["prompt"]
                 prompt = (data["prefixes"][prefix] if prefix >= 0 else "") + rest
@@ -156,12 +156,13 @@ def test_samples_on_the_terminal(evolve):
     listed = [line for line in blocks.splitlines() if re.match(r"\s+(seed|#\d)", line)]
     assert listed and all("(block shape)" in line for line in listed)
     run = load_run(path)
-    child = next(e for e in run.evaluations if e["task"] == "8p_gemm" and e.get("parent") and e.get("sample"))
+    child = next(e for e in run.evaluations
+                 if e.task == "8p_gemm" and e.extra.get("parent") and e.extra.get("sample"))
     one = CliRunner().invoke(main, ["report", str(path), "--samples", "--task", "8p_gemm",
-                                    "--step", child["step"]])
+                                    "--step", child.extra["step"]])
     assert one.exit_code == 0, one.output
-    for part in ("--- prompt ---", "--- answer ---", "--- kernel ---", f"--- diff from {child['parent']} ---",
-                 f"status: {child['status']}", "## Task 8p_gemm"):
+    for part in ("--- prompt ---", "--- answer ---", "--- kernel ---",
+                 f"--- diff from {child.extra['parent']} ---", f"status: {child.status}", "## Task 8p_gemm"):
         assert part in one.stdout, part
     bad = CliRunner().invoke(main, ["report", str(path), "--samples", "--category", "nonsense"])
     assert bad.exit_code == 2 and "unknown failure category" in bad.stderr
@@ -180,18 +181,19 @@ def test_sample_view_in_headless_chromium(evolve, big):
     interactive in under 3 s and opens a task in under 3 s."""
     path, report = evolve
     run = load_run(path)
-    child = next(e for e in run.evaluations if e["task"] == "8p_gemm" and e.get("parent")
-                 and e.get("mutation") in ("diff", "full") and e.get("sample") is not None)
-    seen = sample_view(report, "8p_gemm", child["step"], filter_status="correct")
+    child = next(e for e in run.evaluations if e.task == "8p_gemm" and e.extra.get("parent")
+                 and e.extra.get("mutation") in ("diff", "full") and e.extra.get("sample") is not None)
+    step, parent = child.extra["step"], child.extra["parent"]
+    seen = sample_view(report, "8p_gemm", step, filter_status="correct")
     assert seen["listed"] == 9, "the task's samples (8 and the seed) are listed once it is opened"
     assert seen["console_errors"] == []
     sample = seen["sample"]
-    call = next(c for c in run.llm_calls if c["task"] == "8p_gemm" and c["step"] == child["step"])
+    call = next(c for c in run.llm_calls if c["task"] == "8p_gemm" and c["step"] == step)
     assert seen["prompt_collapsed"] and sample["prompt"] == call["prompt"]
     assert sample["answer"] == call["response"] and sample["kernel"] == run.source(child)[0]
-    assert sample["facts"]["status"] == child["status"] and sample["facts"]["parent"] == child["parent"]
-    assert sample["facts"]["mutation"] == child["mutation"]
-    assert f"diff from its parent {child['parent']}" in sample["diff"]
+    assert sample["facts"]["status"] == child.status and sample["facts"]["parent"] == parent
+    assert sample["facts"]["mutation"] == child.extra["mutation"]
+    assert f"diff from its parent {parent}" in sample["diff"]
     assert sample["added"] >= 1 and sample["removed"] >= 1  # the variants differ by a line
     assert seen["filtered"] and set(seen["filtered"]) == {"correct"}
     assert seen["best"] == seen["best_step"]

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from jaxbench.contract import RULE_CATEGORY, Category, Rule, Stage, Status
+from jaxbench.contract import RULE_CATEGORY, Category, EvaluationResult, Rule, Stage, Status
 from jaxbench.report import taxonomy
 from jaxbench.report.taxonomy import CATEGORIES, classify
+
+
+def _result(status: str, stage: str | None, rule: str | None = None, message: str = "") -> EvaluationResult:
+    return EvaluationResult(task="8p_gemm", target="tpu", mode="interpret", size="small", status=status,
+                            stage=stage, rule=rule, message=message)
 
 # Messages that read like other categories' (a kernel's own exception text lands in messages).
 DECOYS = ["GPU race rule: grid programs (0,) and (1,) both write",
@@ -21,8 +26,7 @@ DECOYS = ["GPU race rule: grid programs (0,) and (1,) both write",
 @pytest.mark.parametrize("rule", list(Rule))
 def test_every_rule_code_files_its_failure_whatever_the_message(rule):
     for message in DECOYS:
-        event = {"status": Status.REJECTED, "stage": Stage.LOWER, "rule": rule, "message": message}
-        assert classify(event) is RULE_CATEGORY[rule]
+        assert classify(_result(Status.REJECTED, Stage.LOWER, rule, message)) is RULE_CATEGORY[rule]
 
 
 def test_every_category_is_explained_and_reached_by_a_code():
@@ -46,22 +50,26 @@ def test_every_category_is_explained_and_reached_by_a_code():
     ({"status": "rejected", "stage": "lower", "message": "work outside pallas_call"}, "other"),
     ({"status": "exploded", "stage": "correct", "message": "a status the evaluator never had"},
      "other"),
-    ({"stage": "lower", "message": "an event without a status"}, "other"),
+    ({"status": "", "stage": "lower", "message": "an empty status"}, "other"),
     # an unknown code is not believed
     ({"status": "no_pallas", "stage": "lower", "rule": "made_up", "message": ""}, "no_pallas"),
 ])
 def test_records_without_a_known_code_go_by_status_and_stage(event, category):
-    assert classify(event) == category
+    """Each record as the report reads it: an evaluation event through EvaluationResult.read
+    (a schema 1 record: no ``schema`` key)."""
+    result = EvaluationResult.read({"type": "evaluation", "task": "8p_gemm", **event})
+    assert result.schema == 1
+    assert classify(result) == category
 
 
 def test_correct_is_no_failure():
-    assert classify({"status": "correct", "stage": "correct", "rule": None, "message": ""}) is None
+    assert classify(_result("correct", "correct")) is None
 
 
 def test_count_keeps_the_taxonomy_order_and_skips_correct():
-    events = [{"status": Status.REJECTED, "stage": Stage.LOWER, "rule": rule} for rule in Rule]
-    events.append({"status": "correct", "stage": "correct", "message": ""})
-    counts = taxonomy.count(events)
+    results = [_result(Status.REJECTED, Stage.LOWER, rule) for rule in Rule]
+    results.append(_result("correct", "correct"))
+    counts = taxonomy.count(results)
     assert list(counts) == [c for c in CATEGORIES if c in counts]
     assert sum(counts.values()) == len(Rule)
     assert counts[Category.MEMORY_BUDGET] == 2  # VMEM and shared memory
@@ -87,7 +95,7 @@ def test_a_kernel_imitating_another_failure_keeps_its_own_category(evaluator, tm
     path = tmp_path / "imitator.py"
     path.write_text(IMITATOR)
     result = evaluator.evaluate(path, "8p_gemm", trials=1)
-    assert (result["status"], result["stage"], result["rule"]) == (
-        "compile_error", "trace", "trace_error"), result["message"]
-    assert "GPU race rule" in result["message"]
+    assert (result.status, result.stage, result.rule) == (
+        "compile_error", "trace", "trace_error"), result.message
+    assert "GPU race rule" in result.message
     assert classify(result) == "trace_error"

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from report_runs import device_run, evaluation, interpret_run
 
 from jaxbench.cli import main
+from jaxbench.contract import EvaluationResult
 from jaxbench.report.compare import classify, compare, folded_text
 from jaxbench.runs import RunDir
 
@@ -61,14 +62,19 @@ def test_regressions_first_then_catalogue_order(pair):
 
 
 def test_classify_threshold_and_status_changes():
-    ok = {"status": "correct", "speedup": 1.0}
-    assert classify(ok, {"status": "correct", "speedup": 0.96}, 0.05) == "same"
-    assert classify(ok, {"status": "correct", "speedup": 0.94}, 0.05) == "regression"
-    assert classify(ok, {"status": "correct", "speedup": 0.94}, 0.10) == "same"
-    assert classify({"status": "compile_error"}, {"status": "incorrect"}, 0.05) == "status"
-    assert classify({"status": "incorrect"}, {"status": "incorrect"}, 0.05) == "same"
+    def best(status: str, speedup: float | None = None) -> EvaluationResult:
+        return EvaluationResult(task="8p_gemm", target="gpu", mode="device", size="full", status=status,
+                                speedup=speedup)
+
+    ok = best("correct", 1.0)
+    assert classify(ok, best("correct", 0.96), 0.05) == "same"
+    assert classify(ok, best("correct", 0.94), 0.05) == "regression"
+    assert classify(ok, best("correct", 0.94), 0.10) == "same"
+    assert classify(best("compile_error"), best("incorrect"), 0.05) == "status"
+    assert classify(best("incorrect"), best("incorrect"), 0.05) == "same"
     # interpret mode: no speedups, status changes still count
-    assert classify({"status": "correct"}, {"status": "runtime_error"}, 0.05) == "regression"
+    assert classify(best("correct"), best("runtime_error"), 0.05) == "regression"
+    assert classify(None, ok, 0.05) == "new" and classify(ok, None, 0.05) == "missing"
 
 
 def test_one_method_each_is_compared_across_methods(tmp_path):

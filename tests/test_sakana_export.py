@@ -10,12 +10,14 @@ import platform
 import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from report_runs import evaluation
 
 from jaxbench.cli import main
+from jaxbench.contract import EvaluationResult
 from jaxbench.export import sakana
 from jaxbench.runs import RunDir
 from jaxbench.tasks import get_task, list_tasks
@@ -60,19 +62,19 @@ def identity_run(tmp_path_factory, evaluator):
                                 tpu_interpret=False, save_ir=root / "run" / "artifacts" / "identity")
     run = RunDir.open(root / "run", {"command": "run", "kernels": str(root), "target": "tpu",
                                      "mode": "interpret", "size": "small"})
-    result.update(job="l1_relu|file|tpu|0", kind="file", kernel_file=str(kernel_file))
-    run.append(result)
+    result = result.replace(kernel_file=str(kernel_file))
+    run.append(result.to_event(job="l1_relu|file|tpu|0", kind="file"))
     run.finish()
     return run.path, result
 
 
 def test_identity_kernel_is_never_correct(identity_run, tmp_path):
     path, result = identity_run
-    assert result["status"] == "incorrect"  # the evaluator's verdict: relu(x) != x
+    assert result.status == "incorrect"  # the evaluator's verdict: relu(x) != x
     [record] = sakana.records(path)
     assert tuple(record) == sakana.FIELD_NAMES
     assert record["Correct"] is False and record["Status"] == "incorrect"
-    assert record["Error"] == result["message"] and "exceed atol" in record["Error"]
+    assert record["Error"] == result.message and "exceed atol" in record["Error"]
     assert record["Op_Name"] == "l1_relu" and record["Level_ID"] == 1 and record["Task_ID"] == 1
     assert record["Kernel_Name"] == "l1_relu.py"
     assert record["Pallas_Code"] == IDENTITY
@@ -85,7 +87,7 @@ def test_identity_kernel_is_never_correct(identity_run, tmp_path):
     assert record["Speedup"] is None
     assert record["Target_Hardware"] == "interpret (cpu), rules of TPU v6 lite"
     # the judged module's backend, as the evaluator recorded it
-    assert result["kernel_backend"] == "mosaic_tpu" and record["Kernel_Backend"] == "mosaic_tpu"
+    assert result.kernel_backend == "mosaic_tpu" and record["Kernel_Backend"] == "mosaic_tpu"
     assert record["Triton_Version"] is None
     assert record["Input_Shapes"] == [[256, 512]]
     # --save-ir: the IR fields and the kernel's grid and blocks, read from the saved jaxpr.
@@ -95,7 +97,8 @@ def test_identity_kernel_is_never_correct(identity_run, tmp_path):
 
 
 def test_correct_comes_only_from_the_status(tmp_path):
-    """Events whose other fields look like success are still not Correct."""
+    """Events whose other fields look like success are still not Correct; an event without a
+    status holds no verdict (EvaluationResult.read refuses it) and is no record at all."""
     run = RunDir.open(tmp_path / "run", {"command": "run", "kernels": "x"})
     run.append(evaluation("l1_relu", "incorrect", max_abs_err=0.0, times=(2.0, 1.0), kind="file",
                           correct=True, verdict="correct"))
@@ -106,8 +109,8 @@ def test_correct_comes_only_from_the_status(tmp_path):
     run.append(forged)
     run.finish()
     records = sakana.records(run.path)
-    assert [r["Correct"] for r in records] == [False, True, False]
-    assert [r["Status"] for r in records] == ["incorrect", "correct", None]
+    assert [r["Correct"] for r in records] == [False, True]
+    assert [r["Status"] for r in records] == ["incorrect", "correct"]
 
 
 def test_speedup_above_one_means_faster(tmp_path):
@@ -299,20 +302,24 @@ def test_the_parent_an_agent_started_from_is_the_original(tmp_path):
 def test_kernel_backend_from_the_event_the_saved_ir_or_the_imports(tmp_path):
     triton_seed = (get_task("l1_relu").folder / "seed_gpu.py").read_text()
     mosaic_gpu_seed = (get_task("12p_rmsnorm").folder / "seed_mosaic_gpu.py").read_text()
+
+    def result(target: str = "gpu", **fields: Any) -> EvaluationResult:
+        return EvaluationResult(task="l1_relu", target=target, mode="interpret", size="small",
+                                status="correct", **fields)
+
     # recorded by the evaluator from the judged module: wins over what the source imports
-    recorded = {"kernel_backend": "mosaic_gpu", "target": "gpu"}
-    assert sakana.kernel_backend(recorded, triton_seed) == "mosaic_gpu"
-    assert sakana.kernel_backend({"target": "gpu", "structure": {"custom_calls": {
-        "__gpu$xla.gpu.triton": 2, "mosaic_gpu": 1}}}, None) == "mosaic_gpu+triton"
+    assert sakana.kernel_backend(result(kernel_backend="mosaic_gpu"), triton_seed) == "mosaic_gpu"
+    assert sakana.kernel_backend(result(structure={"custom_calls": {
+        "__gpu$xla.gpu.triton": 2, "mosaic_gpu": 1}}), None) == "mosaic_gpu+triton"
     # the module saved with --save-ir
     stablehlo = tmp_path / "stablehlo.mlir"
     stablehlo.write_text('%0 = stablehlo.custom_call @mosaic_gpu(%arg0) {call_target_name = "mosaic_gpu"}')
-    assert sakana.kernel_backend({"target": "gpu"}, triton_seed, {"stablehlo": stablehlo}) == "mosaic_gpu"
+    assert sakana.kernel_backend(result(), triton_seed, {"stablehlo": stablehlo}) == "mosaic_gpu"
     # the kernel's imports: a Mosaic GPU kernel is not passed off as a Triton one
-    assert sakana.kernel_backend({"target": "gpu"}, triton_seed) == "triton"
-    assert sakana.kernel_backend({"target": "gpu"}, mosaic_gpu_seed) == "mosaic_gpu"
-    assert sakana.kernel_backend({"target": "tpu"}, "import jax\n") == "mosaic_tpu"
-    assert sakana.kernel_backend({"target": "gpu"}, "import jax\n") is None  # not decided: null
+    assert sakana.kernel_backend(result(), triton_seed) == "triton"
+    assert sakana.kernel_backend(result(), mosaic_gpu_seed) == "mosaic_gpu"
+    assert sakana.kernel_backend(result("tpu"), "import jax\n") == "mosaic_tpu"
+    assert sakana.kernel_backend(result(), "import jax\n") is None  # not decided: null
 
 
 def test_a_mosaic_gpu_record_says_so(tmp_path):
@@ -368,8 +375,7 @@ def gpu_seed_run(tmp_path_factory, evaluator):
                                      "mode": "interpret", "size": "small", "save_ir": True})
     result = evaluator.evaluate(seed, "l1_relu", target="gpu", mode="interpret", trials=1,
                                 save_ir=run.path / "artifacts" / "l1_relu-seed-gpu")
-    result.update(job="l1_relu|seed|gpu|0", kind="seed")
-    run.append(result)
+    run.append(result.to_event(job="l1_relu|seed|gpu|0", kind="seed"))
     run.finish()
     return run.path, result
 
@@ -378,7 +384,7 @@ def test_a_judged_gpu_seed_with_saved_ir(gpu_seed_run):
     path, result = gpu_seed_run
     import jax
 
-    assert result["status"] == "correct" and result["kernel_backend"] == "triton"
+    assert result.status == "correct" and result.kernel_backend == "triton"
     [record] = sakana.records(path)
     task = get_task("l1_relu")
     assert record["Pallas_Code"] == (task.folder / "seed_gpu.py").read_text()

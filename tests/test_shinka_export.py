@@ -25,9 +25,15 @@ def exported(tmp_path_factory):
     return out
 
 
+def _without_this_checkout() -> dict[str, str]:
+    """The environment less PYTHONPATH, which the suite points at this checkout's src
+    (tests/conftest.py): another interpreter then finds only what it has installed."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def _evaluate(folder: Path, program: Path, results: Path, *, python: list[str] | None = None,
               exit_code: int = 0) -> tuple[dict, dict]:
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env = {**(os.environ if python is None else _without_this_checkout()), "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run([*(python or [sys.executable]), str(folder / "evaluate.py"), "--program_path",
                            str(program), "--results_dir", str(results)],
                           capture_output=True, text=True, timeout=300, env=env, cwd=results.parent)
@@ -162,7 +168,8 @@ def _bare_venv(tmp_path: Path) -> list[str]:
 @pytest.mark.parametrize("interpreter", ["isolated", "bare_venv"])
 def test_evaluate_without_jaxbench_writes_both_files_with_the_import_error(exported, tmp_path, interpreter):
     python = [sys.executable, "-I", "-S"] if interpreter == "isolated" else _bare_venv(tmp_path)
-    probe = subprocess.run([*python, "-c", "import jaxbench"], capture_output=True, text=True)
+    probe = subprocess.run([*python, "-c", "import jaxbench"], capture_output=True, text=True,
+                           env=_without_this_checkout())
     assert probe.returncode != 0  # the interpreter really lacks jaxbench
     folder = exported / TASK
     correct, metrics = _evaluate(folder, folder / "initial.py", tmp_path / "res", python=python, exit_code=2)

@@ -80,7 +80,7 @@ def _print_samples(run_dir: Path, task_id: str | None, status: str | None, categ
         usage_error(str(exc))
     if not lineage_run(run):
         usage_error(f"{run_dir} holds no agent samples (a `jaxbench optimize` run has them)")
-    if task_id and task_id not in {e["task"] for e in run.evaluations}:
+    if task_id and task_id not in run.task_ids:
         usage_error(f"{run_dir} has no samples of task {task_id!r}")
     width = None if sys.stdout.isatty() else 160
     try:

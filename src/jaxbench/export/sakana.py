@@ -24,14 +24,21 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from jaxbench.backends import KERNEL_CALL_BACKENDS, kernel_backend_of_calls
 from jaxbench.backends.chips import CROSS_LOWERING_GPU, CROSS_LOWERING_TPU
-from jaxbench.contract import Status
-from jaxbench.export.tables import kernel_name, ordered_evaluations, require_pyarrow, task_number
-from jaxbench.report.data import RunData, load_run, task_or_none
+from jaxbench.contract import EvaluationResult
+from jaxbench.export.tables import (
+    kernel_name,
+    ordered_evaluations,
+    ordered_positions,
+    require_pyarrow,
+    task_number,
+)
+from jaxbench.report.data import RunData, correct, load_run, task_or_none
 
 DEFAULT_JSON = "sakanaai_pallasbench.json"
 DEFAULT_PARQUET_DIR = "sakanaai_pallasbench"
@@ -175,7 +182,7 @@ def _source_backend(code: str | None, target: str | None) -> str | None:
     return "+".join(found) or None
 
 
-def _ir_custom_calls(ir: dict[str, Path]) -> dict[str, int]:
+def _ir_custom_calls(ir: dict[str, Path]) -> Mapping[str, int]:
     """The kernel custom calls of a saved module: analysis.json's structure, else the targets
     named in stablehlo.mlir."""
     analysis = _read(ir.get("analysis"))
@@ -184,29 +191,29 @@ def _ir_custom_calls(ir: dict[str, Path]) -> dict[str, int]:
             calls = (json.loads(analysis).get("structure") or {}).get("custom_calls")
         except (ValueError, AttributeError):
             calls = None
-        if isinstance(calls, dict):
+        if isinstance(calls, Mapping):
             return calls
     stablehlo = _read(ir.get("stablehlo")) or ""
     return dict(Counter(t for t in re.findall(r'call_target_name\s*=\s*"([^"]+)"', stablehlo)
                         if t in KERNEL_CALL_BACKENDS))
 
 
-def kernel_backend(event: dict[str, Any], code: str | None = None,
+def kernel_backend(result: EvaluationResult, code: str | None = None,
                    ir: dict[str, Path] | None = None) -> str | None:
     """``triton``, ``mosaic_gpu``, ``mosaic_tpu`` (several joined by ``+``) or None: what the
     evaluation recorded from the judged module (``kernel_backend``, else its structure's
     custom calls), else the custom calls of the module saved with --save-ir, else the
     backend the kernel's imports name."""
-    recorded = event.get("kernel_backend")
+    recorded = result.kernel_backend
     if isinstance(recorded, str) and recorded:
         return recorded
-    structure = event.get("structure")
-    calls = structure.get("custom_calls") if isinstance(structure, dict) else None
-    if isinstance(calls, dict) and kernel_backend_of_calls(calls):
+    structure = result.structure
+    calls = structure.get("custom_calls") if isinstance(structure, Mapping) else None
+    if isinstance(calls, Mapping) and kernel_backend_of_calls(calls):
         return kernel_backend_of_calls(calls)
     if ir and kernel_backend_of_calls(_ir_custom_calls(ir)):
         return kernel_backend_of_calls(_ir_custom_calls(ir))
-    return _source_backend(code, event.get("target"))
+    return _source_backend(code, result.target)
 
 
 def _kernel_ir(text: str | None, backend: str | None, target: str | None) -> tuple[str | None, str | None]:
@@ -228,31 +235,31 @@ def _kernel_ir(text: str | None, backend: str | None, target: str | None) -> tup
     return None, None
 
 
-def target_hardware(event: dict[str, Any]) -> str | None:
+def target_hardware(result: EvaluationResult) -> str | None:
     """Device mode: the device measured on. Interpret mode: where it ran and which chip's
     rules were checked, ``interpret (cpu), rules of NVIDIA A100``."""
-    mode = event.get("mode")
+    mode = result.mode
     if mode == "device":
-        return event.get("device_kind") or None
+        return result.device_kind or None
     if mode != "interpret":
         return None
-    host = event.get("device_kind") or event.get("backend")
+    host = result.device_kind or result.backend
     text = f"interpret ({host})" if host else "interpret"
     # The chip it was judged for (results record it); results from before they did were judged
     # for the fixed cross-lowering chips.
-    chip = event.get("chip") or INTERPRET_RULES.get(event.get("target") or "")
+    chip = result.chip or INTERPRET_RULES.get(result.target or "")
     return f"{text}, rules of {chip}" if chip else text
 
 
-def triton_version(event: dict[str, Any], backend: str | None) -> str | None:
+def triton_version(result: EvaluationResult, backend: str | None) -> str | None:
     """The Triton version that compiled this kernel, only where the event says Triton compiled
     it (``triton_compile``: Triton's own compiler for sm_90 in interpret mode), or names a
     Triton version for a Triton kernel; null otherwise (XLA's GPU compiler builds Triton
     kernels with the Triton inside jaxlib, whose version no event records)."""
-    compiled = event.get("triton_compile")
-    if isinstance(compiled, dict) and compiled.get("triton_version"):
+    compiled = result.triton_compile
+    if isinstance(compiled, Mapping) and compiled.get("triton_version"):
         return str(compiled["triton_version"])
-    versions = event.get("versions") if isinstance(event.get("versions"), dict) else {}
+    versions = result.versions if isinstance(result.versions, Mapping) else {}
     if versions.get("triton") and "triton" in (backend or "").split("+"):
         return str(versions["triton"])
     return None
@@ -263,40 +270,44 @@ def _sha(text: str) -> str:
 
 
 class _Parents:
-    """The evaluation an event's ``parent`` names: the same task, method and target, that step,
-    the latest one before the child (else any)."""
+    """The evaluation a child's ``parent`` key names: the same task, method and target, that
+    step, the latest one before the child in the run's events (else any). Evaluations are
+    named by their position in ``run.evaluations`` (file order)."""
 
     def __init__(self, run: RunData) -> None:
-        self.by_key: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-        for e in run.evaluations:
-            key = (e.get("task"), e.get("method"), e.get("target"), e.get("step"))
-            self.by_key.setdefault(key, []).append(e)
+        self.run = run
+        self.by_key: dict[tuple[Any, ...], list[int]] = {}
+        for i, e in enumerate(run.evaluations):
+            key = (e.task, e.extra.get("method"), e.target, e.extra.get("step"))
+            self.by_key.setdefault(key, []).append(i)
 
-    def of(self, event: dict[str, Any]) -> dict[str, Any] | None:
-        found = self.by_key.get((event.get("task"), event.get("method"), event.get("target"),
-                                 event.get("parent")), [])
-        before = [e for e in found if e["_index"] < event["_index"]]
-        return (before or found or [None])[-1]
+    def of(self, child: int) -> EvaluationResult | None:
+        e = self.run.evaluations[child]
+        found = self.by_key.get((e.task, e.extra.get("method"), e.target, e.extra.get("parent")), [])
+        before = [i for i in found if i < child]
+        return self.run.evaluations[(before or found)[-1]] if found else None
 
 
-def _original(run: RunData, parents: _Parents, event: dict[str, Any], task: Any,
+def _original(run: RunData, parents: _Parents, position: int, task: Any,
               ) -> tuple[str | None, str | None]:
-    """(Pallas_Code_Original, Original_Kernel): see the module docstring."""
-    if event.get("parent"):
-        parent = parents.of(event)
+    """(Pallas_Code_Original, Original_Kernel) of the evaluation at ``position``: see the module
+    docstring."""
+    result = run.evaluations[position]
+    if result.extra.get("parent"):
+        parent = parents.of(position)
         if parent is None:
-            return None, f"{event.get('method')}/{event['parent']}"
+            return None, f"{result.extra.get('method')}/{result.extra['parent']}"
         return run.source(parent)[0], kernel_name(parent)
     if task is None:
         return None, None
-    target = event.get("target")
+    target = result.target
     files = task.kernel_files()
     if task.suite == "pallasbench" and target == "gpu":
         tpu_style = _read(files.get(("seed", "tpu")))
         if tpu_style is not None:
             return tpu_style, "seed_tpu.py"
     seed = _read(files.get(("seed", target)))
-    if seed is not None and _sha(seed) != event.get("source_sha256"):
+    if seed is not None and _sha(seed) != result.source_sha256:
         return seed, f"seed_{target}.py"
     return None, None
 
@@ -306,11 +317,12 @@ def records(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
     run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
     parents = _Parents(run)
     out = []
-    for e in ordered_evaluations(run):
-        task = task_or_none(e["task"])
-        target, size = e.get("target"), e.get("size") or "small"
+    for position in ordered_positions(run):
+        e = run.evaluations[position]
+        task = task_or_none(e.task)
+        target, size = e.target, e.size or "small"
         code, _ = run.source(e)
-        original, original_name = _original(run, parents, e, task)
+        original, original_name = _original(run, parents, position, task)
         diff = None
         if original is not None and code is not None:
             diff = "".join(difflib.unified_diff(
@@ -322,17 +334,17 @@ def records(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
         triton_ir, mosaic_ir = _kernel_ir(_read(ir.get("kernel_ir")), backend, target)
         grids, blocks = grid_and_blocks(jaxpr)
         level = task.meta.get("level") if task is not None else None
-        t_kernel, t_ref = e.get("t_kernel_ms"), e.get("t_ref_ms")
+        t_kernel, t_ref = e.t_kernel_ms, e.t_ref_ms
         measured = isinstance(t_kernel, (int, float)) and isinstance(t_ref, (int, float)) \
             and t_kernel > 0 and t_ref > 0
-        correct = e.get("status") == Status.CORRECT
+        verdict = correct(e)
         inputs = None
         if task is not None and size in task.sizes:
             inputs = [list(spec.shape) for spec in task.input_specs(size)]
         record = {
-            "Op_Name": e["task"],
+            "Op_Name": e.task,
             "Level_ID": level if isinstance(level, int) and not isinstance(level, bool) else None,
-            "Task_ID": task_number(e["task"], task),
+            "Task_ID": task_number(e.task, task),
             "Kernel_Name": kernel_name(e),
             "Pallas_Runtime": float(t_kernel) if measured else None,
             "JAX_Baseline_Runtime": float(t_ref) if measured else None,
@@ -341,9 +353,9 @@ def records(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
             "Pallas_Code_Original": original,
             "JAX_Code": _read(task.folder / "task.py") if task is not None and task.folder else None,
             "Diff": diff,
-            "Correct": correct,
-            "Max_Diff": e.get("max_abs_err") if isinstance(e.get("max_abs_err"), (int, float)) else None,
-            "Error": None if correct else (e.get("message") or None),
+            "Correct": verdict,
+            "Max_Diff": e.max_abs_err if isinstance(e.max_abs_err, (int, float)) else None,
+            "Error": None if verdict else (e.message or None),
             "Jaxpr_IR": jaxpr,
             "StableHLO_IR": _read(ir.get("stablehlo")),
             "Triton_MLIR": triton_ir,
@@ -352,11 +364,11 @@ def records(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
             "Grid_Shape": grids,
             "Input_Shapes": inputs,
             "Target_Hardware": target_hardware(e),
-            "JAX_Version": (e.get("versions") or {}).get("jax"),
+            "JAX_Version": (e.versions or {}).get("jax"),
             "Triton_Version": triton_version(e, backend),
-            "Status": e.get("status"),
-            "Mode": e.get("mode"),
-            "Size": e.get("size"),
+            "Status": e.status,
+            "Mode": e.mode or None,
+            "Size": e.size or None,
             "Kernel_Backend": backend,
             "Original_Kernel": original_name,
         }
@@ -409,12 +421,12 @@ _PARQUET_TYPES = {"string": "string", "int64": "int64", "float64": "float64", "b
 def dataset_card(run: RunData, data: list[dict[str, Any]], files: dict[str, int]) -> str:
     """The dataset card (README.md) of a Parquet export: what is in it, each field with its
     type and how it was measured, what the judge guarantees, where the tasks come from."""
-    events = ordered_evaluations(run)
+    results = ordered_evaluations(run)
     suites = sorted({t.suite for t in map(task_or_none, {r["Op_Name"] for r in data}) if t is not None})
     splits = [(name.removesuffix(".parquet"), name) for name in sorted(files)]
-    timing = sorted({str(e.get("timing_method")) for e in events if e.get("timing_method")})
-    versions = sorted({f"jaxbench {(e.get('versions') or {}).get('jaxbench')}, JAX "
-                       f"{(e.get('versions') or {}).get('jax')}" for e in events})
+    timing = sorted({str(e.timing_method) for e in results if e.timing_method})
+    versions = sorted({f"jaxbench {(e.versions or {}).get('jaxbench')}, JAX "
+                       f"{(e.versions or {}).get('jax')}" for e in results})
     front = ["---", "pretty_name: jaxbench Pallas kernels (Sakana-archive records)",
              "tags: [jax, pallas, gpu-kernels, tpu-kernels, code]", "configs:",
              "- config_name: default", "  data_files:"]

@@ -108,12 +108,11 @@ PUBLIC = ("status", "stage", "speedup", "t_ref_ms", "t_kernel_ms", "max_abs_err"
 PRIVATE = ("judged_on", "isolation", "timing_method", "source_sha256", "warnings")
 
 
-def score(result):
-    """(correct, combined_score) from a jaxbench result."""
-    if result.get("status") != "correct":
+def score(status, speedup):
+    """(correct, combined_score) from a verdict's status and speedup."""
+    if status != "correct":
         return False, 0.0
-    value = result.get("speedup")
-    value = 1.0 if value is None else float(value)
+    value = 1.0 if speedup is None else float(speedup)
     if not math.isfinite(value):
         return False, 0.0
     return True, value
@@ -138,14 +137,24 @@ def not_judged(out, status, error):
 
 
 def judged(out, result):
-    correct, combined = score(result)
-    feedback = f"status {result.get('status')} at stage {result.get('stage')}"
-    if result.get("message"):
-        feedback += f": {result['message']}"
-    if result.get("speedup") is not None:
-        feedback += f"; speedup {float(result['speedup']):.3f}x over XLA"
-    write(out, correct, combined, feedback, {k: result.get(k) for k in PUBLIC},
-          {k: result.get(k) for k in PRIVATE})
+    """The evaluator's verdict, a jaxbench EvaluationResult, read by its fields."""
+    correct, combined = score(result.status, result.speedup)
+    feedback = f"status {result.status} at stage {result.stage}"
+    if result.message:
+        feedback += f": {result.message}"
+    if result.speedup is not None:
+        feedback += f"; speedup {float(result.speedup):.3f}x over XLA"
+    write(out, correct, combined, feedback, {k: getattr(result, k) for k in PUBLIC},
+          {k: getattr(result, k) for k in PRIVATE})
+
+
+def harness_error(out, message):
+    """No verdict because the harness failed (a missing file, no device), not the program:
+    not correct, score 0, status harness_error at stage setup."""
+    public = dict.fromkeys(PUBLIC)
+    public.update(status="harness_error", stage="setup")
+    write(out, False, 0.0, f"status harness_error at stage setup: {message}", public,
+          dict.fromkeys(PRIVATE))
 
 
 def main(program_path, results_dir):
@@ -164,10 +173,10 @@ def main(program_path, results_dir):
         try:
             result = evaluate(Path(program_path), TASK_ID, target=TARGET, mode=MODE, size=SIZE)
         except Exception as exc:  # a harness problem (missing file, no device): not the program's
-            result = {"status": "harness_error", "stage": "setup",
-                      "message": f"{type(exc).__name__}: {exc}"}
+            harness_error(out, f"{type(exc).__name__}: {exc}")
+            return 1
         judged(out, result)
-        return 1 if result.get("status") == "harness_error" else 0
+        return 0
     except BaseException as exc:
         tail = "".join(traceback.format_exception(exc)[-3:]).strip()
         not_judged(out, "crashed", f"the evaluation crashed: {type(exc).__name__}: {exc} ({tail})")

@@ -14,13 +14,15 @@ import csv
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jaxbench.contract import FIELD_CORRECT, FIELD_TIME, STAGES, STATUSES, Status
+from jaxbench.contract import FIELD_CORRECT, FIELD_TIME, STAGES, STATUSES, EvaluationResult
 from jaxbench.report.data import (
     RunData,
     compiled,
+    correct,
     load_run,
     method_of,
     secret_verified,
@@ -134,24 +136,33 @@ def task_number(task_id: str, task: Any) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def kernel_name(event: dict[str, Any]) -> str:
-    """``seed_tpu`` (shipped), ``8p_gemm.py`` (a directory's file) or ``best_of_n/s3``."""
-    if event.get("method"):
-        return f"{event['method']}/{event.get('step')}"
-    kind = event.get("kind")
-    if kind == "file" and event.get("kernel_file"):
-        return Path(event["kernel_file"]).name
-    return f"{kind}_{event.get('target')}"
+def kernel_name(result: EvaluationResult) -> str:
+    """``seed_tpu`` (shipped), ``8p_gemm.py`` (a directory's file) or ``best_of_n/s3``: from the
+    run's keys beside the result (``method`` and ``step``, else ``kind``)."""
+    keys = result.extra
+    if keys.get("method"):
+        return f"{keys['method']}/{keys.get('step')}"
+    kind = keys.get("kind")
+    if kind == "file" and result.kernel_file:
+        return Path(result.kernel_file).name
+    return f"{kind}_{result.target}"
 
 
-def ordered_evaluations(run: RunData) -> list[dict[str, Any]]:
-    """Evaluations in catalogue order of tasks, then method, then sample slot / file order."""
-    def key(e: dict[str, Any]) -> tuple[Any, ...]:
-        sample = e.get("sample")
+def ordered_positions(run: RunData) -> list[int]:
+    """The positions in ``run.evaluations`` (file order) in catalogue order of tasks, then
+    method, then sample slot, then file order."""
+    def key(i: int) -> tuple[Any, ...]:
+        e = run.evaluations[i]
+        sample = e.extra.get("sample")
         slot = (0, sample) if isinstance(sample, int) else (1, 0)
-        return (task_order_key(e["task"]), method_of(e), slot, e["_index"])
+        return (task_order_key(e.task), method_of(e), slot, i)
 
-    return sorted(run.evaluations, key=key)
+    return sorted(range(len(run.evaluations)), key=key)
+
+
+def ordered_evaluations(run: RunData) -> list[EvaluationResult]:
+    """Evaluations in catalogue order of tasks, then method, then sample slot / file order."""
+    return [run.evaluations[i] for i in ordered_positions(run)]
 
 
 def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
@@ -161,14 +172,15 @@ def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
     config = run.config
     out = []
     for e in ordered_evaluations(run):
-        task = task_or_none(e["task"])
-        size = e.get("size") or "small"
-        flops, nbytes = task_figures(e["task"], size)
-        t_kernel = _number(e.get("t_kernel_ms"))
-        versions = e.get("versions") or {}
+        keys = e.extra  # the run's and the method's keys beside the result
+        task = task_or_none(e.task)
+        size = e.size or "small"
+        flops, nbytes = task_figures(e.task, size)
+        t_kernel = _number(e.t_kernel_ms)
+        versions = e.versions if isinstance(e.versions, Mapping) else {}
         ir = run.ir_files(e)
-        warnings = e.get("warnings") or []
-        tolerance = e.get("tolerance") if isinstance(e.get("tolerance"), dict) else {}
+        warnings = e.warnings
+        tolerance = e.tolerance if isinstance(e.tolerance, Mapping) else {}
         row = {
             "schema_version": SCHEMA_VERSION,
             "run": run.name,
@@ -178,61 +190,61 @@ def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
             "secret_sha256": _text(run.manifest.get("secret_sha256")),
             "secret_verified": verified,
             "suite": task.suite if task is not None else None,
-            "task": e["task"],
-            "task_position": task_order_key(e["task"])[1] if task is not None else None,
-            "task_number": task_number(e["task"], task),
+            "task": e.task,
+            "task_position": task_order_key(e.task)[1] if task is not None else None,
+            "task_number": task_number(e.task, task),
             "level": _text(task.meta.get("level")) if task is not None else None,
             "family": _text(task.meta.get("family")) if task is not None else None,
             "method": method_of(e),
-            "model": _text(config.get("model")) if e.get("method") else None,
+            "model": _text(config.get("model")) if keys.get("method") else None,
             "kernel": kernel_name(e),
-            "origin": _text(e.get("origin")),
-            "sample": _integer(e.get("sample")),
-            "step": _text(e.get("step")),
-            "parent": _text(e.get("parent")),
-            "target": _text(e.get("target")),
-            "mode": _text(e.get("mode")),
-            "size": _text(e.get("size")),
-            "status": _text(e.get("status")),
-            "stage": _text(e.get("stage")),
-            "message": _text(e.get("message")),
-            FIELD_CORRECT: e.get("status") == Status.CORRECT,
+            "origin": _text(keys.get("origin")),
+            "sample": _integer(keys.get("sample")),
+            "step": _text(keys.get("step")),
+            "parent": _text(keys.get("parent")),
+            "target": _text(e.target),
+            "mode": _text(e.mode),
+            "size": _text(e.size),
+            "status": _text(e.status),
+            "stage": _text(e.stage),
+            "message": _text(e.message),
+            FIELD_CORRECT: correct(e),
             "compiled": compiled(e),
-            "max_abs_err": _number(e.get("max_abs_err")),
-            "rel_err": _number(e.get("rel_err")),
+            "max_abs_err": _number(e.max_abs_err),
+            "rel_err": _number(e.rel_err),
             "atol": _number(tolerance.get("atol", task.atol if task is not None else None)),
             "rtol": _number(tolerance.get("rtol", task.rtol if task is not None else None)),
-            "tol_fraction": _number(e.get("tol_fraction")),
-            "t_ref_ms": _number(e.get("t_ref_ms")),
+            "tol_fraction": _number(e.tol_fraction),
+            "t_ref_ms": _number(e.t_ref_ms),
             "t_kernel_ms": t_kernel,
-            "speedup": _number(e.get("speedup")),
+            "speedup": _number(e.speedup),
             "flops": flops,
             "bytes": nbytes,
             "arithmetic_intensity": flops / nbytes if flops and nbytes else None,
             "achieved_flops_per_s": flops / (t_kernel / 1e3) if flops and t_kernel else None,
-            "roofline_fraction": _number(e.get("roofline_fraction")),
-            "peak_flops": _number(e.get("peak_flops")),
-            "peak_bytes_per_s": _number(e.get("peak_bytes_per_s")),
-            "compile_s": _number(e.get("compile_s")),
-            "wall_s": _number(e.get("wall_s")),
-            "timeout_s": _number(e.get("timeout_s")),
-            "trials": _integer(e.get("trials")),
-            "device_kind": _text(e.get("device_kind")),
-            "backend": _text(e.get("backend")),
-            "judged_on": _text(e.get("judged_on")),
-            "isolation": _text(e.get("isolation")),
-            "timing_method": _text(e.get("timing_method")),
+            "roofline_fraction": _number(e.roofline_fraction),
+            "peak_flops": _number(e.peak_flops),
+            "peak_bytes_per_s": _number(e.peak_bytes_per_s),
+            "compile_s": _number(e.compile_s),
+            "wall_s": _number(e.wall_s),
+            "timeout_s": _number(e.timeout_s),
+            "trials": _integer(e.trials),
+            "device_kind": _text(e.device_kind),
+            "backend": _text(e.backend),
+            "judged_on": _text(e.judged_on),
+            "isolation": _text(e.isolation),
+            "timing_method": _text(e.timing_method),
             "jax_version": _text(versions.get("jax")),
             "jaxlib_version": _text(versions.get("jaxlib")),
             "jaxbench_version": _text(versions.get("jaxbench")),
             "python_version": _text(versions.get("python")),
-            "source_sha256": _text(e.get("source_sha256")),
-            "kernel_file": _text(e.get("kernel_file")),
+            "source_sha256": _text(e.source_sha256),
+            "kernel_file": _text(e.kernel_file),
             "ir_dir": str(next(iter(ir.values())).parent) if ir else None,
-            "reused_from": _text(e.get("reused_from")),
-            "review": _text(e.get("review")),
+            "reused_from": _text(keys.get("reused_from")),
+            "review": _text(e.review),
             "warnings": "\n".join(map(str, warnings)) if warnings else None,
-            "event_time": _number(e.get(FIELD_TIME)),
+            "event_time": _number(keys.get(FIELD_TIME)),
         }
         assert tuple(row) == COLUMN_NAMES
         out.append(row)

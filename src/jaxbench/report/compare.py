@@ -20,34 +20,44 @@ import os
 from pathlib import Path
 from typing import Any
 
-from jaxbench.contract import Status
-from jaxbench.report.data import RunData, best_of, load_run, method_of, task_order_key, task_sort_value
+from jaxbench.contract import EvaluationResult
+from jaxbench.report.data import (
+    RunData,
+    best_of,
+    correct,
+    load_run,
+    method_of,
+    task_order_key,
+    task_sort_value,
+)
 
 CHANGES = ("regression", "missing", "status", "improvement", "new", "same")
 DEFAULT_THRESHOLD = 0.05
 
 
-def _best_by_key(run: RunData, by_method: bool) -> dict[tuple[str, str, str], dict[str, Any]]:
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+def _best_by_key(run: RunData, by_method: bool) -> dict[tuple[str, str, str], EvaluationResult]:
+    groups: dict[tuple[str, str, str], list[EvaluationResult]] = {}
     for e in run.evaluations:
-        key = (e["task"], e.get("target") or "", method_of(e) if by_method else "*")
+        key = (e.task, e.target or "", method_of(e) if by_method else "*")
         groups.setdefault(key, []).append(e)
-    return {k: best_of(v) or {} for k, v in groups.items()}
+    return {k: best for k, v in groups.items() if (best := best_of(v)) is not None}
 
 
-def _speedup(e: dict[str, Any] | None) -> float | None:
-    if not e or e.get("status") != Status.CORRECT:
+def _speedup(e: EvaluationResult | None) -> float | None:
+    if e is None or not correct(e):
         return None
-    s = e.get("speedup")
+    s = e.speedup
     return float(s) if isinstance(s, (int, float)) and s > 0 else None
 
 
-def classify(a: dict[str, Any] | None, b: dict[str, Any] | None, threshold: float) -> str:
+def classify(a: EvaluationResult | None, b: EvaluationResult | None, threshold: float) -> str:
+    """How a row changed from A's best evaluation ``a`` to B's ``b`` (None where the run has
+    none): one of :data:`CHANGES`."""
     if a is None:
         return "new"
     if b is None:
         return "missing"
-    ok_a, ok_b = a.get("status") == Status.CORRECT, b.get("status") == Status.CORRECT
+    ok_a, ok_b = correct(a), correct(b)
     if ok_a and not ok_b:
         return "regression"
     if ok_b and not ok_a:
@@ -58,7 +68,7 @@ def classify(a: dict[str, Any] | None, b: dict[str, Any] | None, threshold: floa
             return "regression"
         if sb > sa * (1 + threshold):
             return "improvement"
-    if a.get("status") != b.get("status"):
+    if a.status != b.status:
         return "status"
     return "same"
 
@@ -86,10 +96,11 @@ def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[st
             "task": task, "target": target,
             "method": method if by_method else f"{next(iter(methods_a))} -> {next(iter(methods_b))}",
             "change": change,
-            "status_a": ea.get("status") if ea else None, "status_b": eb.get("status") if eb else None,
+            "status_a": ea.status if ea else None, "status_b": eb.status if eb else None,
             "speedup_a": sa, "speedup_b": sb,
             "ratio": sb / sa if sa and sb else None,
-            "message_a": (ea or {}).get("message") or None, "message_b": (eb or {}).get("message") or None,
+            "message_a": (ea.message or None) if ea else None,
+            "message_b": (eb.message or None) if eb else None,
         })
     rows.sort(key=lambda r: (CHANGES.index(r["change"]), task_order_key(r["task"]), r["target"],
                              r["method"]))
@@ -113,13 +124,13 @@ def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[st
 def _facts(run: RunData) -> dict[str, Any]:
     statuses: dict[str, int] = {}
     for e in run.evaluations:
-        statuses[e.get("status") or "?"] = statuses.get(e.get("status") or "?", 0) + 1
+        statuses[e.status or "?"] = statuses.get(e.status or "?", 0) + 1
     return {"run": str(run.path), "command": run.config.get("command"), "modes": run.modes,
             "targets": run.targets, "methods": sorted({method_of(e) for e in run.evaluations}),
             "evaluations": len(run.evaluations), "statuses": statuses,
             "git_sha": run.manifest.get("git_sha"),
-            "device_kinds": sorted({e.get("device_kind") for e in run.evaluations
-                                    if e.get("mode") == "device" and e.get("device_kind")})}
+            "device_kinds": sorted({e.device_kind for e in run.evaluations
+                                    if e.mode == "device" and e.device_kind})}
 
 
 # How counts read: "1 regression", "2 regressions", "1 status change", "3 unchanged".

@@ -4,6 +4,12 @@ order, each kernel's source and saved IR, and tasks in the registry's catalogue 
 Everything is derived from the run directory alone (``manifest.json``, ``events.jsonl``,
 ``artifacts/``, ``sources/``); a kernel file outside the run is used only while its content
 still hashes to the event's ``source_sha256``.
+
+An evaluation event is read as the :class:`~jaxbench.contract.EvaluationResult` it holds
+(:func:`read_evaluation`): reports read the result's fields, and the keys the run and its method
+wrote beside them (``method``, ``kind``, ``job``, ``step``, ``sample``, ``origin``, ``parent``,
+``source_file``, ...) from its ``extra``. The other events (``llm_call``, ``task_done``,
+``run_end``, ...) stay the JSON objects they are.
 """
 
 from __future__ import annotations
@@ -12,13 +18,14 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from jaxbench.contract import COMPILED_STAGES, STATUS_RANKING, Status, status_rank
+from jaxbench.contract import COMPILED_STAGES, STATUS_RANKING, EvaluationResult, Status, status_rank
+from jaxbench.contract.result import EVENT_TYPE
 from jaxbench.runs import EVENTS, MANIFEST, read_events
 
 # Worst to best: the order in which a group of evaluations picks its "best" status (the
@@ -76,19 +83,35 @@ def task_figures(task_id: str, size: str) -> tuple[float | None, float | None]:
     return task.flops(size), task.bytes(size)
 
 
-def compiled(evaluation: dict[str, Any]) -> bool:
-    return evaluation.get("status") == Status.CORRECT or evaluation.get("stage") in COMPILED_STAGES
+def read_evaluation(event: Mapping[str, Any]) -> EvaluationResult | None:
+    """The result an ``evaluation`` event holds (:meth:`EvaluationResult.read`); None for an
+    event of another type, and for an evaluation event that holds none (no task, or no status:
+    a hand-edited file), which reports leave out."""
+    if event.get("type") != EVENT_TYPE or not event.get("task"):
+        return None
+    try:
+        return EvaluationResult.read(event)
+    except ValueError:
+        return None
 
 
-def best_of(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
+def compiled(evaluation: EvaluationResult) -> bool:
+    return evaluation.status == Status.CORRECT or evaluation.stage in COMPILED_STAGES
+
+
+def correct(evaluation: EvaluationResult) -> bool:
+    return evaluation.status == Status.CORRECT
+
+
+def best_of(evaluations: list[EvaluationResult]) -> EvaluationResult | None:
     """The best evaluation of a group: correct with the highest speedup, else correct, else the
     latest-stage failure (the first one of equal rank)."""
     if not evaluations:
         return None
 
-    def key(e: dict[str, Any]) -> tuple[int, float]:
-        speed = e.get("speedup") if e.get("status") == Status.CORRECT else None
-        return (status_rank(e.get("status")), speed if speed is not None else float("-inf"))
+    def key(e: EvaluationResult) -> tuple[int, float]:
+        speed = e.speedup if correct(e) else None
+        return (status_rank(e.status), speed if speed is not None else float("-inf"))
 
     best = evaluations[0]
     for e in evaluations[1:]:
@@ -97,18 +120,29 @@ def best_of(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
     return best
 
 
-def method_of(event: dict[str, Any]) -> str:
-    """The method that produced an evaluation; ``run:<kind>`` for `jaxbench run` directories."""
-    if event.get("method"):
-        return event["method"]
-    return f"run:{event.get('kind', 'kernels')}"
+def method_of(evaluation: EvaluationResult) -> str:
+    """The method that produced an evaluation (its ``method`` key); ``run:<kind>`` for
+    `jaxbench run` directories."""
+    method = evaluation.extra.get("method")
+    if method:
+        return str(method)
+    return f"run:{evaluation.extra.get('kind', 'kernels')}"
 
 
-def series_label(event: dict[str, Any]) -> str:
+def series_label(evaluation: EvaluationResult) -> str:
     """The series an evaluation belongs to in every chart, table and summary of a run: its
     method and target, ``best_of_n · tpu`` (the method alone for an event without a target)."""
-    target = event.get("target")
-    return f"{method_of(event)} · {target}" if target else method_of(event)
+    target = evaluation.target
+    return f"{method_of(evaluation)} · {target}" if target else method_of(evaluation)
+
+
+class BestRow(NamedTuple):
+    """A task and series (method · target): its best evaluation and all its evaluations."""
+
+    task: str
+    series: str
+    best: EvaluationResult
+    evaluations: list[EvaluationResult]
 
 
 @dataclass
@@ -118,7 +152,7 @@ class RunData:
 
     path: Path
     manifest: dict[str, Any]
-    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    evaluations: list[EvaluationResult] = field(default_factory=list)  # in file order
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
     end: dict[str, Any] | None = None
     skipped: list[str] = field(default_factory=list)  # kernel files `run --kernels DIR` left out
@@ -134,20 +168,20 @@ class RunData:
 
     @cached_property
     def targets(self) -> list[str]:
-        return sorted({e.get("target") for e in self.evaluations if e.get("target")})
+        return sorted({e.target for e in self.evaluations if e.target})
 
     @cached_property
     def modes(self) -> list[str]:
-        return sorted({e.get("mode") for e in self.evaluations if e.get("mode")})
+        return sorted({e.mode for e in self.evaluations if e.mode})
 
     @cached_property
     def timed(self) -> bool:
-        return any(e.get("t_kernel_ms") is not None for e in self.evaluations)
+        return any(e.t_kernel_ms is not None for e in self.evaluations)
 
     @cached_property
     def suites(self) -> list[str]:
         found = set()
-        for task_id in {e["task"] for e in self.evaluations}:
+        for task_id in {e.task for e in self.evaluations}:
             task = task_or_none(task_id)
             found.add(task.suite if task is not None else "unknown")
         if not found and self.config.get("suite"):
@@ -156,52 +190,56 @@ class RunData:
 
     @cached_property
     def task_ids(self) -> list[str]:
-        return in_catalogue_order(e["task"] for e in self.evaluations)
+        return in_catalogue_order(e.task for e in self.evaluations)
 
-    def series_of(self, event: dict[str, Any]) -> str:
+    def series_of(self, evaluation: EvaluationResult) -> str:
         """The method and target (:func:`series_label`)."""
-        return series_label(event)
+        return series_label(evaluation)
 
-    def samples(self) -> dict[str, dict[str, list[dict[str, Any]]]]:
-        """series (method · target) -> task -> its samples in budget-slot order (shipped seeds
-        that ``evolve`` starts from are not samples); tasks in catalogue order."""
-        grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    def samples(self) -> dict[str, dict[str, list[EvaluationResult]]]:
+        """series (method · target) -> task -> its samples in budget-slot order, then file order
+        (shipped seeds that ``evolve`` starts from are not samples); tasks in catalogue order."""
+        grouped: dict[str, dict[str, list[EvaluationResult]]] = {}
         for e in self.evaluations:
-            if e.get("origin") == "seed":
+            if is_seed(e):
                 continue
-            grouped.setdefault(series_label(e), {}).setdefault(e["task"], []).append(e)
+            grouped.setdefault(series_label(e), {}).setdefault(e.task, []).append(e)
         out = {}
         for name in sorted(grouped):
             by_task = grouped[name]
             out[name] = {t: sorted(by_task[t], key=_slot) for t in in_catalogue_order(by_task)}
         return out
 
-    def best_rows(self) -> list[tuple[str, str, dict[str, Any], list[dict[str, Any]]]]:
-        """(task, series, best evaluation, all its evaluations), tasks in catalogue order."""
-        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    def best_rows(self) -> list[BestRow]:
+        """Per task and series, its best evaluation and all its evaluations; tasks in catalogue
+        order."""
+        groups: dict[tuple[str, str], list[EvaluationResult]] = {}
         for e in self.evaluations:
-            groups.setdefault((e["task"], self.series_of(e)), []).append(e)
+            groups.setdefault((e.task, self.series_of(e)), []).append(e)
         keys = sorted(groups, key=lambda k: (task_order_key(k[0]), k[1]))
-        return [(task, series, best_of(groups[(task, series)]) or {}, groups[(task, series)])
+        return [BestRow(task, series, _best(groups[(task, series)]), groups[(task, series)])
                 for task, series in keys]
 
-    def source(self, event: dict[str, Any]) -> tuple[str | None, Path | None]:
+    def source(self, evaluation: EvaluationResult) -> tuple[str | None, Path | None]:
         """The evaluated kernel's source and the file it is in (None when only the event holds
-        it): the event's own copy, the run's content-addressed ``sources/``, else the kernel
-        file while it still hashes to the event's ``source_sha256``."""
-        sha = event.get("source_sha256")
-        if isinstance(event.get("source"), str):
-            return event["source"], None
+        it): the event's own copy (its ``source`` key), the run's ``source_file`` or its
+        content-addressed ``sources/``, else the kernel file while it still hashes to the
+        result's ``source_sha256``."""
+        sha = evaluation.source_sha256 or None
+        own = evaluation.extra.get("source")
+        if isinstance(own, str):
+            return own, None
         candidates: list[Path] = []
         for key in ("source_file", "source_path"):
-            if event.get(key):
-                p = Path(event[key])
+            name = evaluation.extra.get(key)
+            if name:
+                p = Path(name)
                 candidates.append(p if p.is_absolute() else self.path / p)
         if sha:
             index = self._sources_index()  # named by the full digest or its first 16 digits
             candidates += index.get(sha, []) + index.get(sha[:16], [])
-        if event.get("kernel_file"):
-            candidates.append(Path(event["kernel_file"]))
+        if evaluation.kernel_file:
+            candidates.append(Path(evaluation.kernel_file))
         for p in candidates:
             try:
                 text = p.read_text()
@@ -222,10 +260,10 @@ class RunData:
                     self._sources.setdefault(digest.group(0), []).append(p)
         return self._sources
 
-    def ir_files(self, event: dict[str, Any]) -> dict[str, Path]:
+    def ir_files(self, evaluation: EvaluationResult) -> dict[str, Path]:
         """The IR and analyses saved with ``--save-ir`` for this evaluation (name -> file)."""
-        artifacts = event.get("artifacts")
-        if not isinstance(artifacts, dict) or not artifacts.get("dir"):
+        artifacts = evaluation.artifacts
+        if not isinstance(artifacts, Mapping) or not artifacts.get("dir"):
             return {}
         directory = Path(artifacts["dir"])
         if not directory.is_dir():  # the run directory was moved: look inside it
@@ -234,9 +272,23 @@ class RunData:
                 if (directory / fname).is_file()}
 
 
-def _slot(e: dict[str, Any]) -> tuple[int, int]:
-    sample = e.get("sample")
-    return (sample, e["_index"]) if isinstance(sample, int) else (10**9, e["_index"])
+def is_seed(evaluation: EvaluationResult) -> bool:
+    """A shipped seed kernel that a method (``evolve``) evaluated before sampling: no sample."""
+    return evaluation.extra.get("origin") == "seed"
+
+
+def _best(evaluations: list[EvaluationResult]) -> EvaluationResult:
+    best = best_of(evaluations)
+    if best is None:
+        raise ValueError("no evaluations to pick the best of")
+    return best
+
+
+def _slot(e: EvaluationResult) -> int:
+    """The budget slot of a sample (its ``sample`` key); samples without one after the rest
+    (sorting is stable: a list in file order stays in file order within a slot)."""
+    sample = e.extra.get("sample")
+    return sample if isinstance(sample, int) else 10**9
 
 
 def secret_verified(run: RunData) -> bool | None:
@@ -272,10 +324,12 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     run = RunData(path, manifest)
     if not (path / EVENTS).exists():
         return run
-    for index, event in enumerate(read_events(path)):
+    for event in read_events(path):
         kind = event.get("type")
-        if kind == "evaluation" and event.get("task"):
-            run.evaluations.append({**event, "_index": index})
+        if kind == EVENT_TYPE:
+            result = read_evaluation(event)
+            if result is not None:
+                run.evaluations.append(result)
         elif kind == "llm_call":
             run.llm_calls.append(event)
         elif kind == "run_end" and not event.get("interrupted"):  # a Ctrl-C's does not end it
@@ -285,6 +339,6 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     return run
 
 
-__all__ = ["IR_FILES", "RunData", "STATUS_ORDER", "best_of", "compiled", "in_catalogue_order",
-           "load_run", "method_of", "series_label", "task_figures", "task_order_key", "task_or_none",
-           "task_sort_value"]
+__all__ = ["IR_FILES", "BestRow", "RunData", "STATUS_ORDER", "best_of", "compiled", "correct",
+           "in_catalogue_order", "is_seed", "load_run", "method_of", "read_evaluation", "series_label",
+           "task_figures", "task_order_key", "task_or_none", "task_sort_value"]

@@ -32,12 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxbench.contract import Category, Status
+from jaxbench.contract import Category, EvaluationResult, Status
 from jaxbench.report import metrics, sample_view, taxonomy
 from jaxbench.report.data import (
     STATUS_ORDER,
     RunData,
     compiled,
+    correct,
     load_run,
     method_of,
     task_figures,
@@ -338,9 +339,9 @@ def per_task_layout(fig: Any, rows: TaskRows, *, x_title: str, legend: bool) -> 
 
 # ---------------------------------------------------------------- the run's figures
 
-def _series_best(run: RunData) -> dict[str, dict[str, dict[str, Any]]]:
+def _series_best(run: RunData) -> dict[str, dict[str, EvaluationResult]]:
     """series -> task -> best evaluation."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[str, EvaluationResult]] = {}
     for task, series, best, _ in run.best_rows():
         out.setdefault(series, {})[task] = best
     return out
@@ -363,7 +364,7 @@ def log_axis(lo: float, hi: float) -> dict[str, Any]:
                 range=[math.log10(ticks[0]) - 0.05, math.log10(ticks[-1]) + 0.05])
 
 
-def _flat_samples(run: RunData) -> dict[str, list[dict[str, Any]]]:
+def _flat_samples(run: RunData) -> dict[str, list[EvaluationResult]]:
     """series -> its samples (every task's)."""
     return {s: [e for seq in by_task.values() for e in seq] for s, by_task in run.samples().items()}
 
@@ -390,7 +391,7 @@ def status_figure(run: RunData) -> Any:
 
     flat = _flat_samples(run)
     series = list(flat)
-    counts = {s: Counter(e.get("status") or "?" for e in flat[s]) for s in series}
+    counts = {s: Counter(e.status or "?" for e in flat[s]) for s in series}
     fig = go.Figure()
     shown = [st for st in STATUS_ORDER[::-1] if any(counts[s].get(st) for s in series)]
     for status in shown:
@@ -415,7 +416,7 @@ def rates_figure(run: RunData) -> Any:
                 x=[metrics.rate([compiled(e) for e in flat[m]]) for m in names],
                 hovertemplate="%{y}<br>compile rate %{x:.0%}<extra></extra>")
     fig.add_bar(name="correct rate", y=names, orientation="h", marker_color="#2ca02c",
-                x=[metrics.rate([e.get("status") == Status.CORRECT for e in flat[m]]) for m in names],
+                x=[metrics.rate([correct(e) for e in flat[m]]) for m in names],
                 hovertemplate="%{y}<br>correct rate %{x:.0%}<extra></extra>")
     legend = ["compile rate", "correct rate"]
     series_layout(fig, names, legend, WINDOW_PX / 2 - 50)
@@ -466,10 +467,10 @@ def task_status_figure(run: RunData, rows: TaskRows) -> tuple[Any, int]:
             if e is None:
                 continue
             category = taxonomy.classify(e)
-            why = f"<br>{esc(taxonomy.label(category))}<br>{esc(cut(e.get('message') or '', 160))}" \
+            why = f"<br>{esc(taxonomy.label(category))}<br>{esc(cut(e.message or '', 160))}" \
                 if category else ""
-            by_status.setdefault(e.get("status") or "?", []).append(
-                (s, rows.labels[task], f"{esc(task)}<br>{esc(s)}<br>{esc(e.get('status'))}{why}"))
+            by_status.setdefault(e.status or "?", []).append(
+                (s, rows.labels[task], f"{esc(task)}<br>{esc(s)}<br>{esc(e.status)}{why}"))
     fig = go.Figure()
     statuses = [st for st in STATUS_ORDER[::-1] if st in by_status] + \
         [st for st in by_status if st not in STATUS_ORDER]
@@ -490,14 +491,14 @@ def task_status_figure(run: RunData, rows: TaskRows) -> tuple[Any, int]:
     return fig, fig.layout.margin.l + column * len(series) + legend_width + 8
 
 
-def speedup_legend(best: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+def speedup_legend(best: dict[str, dict[str, EvaluationResult]]) -> list[str]:
     """The legend of the speedup chart: its series, and the marker of tasks without a speedup."""
-    failed = any(e.get("status") != Status.CORRECT or not e.get("speedup")
+    failed = any(not correct(e) or not e.speedup
                  for by_task in best.values() for e in by_task.values())
     return sorted(best) + (["no correct timed kernel"] if failed else [])
 
 
-def speedup_figure(run: RunData, best: dict[str, dict[str, dict[str, Any]]], rows: TaskRows) -> Any:
+def speedup_figure(run: RunData, best: dict[str, dict[str, EvaluationResult]], rows: TaskRows) -> Any:
     """Best speedup per task (rows) and series on a log axis, bars from the 1x line; tasks
     without a correct, timed kernel are marked with an x at 1x and their status."""
     import plotly.graph_objects as go
@@ -512,17 +513,17 @@ def speedup_figure(run: RunData, best: dict[str, dict[str, dict[str, Any]]], row
             e = by_task.get(task)
             if e is None:
                 continue
-            s = e.get("speedup") if e.get("status") == Status.CORRECT else None
+            s = e.speedup if correct(e) else None
             if s:
                 ys.append(labels[task])
                 xs.append(s - 1.0)
                 speeds.append(s)
-                hover.append(f"{task}<br>{series}<br>{s:.3g}x (t_ref {fmt(e.get('t_ref_ms'))} ms, "
-                             f"t_kernel {fmt(e.get('t_kernel_ms'))} ms)")
+                hover.append(f"{task}<br>{series}<br>{s:.3g}x (t_ref {fmt(e.t_ref_ms)} ms, "
+                             f"t_kernel {fmt(e.t_kernel_ms)} ms)")
             else:
                 failed_y.append(labels[task])
-                failed_text.append(f"{task}<br>{series}<br>{e.get('status')}"
-                                   + (" (not timed)" if e.get("status") == Status.CORRECT else ""))
+                failed_text.append(f"{task}<br>{series}<br>{e.status}"
+                                   + (" (not timed)" if correct(e) else ""))
         if ys:
             fig.add_bar(name=series, y=ys, x=xs, base=1.0, orientation="h", customdata=speeds,
                         marker_color=colors.get(series),
@@ -533,8 +534,8 @@ def speedup_figure(run: RunData, best: dict[str, dict[str, dict[str, Any]]], row
                         hovertext=failed_text, hoverinfo="text")
     fig.add_vline(x=1.0, line_dash="dash", line_color="#444")
     per_task_layout(fig, rows, x_title="speedup over XLA (log; 1x = XLA)", legend=True)
-    speeds = [e["speedup"] for by_task in best.values() for e in by_task.values()
-              if e.get("status") == Status.CORRECT and e.get("speedup")]
+    speeds = [e.speedup for by_task in best.values() for e in by_task.values()
+              if correct(e) and e.speedup]
     fig.update_layout(barmode="group")
     fig.update_xaxes(**log_axis(min(speeds + [1.0]), max(speeds + [1.0])))
     return fig
@@ -544,8 +545,8 @@ def compile_times(run: RunData) -> dict[str, dict[str, list[float]]]:
     """series -> task -> the compile times of its evaluations."""
     per: dict[str, dict[str, list[float]]] = {}
     for e in run.evaluations:
-        if isinstance(e.get("compile_s"), (int, float)):
-            per.setdefault(run.series_of(e), {}).setdefault(e["task"], []).append(e["compile_s"])
+        if isinstance(e.compile_s, (int, float)):
+            per.setdefault(run.series_of(e), {}).setdefault(e.task, []).append(e.compile_s)
     return per
 
 
@@ -571,13 +572,13 @@ def compile_time_figure(run: RunData, rows: TaskRows) -> Any:
     return fig
 
 
-def tolerances(run: RunData) -> dict[str, list[dict[str, Any]]]:
+def tolerances(run: RunData) -> dict[str, list[EvaluationResult]]:
     """series -> its correct evaluations that record their error against the tolerance
     (``tol_fraction``: the worst element's error over its atol + rtol*|truth|)."""
-    per: dict[str, list[dict[str, Any]]] = {}
+    per: dict[str, list[EvaluationResult]] = {}
     for e in run.evaluations:
-        value = e.get("tol_fraction")
-        if e.get("status") == Status.CORRECT and isinstance(value, (int, float)) \
+        value = e.tol_fraction
+        if correct(e) and isinstance(value, (int, float)) \
                 and not isinstance(value, bool):
             per.setdefault(run.series_of(e), []).append(e)
     return per
@@ -596,18 +597,20 @@ def tolerance_figure(run: RunData, rows: TaskRows) -> Any:
     fig = go.Figure()
     top = 1.0
     for series, evals in sorted(per.items()):
-        evals = [e for e in evals if e["task"] in rows.labels]
-        top = max([top] + [e["tol_fraction"] for e in evals])
-        fig.add_scatter(name=series, mode="markers", y=[rows.labels[e["task"]] for e in evals],
-                        x=[e["tol_fraction"] for e in evals],
+        points = [(e, e.tol_fraction) for e in evals
+                  if e.task in rows.labels and e.tol_fraction is not None]
+        top = max([top] + [fraction for _, fraction in points])
+        fig.add_scatter(name=series, mode="markers", y=[rows.labels[e.task] for e, _ in points],
+                        x=[fraction for _, fraction in points],
                         marker=dict(color=colors.get(series), size=9, symbol="line-ns-open",
                                     line=dict(width=2, color=colors.get(series))),
-                        hovertext=[f"{esc(e['task'])}<br>{esc(series)}"
-                                   + (f" {esc(e['step'])}" if e.get("step") else "")
-                                   + f"<br>error {e['tol_fraction']:.3g}x the tolerance"
-                                   + (f" (max abs err {e['max_abs_err']:.3g})"
-                                      if isinstance(e.get("max_abs_err"), (int, float)) else "")
-                                   for e in evals], hoverinfo="text")
+                        hovertext=[f"{esc(e.task)}<br>{esc(series)}"
+                                   + (f" {esc(e.extra['step'])}" if e.extra.get("step") else "")
+                                   + f"<br>error {fraction:.3g}x the tolerance"
+                                   + (f" (max abs err {e.max_abs_err:.3g})"
+                                      if isinstance(e.max_abs_err, (int, float)) else "")
+                                   for e, fraction in points],
+                        hoverinfo="text")
     fig.add_vline(x=1.0, line_dash="dash", line_color="#d62728")
     per_task_layout(fig, rows, x_title="error / tolerance of each correct kernel (1 = fails)", legend=True)
     fig.update_xaxes(range=[0, top * 1.05], tickformat=".1f")
@@ -638,8 +641,8 @@ def fast_p_figure(run: RunData) -> Any:
     return fig
 
 
-def _as_samples(seq: list[dict[str, Any]]) -> list[metrics.Sample]:
-    return [(e.get("status") == Status.CORRECT, e.get("speedup")) for e in seq]
+def _as_samples(seq: list[EvaluationResult]) -> list[metrics.Sample]:
+    return [(correct(e), e.speedup) for e in seq]
 
 
 def fast_p_at_n_figure(run: RunData) -> Any:
@@ -684,22 +687,22 @@ def roofline_figure(run: RunData) -> tuple[Any, str | None]:
     ref_points: list[tuple[float, float, str]] = []
     roofs: dict[str, tuple[float, float]] = {}
     for e in run.evaluations:
-        if e.get("status") != Status.CORRECT or not e.get("t_kernel_ms"):
+        if not correct(e) or not e.t_kernel_ms:
             continue
-        flops, nbytes = task_figures(e["task"], e.get("size") or "small")
+        flops, nbytes = task_figures(e.task, e.size or "small")
         if not flops or not nbytes:
             continue
         ai = flops / nbytes
-        kind = e.get("device_kind") or "?"
-        peaks = (e.get("peak_flops"), e.get("peak_bytes_per_s"))
+        kind = e.device_kind or "?"
+        peaks = (e.peak_flops, e.peak_bytes_per_s)
         if not all(peaks):
             peaks = peak_for(kind) or (None, None)
         if all(peaks):
             roofs[kind] = peaks  # type: ignore[assignment]
         points.setdefault(run.series_of(e), []).append(
-            (ai, flops / (e["t_kernel_ms"] / 1e3), f"{e['task']} ({kind}): {e.get('speedup', 0):.3g}x"))
-        if e.get("t_ref_ms"):
-            ref_points.append((ai, flops / (e["t_ref_ms"] / 1e3), f"{e['task']}: XLA reference"))
+            (ai, flops / (e.t_kernel_ms / 1e3), f"{e.task} ({kind}): {e.speedup or 0:.3g}x"))
+        if e.t_ref_ms:
+            ref_points.append((ai, flops / (e.t_ref_ms / 1e3), f"{e.task}: XLA reference"))
     if not points:
         return None, None
     fig = go.Figure()
@@ -772,8 +775,8 @@ def header(run: RunData, summary: dict[str, Any]) -> str:
     m = run.manifest
     versions = m.get("versions") or {}
     hardware = m.get("hardware") or {}
-    devices = sorted({e.get("device_kind") for e in run.evaluations
-                      if e.get("mode") == "device" and e.get("device_kind")})
+    devices = sorted({e.device_kind for e in run.evaluations
+                      if e.mode == "device" and e.device_kind})
     config = run.config
     facts = [
         ("run", f"{run.path} ({config.get('command', '?')}, created {m.get('created_at', '?')})"),
@@ -791,7 +794,7 @@ def header(run: RunData, summary: dict[str, Any]) -> str:
         facts.append(("model", f"{config.get('model')} (method {config.get('method')}{seeded}, "
                                f"budget {config.get('budget')})"))
     progress = summary.get("progress") or {}
-    counts = Counter(e.get("status") for e in run.evaluations)
+    counts = Counter(e.status for e in run.evaluations)
     pills = " ".join(f"<span class=\"pill\" style=\"background:{STATUS_COLORS.get(s, '#999')}\">"
                      f"{esc(s)}: {counts[s]}</span>" for s in STATUS_ORDER[::-1] if counts.get(s))
     planned, done = progress.get("planned"), progress.get("evaluations", 0)
@@ -879,10 +882,10 @@ def usage_table(summary: dict[str, Any]) -> str:
         for col, text in zip(cols, usage.cells(row, cols, units), strict=True):
             cls = " class=\"num\"" if col in usage.NUMERIC else \
                 " class=\"nowrap\"" if col in ("method · target", "model", "calls") else ""
-            content = method_label(text, row["method"] in seeded) if col == "method · target" and text \
+            content = method_label(text, row.method in seeded) if col == "method · target" and text \
                 else esc(text)
             tds.append(f"<td{cls}>{content}</td>")
-        body.append(("<tr class=\"first\">" if row["label"] else "<tr>") + "".join(tds) + "</tr>")
+        body.append(("<tr class=\"first\">" if row.label else "<tr>") + "".join(tds) + "</tr>")
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
     notes = [usage.EVAL_CAPTION]
     if usage.with_llm(spent):
@@ -905,8 +908,8 @@ def failure_table(run: RunData, summary: dict[str, Any]) -> str:
     for seq in _flat_samples(run).values():
         for e in seq:
             category = taxonomy.classify(e)
-            if category and category not in example and e.get("message"):
-                example[category] = e["message"]
+            if category and category not in example and e.message:
+                example[category] = e.message
     head = "".join(f"<th data-type=\"num\">{esc(s)}</th>" for s in series)
     rows = []
     for category in shown:
@@ -939,25 +942,26 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
     always = {"#", "task", "method · target", "status"}
     rows = []
     for i, (task, series, best, group) in enumerate(run.best_rows()):
-        status = best.get("status")
-        correct = sum(e.get("status") == Status.CORRECT for e in group)
+        status = best.status
+        n_correct = sum(correct(e) for e in group)
         source, source_path = run.source(best)
         kernel = []
         if source_path is not None:  # a copy in sources/ is named by its digest: show the file's name
-            name = Path(best.get("kernel_file") or source_path).name
+            name = Path(best.kernel_file or source_path).name
             kernel.append(link(source_path, out_dir, cut(name, 28)))
         if source is not None:
             kernel.append(f"<details><summary>source</summary><pre>{esc(source)}</pre></details>")
         ir = run.ir_files(best)
         ir_links = " ".join(link(p, out_dir, name) for name, p in ir.items())
-        message = best.get("message") or ""
-        speed = best.get("speedup") if status == Status.CORRECT else None
+        message = best.message or ""
+        speed = best.speedup if status == Status.CORRECT else None
         flagged = bool(group) and method_of(group[0]) in seeded
         category = taxonomy.classify(best)
+        step = best.extra.get("step")
         sample_link = ""
-        if sample_page and best.get("step") and best.get("method"):
-            href = sample_view.sample_href(task, series, best["step"], sample_page)
-            sample_link = f"<a class=\"sample-link\" href=\"{esc(href)}\">{esc(best['step'])}</a>"
+        if sample_page and step and best.extra.get("method"):
+            href = sample_view.sample_href(task, series, step, sample_page)
+            sample_link = f"<a class=\"sample-link\" href=\"{esc(href)}\">{esc(step)}</a>"
         rows.append([
             (str(i + 1), i, "num"),
             (esc(task), task_sort_value(task), ""),
@@ -966,18 +970,18 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
              f"{esc(status)}</span>", status, ""),
             (f"<span title=\"{esc(taxonomy.meaning(category))}\">{esc(taxonomy.label(category))}</span>"
              if category else "", taxonomy.label(category) if category else None, ""),
-            (esc(best.get("stage")), None, ""),
-            (f"{correct} / {len(group)}", correct / len(group) if group else 0, "num"),
+            (esc(best.stage), None, ""),
+            (f"{n_correct} / {len(group)}", n_correct / len(group) if group else 0, "num"),
             (fmt(speed, ".3g", "x"), speed, "num"),
-            (fmt(best.get("t_kernel_ms"), ".4g"), best.get("t_kernel_ms"), "num"),
-            (fmt(best.get("t_ref_ms"), ".4g"), best.get("t_ref_ms"), "num"),
-            (fmt(best.get("max_abs_err"), ".3g"), best.get("max_abs_err"), "num"),
-            (fmt(best.get("tol_fraction"), ".2f"), best.get("tol_fraction"), "num"),
-            (fmt(best.get("compile_s"), ".3g"), best.get("compile_s"), "num"),
+            (fmt(best.t_kernel_ms, ".4g"), best.t_kernel_ms, "num"),
+            (fmt(best.t_ref_ms, ".4g"), best.t_ref_ms, "num"),
+            (fmt(best.max_abs_err, ".3g"), best.max_abs_err, "num"),
+            (fmt(best.tol_fraction, ".2f"), best.tol_fraction, "num"),
+            (fmt(best.compile_s, ".3g"), best.compile_s, "num"),
             (f"<span title=\"{esc(message)}\">{esc(cut(message, 180))}</span>" if message else "",
              message, "err"),
             (" ".join(kernel), None, ""),
-            (sample_link, best.get("step") if sample_link else None, ""),
+            (sample_link, step if sample_link else None, ""),
             (ir_links, None, ""),
         ])
     keep = [j for j, (name, _) in enumerate(cols) if name in always or any(r[j][0] for r in rows)]

@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from jaxbench.contract.result import thaw
 from jaxbench.report import taxonomy
 from jaxbench.report.data import STATUS_ORDER, RunData
-from jaxbench.report.samples import LINEAGE, best_steps, collect, figures
+from jaxbench.report.samples import LINEAGE, Sample, best_steps, collect, figures
 
 MIN_PREFIX = 200  # a shared prompt prefix shorter than this is not worth a table entry
 
@@ -58,7 +59,7 @@ def _prompt(text: str | None, prefixes: list[str], prefix: int | None) -> list[A
     return [-1, text]
 
 
-def _task_data(run: RunData, task: str, by_series: dict[str, list[dict[str, Any]]],
+def _task_data(run: RunData, task: str, by_series: dict[str, list[Sample]],
                source_cache: dict[str, str | None]) -> dict[str, Any]:
     """One task's samples as the page reads them."""
     prefixes: list[str] = []
@@ -66,8 +67,8 @@ def _task_data(run: RunData, task: str, by_series: dict[str, list[dict[str, Any]
     source_index: dict[str, int] = {}
     out: dict[str, list[dict[str, Any]]] = {}
     for series, samples in by_series.items():
-        prompts = [s["call"]["prompt"] for s in samples
-                   if s["call"] and isinstance(s["call"].get("prompt"), str)]
+        prompts = [s.call["prompt"] for s in samples
+                   if s.call and isinstance(s.call.get("prompt"), str)]
         shared = os.path.commonprefix(prompts) if len(prompts) > 1 else ""
         prefix = None
         if len(shared) >= MIN_PREFIX:
@@ -75,42 +76,46 @@ def _task_data(run: RunData, task: str, by_series: dict[str, list[dict[str, Any]
             prefixes.append(shared)
         rows = []
         for s in samples:
-            e = s["event"]
-            key = e.get("source_file") or e.get("source_sha256") or f"#{e.get('_index')}"
-            if key not in source_cache:
-                source_cache[key] = run.source(e)[0]
-            source = source_cache[key]
+            e, keys = s.result, s.result.extra
+            key = keys.get("source_file") or e.source_sha256  # "" for neither: not cached
+            if key and key in source_cache:
+                source = source_cache[key]
+            else:
+                source = run.source(e)[0]
+                if key:
+                    source_cache[key] = source
             k = None
             if source is not None:
                 if source not in source_index:
                     source_index[source] = len(sources)
                     sources.append(source)
                 k = source_index[source]
-            call = s["call"] or {}
+            call = s.call or {}
             row: dict[str, Any] = {
-                "step": s["step"], "slot": s["sample"], "parent": s["parent"], "depth": s["depth"],
-                "children": s["children"], "seed": s["seed"], "status": s["status"], "stage": s["stage"],
-                "cat": s["category"], "message": s["message"], "figs": figures(e), "k": k,
-                "lineage": [[name, e[name]] for name in LINEAGE if e.get(name) not in (None, "")],
+                "step": s.step, "slot": s.slot, "parent": s.parent, "depth": s.depth,
+                "children": s.children, "seed": s.seed, "status": s.status, "stage": s.stage,
+                "cat": s.category, "message": s.message, "figs": figures(e), "k": k,
+                "lineage": [[name, thaw(keys[name])] for name in LINEAGE
+                            if keys.get(name) not in (None, "")],
                 "prompt": _prompt(call.get("prompt"), prefixes, prefix),
                 "answer": call.get("response") if call else None,
                 "call": {k2: v for k2, v in call.items()
                          if k2 in ("model", "finish_reason", "input_tokens", "output_tokens", "cost",
                                    "latency_s", "cached", "error", "docs") and v not in (None, [], "")},
             }
-            if e.get("synthetic"):
+            if e.synthetic:
                 row["synthetic"] = True
-            if e.get("truncated"):
+            if keys.get("truncated"):
                 row["truncated"] = True
-            if e.get("novelty_rejections"):
-                row["rejections"] = e["novelty_rejections"]
-            if s["attempts"]:
+            if keys.get("novelty_rejections"):
+                row["rejections"] = thaw(keys["novelty_rejections"])
+            if s.attempts:
                 row["attempts"] = [{"step": a["step"], "prompt": _prompt(a.get("prompt"), prefixes, prefix),
                                     "answer": a.get("response") or a.get("error") or ""}
-                                   for a in s["attempts"]]
-            if s["plan"]:
-                row["plan"] = {"step": s["plan"].get("step"), "prompt": s["plan"].get("prompt") or "",
-                               "answer": s["plan"].get("response") or s["plan"].get("error") or ""}
+                                   for a in s.attempts]
+            if s.plan:
+                row["plan"] = {"step": s.plan.get("step"), "prompt": s.plan.get("prompt") or "",
+                               "answer": s.plan.get("response") or s.plan.get("error") or ""}
             rows.append(row)
         out[series] = rows
     return {"task": task, "prefixes": prefixes, "sources": sources, "series": out}
@@ -144,12 +149,12 @@ def write_samples(run: RunData, out: Path) -> dict[str, Any] | None:
             series_names.add(series)
             counts: dict[str, int] = {}
             for s in samples:
-                if s["seed"]:
+                if s.seed:
                     continue
-                key = f"{s['status']}\t{s['category'] or ''}"
+                key = f"{s.status}\t{s.category or ''}"
                 counts[key] = counts.get(key, 0) + 1
-            entry["series"][series] = {"n": sum(not s["seed"] for s in samples),
-                                       "seeds": sum(s["seed"] for s in samples), "counts": counts,
+            entry["series"][series] = {"n": sum(not s.seed for s in samples),
+                                       "seeds": sum(s.seed for s in samples), "counts": counts,
                                        "best": best.get((task, series))}
         tasks.append(entry)
     if folder.exists():

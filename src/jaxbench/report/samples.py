@@ -23,18 +23,19 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-from jaxbench.contract import Status
+from jaxbench.contract import Category, EvaluationResult, Status
 from jaxbench.report import taxonomy
-from jaxbench.report.data import RunData, in_catalogue_order, series_label
+from jaxbench.report.data import RunData, in_catalogue_order, is_seed, series_label
 
-# Figures shown with a verdict: (event field, label, format).
+# Figures shown with a verdict: (result field, label, format).
 FIGURES = (("speedup", "speedup", "{:.3g}x"), ("t_kernel_ms", "t_kernel", "{:.4g} ms"),
            ("t_ref_ms", "t_ref", "{:.4g} ms"), ("roofline_fraction", "roofline", "{:.0%}"),
            ("max_abs_err", "max abs err", "{:.3g}"), ("tol_fraction", "err / tol", "{:.3g}"),
            ("compile_s", "compile", "{:.3g} s"), ("wall_s", "evaluation", "{:.3g} s"))
-# Lineage fields an evaluation may carry, shown as they are.
+# Lineage keys an agent writes beside an evaluation's result (its ``extra``), shown as they are.
 LINEAGE = ("origin", "mutation", "island", "generation", "crossover_with", "plan_step", "reused_from")
 _RETRY = re.compile(r"^(.*)/retry(\d+)$")
 
@@ -42,14 +43,14 @@ _RETRY = re.compile(r"^(.*)/retry(\d+)$")
 def lineage_run(run: RunData) -> bool:
     """Whether the run is an agent run (its evaluations name a method and a step): the runs the
     sample view is for."""
-    return any(e.get("method") and e.get("step") for e in run.evaluations)
+    return any(e.extra.get("method") and e.extra.get("step") for e in run.evaluations)
 
 
-def figures(event: dict[str, Any]) -> list[tuple[str, str]]:
+def figures(result: EvaluationResult) -> list[tuple[str, str]]:
     """(label, text) of the figures an evaluation has."""
     out = []
     for key, name, spec in FIGURES:
-        value = event.get(key)
+        value = getattr(result, key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             out.append((name, spec.format(value)))
     return out
@@ -60,106 +61,141 @@ def _base_step(step: str) -> tuple[str, int]:
     return (found.group(1), int(found.group(2))) if found else (step, 0)
 
 
-def _call_fields(call: dict[str, Any] | None) -> dict[str, Any] | None:
-    if call is None:
-        return None
-    keep = ("step", "kind", "model", "finish_reason", "input_tokens", "output_tokens", "cost",
-            "latency_s", "cached", "error", "docs")
-    return {k: call[k] for k in keep if call.get(k) not in (None, [], "")}
+@dataclass
+class Sample:
+    """One sample of a task and series as the sample view shows it: its evaluation (``result``,
+    and the agent's keys beside it in ``result.extra``: ``step``, ``sample``, ``parent``,
+    ``origin``, ...), its place in the lineage tree (``depth``, ``children``: their steps), its
+    failure ``category`` (None when correct), the model ``call`` that answered it (None for a
+    seed), the earlier calls for the same slot that were asked again (``attempts``) and
+    autocomp's planning call (``plan``). ``call``, ``attempts`` and ``plan`` are ``llm_call``
+    events."""
+
+    step: str
+    result: EvaluationResult
+    category: Category | None
+    call: dict[str, Any] | None
+    attempts: list[dict[str, Any]]
+    plan: dict[str, Any] | None
+    position: int  # among the task and series' evaluations, in file order
+    depth: int = 0
+    children: list[str] = field(default_factory=list)
+
+    @property
+    def slot(self) -> int | None:
+        """The budget slot (the evaluation's ``sample`` key); None for a seed."""
+        sample = self.result.extra.get("sample")
+        return sample if isinstance(sample, int) else None
+
+    @property
+    def parent(self) -> str | None:
+        """The step of the sample it was derived from (None, or "", for a root)."""
+        return self.result.extra.get("parent")
+
+    @property
+    def seed(self) -> bool:
+        return is_seed(self.result)
+
+    @property
+    def status(self) -> str:
+        return self.result.status
+
+    @property
+    def stage(self) -> str | None:
+        return self.result.stage
+
+    @property
+    def message(self) -> str:
+        return self.result.message or ""
 
 
-def collect(run: RunData, tasks: Iterable[str] | None = None) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """task -> series -> its samples (seed kernels first among the roots), each a dict:
-    the evaluation's own fields (``step``, ``sample``, ``parent``, ``status``, ...), plus
-    ``depth`` (in the lineage tree), ``children`` (their steps), ``category`` (the failure
-    taxonomy's key or None), ``event`` (the evaluation event), ``call`` (the model call that
-    answered it, or None), ``attempts`` (earlier calls for the same slot that were asked again)
-    and ``plan`` (autocomp's planning call). Tasks in catalogue order."""
+def collect(run: RunData, tasks: Iterable[str] | None = None) -> dict[str, dict[str, list[Sample]]]:
+    """task -> series -> its samples in lineage order (seed kernels first among the roots);
+    tasks in catalogue order."""
     wanted = set(tasks) if tasks is not None else None
     calls: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for c in run.llm_calls:
         if isinstance(c.get("task"), str) and isinstance(c.get("step"), str):
             calls.setdefault((c["task"], str(c.get("method"))), {})[c["step"]] = c
-    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    grouped: dict[str, dict[str, list[EvaluationResult]]] = {}
     for e in run.evaluations:
-        if not e.get("method") or not isinstance(e.get("step"), str):
+        if not e.extra.get("method") or not isinstance(e.extra.get("step"), str):
             continue
-        if wanted is not None and e["task"] not in wanted:
+        if wanted is not None and e.task not in wanted:
             continue
-        grouped.setdefault(e["task"], {}).setdefault(series_label(e), []).append(e)
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        grouped.setdefault(e.task, {}).setdefault(series_label(e), []).append(e)
+    out: dict[str, dict[str, list[Sample]]] = {}
     for task in in_catalogue_order(grouped):
         out[task] = {}
         for series in sorted(grouped[task]):
-            events = grouped[task][series]
-            method = str(events[0].get("method"))
-            out[task][series] = _tree(events, calls.get((task, method), {}))
+            results = grouped[task][series]
+            method = str(results[0].extra.get("method"))
+            out[task][series] = _tree(results, calls.get((task, method), {}))
     return out
 
 
-def _tree(events: list[dict[str, Any]], calls: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def _tree(results: list[EvaluationResult], calls: dict[str, dict[str, Any]]) -> list[Sample]:
     """The samples of one task and series in lineage order (see :func:`collect`)."""
-    by_step: dict[str, dict[str, Any]] = {}
-    for e in events:  # a resumed run may repeat a step: the last event is the verdict
-        by_step[e["step"]] = e
+    by_step: dict[str, tuple[int, EvaluationResult]] = {}
+    for position, e in enumerate(results):  # a resumed run may repeat a step: the last is the verdict
+        by_step[e.extra["step"]] = (position, e)
     evaluated = set(by_step)
-    plan_steps = {e.get("plan_step") for e in by_step.values() if e.get("plan_step")}
+    plan_steps = {e.extra.get("plan_step") for _, e in by_step.values() if e.extra.get("plan_step")}
     # calls that were asked again (evolve's rejected proposals): by the slot's base step
-    attempts: dict[str, list[dict[str, Any]]] = {}
+    attempts: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     for step, call in calls.items():
         if step in evaluated or step in plan_steps:
             continue
         base, n = _base_step(step)
-        attempts.setdefault(base, []).append({**call, "_n": n})
+        attempts.setdefault(base, []).append((n, call))
     samples = []
-    for step, e in by_step.items():
+    for step, (position, e) in by_step.items():
         base, n = _base_step(step)
-        earlier = sorted((a for a in attempts.get(base, []) if a["_n"] < n), key=lambda a: a["_n"])
-        plan = calls.get(e["plan_step"]) if e.get("plan_step") else None
-        samples.append({
-            "step": step, "sample": e.get("sample"), "parent": e.get("parent"),
-            "seed": e.get("origin") == "seed", "status": e.get("status"), "stage": e.get("stage"),
-            "message": e.get("message") or "", "category": taxonomy.classify(e), "event": e,
-            "call": calls.get(step), "attempts": earlier, "plan": plan, "children": [],
-            "depth": 0})
-    known = {s["step"]: s for s in samples}
+        earlier = sorted((a for a in attempts.get(base, []) if a[0] < n), key=lambda a: a[0])
+        plan_step = e.extra.get("plan_step")
+        samples.append(Sample(step, e, taxonomy.classify(e), calls.get(step),
+                              [call for _, call in earlier],
+                              calls.get(plan_step) if plan_step else None, position))
+    known = {s.step: s for s in samples}
+    kids: dict[str, list[Sample]] = {s.step: [] for s in samples}
     roots = []
     for s in samples:
-        parent = known.get(s["parent"]) if s["parent"] else None
+        parent = known.get(s.parent) if s.parent else None
         if parent is not None and parent is not s:
-            parent["children"].append(s)
+            kids[parent.step].append(s)
         else:
             roots.append(s)
 
-    def order(s: dict[str, Any]) -> tuple[int, int, int]:
-        slot = s["sample"] if isinstance(s["sample"], int) else -1  # seeds (no slot) first
-        return (0 if s["seed"] else 1, slot, s["event"].get("_index", 0))
+    def order(s: Sample) -> tuple[int, int, int]:
+        slot = s.slot if s.slot is not None else -1  # seeds (no slot) first
+        return (0 if s.seed else 1, slot, s.position)
 
-    ordered: list[dict[str, Any]] = []
-    seen: set[int] = set()
+    ordered: list[Sample] = []
+    seen: set[str] = set()
     stack = [(r, 0) for r in sorted(roots, key=order, reverse=True)]
     while stack:  # depth first, iteratively: a long refinement chain is a deep tree
         s, depth = stack.pop()
-        if id(s) in seen:
+        if s.step in seen:
             continue
-        seen.add(id(s))
-        s["depth"] = depth
+        seen.add(s.step)
+        s.depth = depth
         ordered.append(s)
-        stack += [(c, depth + 1) for c in sorted(s["children"], key=order, reverse=True)]
+        stack += [(c, depth + 1) for c in sorted(kids[s.step], key=order, reverse=True)]
     for s in samples:  # a cycle of parents (a hand-edited file): listed after the rest
-        if id(s) not in seen:
+        if s.step not in seen:
             ordered.append(s)
     for s in ordered:
-        s["children"] = [c["step"] for c in s["children"]]
+        s.children = [c.step for c in kids[s.step]]
     return ordered
 
 
 def best_steps(run: RunData) -> dict[tuple[str, str], str]:
     """(task, series) -> the step of its best evaluation (the one the task table shows)."""
     out = {}
-    for task, series, best, _ in run.best_rows():
-        if best.get("step"):
-            out[(task, series)] = best["step"]
+    for row in run.best_rows():
+        step = row.best.extra.get("step")
+        if step:
+            out[(row.task, row.series)] = step
     return out
 
 
@@ -172,32 +208,32 @@ def diff(parent: str | None, child: str | None, parent_name: str = "parent",
                                         parent_name, child_name, n=3))
 
 
-def matches(sample: dict[str, Any], status: str | None, category: str | None) -> bool:
+def matches(sample: Sample, status: str | None, category: str | None) -> bool:
     """Whether a sample passes the filters (a status; a failure category's key or label)."""
-    if status and sample["status"] != status:
+    if status and sample.status != status:
         return False
     if category:
-        got = sample["category"]
+        got = sample.category
         if got is None or category not in (got, taxonomy.label(got)):
             return False
     return True
 
 
-def _line(s: dict[str, Any], best: bool) -> str:
+def _line(s: Sample, best: bool) -> str:
     """One sample in the listing: slot, step, lineage, verdict, figures, message."""
-    e = s["event"]
-    slot = "seed" if s["seed"] else f"#{s['sample']}" if s["sample"] is not None else "-"
-    how = [str(e[k]) if k in ("origin", "mutation") else f"{k.replace('_', ' ')} {e[k]}"
-           for k in ("mutation", "island", "crossover_with", "reused_from") if e.get(k) is not None]
-    if not e.get("mutation") and e.get("origin") and not s["seed"]:
-        how.insert(0, str(e["origin"]))
-    verdict = str(s["status"])
-    if s["category"]:
-        verdict += f" ({taxonomy.label(s['category'])})"
-    figs = ", ".join(f"{k} {v}" for k, v in figures(e) if k in ("speedup", "err / tol", "compile"))
-    message = s["message"].splitlines()[0] if s["message"] else ""
-    parts = [f"{'  ' * s['depth']}{slot} {s['step']}", ", ".join(how), verdict,
-             f"stage {s['stage']}" if s["stage"] else "", figs,
+    keys = s.result.extra
+    slot = "seed" if s.seed else f"#{s.slot}" if s.slot is not None else "-"
+    how = [str(keys[k]) if k in ("origin", "mutation") else f"{k.replace('_', ' ')} {keys[k]}"
+           for k in ("mutation", "island", "crossover_with", "reused_from") if keys.get(k) is not None]
+    if not keys.get("mutation") and keys.get("origin") and not s.seed:
+        how.insert(0, str(keys["origin"]))
+    verdict = str(s.status)
+    if s.category:
+        verdict += f" ({taxonomy.label(s.category)})"
+    figs = ", ".join(f"{k} {v}" for k, v in figures(s.result) if k in ("speedup", "err / tol", "compile"))
+    message = s.message.splitlines()[0] if s.message else ""
+    parts = [f"{'  ' * s.depth}{slot} {s.step}", ", ".join(how), verdict,
+             f"stage {s.stage}" if s.stage else "", figs,
              message[:140] + ("..." if len(message) > 140 else "")]
     return " · ".join(p for p in parts if p) + ("  <- best" if best else "")
 
@@ -223,62 +259,63 @@ def print_samples(run: RunData, console: Any, *, task: str | None = None, status
         for series, samples in by_series.items():
             if step is not None:
                 for s in samples:
-                    if s["step"] == step:
+                    if s.step == step:
                         _print_one(run, console, task_id, series, s, samples)
                         shown += 1
                 continue
             listed = [s for s in samples if matches(s, status, category)]
             if not listed:
                 continue
-            n = sum(not s["seed"] for s in samples)
+            n = sum(not s.seed for s in samples)
             console.print(f"[bold]{escape(task_id)}[/] · {escape(series)}: {n} samples"
                           + (f", {len(listed)} shown" if len(listed) != len(samples) else ""))
             for s in listed:
-                text = escape(_line(s, best.get((task_id, series)) == s["step"]))
-                color = "green" if s["status"] == Status.CORRECT else "red"
+                text = escape(_line(s, best.get((task_id, series)) == s.step))
+                color = "green" if s.status == Status.CORRECT else "red"
                 console.print(f"  [{color}]{text}[/]", soft_wrap=True)
             shown += len(listed)
     return shown
 
 
-def _print_one(run: RunData, console: Any, task: str, series: str, s: dict[str, Any],
-               samples: list[dict[str, Any]]) -> None:
+def _print_one(run: RunData, console: Any, task: str, series: str, s: Sample,
+               samples: list[Sample]) -> None:
     from rich.markup import escape
 
-    e = s["event"]
-    console.print(f"[bold]{escape(task)} · {escape(series)} · {escape(s['step'])}[/]")
-    facts = [("sample", "seed" if s["seed"] else str(s["sample"])), ("parent", s["parent"] or "-"),
-             *((k.replace("_", " "), str(e[k])) for k in LINEAGE if e.get(k) is not None),
-             ("children", ", ".join(s["children"]) or "-"),
-             ("status", str(s["status"])), ("stage", str(s["stage"] or "-")),
-             ("failure", taxonomy.label(s["category"]) if s["category"] else "-"),
-             *figures(e)]
+    keys = s.result.extra
+    console.print(f"[bold]{escape(task)} · {escape(series)} · {escape(s.step)}[/]")
+    facts = [("sample", "seed" if s.seed else str(s.slot)), ("parent", s.parent or "-"),
+             *((k.replace("_", " "), str(keys[k])) for k in LINEAGE if keys.get(k) is not None),
+             ("children", ", ".join(s.children) or "-"),
+             ("status", str(s.status)), ("stage", str(s.stage or "-")),
+             ("failure", taxonomy.label(s.category) if s.category else "-"),
+             *figures(s.result)]
     for key, value in facts:
         console.print(f"  {key}: {escape(value)}", soft_wrap=True)
-    if s["message"]:
-        console.print(f"  message: {escape(s['message'])}", soft_wrap=True)
-    source, _ = run.source(e)
-    parent = next((p for p in samples if p["step"] == s["parent"]), None)
-    parent_source = run.source(parent["event"])[0] if parent is not None else None
+    if s.message:
+        console.print(f"  message: {escape(s.message)}", soft_wrap=True)
+    source, _ = run.source(s.result)
+    parent = next((p for p in samples if p.step == s.parent), None)
+    parent_source = run.source(parent.result)[0] if parent is not None else None
     sections = []
-    if s["plan"]:
-        sections += [("plan prompt", s["plan"].get("prompt") or ""),
-                     ("plan", s["plan"].get("response") or "")]
-    for a in s["attempts"]:
+    if s.plan:
+        sections += [("plan prompt", s.plan.get("prompt") or ""),
+                     ("plan", s.plan.get("response") or "")]
+    for a in s.attempts:
         sections.append((f"asked again: {a['step']}", a.get("response") or a.get("error") or ""))
-    if s["call"]:
-        sections += [("prompt", s["call"].get("prompt") or ""),
-                     ("answer", s["call"].get("response") or s["call"].get("error") or "")]
+    if s.call:
+        sections += [("prompt", s.call.get("prompt") or ""),
+                     ("answer", s.call.get("response") or s.call.get("error") or "")]
     else:
-        sections.append(("prompt", "(no model call: a shipped seed kernel)" if s["seed"] else
+        sections.append(("prompt", "(no model call: a shipped seed kernel)" if s.seed else
                          "(no llm_call event for this step)"))
     sections.append(("kernel", source if source is not None else "(source not kept)"))
-    if s["parent"]:
-        sections.append((f"diff from {s['parent']}", diff(parent_source, source, s["parent"], s["step"])
+    if s.parent:
+        sections.append((f"diff from {s.parent}", diff(parent_source, source, s.parent, s.step)
                          or "(identical, or a source is missing)"))
     for title, text in sections:
         console.print(f"[bold]--- {escape(title)} ---[/]")
         console.print(escape(text), soft_wrap=True, markup=False, highlight=False)
 
 
-__all__ = ["FIGURES", "best_steps", "collect", "diff", "figures", "lineage_run", "matches", "print_samples"]
+__all__ = ["FIGURES", "Sample", "best_steps", "collect", "diff", "figures", "lineage_run", "matches",
+           "print_samples"]

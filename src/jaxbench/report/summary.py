@@ -28,14 +28,18 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter, defaultdict
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple, TypedDict
 
-from jaxbench.contract import FIELD_CORRECT, Status, status_rank
+from jaxbench.contract import FIELD_CORRECT, EvaluationResult, Status, status_rank
 from jaxbench.report import metrics, taxonomy
 from jaxbench.report.data import (
     compiled,
+    correct,
     in_catalogue_order,
+    is_seed,
     method_of,
+    read_evaluation,
     require_run_dir,
     series_label,
 )
@@ -58,6 +62,14 @@ def independent(method: str) -> bool:
     return method in INDEPENDENT_SAMPLES or method.startswith("run:")
 
 
+class Drawn(NamedTuple):
+    """A sample of a method and its place in the order drawn: its budget slot (``sample``), or
+    for an evaluation without one its line among the run's events."""
+
+    order: int
+    result: EvaluationResult
+
+
 def correct_at_n(samples: dict[str, list[metrics.Sample]], n: int) -> float:
     """Fraction of tasks with a correct sample among the first ``n`` (timing not needed)."""
     if not samples:
@@ -70,30 +82,32 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     path = require_run_dir(run_dir)
     manifest = json.loads((path / MANIFEST).read_text())
     config = manifest.get("config", {})
-    evaluations: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    # method -> task -> its samples, and the same per series (method · target), in file order
+    evaluations: dict[str, dict[str, list[Drawn]]] = defaultdict(lambda: defaultdict(list))
+    by_series: dict[str, dict[str, list[Drawn]]] = defaultdict(lambda: defaultdict(list))
     llm: dict[str, dict[str, Any]] = defaultdict(lambda: {"calls": 0, "input_tokens": 0,
                                                           "output_tokens": 0, "cost": 0.0,
                                                           "calls_without_cost": 0,
                                                           "failed_calls": 0})
-    by_series: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     modes = set()
     seeded = {config["method"]} if config.get("seeded") and config.get("method") else set()
     events = list(read_events(path))
-    call_events, evaluated = [], []  # every LLM call and evaluation (seed kernels too), for "usage"
+    # every LLM call and evaluation (seed kernels too), for "usage"
+    call_events: list[dict[str, Any]] = []
+    evaluated: list[EvaluationResult] = []
     for index, event in enumerate(events):
-        if event.get("type") == "evaluation" and event.get("task"):
-            evaluated.append(event)
+        result = read_evaluation(event)
+        if result is not None:
+            evaluated.append(result)
+            if is_seed(result):
+                continue
+            sample = result.extra.get("sample")
+            drawn = Drawn(sample if sample is not None else index, result)
+            evaluations[method_of(result)][result.task].append(drawn)
+            by_series[series_label(result)][result.task].append(drawn)
+            modes.add(result.mode)
         elif event.get("type") == "llm_call":
             call_events.append(event)
-        if event.get("type") == "evaluation":
-            if event.get("origin") == "seed":
-                continue
-            event.setdefault("sample", None)
-            event["_order"] = event["sample"] if event["sample"] is not None else index
-            evaluations[method_of(event)][event["task"]].append(event)
-            by_series[series_label(event)][event["task"]].append(event)
-            modes.add(event.get("mode"))
-        elif event.get("type") == "llm_call":
             totals = llm[event.get("method", "?")]
             totals["calls"] += 1
             totals["input_tokens"] += event.get("input_tokens") or 0
@@ -110,7 +124,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     methods = {name: {**_method_summary(by_task, config.get("budget"), timed, llm.get(name),
                                         name), "seeded": name in seeded}
                for name, by_task in sorted(evaluations.items())}
-    firsts = {label: next(iter(by_task.values()))[0] for label, by_task in by_series.items()}
+    firsts = {label: next(iter(by_task.values()))[0].result for label, by_task in by_series.items()}
     per_method = Counter(method_of(e) for e in firsts.values())
     series = {}
     for label, by_task in sorted(by_series.items()):
@@ -118,17 +132,17 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         # LLM calls name their method, not a target: they are shown with its series when it
         # has one (an optimize run has one target)
         calls = llm.get(name) if per_method[name] == 1 else None
-        series[label] = {"method": name, "target": firsts[label].get("target"),
+        series[label] = {"method": name, "target": firsts[label].target or None,
                          **_method_summary(by_task, config.get("budget"), timed, calls, name),
                          "seeded": name in seeded}
     tasks: dict[str, dict[str, Any]] = defaultdict(dict)
     for name, by_task in evaluations.items():
-        for task_id, evals in by_task.items():
-            tasks[task_id][name] = _task_summary(evals)
+        for task_id, drawn in by_task.items():
+            tasks[task_id][name] = _task_summary([d.result for d in drawn])
     series_tasks: dict[str, dict[str, Any]] = defaultdict(dict)
     for label, by_task in sorted(by_series.items()):
-        for task_id, evals in by_task.items():
-            series_tasks[task_id][label] = _task_summary(evals)
+        for task_id, drawn in by_task.items():
+            series_tasks[task_id][label] = _task_summary([d.result for d in drawn])
     return {
         "run": str(path),
         "config": config,
@@ -136,15 +150,15 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "timed": timed,
         "note": None if timed else
         "no timed evaluations (interpret mode): speedups need a device; correct@N is reported",
-        "progress": progress(config, events, read_plan(path)),
+        "progress": progress(config, events, read_plan(path), evaluated),
         "methods": methods,
         "series": series,
-        "failures": {label: taxonomy.count(e for evals in by_task.values() for e in evals)
+        "failures": {label: taxonomy.count(d.result for drawn in by_task.values() for d in drawn)
                      for label, by_task in sorted(by_series.items())},
         "usage": summarize_usage(call_events, evaluated),
         "skipped_files": [str(f) for e in events if e.get("type") == "kernels_skipped"
                           and isinstance(e.get("files"), list) for f in e["files"]],
-        "judge_warnings": judge_warnings(e for e in events if e.get("type") == "evaluation"),
+        "judge_warnings": judge_warnings(evaluated),
         "spans": spans_summary(evaluated),
         "tasks": {task_id: tasks[task_id] for task_id in in_catalogue_order(tasks)},
         "series_tasks": {task_id: series_tasks[task_id] for task_id in in_catalogue_order(series_tasks)},
@@ -155,8 +169,20 @@ RESUME = ("no run_end: the run has not finished (interrupted, or still going; re
           "resume)")
 
 
-def progress(config: dict[str, Any], events: list[dict[str, Any]],
-             plan: list[str] | None = None) -> dict[str, Any]:
+class Progress(TypedDict):
+    """How far a run got (:func:`progress`): ``"progress"`` in the summary's JSON."""
+
+    finished: bool
+    evaluations: int
+    planned: int | None
+    upper_bound: bool
+    lost: int
+    text: str | None
+    resume: str | None
+
+
+def progress(config: dict[str, Any], events: list[dict[str, Any]], plan: list[str] | None = None,
+             evaluations: list[EvaluationResult] | None = None) -> Progress:
     """How far the run got: ``evaluations`` written (an optimize run's samples: the seed kernels
     evolve starts from are not), ``planned`` (None when the run directory does not tell; an
     upper bound for an optimize run, whose methods may stop under budget),
@@ -167,18 +193,21 @@ def progress(config: dict[str, Any], events: list[dict[str, Any]],
     A `jaxbench run` records its plan (its job keys) in the manifest: ``plan``. An unfinished
     run's missing evaluations are the planned jobs without one; a run directory from before
     plans were recorded says so, and tells only what its events show. A finished run's run_end
-    counts its evaluations. An optimize run plans its tasks, each spending at most its budget."""
+    counts its evaluations. An optimize run plans its tasks, each spending at most its budget.
+    ``evaluations``: the results of ``events``' evaluation events, where the caller has read them
+    (:func:`~jaxbench.report.data.read_evaluation`)."""
     # (an optimize run stopped by Ctrl-C ends with an interrupted run_end: not finished)
     end = next((e for e in events if e.get("type") == "run_end" and not e.get("interrupted")),
                None)
     resume = None if end is not None else _resume_text(events)
-    evaluations = [e for e in events if e.get("type") == "evaluation"]
-    jobs = {e["job"] for e in evaluations if isinstance(e.get("job"), str)}
+    if evaluations is None:
+        evaluations = [r for r in map(read_evaluation, events) if r is not None]
+    jobs = {e.extra["job"] for e in evaluations if isinstance(e.extra.get("job"), str)}
     lost = {e["job"] for e in events if e.get("type") == "evaluation_lost"
             and isinstance(e.get("job"), str)} - jobs
-    out: dict[str, Any] = {"finished": end is not None, "evaluations": len(evaluations),
-                           "planned": None, "upper_bound": False, "lost": len(lost), "text": None,
-                           "resume": _resume_command(events) if end is None else None}
+    out: Progress = {"finished": end is not None, "evaluations": len(evaluations),
+                     "planned": None, "upper_bound": False, "lost": len(lost), "text": None,
+                     "resume": _resume_command(events) if end is None else None}
     command = config.get("command")
     lost_text = (f"; {len(lost)} lost (their Ray workers or nodes died on every retry: "
                  "evaluation_lost events)") if lost else ""
@@ -196,36 +225,37 @@ def progress(config: dict[str, Any], events: list[dict[str, Any]],
     return out
 
 
-def _run_progress(out: dict[str, Any], end: dict[str, Any] | None, jobs: set[str],
+def _run_progress(out: Progress, end: dict[str, Any] | None, jobs: set[str],
                   plan: list[str] | None, lost_text: str, resume: str | None) -> None:
     """A `jaxbench run`'s progress: its run_end's count, else its recorded plan's jobs."""
     done = len(jobs) if jobs else out["evaluations"]
     if end is not None and isinstance(end.get("evaluations"), int):
         out["planned"] = end["evaluations"]
     elif end is None and plan is not None:
-        planned = set(plan)
-        done = len(jobs & planned)
-        out["planned"] = len(planned)
+        planned_jobs = set(plan)
+        done = len(jobs & planned_jobs)
+        out["planned"] = len(planned_jobs)
     out["evaluations"] = done
-    if out["planned"] is not None and done < out["planned"]:
+    planned = out["planned"]
+    if planned is not None and done < planned:
         why = lost_text + (f"; {resume}" if end is None else "")
-        out["text"] = f"incomplete: {done} of {out['planned']} evaluations{why}"
+        out["text"] = f"incomplete: {done} of {planned} evaluations{why}"
 
 
-def _optimize_progress(out: dict[str, Any], config: dict[str, Any],
-                       events: list[dict[str, Any]], evaluations: list[dict[str, Any]],
+def _optimize_progress(out: Progress, config: dict[str, Any],
+                       events: list[dict[str, Any]], evaluations: list[EvaluationResult],
                        resume: str | None) -> None:
     """An unfinished optimize run's progress: its samples of up to tasks x budget."""
-    samples = [e for e in evaluations if e.get("origin") != "seed"]
+    samples = [e for e in evaluations if not is_seed(e)]
     out["evaluations"] = len(samples)
     tasks, budget, method = config.get("tasks"), config.get("budget"), config.get("method")
     if isinstance(tasks, list) and tasks and isinstance(budget, int) and \
-            all(e.get("method") == method for e in samples):
+            all(e.extra.get("method") == method for e in samples):
         done = {e.get("task") for e in events if e.get("type") == "task_done"
                 and e.get("method") == method}
-        out.update(planned=len(tasks) * budget, upper_bound=True)
+        out["planned"], out["upper_bound"] = len(tasks) * budget, True
         n = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''}"
-        out["text"] = (f"incomplete: {len(samples)} of up to {out['planned']} samples ({n} x budget "
+        out["text"] = (f"incomplete: {len(samples)} of up to {len(tasks) * budget} samples ({n} x budget "
                        f"{budget}); {len(done & set(tasks))} of {n} finished; {resume}")
 
 
@@ -253,22 +283,22 @@ def _resume_text(events: list[dict[str, Any]]) -> str:
     return f"interrupted{by}; resume with: {command}"
 
 
-def _task_summary(evals: list[dict[str, Any]]) -> dict[str, Any]:
-    speeds = [e["speedup"] for e in evals if e.get("status") == Status.CORRECT and e.get("speedup")]
-    statuses = [e.get("status") for e in evals]
+def _task_summary(evals: list[EvaluationResult]) -> dict[str, Any]:
+    speeds = [e.speedup for e in evals if correct(e) and e.speedup]
+    statuses = [e.status for e in evals]
     best_status = Status.CORRECT if Status.CORRECT in statuses else max(
         statuses, key=status_rank, default=None)
     return {"samples": len(evals), FIELD_CORRECT: statuses.count(Status.CORRECT),
             "best_status": best_status, "best_speedup": max(speeds) if speeds else None}
 
 
-def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None, timed: bool,
+def _method_summary(by_task: Mapping[str, list[Drawn]], budget: int | None, timed: bool,
                     llm: dict[str, Any] | None, method: str = "") -> dict[str, Any]:
     samples: dict[str, list[metrics.Sample]] = {}
-    flat: list[dict[str, Any]] = []
-    for task_id, evals in by_task.items():
-        ordered = sorted(evals, key=lambda e: e["_order"])
-        samples[task_id] = [(e.get("status") == Status.CORRECT, e.get("speedup")) for e in ordered]
+    flat: list[EvaluationResult] = []
+    for task_id, drawn in by_task.items():
+        ordered = [d.result for d in sorted(drawn, key=lambda d: d.order)]
+        samples[task_id] = [(correct(e), e.speedup) for e in ordered]
         flat += ordered
     longest = max((len(s) for s in samples.values()), default=0)
     limit = budget or longest
@@ -277,7 +307,7 @@ def _method_summary(by_task: dict[str, list[dict[str, Any]]], budget: int | None
         "tasks": len(samples),
         "samples": len(flat),
         "compile_rate": metrics.rate([compiled(e) for e in flat]),
-        "correct_rate": metrics.rate([e.get("status") == Status.CORRECT for e in flat]),
+        "correct_rate": metrics.rate([correct(e) for e in flat]),
     }
     draws = independent(method)
     summary["at_k"] = AT_K[draws]
@@ -375,28 +405,28 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         console.print(f"[bold yellow]{escape(text)}[/]")
 
 
-def spans_summary(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
+def spans_summary(evaluations: list[EvaluationResult]) -> dict[str, Any] | None:
     """Where the evaluations' wall time went (each result's ``spans``): per span the total
     seconds, its share of the summed wall and the median over the evaluations that have it;
     ``coverage``, the spans' sum over the wall. None when no evaluation records spans (runs
     made before they were recorded)."""
     import statistics
 
-    timed = [e for e in evaluations if isinstance(e.get("spans"), dict)
-             and isinstance(e.get("wall_s"), (int, float)) and e["wall_s"] > 0]
+    timed = [(e.spans, e.wall_s) for e in evaluations if isinstance(e.spans, Mapping)
+             and isinstance(e.wall_s, (int, float)) and e.wall_s > 0]
     if not timed:
         return None
-    wall = sum(e["wall_s"] for e in timed)
+    wall = sum(wall_s for _, wall_s in timed)
     names: dict[str, list[float]] = defaultdict(list)
-    for e in timed:
-        for name, seconds in e["spans"].items():
+    for spans_of, _ in timed:
+        for name, seconds in spans_of.items():
             if isinstance(seconds, (int, float)):
                 names[name].append(float(seconds))
     spans = {name: {"total_s": round(sum(v), 3), "share": sum(v) / wall,
                     "median_s": round(statistics.median(v), 3)}
              for name, v in sorted(names.items(), key=lambda kv: -sum(kv[1]))}
     return {"evaluations": len(timed), "wall_s": round(wall, 3),
-            "median_wall_s": round(statistics.median(e["wall_s"] for e in timed), 3),
+            "median_wall_s": round(statistics.median(wall_s for _, wall_s in timed), 3),
             "coverage": sum(v["total_s"] for v in spans.values()) / wall, "spans": spans}
 
 
@@ -431,13 +461,13 @@ JUDGE_WARNINGS = {
 }
 
 
-def judge_warnings(evaluations: Any, most: int = 200) -> dict[str, Any]:
+def judge_warnings(evaluations: Iterable[EvaluationResult], most: int = 200) -> dict[str, Any]:
     """The evaluations that carry a judge warning (:data:`JUDGE_WARNINGS`): ``counts`` per kind
     and up to ``most`` ``rows`` (task, target, status, kind, text)."""
     counts: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
-    for event in evaluations:
-        for text in event.get("warnings") or []:
+    for result in evaluations:
+        for text in result.warnings:
             if not isinstance(text, str):
                 continue
             kind = next((k for k in JUDGE_WARNINGS if text.startswith(k)), None)
@@ -445,8 +475,8 @@ def judge_warnings(evaluations: Any, most: int = 200) -> dict[str, Any]:
                 continue
             counts[kind] = counts.get(kind, 0) + 1
             if len(rows) < most:
-                rows.append({"task": event.get("task"), "target": event.get("target"),
-                             "status": event.get("status"), "kind": kind, "text": text[:400]})
+                rows.append({"task": result.task, "target": result.target or None,
+                             "status": result.status, "kind": kind, "text": text[:400]})
     return {"counts": counts, "rows": rows}
 
 

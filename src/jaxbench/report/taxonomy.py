@@ -1,6 +1,6 @@
 """The failure taxonomy of a run: what each failing evaluation failed on, by rule.
 
-:func:`classify` is a pure function of one evaluation event's ``rule`` code (its ``status``
+:func:`classify` is a pure function of one evaluation result's ``rule`` code (its ``status``
 and ``stage`` only for records without a known code: runs written before rule codes, schema
 version 1): ``None`` for a correct evaluation, else one key of :data:`CATEGORIES`. No message
 is read, so a kernel whose exception text imitates another failure's message stays in its
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
-from jaxbench.contract import Category, Status, category_of
+from jaxbench.contract import Category, EvaluationResult, Status, category_of
 
 C = Category
 
@@ -65,10 +64,10 @@ CATEGORIES: dict[Category, tuple[str, str]] = {
 }
 
 
-def classify(event: dict[str, Any]) -> Category | None:
-    """The category of one evaluation event (None when it is correct): from its ``rule``
-    code (``status`` and ``stage`` only where the record has no known code)."""
-    return category_of(event.get("status"), event.get("stage"), event.get("rule"))
+def classify(result: EvaluationResult) -> Category | None:
+    """The category of one evaluation (None when it is correct): from its ``rule`` code
+    (``status`` and ``stage`` only where the record has no known code)."""
+    return category_of(result.status, result.stage, result.rule)
 
 
 def label(category: str) -> str:
@@ -79,10 +78,10 @@ def meaning(category: str) -> str:
     return CATEGORIES.get(category, ("", ""))[1]
 
 
-def count(events: Iterable[dict[str, Any]]) -> dict[str, int]:
+def count(results: Iterable[EvaluationResult]) -> dict[str, int]:
     """Failing evaluations per category, in :data:`CATEGORIES` order (categories with none left
     out)."""
-    found = Counter(c for c in (classify(e) for e in events) if c is not None)
+    found = Counter(c for c in (classify(r) for r in results) if c is not None)
     return {key: found[key] for key in CATEGORIES if found.get(key)}
 
 

@@ -30,9 +30,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from jaxbench.contract import FIELD_NO_KERNEL
+from jaxbench.contract import FIELD_NO_KERNEL, EvaluationResult
 from jaxbench.report.data import method_of, series_label
 
 KINDS = ("kernel", "plan")
@@ -99,35 +100,36 @@ def by_kind(calls: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def evaluation_stats(evaluations: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def evaluation_stats(evaluations: Iterable[EvaluationResult]) -> dict[str, Any]:
     """The evaluations of a series: ``evaluations`` (every event), ``run`` (the evaluator ran;
-    seed kernels included), ``reused`` (a verdict reused for an identical kernel, no time
-    spent), ``no_kernel`` (an answer without a kernel, recorded and never run), ``timed``
-    (run, with a ``wall_s``) and their wall time, total and p50."""
+    seed kernels included), ``reused`` (a verdict reused for an identical kernel, its
+    ``reused_from`` key: no time spent), ``no_kernel`` (an answer without a kernel, recorded
+    and never run: ``synthetic``), ``timed`` (run, with a ``wall_s``) and their wall time,
+    total and p50."""
     evaluations = list(evaluations)
-    reused = [e for e in evaluations if e.get("reused_from") is not None]
-    no_kernel = [e for e in evaluations if e.get("reused_from") is None and e.get("synthetic")]
-    ran = [e for e in evaluations if e.get("reused_from") is None and not e.get("synthetic")]
-    times = [x for x in (_number(e.get("wall_s")) for e in ran) if x is not None]
+    reused = [e for e in evaluations if e.extra.get("reused_from") is not None]
+    no_kernel = [e for e in evaluations if e.extra.get("reused_from") is None and e.synthetic]
+    ran = [e for e in evaluations if e.extra.get("reused_from") is None and not e.synthetic]
+    times = [x for x in (_number(e.wall_s) for e in ran) if x is not None]
     return {"evaluations": len(evaluations), "run": len(ran), "reused": len(reused),
             FIELD_NO_KERNEL: len(no_kernel), "timed": len(times),
             "time_total_s": sum(times) if times else None, "time_p50_s": percentile(times, 0.5)}
 
 
 def summarize_usage(llm_calls: Iterable[dict[str, Any]],
-                    evaluations: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+                    evaluations: Iterable[EvaluationResult]) -> dict[str, dict[str, Any]]:
     """Series (method · target; a method's name for LLM calls whose method has no single
     series) -> ``method``, ``target``, ``models`` (of its calls), ``llm`` (:func:`by_kind`; None
     without calls), ``by_model`` (model -> :func:`by_kind`, only when its calls used several
     models) and ``evaluations`` (:func:`evaluation_stats`; None without evaluations)."""
-    evals: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    evals: dict[str, list[EvaluationResult]] = defaultdict(list)
     series_of_method: dict[str, set[str]] = defaultdict(set)
     targets: dict[str, str | None] = {}
     for e in evaluations:
         label = series_label(e)
         evals[label].append(e)
         series_of_method[method_of(e)].add(label)
-        targets[label] = e.get("target")
+        targets[label] = e.target or None
     calls: dict[str, list[dict[str, Any]]] = defaultdict(list)
     call_method: dict[str, str] = {}
     for c in llm_calls:
@@ -232,18 +234,29 @@ def evaluations_text(stats: dict[str, Any] | None,
     return (count, total, seconds_text(stats["time_p50_s"], units.get("eval p50")))
 
 
-def rows(usage: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Row:
+    """One row of the table: ``label``, the series' name ("" after its first row), ``method``,
+    ``model`` (of its calls: "all models" for the rows over several, None when the calls name
+    none), ``kind`` of calls (None for a series without calls), ``llm`` (:func:`call_stats`) and
+    ``evaluations`` (:func:`evaluation_stats`; on the series' first row only), each or None."""
+
+    label: str
+    method: str
+    model: str | None = None
+    kind: str | None = None
+    llm: dict[str, Any] | None = None
+    evaluations: dict[str, Any] | None = None
+
+
+def rows(usage: dict[str, dict[str, Any]]) -> list[Row]:
     """The table's rows: per series, one row of its kernel calls; with planning calls, also one
     of its plan calls and one of all its calls; with several models, those rows per model and
-    then for all models. The series' name and its evaluation figures are on its first row.
-    Each row: ``label`` ("" after the first), ``method``, ``model`` (of its calls: "all models"
-    for the rows over several, None when the calls name none), ``kind`` (None for a series
-    without calls), ``llm`` and ``evaluations`` (or None)."""
+    then for all models. The series' name and its evaluation figures are on its first row."""
     out = []
     for label, entry in usage.items():
         if entry["llm"] is None:
-            out.append({"label": label, "method": entry["method"], "model": None, "kind": None,
-                        "llm": None, "evaluations": entry["evaluations"]})
+            out.append(Row(label, entry["method"], evaluations=entry["evaluations"]))
             continue
         models = entry.get("models") or []
         groups: list[tuple[str | None, dict[str, Any]]] = [(models[0] if len(models) == 1 else None,
@@ -254,9 +267,8 @@ def rows(usage: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         for model, kinds in groups:
             shown = ("kernel", "plan", "all") if kinds["plan"]["calls"] else ("kernel",)
             for kind in shown:
-                out.append({"label": label if first else "", "method": entry["method"], "model": model,
-                            "kind": kind, "llm": kinds[kind],
-                            "evaluations": entry["evaluations"] if first else None})
+                out.append(Row(label if first else "", entry["method"], model, kind, kinds[kind],
+                               entry["evaluations"] if first else None))
                 first = False
     return out
 
@@ -294,26 +306,27 @@ TIME_COLUMNS = {"latency p50": ("llm", "latency_p50_s"), "latency p90": ("llm", 
                 "eval p50": ("evaluations", "time_p50_s")}
 
 
-def column_units(table: Iterable[dict[str, Any]]) -> dict[str, str]:
+def column_units(table: Iterable[Row]) -> dict[str, str]:
     """The unit of each duration column over the rows of a table (its longest value's)."""
     table = list(table)
-    return {col: time_unit((row[part] or {}).get(key) for row in table)
+    return {col: time_unit(((row.llm if part == "llm" else row.evaluations) or {}).get(key)
+                           for row in table)
             for col, (part, key) in TIME_COLUMNS.items()}
 
 
-def cells(row: dict[str, Any], cols: list[str], units: dict[str, str] | None = None) -> list[str]:
+def cells(row: Row, cols: list[str], units: dict[str, str] | None = None) -> list[str]:
     """A row's cells (plain text), in the order of ``cols``; durations in ``units`` (column ->
     unit, :func:`column_units` of the whole table; else each value's own)."""
-    llm, kind = row["llm"], row["kind"]
+    llm, kind = row.llm, row.kind
     units = units or {}
-    count, total, p50 = evaluations_text(row["evaluations"], units) if row["label"] else ("", "", "")
-    values = {"method · target": row["label"], "model": row["model"] or "", "evaluations": count,
+    count, total, p50 = evaluations_text(row.evaluations, units) if row.label else ("", "", "")
+    values = {"method · target": row.label, "model": row.model or "", "evaluations": count,
               "eval time": total, "eval p50": p50}
     if llm is None:
         values.update({c: "-" for c in LLM_COLUMNS})
     else:
         values.update({
-            "calls": calls_text(llm, kind), "failed": str(llm["failed_calls"]),
+            "calls": calls_text(llm, kind or ""), "failed": str(llm["failed_calls"]),
             "latency p50": seconds_text(llm["latency_p50_s"], units.get("latency p50")),
             "latency p90": seconds_text(llm["latency_p90_s"], units.get("latency p90")),
             "latency total": seconds_text(llm["latency_total_s"], units.get("latency total")),
@@ -340,7 +353,7 @@ def print_usage(usage: dict[str, dict[str, Any]] | None, console: Any,
         return
     flagged = set(seeded)
 
-    def table(title: str, cols: list[str], shown: list[dict[str, Any]], caption: str) -> None:
+    def table(title: str, cols: list[str], shown: list[Row], caption: str) -> None:
         out = Table(title=title, caption=caption)
         for col in cols:
             out.add_column(col, justify="right" if col in NUMERIC else "left",
@@ -348,7 +361,7 @@ def print_usage(usage: dict[str, dict[str, Any]] | None, console: Any,
         units = column_units(shown)
         for row in shown:
             texts = [escape(c) for c in cells(row, cols, units)]
-            if row["label"] and row["method"] in flagged:
+            if row.label and row.method in flagged:
                 texts[0] += " [yellow](seeded)[/]"
             out.add_row(*texts)
         console.print(out)
@@ -356,16 +369,15 @@ def print_usage(usage: dict[str, dict[str, Any]] | None, console: Any,
     cols = columns(usage)
     if with_llm(usage):
         calls = [c for c in cols if c not in EVAL_COLUMNS]
-        table("LLM calls per method · target", calls, [r for r in rows(usage) if r["llm"] is not None],
+        table("LLM calls per method · target", calls, [r for r in rows(usage) if r.llm is not None],
               CALLS_CAPTION)
-    timed = [{"label": label, "method": entry["method"], "model": None, "kind": None, "llm": None,
-              "evaluations": entry["evaluations"]}
+    timed = [Row(label, entry["method"], evaluations=entry["evaluations"])
              for label, entry in usage.items() if entry["evaluations"] is not None]
     if timed:
         table("evaluation time per method · target", ["method · target", *EVAL_COLUMNS], timed, EVAL_CAPTION)
 
 
-__all__ = ["KINDS", "TITLE", "by_kind", "call_kind", "call_stats", "cells", "column_units", "columns",
+__all__ = ["KINDS", "TITLE", "Row", "by_kind", "call_kind", "call_stats", "cells", "column_units", "columns",
            "cost_text",
            "evaluation_stats", "percentile", "print_usage", "rows", "seconds_text", "share_text",
            "summarize_usage", "title", "with_llm"]
