@@ -31,14 +31,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from jaxbench.agents.prompts import uses_erf
-from jaxbench.contract import RULES, Rule
+from jaxbench.contract import RULES, EvaluationResult, Rule
 from jaxbench.tasks import Task
 
-if TYPE_CHECKING:
-    from jaxbench.agents.base import Candidate
+
+class Judged(Protocol):
+    """A judged sample as :func:`shown_failures` reads it (an agent's ``Candidate``)."""
+
+    result: EvaluationResult
+    code: str
+
+    @property
+    def correct(self) -> bool: ...
 
 DOCS_DIR = Path(__file__).parent / "docs"
 DOCS_HEADER = re.compile(r"<!-- jaxbench-docs: describes JAX (\S+)[^>]*-->\n?")
@@ -175,7 +182,8 @@ def select(task: Task, target: str, reference: str,
     return task_sections + for_errors(target, messages, task_sections)
 
 
-def shown_failures(candidates: Iterable[Candidate], sections: Iterable[str]) -> list[tuple[str | None, str]]:
+def shown_failures(candidates: Iterable[Judged],
+                   sections: Iterable[str]) -> list[tuple[str | None, str]]:
     """The failures that ``sections`` show, as ``(rule, message)``: of the failed candidates
     judged by the evaluator, those whose message's first line (its first 120 characters)
     appears there, each message without the lines of the candidate's code it quotes

@@ -38,7 +38,7 @@ from jaxbench.export.tables import (
     require_pyarrow,
     task_number,
 )
-from jaxbench.report.data import RunData, correct, load_run, task_or_none
+from jaxbench.report.data import RunData, is_correct, load_run, task_or_none
 
 DEFAULT_JSON = "sakanaai_pallasbench.json"
 DEFAULT_PARQUET_DIR = "sakanaai_pallasbench"
@@ -337,7 +337,7 @@ def records(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
         t_kernel, t_ref = e.t_kernel_ms, e.t_ref_ms
         measured = isinstance(t_kernel, (int, float)) and isinstance(t_ref, (int, float)) \
             and t_kernel > 0 and t_ref > 0
-        verdict = correct(e)
+        verdict = is_correct(e)
         inputs = None
         if task is not None and size in task.sizes:
             inputs = [list(spec.shape) for spec in task.input_specs(size)]

@@ -22,7 +22,7 @@ from jaxbench.contract import FIELD_CORRECT, FIELD_TIME, STAGES, STATUSES, Evalu
 from jaxbench.report.data import (
     RunData,
     compiled,
-    correct,
+    is_correct,
     load_run,
     method_of,
     secret_verified,
@@ -208,7 +208,7 @@ def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
             "status": _text(e.status),
             "stage": _text(e.stage),
             "message": _text(e.message),
-            FIELD_CORRECT: correct(e),
+            FIELD_CORRECT: is_correct(e),
             "compiled": compiled(e),
             "max_abs_err": _number(e.max_abs_err),
             "rel_err": _number(e.rel_err),

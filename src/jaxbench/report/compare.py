@@ -24,7 +24,7 @@ from jaxbench.contract import EvaluationResult
 from jaxbench.report.data import (
     RunData,
     best_of,
-    correct,
+    is_correct,
     load_run,
     method_of,
     task_order_key,
@@ -44,7 +44,7 @@ def _best_by_key(run: RunData, by_method: bool) -> dict[tuple[str, str, str], Ev
 
 
 def _speedup(e: EvaluationResult | None) -> float | None:
-    if e is None or not correct(e):
+    if e is None or not is_correct(e):
         return None
     s = e.speedup
     return float(s) if isinstance(s, (int, float)) and s > 0 else None
@@ -57,7 +57,7 @@ def classify(a: EvaluationResult | None, b: EvaluationResult | None, threshold: 
         return "new"
     if b is None:
         return "missing"
-    ok_a, ok_b = correct(a), correct(b)
+    ok_a, ok_b = is_correct(a), is_correct(b)
     if ok_a and not ok_b:
         return "regression"
     if ok_b and not ok_a:

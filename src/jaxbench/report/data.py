@@ -99,7 +99,7 @@ def compiled(evaluation: EvaluationResult) -> bool:
     return evaluation.status == Status.CORRECT or evaluation.stage in COMPILED_STAGES
 
 
-def correct(evaluation: EvaluationResult) -> bool:
+def is_correct(evaluation: EvaluationResult) -> bool:
     return evaluation.status == Status.CORRECT
 
 
@@ -110,7 +110,7 @@ def best_of(evaluations: list[EvaluationResult]) -> EvaluationResult | None:
         return None
 
     def key(e: EvaluationResult) -> tuple[int, float]:
-        speed = e.speedup if correct(e) else None
+        speed = e.speedup if is_correct(e) else None
         return (status_rank(e.status), speed if speed is not None else float("-inf"))
 
     best = evaluations[0]
@@ -339,6 +339,6 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     return run
 
 
-__all__ = ["IR_FILES", "BestRow", "RunData", "STATUS_ORDER", "best_of", "compiled", "correct",
+__all__ = ["IR_FILES", "BestRow", "RunData", "STATUS_ORDER", "best_of", "compiled", "is_correct",
            "in_catalogue_order", "is_seed", "load_run", "method_of", "read_evaluation", "series_label",
            "task_figures", "task_order_key", "task_or_none", "task_sort_value"]

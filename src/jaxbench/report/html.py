@@ -38,7 +38,7 @@ from jaxbench.report.data import (
     STATUS_ORDER,
     RunData,
     compiled,
-    correct,
+    is_correct,
     load_run,
     method_of,
     task_figures,
@@ -416,7 +416,7 @@ def rates_figure(run: RunData) -> Any:
                 x=[metrics.rate([compiled(e) for e in flat[m]]) for m in names],
                 hovertemplate="%{y}<br>compile rate %{x:.0%}<extra></extra>")
     fig.add_bar(name="correct rate", y=names, orientation="h", marker_color="#2ca02c",
-                x=[metrics.rate([correct(e) for e in flat[m]]) for m in names],
+                x=[metrics.rate([is_correct(e) for e in flat[m]]) for m in names],
                 hovertemplate="%{y}<br>correct rate %{x:.0%}<extra></extra>")
     legend = ["compile rate", "correct rate"]
     series_layout(fig, names, legend, WINDOW_PX / 2 - 50)
@@ -493,7 +493,7 @@ def task_status_figure(run: RunData, rows: TaskRows) -> tuple[Any, int]:
 
 def speedup_legend(best: dict[str, dict[str, EvaluationResult]]) -> list[str]:
     """The legend of the speedup chart: its series, and the marker of tasks without a speedup."""
-    failed = any(not correct(e) or not e.speedup
+    failed = any(not is_correct(e) or not e.speedup
                  for by_task in best.values() for e in by_task.values())
     return sorted(best) + (["no correct timed kernel"] if failed else [])
 
@@ -513,7 +513,7 @@ def speedup_figure(run: RunData, best: dict[str, dict[str, EvaluationResult]], r
             e = by_task.get(task)
             if e is None:
                 continue
-            s = e.speedup if correct(e) else None
+            s = e.speedup if is_correct(e) else None
             if s:
                 ys.append(labels[task])
                 xs.append(s - 1.0)
@@ -523,7 +523,7 @@ def speedup_figure(run: RunData, best: dict[str, dict[str, EvaluationResult]], r
             else:
                 failed_y.append(labels[task])
                 failed_text.append(f"{task}<br>{series}<br>{e.status}"
-                                   + (" (not timed)" if correct(e) else ""))
+                                   + (" (not timed)" if is_correct(e) else ""))
         if ys:
             fig.add_bar(name=series, y=ys, x=xs, base=1.0, orientation="h", customdata=speeds,
                         marker_color=colors.get(series),
@@ -535,7 +535,7 @@ def speedup_figure(run: RunData, best: dict[str, dict[str, EvaluationResult]], r
     fig.add_vline(x=1.0, line_dash="dash", line_color="#444")
     per_task_layout(fig, rows, x_title="speedup over XLA (log; 1x = XLA)", legend=True)
     speeds = [e.speedup for by_task in best.values() for e in by_task.values()
-              if correct(e) and e.speedup]
+              if is_correct(e) and e.speedup]
     fig.update_layout(barmode="group")
     fig.update_xaxes(**log_axis(min(speeds + [1.0]), max(speeds + [1.0])))
     return fig
@@ -578,7 +578,7 @@ def tolerances(run: RunData) -> dict[str, list[EvaluationResult]]:
     per: dict[str, list[EvaluationResult]] = {}
     for e in run.evaluations:
         value = e.tol_fraction
-        if correct(e) and isinstance(value, (int, float)) \
+        if is_correct(e) and isinstance(value, (int, float)) \
                 and not isinstance(value, bool):
             per.setdefault(run.series_of(e), []).append(e)
     return per
@@ -642,7 +642,7 @@ def fast_p_figure(run: RunData) -> Any:
 
 
 def _as_samples(seq: list[EvaluationResult]) -> list[metrics.Sample]:
-    return [(correct(e), e.speedup) for e in seq]
+    return [(is_correct(e), e.speedup) for e in seq]
 
 
 def fast_p_at_n_figure(run: RunData) -> Any:
@@ -687,7 +687,7 @@ def roofline_figure(run: RunData) -> tuple[Any, str | None]:
     ref_points: list[tuple[float, float, str]] = []
     roofs: dict[str, tuple[float, float]] = {}
     for e in run.evaluations:
-        if not correct(e) or not e.t_kernel_ms:
+        if not is_correct(e) or not e.t_kernel_ms:
             continue
         flops, nbytes = task_figures(e.task, e.size or "small")
         if not flops or not nbytes:
@@ -943,7 +943,7 @@ def task_table(run: RunData, out_dir: Path, seeded: frozenset[str] = frozenset()
     rows = []
     for i, (task, series, best, group) in enumerate(run.best_rows()):
         status = best.status
-        n_correct = sum(correct(e) for e in group)
+        n_correct = sum(is_correct(e) for e in group)
         source, source_path = run.source(best)
         kernel = []
         if source_path is not None:  # a copy in sources/ is named by its digest: show the file's name

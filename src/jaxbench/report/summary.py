@@ -35,8 +35,8 @@ from jaxbench.contract import FIELD_CORRECT, EvaluationResult, Status, status_ra
 from jaxbench.report import metrics, taxonomy
 from jaxbench.report.data import (
     compiled,
-    correct,
     in_catalogue_order,
+    is_correct,
     is_seed,
     method_of,
     read_evaluation,
@@ -284,7 +284,7 @@ def _resume_text(events: list[dict[str, Any]]) -> str:
 
 
 def _task_summary(evals: list[EvaluationResult]) -> dict[str, Any]:
-    speeds = [e.speedup for e in evals if correct(e) and e.speedup]
+    speeds = [e.speedup for e in evals if is_correct(e) and e.speedup]
     statuses = [e.status for e in evals]
     best_status = Status.CORRECT if Status.CORRECT in statuses else max(
         statuses, key=status_rank, default=None)
@@ -298,7 +298,7 @@ def _method_summary(by_task: Mapping[str, list[Drawn]], budget: int | None, time
     flat: list[EvaluationResult] = []
     for task_id, drawn in by_task.items():
         ordered = [d.result for d in sorted(drawn, key=lambda d: d.order)]
-        samples[task_id] = [(correct(e), e.speedup) for e in ordered]
+        samples[task_id] = [(is_correct(e), e.speedup) for e in ordered]
         flat += ordered
     longest = max((len(s) for s in samples.values()), default=0)
     limit = budget or longest
@@ -307,7 +307,7 @@ def _method_summary(by_task: Mapping[str, list[Drawn]], budget: int | None, time
         "tasks": len(samples),
         "samples": len(flat),
         "compile_rate": metrics.rate([compiled(e) for e in flat]),
-        "correct_rate": metrics.rate([correct(e) for e in flat]),
+        "correct_rate": metrics.rate([is_correct(e) for e in flat]),
     }
     draws = independent(method)
     summary["at_k"] = AT_K[draws]
