@@ -75,7 +75,7 @@ def test_eval_exit_1_for_a_wrong_kernel():
     (["eval", SEED, "--task", "8p_gemm", "--timeout", "-1"], "-1"),
     (["run", "--kernels", "seed", "--timeout", "0"], "0"),
     (["eval", SEED, "--task", "8p_gemm", "--target", "tpu"],
-     "--target tpu contradicts"),
+     "target tpu contradicts the kernel's TARGET"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(args, words):
     out = jaxbench(*args)

@@ -83,19 +83,6 @@ def check_cost(task_ids: list[str], size: str, mode: str, targets: list[str], tr
                     "--timeout, or --force to run it anyway")
 
 
-def check_target(file: Path, target: str | None) -> None:
-    """A --target that contradicts the file's TARGET, or a TARGET that names no platform, is a
-    usage error (evaluating for the other platform fails with misleading lowering errors)."""
-    from jaxbench.evaluator import target_declaration
-
-    declared, problem = target_declaration(file.read_text(errors="replace"))
-    if problem:
-        usage_error(f"{file}: {problem}")
-    if target is not None and declared is not None and target != declared:
-        usage_error(f'--target {target} contradicts {file}\'s TARGET = "{declared}": drop '
-                    f"--target (the file's TARGET is used) or change TARGET")
-
-
 def task_file_option(command: F) -> F:
     """``--task-file FILE`` (repeatable): a task of one's own, outside the package."""
     return click.option(

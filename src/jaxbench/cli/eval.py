@@ -15,7 +15,7 @@ from jaxbench.cli.common import (
     TARGET,
     USAGE_ERRORS,
     check_cost,
-    check_target,
+    error_text,
     load_task_files,
     task_file_option,
     usage_error_from,
@@ -67,21 +67,30 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
     if save_ir is not None and save_ir.is_dir() and any(save_ir.iterdir()):
         usage_error(f"--save-ir {save_ir} already holds files; give a new or empty directory "
                     "(nothing was overwritten)")
-    from jaxbench.evaluator import Evaluator, Settings, declared_target
+    from jaxbench.evaluator import Evaluator, Settings, resolve_case
     from jaxbench.executors import evaluate_with
+    from jaxbench.tasks import get_task
 
     own = [entry[0] for entry in load_task_files(task_files)]
     if task_id is None:
         if len(own) > 1:
             usage_error(f"the task files define {', '.join(own)}: choose one with --task")
         task_id = own[0]
-    check_target(file, target)
-    if not force:
-        chosen = target or declared_target(file.read_text(errors="replace")) or "tpu"
-        check_cost([task_id], size, "interpret" if debug else mode, [chosen], trials, timeout_s)
     settings = Settings.of(target=target, mode=mode, size=size, trials=trials, timeout_s=timeout_s,
                            tpu_interpret=not no_tpu_interpret, save_ir=save_ir, debug=debug,
                            chip=chip)
+    try:
+        task = get_task(task_id)
+    except USAGE_ERRORS as exc:
+        usage_error_from(exc)
+    try:  # the evaluator's one resolver: what it will evaluate with, or why not
+        case = resolve_case(task, settings, file.read_text(errors="replace"), front_door=True)
+    except RuntimeError as exc:  # e.g. --mode device without the hardware
+        usage_error(f"{file}: {exc}")
+    except USAGE_ERRORS as exc:
+        usage_error(f"{file}: {error_text(exc)}")
+    if not force:
+        check_cost([task_id], size, case.mode, [case.target], trials, timeout_s)
     evaluator = Evaluator(spares=0)
     # Ctrl-C or SIGTERM (a CI kill, `timeout`): the tracer and runner die with their process
     # groups at once, and nothing of them outlives this process.

@@ -53,6 +53,8 @@ def __getattr__(name: str) -> Any:
         from jaxbench import contract as module
     elif name in ("declared_target", "target_declaration"):
         from jaxbench.evaluator.parent import static as module
+    elif name == "resolve_case":
+        from jaxbench.evaluator.parent import case as module
     elif name == "default_timeout":
         from jaxbench.evaluator.parent import timeouts as module
     elif name == "diagnose":
@@ -78,6 +80,7 @@ __all__ = [
     "StageFailure",
     "Status",
     "declared_target",
+    "resolve_case",
     "default_timeout",
     "diagnose",
     "evaluate",

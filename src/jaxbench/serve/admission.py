@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from jaxbench.contract import source_sha256
+from jaxbench.contract import Settings, source_sha256
 from jaxbench.executors import EvaluatorLike, SupportsResolveMode
 from jaxbench.serve.auth import Principal
 from jaxbench.serve.config import ID_PATTERN, Request, ServeConfig, ServeError
@@ -49,7 +49,7 @@ class Admission:
     def prepare(self, request: Request, principal: Principal, batch: str | None,
                 evaluator: EvaluatorLike | None = None) -> tuple[Submission, str]:
         """Checks one request (ServeError otherwise) and makes its submission (not yet kept)."""
-        from jaxbench.evaluator import default_timeout, interpret_cost_problem, target_declaration
+        from jaxbench.evaluator import interpret_cost_problem, resolve_case
         from jaxbench.tasks import get_task
 
         size_bytes = len(request.source.encode("utf-8", "surrogatepass"))
@@ -67,29 +67,23 @@ class Admission:
             task = get_task(request.task)
         except KeyError as exc:
             raise ServeError(422, str(exc).strip("'\"")) from None
-        declared, problem = target_declaration(source)
-        if problem:
-            raise ServeError(422, problem)
-        if request.target not in (None, "tpu", "gpu"):
-            raise ServeError(422, f"unknown target {request.target!r}; use tpu or gpu")
-        if request.target and declared and request.target != declared:
-            raise ServeError(422, f'target {request.target} contradicts the source\'s TARGET = '
-                                  f'"{declared}"')
-        target = request.target or declared or "tpu"
         if request.size not in task.sizes:
             raise ServeError(422, f"unknown size {request.size!r} for {task.id}; sizes: "
                                   f"{', '.join(task.sizes)}")
-        mode = request.mode or self.config.default_mode
-        try:
-            resolved = self.resolve_mode(mode, target, evaluator)
-        except (RuntimeError, ValueError) as exc:
-            raise ServeError(422, str(exc)) from None
-        chip = self._chip(request.chip, target)
         if not 1 <= request.trials <= 20:
             raise ServeError(422, "trials: 1 to 20")
+        mode = request.mode or self.config.default_mode
+        try:  # the evaluator's own resolver, as each evaluation will resolve it
+            case = resolve_case(task, Settings.of(
+                target=request.target, mode=mode, size=request.size, trials=request.trials,
+                timeout_s=request.timeout_s, chip=request.chip), source, front_door=True,
+                mode_of=lambda asked, target: self.resolve_mode(asked, target, evaluator))
+        except (RuntimeError, ValueError, KeyError) as exc:
+            raise ServeError(422, str(exc).strip("'\"")) from None
+        target, resolved = str(case.target), str(case.mode)
+        chip = self._chip(request.chip, target)  # as asked (None: the evaluation's default)
         if resolved == "interpret":
-            problem = interpret_cost_problem(task, request.size, request.trials,
-                                             request.timeout_s or default_timeout(task.id, "interpret"))
+            problem = interpret_cost_problem(task, request.size, request.trials, case.timeout_s)
             if problem:
                 raise ServeError(422, f"{problem}; submit size small or use a device")
         digest = source_sha256(source)

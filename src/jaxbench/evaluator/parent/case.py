@@ -2,17 +2,22 @@
 was asked with, and what the parent resolved from them (the target, the mode, the chip it is
 judged for, the limits). Shared by the evaluation's phases
 (:mod:`jaxbench.evaluator.parent.evaluation`) and the readers of what the untrusted side left
-(:mod:`jaxbench.evaluator.parent.untrusted`)."""
+(:mod:`jaxbench.evaluator.parent.untrusted`).
+
+:func:`resolve_case` is the one resolver of settings: the evaluator resolves every evaluation
+with it, and the front doors (``jaxbench eval``, ``jaxbench serve``'s admission) call it with
+``front_door=True`` to refuse what they are given before anything runs, with the same words."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from jaxbench.backends import device_kind, resolve_mode
 from jaxbench.backends.chips import chip_or_default, default_chip, resolve_chip
 from jaxbench.contract import TARGETS, Mode, Settings, Target
-from jaxbench.evaluator.parent.static import declared_target
+from jaxbench.evaluator.parent.static import target_declaration
 from jaxbench.evaluator.parent.timeouts import default_timeout
 
 
@@ -58,12 +63,26 @@ class Case:
         return self.settings.debug
 
 
-def resolve_case(task: Any, settings: Settings, source: str) -> Case:
-    """The case for ``task`` asked with ``settings``: a bad setting is a ValueError (an unknown
-    size a KeyError naming the sizes), before anything runs."""
+def resolve_case(task: Any, settings: Settings, source: str, *, front_door: bool = False,
+                 mode_of: Callable[[str, str], str] | None = None) -> Case:
+    """The case for ``task`` asked with ``settings`` for ``source``: its target (asked, else
+    the kernel's ``TARGET``, else tpu), mode, the chip it is judged for and its limits. A bad
+    setting is a ValueError (an unknown size a KeyError naming the sizes; ``--mode device``
+    without the hardware a RuntimeError), before anything runs.
+
+    ``front_door``: also refuse a ``TARGET`` that names no platform and an asked target that
+    contradicts it (a caller's input; inside an evaluation they are the kernel's fault, and its
+    verdict says so). ``mode_of``: where the evaluation resolves its mode elsewhere (a Ray
+    cluster), that resolution; the chip is then the one asked for, not this host's."""
     if settings.trials < 1:
         raise ValueError("trials must be at least 1")
-    declared = declared_target(source)
+    declared, problem = target_declaration(source)
+    if front_door and problem:
+        raise ValueError(problem)
+    if front_door and settings.target and declared and settings.target != declared:
+        raise ValueError(f'target {settings.target} contradicts the kernel\'s TARGET = '
+                         f'"{declared}": drop the target (the kernel\'s TARGET is used) or '
+                         "change TARGET")
     target = settings.target or declared or Target.TPU
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; use tpu or gpu")
@@ -72,9 +91,11 @@ def resolve_case(task: Any, settings: Settings, source: str) -> Case:
     if settings.debug and settings.mode == "device":
         raise ValueError("--debug runs the kernel in interpret mode on the CPU; drop "
                          "--mode device")
-    mode = Mode.INTERPRET if settings.debug else resolve_mode(settings.mode, target)
+    mode = Mode.INTERPRET if settings.debug else Mode((mode_of or resolve_mode)(settings.mode,
+                                                                                 target))
+    here = mode if mode_of is None else Mode.INTERPRET  # no chip of this host's to ask for
     return Case(task=task, settings=settings, target=target, mode=mode,
-                chip=judged_chip(task.suite, target, mode, settings.chip),
+                chip=judged_chip(task.suite, target, here, settings.chip),
                 timeout_s=settings.timeout_s or default_timeout(task.id, mode),
                 memory_bytes=int(settings.memory_gb * 2**30),
                 assumed_target=settings.target is None and declared is None)
