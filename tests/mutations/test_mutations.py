@@ -233,7 +233,8 @@ MUTATIONS = [
          "[proc_cmdlines_obfuscated.py]",)),
     Mutation(
         "results_not_made_printable", "evaluator/parent/evaluation.py", "Evaluation.run",
-        "        return printable_result(self.result)", "        return self.result",
+        "        return EvaluationResult(**printable_result(self.result))",
+        "        return EvaluationResult(**self.result)",
         ("tests/test_messages.py::test_terminal_escapes_from_the_kernel_never_reach_the_result",)),
     Mutation(
         "csv_formulas_left_live", "export/tables.py", "write",
@@ -631,8 +632,8 @@ MUTATIONS = [
         "        if False:  # mutant: any source size is accepted",
         ("tests/test_serve.py::test_a_50_mb_source_is_refused_before_it_is_read",)),
     Mutation("reward_unverified_earns_correctness", "serve/rewards.py", "reward",
-        '    is_correct = status == Status.CORRECT and not result.get("debug")',
-        '    is_correct = status in (Status.CORRECT, Status.UNVERIFIED) and not result.get("debug")',
+        "is_correct = status == Status.CORRECT and",
+        "is_correct = status in (Status.CORRECT, Status.UNVERIFIED) and",
         ("tests/test_serve_units.py::test_only_a_correct_verdict_earns_the_correctness_reward",)),
     Mutation("reward_speedup_in_interpret_mode", "serve/rewards.py", "reward",
         '    if is_correct and mode == "device" and speedup is not None:',
@@ -759,8 +760,7 @@ MUTATIONS = [
         "POLICY_STATUS = Status.NO_PALLAS", "POLICY_STATUS = Status.REJECTED",
         ("tests/test_rules_budget.py::test_outside_work_over_the_budget_is_no_pallas_with_its_code",)),
     Mutation("old_policy_refusals_rewarded_as_cheats", "serve/rewards.py", "reward",
-        'if status == Status.REJECTED and result.get("rule") in POLICY_RULES:',
-        "if False:  # mutant",
+        "if status == Status.REJECTED and", "if False and",
         ("tests/test_judge_fails_closed.py::test_a_policy_refusal_earns_what_no_pallas_earns_never_less",)),
     Mutation("runner_reused_after_a_tpu_interpreter_reset", "evaluator/parent/judge_client.py",
         "RunnerPool.run",
@@ -856,7 +856,7 @@ def mutate(mutation: Mutation, root: Path) -> Path:
 
 def run_against(src: Path, tests: tuple[str, ...], timeout_s: float = 600) -> tuple[int, str]:
     """Runs ``tests`` with the package at ``src`` first on the path; (exit code, output)."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXBENCH_TEST_SRC": str(src),  # tests/conftest.py
            "PYTHONPATH": os.pathsep.join([str(src)] + (
                [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
     where = subprocess.run([sys.executable, "-c", "import jaxbench; print(jaxbench.__file__)"],
