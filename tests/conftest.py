@@ -29,12 +29,14 @@ def pytest_configure(config):
         os.environ["JAX_PLATFORMS"] = "cpu"
     # The package under test is this checkout's, in this process and in every process the
     # evaluator starts, even where the environment has another checkout installed (a second
-    # worktree beside an editable install); unless the caller's PYTHONPATH names a package of
-    # its own (the mutation tests' mutated copy).
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if not any((Path(p) / "jaxbench" / "__init__.py").is_file() for p in paths):
-        sys.path.insert(0, SRC)
-        os.environ["PYTHONPATH"] = os.pathsep.join([SRC, *paths])
+    # worktree beside an editable install); or the copy JAXBENCH_TEST_SRC names (the mutation
+    # checks' mutated package, tests/mutations/).
+    src = os.environ.get("JAXBENCH_TEST_SRC") or SRC
+    if sys.path[:1] != [src]:
+        sys.path.insert(0, src)
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if paths[:1] != [src]:
+        os.environ["PYTHONPATH"] = os.pathsep.join([src, *(p for p in paths if p)])
     # Triton's compiler (the optional `triton` extra) adds seconds to every GPU evaluation:
     # off for the suite, on in tests/test_triton_compile.py.
     os.environ.setdefault("JAXBENCH_TRITON_COMPILE", "0")

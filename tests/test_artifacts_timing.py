@@ -17,9 +17,9 @@ def test_save_ir_writes_jaxpr_stablehlo_and_kernel_ir(evaluator, tmp_path):
         out = tmp_path / target
         result = evaluator.evaluate(SEEDS / f"seed_{target}.py", "8p_gemm", trials=1,
                                     tpu_interpret=False, save_ir=out)
-        assert result["status"] == "correct", result["message"]
-        assert set(result["artifacts"]["files"]) >= {"jaxpr.txt", "stablehlo.mlir",
-                                                     "kernel_ir.mlir", "analysis.json"}
+        assert result.status == "correct", result.message
+        assert set(result.artifacts["files"]) >= {"jaxpr.txt", "stablehlo.mlir",
+                                                  "kernel_ir.mlir", "analysis.json"}
         assert "pallas_call" in (out / "jaxpr.txt").read_text()
         assert dialect in (out / "kernel_ir.mlir").read_text()
         assert "compile_s" in json.loads((out / "analysis.json").read_text())

@@ -150,7 +150,7 @@ def test_runner_never_holds_a_candidate(evaluator):
     """After a real evaluation, the warm runner process has no candidate or sandbox module."""
     seed = Path(evaluator_pkg.__file__).parents[1] / "tasks/jaxbench/12p_rmsnorm/seed_tpu.py"
     result = evaluator.evaluate(seed, "12p_rmsnorm", trials=1, tpu_interpret=False)
-    assert result["status"] == "correct" and result["judged_on"] == "trusted_export"
+    assert result.status == "correct" and result.judged_on == "trusted_export"
     runner = evaluator.runners._idle.queue[0]
     loaded = runner.request({"op": "modules"}, 60, None).response["modules"]
     assert "jaxbench.evaluator.judge.rules" in loaded and "jaxbench.tasks" in loaded

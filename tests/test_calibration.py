@@ -11,8 +11,8 @@ KERNELS = Path(__file__).parent / "calibration"
 @pytest.mark.parametrize("name", ["honest_model_style.py", "dead_code_gemm.py"])
 def test_honest_kernels_with_scaffolding_are_correct(evaluator, name):
     result = evaluator.evaluate(KERNELS / name, "8p_gemm", trials=2)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
-    assert result["structure"]["outside_flops"] == 0  # the dead XLA matmul is not counted
+    assert result.status == "correct", f"{result.stage}: {result.message}"
+    assert result.structure["outside_flops"] == 0  # the dead XLA matmul is not counted
 
 
 @pytest.mark.parametrize("name,words", [
@@ -31,9 +31,9 @@ def test_kernels_the_chip_would_refuse_fail_at_lower(evaluator, name, words):
     """Over the chip's limits (at full size, or already at the small one): found by tracing
     alone, before anything runs."""
     result = evaluator.evaluate(KERNELS / name, "8p_gemm", trials=1, tpu_interpret=False)
-    assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
+    assert (result.status, result.stage) == ("compile_error", "lower"), result.message
     for w in words:
-        assert w in result["message"], result["message"]
+        assert w in result.message, result.message
 
 
 def test_vmem_limit_follows_the_kernels_own_setting():
@@ -85,5 +85,5 @@ def test_mosaic_layout_passes_are_not_available_on_this_host():
 def test_results_say_what_lowering_proved(evaluator):
     seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py"
     result = evaluator.evaluate(seed, "12p_rmsnorm", trials=1, tpu_interpret=False)
-    assert "layout passes and the TPU compiler did not run" in result["lowering_fidelity"]
-    assert {f["size"] for f in result["stages"]["lower"]["memory"]} == {"small", "full"}
+    assert "layout passes and the TPU compiler did not run" in result.lowering_fidelity
+    assert {f["size"] for f in result.stages["lower"]["memory"]} == {"small", "full"}

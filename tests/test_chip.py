@@ -272,13 +272,13 @@ def test_a_pallasbench_kernel_is_judged_for_the_a100_the_suite_is_defined_for(
     224 KiB of shared memory per block: over an A100's 163 KiB (the PallasBench default), within
     an H200's 227 KiB."""
     a100 = evaluator.evaluate(seven_stage_matmul, "l1_matmul", trials=1)
-    assert a100["chip"] == "NVIDIA A100"
-    assert (a100["status"], a100["stage"]) == ("compile_error", "lower"), a100["message"]
-    assert "224 KiB" in a100["message"] and "NVIDIA A100's 163 KiB" in a100["message"]
-    assert "judged for NVIDIA A100 (sm_80)" in a100["lowering_fidelity"]
+    assert a100.chip == "NVIDIA A100"
+    assert (a100.status, a100.stage) == ("compile_error", "lower"), a100.message
+    assert "224 KiB" in a100.message and "NVIDIA A100's 163 KiB" in a100.message
+    assert "judged for NVIDIA A100 (sm_80)" in a100.lowering_fidelity
     h200 = evaluator.evaluate(seven_stage_matmul, "l1_matmul", trials=1, chip="H200")
-    assert (h200["status"], h200["chip"]) == ("correct", "NVIDIA H200"), h200["message"]
-    assert "judged for NVIDIA H200 (sm_90)" in h200["lowering_fidelity"]
+    assert (h200.status, h200.chip) == ("correct", "NVIDIA H200"), h200.message
+    assert "judged for NVIDIA H200 (sm_90)" in h200.lowering_fidelity
 
 
 def test_a_chip_that_is_not_one_for_the_target_is_refused(evaluator, seven_stage_matmul):
@@ -311,11 +311,11 @@ def test_a_mosaic_gpu_kernel_judged_for_an_a100_is_a_compile_error(evaluator):
     as the interpreter, see tests/test_seeds.py)."""
     seed = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/8p_gemm/seed_mosaic_gpu.py"
     result = evaluator.evaluate(seed, "8p_gemm", target="gpu", trials=1, chip="A100")
-    assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
-    assert result["message"].startswith(
+    assert (result.status, result.stage) == ("compile_error", "lower"), result.message
+    assert result.message.startswith(
         "a Mosaic GPU kernel, judged for NVIDIA A100 (sm_80, no tma or wgmma)")
-    assert "jax.experimental.pallas.triton.CompilerParams" in result["message"]
-    assert result["kernel_backend"] == "mosaic_gpu"
+    assert "jax.experimental.pallas.triton.CompilerParams" in result.message
+    assert result.kernel_backend == "mosaic_gpu"
 
 
 def test_every_gpu_chip_has_its_limits_features_and_peaks():

@@ -42,7 +42,7 @@ def test_a_timeout_blames_the_stage_that_was_running(evaluator):
     """The kernel traces in a second, then spins forever in the trusted runner's checks (the
     TPU interpreter's): the timeout is the runner's (stage correct), not the trace's."""
     result = evaluator.evaluate(ENDLESS, "8p_gemm", trials=1, timeout_s=10)
-    assert (result["status"], result["stage"]) == ("timeout", "correct"), result["message"]
+    assert (result.status, result.stage) == ("timeout", "correct"), result.message
     assert "while the trusted runner lowered, checked and ran the kernel at size small" \
-        in result["message"]
-    assert "(finished: static " in result["message"] and ", trace " in result["message"]
+        in result.message
+    assert "(finished: static " in result.message and ", trace " in result.message

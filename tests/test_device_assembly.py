@@ -143,15 +143,15 @@ def test_device_figures_come_from_the_samples_and_a_big_speedup_is_flagged(devic
               "device": {"ref_s": dev_ref, "kernel_s": dev_kernel, "source": "XLA Ops",
                          "events": 16}}
     result = _evaluate(device_evaluator, monkeypatch, timing)
-    assert result["status"] == "correct", result["message"]
-    assert result["judged_on"] == "trusted_export" and result["mode"] == "device"
-    assert result["timing_method"] == "device_trace"
+    assert result.status == "correct", result.message
+    assert result.judged_on == "trusted_export" and result.mode == "device"
+    assert result.timing_method == "device_trace"
     speedup = statistics.median(dev_ref) / statistics.median(dev_kernel)
-    assert result["speedup"] == pytest.approx(speedup) and speedup > SPEEDUP_REVIEW_THRESHOLD
-    assert result["t_ref_ms"] == pytest.approx(statistics.median(dev_ref) * 1e3)
-    assert result["t_kernel_ms"] == pytest.approx(statistics.median(dev_kernel) * 1e3)
-    assert result["review"] == (f"speedup {speedup:.1f}x exceeds 10x: check the kernel by hand")
-    time = result["stages"]["time"]
+    assert result.speedup == pytest.approx(speedup) and speedup > SPEEDUP_REVIEW_THRESHOLD
+    assert result.t_ref_ms == pytest.approx(statistics.median(dev_ref) * 1e3)
+    assert result.t_kernel_ms == pytest.approx(statistics.median(dev_kernel) * 1e3)
+    assert result.review == (f"speedup {speedup:.1f}x exceeds 10x: check the kernel by hand")
+    time = result.stages["time"]
     assert time["wall"]["speedup"] == pytest.approx(3.0)
     assert time["device"]["source"] == "XLA Ops" and time["device"]["events"] == 16
     assert time["reps"] == 8 and time["input_sets"] == 3 and time["warmup_rounds"] == 4
@@ -159,8 +159,8 @@ def test_device_figures_come_from_the_samples_and_a_big_speedup_is_flagged(devic
     assert time["spread"] == pytest.approx(max(_iqr(xs) / statistics.median(xs)
                                                for xs in (dev_ref, dev_kernel)))
     assert 0 < time["spread"] < 0.5
-    assert result["peak_flops"] and result["roofline_fraction"] > 0
-    assert result["device_kind"] == DEVICE_KIND
+    assert result.peak_flops and result.roofline_fraction > 0
+    assert result.device_kind == DEVICE_KIND
 
 
 def test_a_modest_speedup_has_no_review_flag_and_wall_clock_stands_in(device_evaluator,
@@ -169,11 +169,11 @@ def test_a_modest_speedup_has_no_review_flag_and_wall_clock_stands_in(device_eva
     timing = {"ref_s": wall_ref, "kernel_s": wall_kernel, "input_sets": 3, "warmup_rounds": 3,
               "device": {"error": "no device events in the trace"}}
     result = _evaluate(device_evaluator, monkeypatch, timing)
-    assert result["status"] == "correct", result["message"]
-    assert result["timing_method"] == "wall_clock_interleaved"
-    assert result["speedup"] == pytest.approx(4.0)
-    assert "review" not in result
-    assert result["stages"]["time"]["device_error"] == "no device events in the trace"
+    assert result.status == "correct", result.message
+    assert result.timing_method == "wall_clock_interleaved"
+    assert result.speedup == pytest.approx(4.0)
+    assert result.review is None
+    assert result.stages["time"]["device_error"] == "no device events in the trace"
 
 
 
@@ -206,8 +206,8 @@ def test_a_device_mode_optimize_run_never_times_two_kernels_at_once(tmp_path, mo
         monkeypatch.setattr(ev, "_owners", fake)
         out = optimize([TASK], get_method("best_of_n"), model, run, budget=4, mode="device",
                        target=target, workers=4, evaluator=ev)
-    assert [c.status for c in out[TASK]] == ["correct"] * 4, [c.result["message"] for c in out[TASK]]
-    assert {c.result["mode"] for c in out[TASK]} == {"device"}
+    assert [c.status for c in out[TASK]] == ["correct"] * 4, [c.result.message for c in out[TASK]]
+    assert {c.result.mode for c in out[TASK]} == {"device"}
     # the winner, timed again with more repetitions: both figures kept, no extra sample
     from agent_fakes import events_of
 
@@ -240,12 +240,12 @@ def test_a_reference_that_does_not_fit_leaves_a_correct_kernel_correct_untimed(d
     fits = {"reference": False, "reference_bytes": 17 * 2**30, "available_bytes": 16 * 2**30,
             "reason": reason, "truth_on": "chip, in slices of B=1"}
     result = _evaluate(device_evaluator, monkeypatch, None, fits=fits)
-    assert result["status"] == "correct"
-    assert result["speedup"] is None and result["t_ref_ms"] is None
-    assert result["message"] == reason and result["fits"] == fits
+    assert result.status == "correct"
+    assert result.speedup is None and result.t_ref_ms is None
+    assert result.message == reason and result.fits == fits
     # the owner's own spans are the result's, beside the parent's
-    assert result["spans"]["kernel_compile"] == 0.5 and result["spans"]["truth"] == 0.1
-    assert result["spans"]["trace"] > 0
+    assert result.spans["kernel_compile"] == 0.5 and result.spans["truth"] == 0.1
+    assert result.spans["trace"] > 0
 
 
 def test_trials_compared_on_the_chip_send_figures_not_arrays(device_evaluator, monkeypatch):
@@ -255,9 +255,9 @@ def test_trials_compared_on_the_chip_send_figures_not_arrays(device_evaluator, m
                "trial1": {"max_abs_err": 0.003, "rel_err": 0.0001, "tol_fraction": 0.4},
                "recheck0": {"max_abs_err": 0.002, "rel_err": 0.0003, "tol_fraction": 0.2}}
     result = _evaluate(device_evaluator, monkeypatch, None, verdicts=figures)
-    assert result["status"] == "correct", result["message"]
-    assert result["max_abs_err"] == 0.003 and result["rel_err"] == 0.0003
-    assert result["tol_fraction"] == 0.4 and result["trials"] == 2
+    assert result.status == "correct", result.message
+    assert result.max_abs_err == 0.003 and result.rel_err == 0.0003
+    assert result.tol_fraction == 0.4 and result.trials == 2
 
 
 @pytest.mark.parametrize("figures", [
@@ -269,8 +269,8 @@ def test_trials_compared_on_the_chip_send_figures_not_arrays(device_evaluator, m
 def test_a_malformed_chip_verdict_is_the_harness_fault_never_a_pass(device_evaluator,
                                                                      monkeypatch, figures):
     result = _evaluate(device_evaluator, monkeypatch, None, verdicts={"trial0": figures})
-    assert result["status"] == "crashed" and result["rule"] == "harness"
-    assert "chip verdict" in result["message"]
+    assert result.status == "crashed" and result.rule == "harness"
+    assert "chip verdict" in result.message
 
 
 def test_chip_verdicts_count_only_in_device_mode():

@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 from jax.experimental import pallas as pl
 
-from jaxbench.contract import POLICY_RULES, Category, Rule, StageFailure, Status, category_of
+from jaxbench.contract import (
+    POLICY_RULES,
+    Category,
+    EvaluationResult,
+    Rule,
+    StageFailure,
+    Status,
+    category_of,
+)
 from jaxbench.evaluator.judge import coverage, kernel_work, rules, runner
 from jaxbench.serve.rewards import RewardTable, reward
 
@@ -83,17 +91,23 @@ def test_the_fault_codes_are_unverified_in_the_taxonomy():
 
 
 # -- item 7: too much work in XLA is no_pallas, never rejected -----------------------------------
+def _result(status, rule, mode="interpret"):
+    return EvaluationResult(task="8p_gemm", target="tpu", mode=mode, size="small", status=status,
+                            rule=rule)
+
+
 def test_a_policy_refusal_earns_what_no_pallas_earns_never_less():
-    plain = reward({"status": "no_pallas", "rule": "no_kernel", "mode": "interpret"})["value"]
+    plain = reward(_result("no_pallas", "no_kernel"))["value"]
     for rule in POLICY_RULES:
-        now = reward({"status": "no_pallas", "rule": rule, "mode": "interpret"})["value"]
+        now = reward(_result("no_pallas", rule))["value"]
+        # an older run's record, as its events hold it
         before = reward({"status": "rejected", "rule": rule, "mode": "interpret"})["value"]
         assert now == before == plain, rule  # an older run's record reads the same
     # a table that changes no_pallas carries the policy refusals with it
     table = RewardTable.from_dict({"statuses": {"no_pallas": -0.1}})
     assert reward({"status": "rejected", "rule": "outside_flops"}, table)["value"] == -0.1
     # gaming keeps rejected's reward
-    assert reward({"status": "rejected", "rule": "sandbox"})["value"] == -1.0
+    assert reward(_result("rejected", "sandbox", mode=""))["value"] == -1.0
 
 
 # -- item 8: where the outputs depend on uninitialised memory ------------------------------------

@@ -78,18 +78,18 @@ NOT_ON_THIS_HOST = [
                          ids=[(c.values if hasattr(c, "values") else c)[0] for c in CORRECT])
 def test_jax_op_is_correct(evaluator, name, task):
     result = evaluator.evaluate(KERNELS / name, task, trials=1, timeout_s=300, memory_gb=4)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
-    if result["target"] == "tpu":
-        assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
+    if result.target == "tpu":
+        assert result.stages["correct"]["tpu_interpreter"] == "ran"
 
 
 @pytest.mark.parametrize("name,task,status,stage,words", NOT_ON_THIS_HOST,
                          ids=[c[0] for c in NOT_ON_THIS_HOST])
 def test_jax_op_not_judged_correct_on_this_host(evaluator, name, task, status, stage, words):
     result = evaluator.evaluate(KERNELS / name, task, trials=1, timeout_s=300, memory_gb=4)
-    assert (result["status"], result["stage"]) == (status, stage), result["message"]
-    assert words in result["message"]
-    assert "sandbox" not in result["message"] and "faulthandler" not in result["message"]
+    assert (result.status, result.stage) == (status, stage), result.message
+    assert words in result.message
+    assert "sandbox" not in result.message and "faulthandler" not in result.message
 
 
 def test_every_jax_op_file_is_covered():

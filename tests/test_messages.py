@@ -41,10 +41,10 @@ def test_missing_target_is_stated_and_a_wrong_target_failure_explained(evaluator
     assumed tpu, and the lowering failure (a bare AssertionError from JAX) is explained."""
     result = evaluator.evaluate(_without_target(RMSNORM / "seed_gpu.py"), "12p_rmsnorm",
                                 trials=1, tpu_interpret=False)
-    assert result["target"] == "tpu"
-    assert any("declares no TARGET: evaluated for tpu" in w for w in result["warnings"])
-    assert (result["status"], result["stage"]) == ("compile_error", "lower")
-    assert result["message"].startswith("this looks like a GPU kernel"), result["message"]
+    assert result.target == "tpu"
+    assert any("declares no TARGET: evaluated for tpu" in w for w in result.warnings)
+    assert (result.status, result.stage) == ("compile_error", "lower")
+    assert result.message.startswith("this looks like a GPU kernel"), result.message
 
 
 LAST_ROWS_NAN = '''
@@ -77,18 +77,18 @@ def kernel(x, scale):
 
 def test_nan_output_says_where_and_reports_no_error_figure(evaluator):
     result = evaluator.evaluate(LAST_ROWS_NAN, "12p_rmsnorm", trials=1, tpu_interpret=False)
-    assert (result["status"], result["stage"]) == ("incorrect", "correct")
+    assert (result.status, result.stage) == ("incorrect", "correct")
     assert "32768 NaN/Inf of 524288 elements (6.2%), at [1, 224:256, :] (every element there)" \
-        in result["message"], result["message"]
-    assert result["max_abs_err"] is None and result["rel_err"] is None
+        in result.message, result.message
+    assert result.max_abs_err is None and result.rel_err is None
 
 
 def test_correct_result_carries_its_tolerance(evaluator):
     result = evaluator.evaluate(RMSNORM / "seed_tpu.py", "12p_rmsnorm", trials=1,
                                 tpu_interpret=False)
-    assert result["status"] == "correct"
-    assert result["tolerance"] == {"atol": 0.01, "rtol": 0.01}
-    assert 0 < result["tol_fraction"] <= 1 and result["max_abs_err"] > 0
+    assert result.status == "correct"
+    assert result.tolerance == {"atol": 0.01, "rtol": 0.01}
+    assert 0 < result.tol_fraction <= 1 and result.max_abs_err > 0
 
 
 def test_tolerance_failures_say_where_and_by_how_much():
@@ -136,15 +136,15 @@ def test_kernel_errors_point_at_the_line_and_keep_the_kernels_output(evaluator, 
     path = tmp_path / "typo_kernel.py"
     path.write_text(TYPO)
     result = evaluator.evaluate(path, "12p_rmsnorm", trials=1, tpu_interpret=False)
-    assert (result["status"], result["stage"]) == ("compile_error", "trace")
-    assert result["message"] == ("AttributeError: module 'jax.lax' has no attribute 'rsqrtt' "
-                                 "(at typo_kernel.py:11 in _body)")
-    assert result["candidate_frames"][-1] == (
+    assert (result.status, result.stage) == ("compile_error", "trace")
+    assert result.message == ("AttributeError: module 'jax.lax' has no attribute 'rsqrtt' "
+                              "(at typo_kernel.py:11 in _body)")
+    assert result.candidate_frames[-1] == (
         "typo_kernel.py:11 in _body: y = x * jax.lax.rsqrtt(jnp.mean(x * x, axis=-1, "
         "keepdims=True) + 1e-5)")
-    assert any(f.startswith("typo_kernel.py:19 in kernel:") for f in result["candidate_frames"])
+    assert any(f.startswith("typo_kernel.py:19 in kernel:") for f in result.candidate_frames)
     # the kernel's own print, with the terminal escapes removed
-    assert result["output"] == "tracing with (2, 256, 1024) cleared?"
+    assert result.output == "tracing with (2, 256, 1024) cleared?"
 
 
 def test_untrusted_text_is_bounded_and_printable():
@@ -158,8 +158,8 @@ def test_a_syntax_error_is_not_also_told_to_declare_a_target(evaluator, tmp_path
     broken = tmp_path / "broken.py"
     broken.write_text("def kernel(x:\n    return x\n")
     result = evaluator.evaluate(broken, "12p_rmsnorm", trials=1)
-    assert (result["status"], result["stage"]) == ("compile_error", "static")
-    assert not result.get("warnings"), result.get("warnings")
+    assert (result.status, result.stage) == ("compile_error", "static")
+    assert not result.warnings, result.warnings
     from jaxbench.runs.jobs import directory_jobs
     from jaxbench.tasks import get_task
 
@@ -230,7 +230,7 @@ def test_terminal_escapes_from_the_kernel_never_reach_the_result(evaluator):
     import json
 
     result = evaluator.evaluate(ESCAPING_KERNEL, "12p_rmsnorm", trials=1)
-    assert result["status"] == "compile_error", result["message"]
-    assert "red" in result["message"] and "text" in result["message"]
-    stored = json.dumps(result, default=str)
+    assert result.status == "compile_error", result.message
+    assert "red" in result.message and "text" in result.message
+    stored = json.dumps(result.to_event(), default=str)
     assert "\\u001b" not in stored and "\\u0007" not in stored and "\\u0000" not in stored

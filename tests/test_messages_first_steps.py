@@ -22,27 +22,26 @@ def test_a_file_that_does_not_parse_is_judged_for_its_own_target(evaluator):
     assert target_declaration('TARGET: str = "tpu"  # mine\nx = (\n') == ("tpu", None)
     assert target_declaration("x = (\n") == (None, None)
     result = evaluator.evaluate(broken, "12p_rmsnorm", trials=1)
-    assert (result["target"], result["status"], result["stage"]) == ("gpu", "compile_error",
-                                                                     "static")
-    assert result["message"].startswith("SyntaxError at line")
-    assert not result.get("warnings")  # no "declares no TARGET: evaluated for tpu"
+    assert (result.target, result.status, result.stage) == ("gpu", "compile_error", "static")
+    assert result.message.startswith("SyntaxError at line")
+    assert not result.warnings  # no "declares no TARGET: evaluated for tpu"
 
 
 def test_a_wrong_signature_says_how_the_task_calls_the_kernel(evaluator):
     one_argument = (RMSNORM / "seed_tpu.py").read_text().replace("def kernel(x, scale):",
                                                                  "def kernel(x):")
     result = evaluator.evaluate(one_argument, "12p_rmsnorm", trials=1, tpu_interpret=False)
-    assert (result["status"], result["stage"]) == ("compile_error", "trace")
-    assert "TypeError: kernel() takes 1 positional argument but 2 were given" in result["message"]
+    assert (result.status, result.stage) == ("compile_error", "trace")
+    assert "TypeError: kernel() takes 1 positional argument but 2 were given" in result.message
     assert "the task calls kernel(x: bfloat16[2,256,1024], scale: bfloat16[1024])" \
-        in result["message"], result["message"]
+        in result.message, result.message
 
 
 def test_the_target_mismatch_hint_is_not_followed_by_the_lowering_error(evaluator):
     source = (RMSNORM / "seed_tpu.py").read_text().replace('TARGET = "tpu"', 'TARGET = "gpu"')
     result = evaluator.evaluate(source, "12p_rmsnorm", trials=1)
-    assert (result["status"], result["stage"]) == ("compile_error", "lower")
-    assert result["message"] == wrong_target_hint(source, "gpu"), result["message"]
+    assert (result.status, result.stage) == ("compile_error", "lower")
+    assert result.message == wrong_target_hint(source, "gpu"), result.message
 
 
 def test_the_provider_install_hint_keeps_its_closing_quote(monkeypatch, tmp_path):

@@ -36,18 +36,18 @@ def kernel(a, b):
 
 def test_an_empty_mosaic_gpu_kernel_is_never_correct(evaluator):
     result = evaluator.evaluate(EMPTY_KERNEL, "8p_gemm", trials=1)
-    assert result["kernel_backend"] == "mosaic_gpu"
-    assert "cross-lowered to Mosaic GPU for CUDA" in result["lowering_fidelity"]
-    assert "Triton's rules, the grid race rule" in result["lowering_fidelity"]
-    report = result["stages"]["correct"]["gpu_interpreter"]
+    assert result.kernel_backend == "mosaic_gpu"
+    assert "cross-lowered to Mosaic GPU for CUDA" in result.lowering_fidelity
+    assert "Triton's rules, the grid race rule" in result.lowering_fidelity
+    report = result.stages["correct"]["gpu_interpreter"]
     if compat.gpu_interpreter() is None:  # JAX 0.10: nothing can run it here
-        assert (result["status"], result["stage"]) == ("unverified", "correct")
+        assert (result.status, result.stage) == ("unverified", "correct")
         assert report.startswith("unavailable: JAX 0.10")
-        assert "no exportable interpret-mode lowering" in result["message"]
+        assert "no exportable interpret-mode lowering" in result.message
     else:  # the untrusted Mosaic GPU interpreter ran it, and found it wrong
         assert report == "ran"
-        assert (result["status"], result["stage"]) == ("incorrect", "correct"), result["message"]
-        assert result["message"].endswith("(gpu_interpreter)")
+        assert (result.status, result.stage) == ("incorrect", "correct"), result.message
+        assert result.message.endswith("(gpu_interpreter)")
 
 
 def test_without_block_indices_the_trusted_side_runs_it(evaluator):
@@ -55,16 +55,16 @@ def test_without_block_indices_the_trusted_side_runs_it(evaluator):
     trusted side runs it like any other kernel (and finds this one's output never written)."""
     source = EMPTY_KERNEL.replace("jax.lax.axis_index(\"blocks\") > 2", "False")
     result = evaluator.evaluate(source, "8p_gemm", trials=1)
-    assert (result["status"], result["stage"]) == ("incorrect", "correct"), result["message"]
-    assert result["judged_on"] == "trusted_export"
-    assert "never written" in result["message"]
-    assert "gpu_interpreter" not in result["stages"].get("correct", {})
+    assert (result.status, result.stage) == ("incorrect", "correct"), result.message
+    assert result.judged_on == "trusted_export"
+    assert "never written" in result.message
+    assert "gpu_interpreter" not in result.stages.get("correct", {})
 
 
 def test_a_mosaic_gpu_kernel_judged_for_an_a100_names_the_chip(evaluator):
     result = evaluator.evaluate(EMPTY_KERNEL, "8p_gemm", trials=1, chip="A100")
-    assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
-    assert "needs a Hopper (sm_90) or newer GPU" in result["message"]
+    assert (result.status, result.stage) == ("compile_error", "lower"), result.message
+    assert "needs a Hopper (sm_90) or newer GPU" in result.message
 
 
 @pytest.mark.parametrize("task_id", ["12p_rmsnorm", "8p_gemm", "1p_flash_attention"])

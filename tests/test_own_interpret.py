@@ -20,9 +20,9 @@ TASK = get_task("8p_gemm")
 
 def test_the_tracer_rejects_it_naming_the_rule(evaluator):
     result = evaluator.evaluate(OWN_INTERPRET, TASK.id, trials=1, tpu_interpret=False)
-    assert (result["status"], result["stage"]) == ("rejected", "trace")
+    assert (result.status, result.stage) == ("rejected", "trace")
     assert "passes interpret=True to pallas_call itself: kernels never choose interpret mode" \
-        in result["message"]
+        in result.message
 
 
 def _own_interpret_handover(directory: Path, job: dict) -> None:
@@ -55,5 +55,5 @@ def test_the_trusted_judge_refuses_it_whoever_hands_it_over():
         ev.pool.close()
         ev.pool = _CompromisedTracer()
         result = ev.evaluate(OWN_INTERPRET, TASK.id, trials=1, tpu_interpret=False)
-    assert (result["status"], result["stage"]) == ("rejected", "trace"), result["message"]
-    assert "passes interpret=True to pallas_call itself" in result["message"]
+    assert (result.status, result.stage) == ("rejected", "trace"), result.message
+    assert "passes interpret=True to pallas_call itself" in result.message

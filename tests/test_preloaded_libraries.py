@@ -66,10 +66,10 @@ def library_evaluator(tmp_path_factory):
 def test_exempt_library_is_imported_before_lock_down(library_evaluator):
     result = library_evaluator.evaluate(_candidate("tokamax"), TASK, trials=1,
                                         tpu_interpret=False)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
 
 
 def test_same_library_under_another_root_is_refused(library_evaluator):
     result = library_evaluator.evaluate(_candidate("einops"), TASK, trials=1, tpu_interpret=False)
-    assert (result["status"], result["stage"]) == ("rejected", "trace"), result["message"]
-    assert "multiprocessing" in result["message"]
+    assert (result.status, result.stage) == ("rejected", "trace"), result.message
+    assert "multiprocessing" in result.message

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from jaxbench import compat
+from jaxbench.contract import EvaluationResult
 from jaxbench.runs.jobs import KNOWN_INTERPRET_FAILURES, kernel_unavailable
 from jaxbench.tasks import list_tasks
 
@@ -92,14 +93,14 @@ class ShippedResults:
         self._evaluator = Evaluator(spares=WORKERS)
         self._threads = ThreadPoolExecutor(max_workers=WORKERS)
 
-    def _evaluate(self, key: tuple[str, str, str]) -> dict[str, Any]:
+    def _evaluate(self, key: tuple[str, str, str]) -> EvaluationResult:
         task, kind, target = key
         # One trial per kernel (fresh inputs from the evaluator's secret; TPU kernels also in
         # the TPU interpreter): 190+ kernels, so CI stays well under its time budget.
         return self._evaluator.evaluate(self._paths[key], task, target=target,
                                         mode="interpret", size="small", trials=1)
 
-    def __getitem__(self, key: tuple[str, str, str]) -> dict[str, Any]:
+    def __getitem__(self, key: tuple[str, str, str]) -> EvaluationResult:
         if key not in self._futures:
             for k in [key] + self._selected:
                 if k not in self._futures:
@@ -132,17 +133,17 @@ def test_shipped_kernel_is_correct_in_interpret_mode(shipped_results, task, kind
     expected = EXPECTED_FAILURES.get((task, kind, target))
     if expected is not None:  # a documented limitation: exactly that failure, reported as such
         status, stage, words = expected
-        assert (result["status"], result["stage"]) == (status, stage), result["message"]
-        assert [w for w in words if w not in result["message"]] == [], result["message"]
+        assert (result.status, result.stage) == (status, stage), result.message
+        assert [w for w in words if w not in result.message] == [], result.message
         job = Job(task, kind, target, path)
         assert known_limitation(job, result) == INTERPRET_UNSUPPORTED[(task, kind, target)]
         return
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
     if target == "tpu":
-        report = result["stages"].get("correct", {}).get("tpu_interpreter")  # None: not reported
+        report = result.stages.get("correct", {}).get("tpu_interpreter")  # None: not reported
         assert report == TPU_INTERPRETER_UNSUPPORTED.get((task, kind), "ran"), report
     else:
-        assert "tpu_interpreter" not in result["stages"].get("correct", {})
+        assert "tpu_interpreter" not in result.stages.get("correct", {})
 
 
 def test_documented_limitations_are_the_runners():

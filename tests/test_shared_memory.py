@@ -58,19 +58,19 @@ def test_jax_gpu_attention_with_its_default_blocks_is_correct_on_the_a100(evalua
     163 KiB, Triton for sm_80 needs 96 KiB, the lower bound is 32 KiB. Without Triton's compiler
     (the suite runs with JAXBENCH_TRITON_COMPILE=0): `correct`, with the warning."""
     result = evaluator.evaluate(ATTENTION, "l3_multi_head_attention", trials=1)
-    assert result["chip"] == "NVIDIA A100"
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
-    warnings = [w for w in result.get("warnings", []) if w.startswith("smem_uncertain")]
+    assert result.chip == "NVIDIA A100"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
+    warnings = [w for w in result.warnings if w.startswith("smem_uncertain")]
     assert warnings and "192 KiB" in warnings[0] and "163 KiB" in warnings[0], warnings
-    assert {f["size"] for f in result["smem_uncertain"]} == {"small", "full"}
+    assert {f["size"] for f in result.smem_uncertain} == {"small", "full"}
 
 
 def test_shared_memory_surely_over_the_limit_is_still_refused(evaluator):
     result = evaluator.evaluate(OVER, "l3_multi_head_attention", trials=1)
-    assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
-    assert "Triton rule shared_memory" in result["message"]
-    assert "at least 224 KiB whatever layout Triton chooses" in result["message"]
-    assert "NVIDIA A100's 163 KiB" in result["message"]
+    assert (result.status, result.stage) == ("compile_error", "lower"), result.message
+    assert "Triton rule shared_memory" in result.message
+    assert "at least 224 KiB whatever layout Triton chooses" in result.message
+    assert "NVIDIA A100's 163 KiB" in result.message
 
 
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None,
@@ -78,13 +78,13 @@ def test_shared_memory_surely_over_the_limit_is_still_refused(evaluator):
 def test_where_triton_compiles_it_decides(evaluator, monkeypatch):
     monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "1")
     result = evaluator.evaluate(ATTENTION, "l3_multi_head_attention", trials=1)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
-    assert not [w for w in result.get("warnings", []) if w.startswith("smem_uncertain")]
-    compiled = result["triton_compile"]
+    assert result.status == "correct", f"{result.stage}: {result.message}"
+    assert not [w for w in result.warnings if w.startswith("smem_uncertain")]
+    compiled = result.triton_compile
     assert compiled["capability"] == 80
     assert all(k["ok"] and k["shared_bytes"] <= 163 * 1024 for k in compiled["kernels"])
     refused = evaluator.evaluate(OVER, "l3_multi_head_attention", trials=1)
-    assert (refused["status"], refused["stage"]) == ("compile_error", "lower")
+    assert (refused.status, refused.stage) == ("compile_error", "lower")
 
 
 def test_the_warning_is_dropped_only_where_triton_checked_every_kernel():

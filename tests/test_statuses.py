@@ -31,13 +31,13 @@ CASES = [
 def test_bad_kernel_gets_its_status(evaluator, name, status, stage, words):
     timeout = 10 if status == "timeout" else 180  # generous: CI machines are slow and shared
     result = evaluator.evaluate(KERNELS / name, "8p_gemm", timeout_s=timeout, trials=2, memory_gb=3)
-    assert (result["status"], result["stage"]) == (status, stage), result["message"]
-    assert words in result["message"]
+    assert (result.status, result.stage) == (status, stage), result.message
+    assert words in result.message
 
 
 def test_seed_is_correct_with_every_contract_field(evaluator):
     result = evaluator.evaluate(SEED, "8p_gemm")
-    assert result["status"] == "correct", result["message"]
+    assert result.status == "correct", result.message
     import hashlib
     import sys
 
@@ -49,22 +49,22 @@ def test_seed_is_correct_with_every_contract_field(evaluator):
                 # interpret mode times nothing: no figure is made up
                 "t_ref_ms": None, "t_kernel_ms": None, "speedup": None,
                 "source_sha256": hashlib.sha256(SEED.read_bytes()).hexdigest()}
-    assert {k: result.get(k) for k in expected} == expected
-    assert result["rel_err"] >= 0 and 0 < result["tol_fraction"] <= 1
-    assert isinstance(result["compile_s"], float) and result["compile_s"] > 0
-    assert result["versions"]["jax"] == jax.__version__
-    assert result["versions"]["python"] == sys.version.split()[0]
-    assert result["tolerance"] == {"atol": 1e-2, "rtol": 1e-2}
-    assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
-    assert 0 < result["max_abs_err"] < 0.1
+    assert {k: getattr(result, k) for k in expected} == expected
+    assert result.rel_err >= 0 and 0 < result.tol_fraction <= 1
+    assert isinstance(result.compile_s, float) and result.compile_s > 0
+    assert result.versions["jax"] == jax.__version__
+    assert result.versions["python"] == sys.version.split()[0]
+    assert result.tolerance == {"atol": 1e-2, "rtol": 1e-2}
+    assert result.stages["correct"]["tpu_interpreter"] == "ran"
+    assert 0 < result.max_abs_err < 0.1
 
 
 def test_evaluate_accepts_source_text():
     import jaxbench
 
     result = jaxbench.evaluate(SEED.read_text(), "8p_gemm", trials=1, tpu_interpret=False)
-    assert result["status"] == "correct", result["message"]
-    assert result["kernel_file"] == "<kernel>"
+    assert result.status == "correct", result.message
+    assert result.kernel_file == "<kernel>"
 
 
 def _tracers(root: Path, parents: set[int] | None = None) -> dict[int, int]:
@@ -137,7 +137,7 @@ def test_worker_leaves_no_process_or_directory(tmp_path):
         # endless while it is traced: the tracer is the process that times out
         endless = Path(__file__).parent / "adversarial/kernels/endless_trace.py"
         result = ev.evaluate(endless, "8p_gemm", timeout_s=8, trials=1)
-        assert result["status"] == "timeout" and result["message"].endswith("tracer killed")
+        assert result.status == "timeout" and result.message.endswith("tracer killed")
         assert _group_members(busy) == [], "the timed-out tracer outlived its verdict"
         spares = {w.proc.pid for w in list(ev.pool._spares.queue)}
         assert set(_tracers_once_started(tmp_path, servers, spares)) == spares and busy not in spares
@@ -173,7 +173,7 @@ def test_without_spares_the_runner_starts_before_the_tracer_gets_its_job():
 
         ev.runners.prestart, ev.pool.run = starting_runner, tracer_job
         result = ev.evaluate(SEED, "8p_gemm", trials=1, tpu_interpret=False)
-    assert result["status"] == "correct", result["message"]
+    assert result.status == "correct", result.message
     assert events == ["runner waiting: True", "tracer job"]
 
 

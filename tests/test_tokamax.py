@@ -22,7 +22,7 @@ def test_tokamax_expert_is_correct(task, target, path):
     import jaxbench
 
     result = jaxbench.evaluate(str(path), task)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
 
 
 @pytest.mark.parametrize("task,target,path", KERNELS, ids=IDS)
@@ -43,5 +43,5 @@ def test_tokamax_dependencies_do_not_reach_the_harness_frames():
 
     cheat = Path(__file__).parent / "kernels" / "tokamax_pydantic_frame.py"
     result = jaxbench.evaluate(str(cheat), "8p_gemm")
-    assert (result["status"], result["stage"]) == ("rejected", "trace"), result["message"]
-    assert "frame inspection" in result["message"]
+    assert (result.status, result.stage) == ("rejected", "trace"), result.message
+    assert "frame inspection" in result.message

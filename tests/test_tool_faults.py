@@ -213,11 +213,11 @@ def test_a_kernel_both_jax_interpreters_crash_on_is_unverified_with_the_jax_fram
 
     path = Path(__file__).parent / "legit" / "jax_ops" / "tpu_ragged_paged_attention_7p.py"
     result = evaluator.evaluate(path, "7p_ragged_paged_attention", trials=1, timeout_s=300)
-    assert (result["status"], result["stage"]) == ("unverified", "correct"), result["message"]
+    assert (result.status, result.stage) == ("unverified", "correct"), result.message
     assert "JAX's interpret-mode lowering crashed inside its own code (JAX 0.10.2, at " \
-           "jax/_src/" in result["message"]
-    (fault,) = result["tool_faults"]
+           "jax/_src/" in result.message
+    (fault,) = result.tool_faults
     assert fault["tool"] == "the TPU interpreter" and fault["version"] == "JAX 0.10.2"
     assert "ReshapeTransform" in fault["known"] or "reshaped" in fault["known"]
-    assert any(w.startswith("tool fault: the TPU interpreter crashed") for w in result["warnings"])
-    assert result["stages"]["correct"]["tpu_interpreter"].startswith("failed: ")
+    assert any(w.startswith("tool fault: the TPU interpreter crashed") for w in result.warnings)
+    assert result.stages["correct"]["tpu_interpreter"].startswith("failed: ")

@@ -63,10 +63,10 @@ def test_the_evaluator_records_the_compile(evaluator, monkeypatch):
     monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "1")
     result = evaluator.evaluate(ROOT.parent / "src/jaxbench/tasks/pallasbench/l1_relu/seed_gpu.py",
                                 "l1_relu", trials=1)
-    assert result["status"] == "correct", result["message"]
-    assert result["triton_compile"]["kernels"][0]["ok"]
-    assert "Triton's compiler ran for sm_80" in result["lowering_fidelity"]  # PallasBench: A100
-    assert result["triton_compile"]["capability"] == 80
+    assert result.status == "correct", result.message
+    assert result.triton_compile["kernels"][0]["ok"]
+    assert "Triton's compiler ran for sm_80" in result.lowering_fidelity  # PallasBench: A100
+    assert result.triton_compile["capability"] == 80
 
 
 def test_a_kernel_that_fits_hopper_but_not_an_a100(seven_stage_matmul):
@@ -111,10 +111,10 @@ def test_a_broken_triton_is_the_environments_fault_not_the_kernels(evaluator, br
     monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "1")
     result = evaluator.evaluate(ROOT.parent / "src/jaxbench/tasks/pallasbench/l1_relu/seed_gpu.py",
                                 "l1_relu", trials=1)
-    assert result["status"] == "correct", result["message"]
-    assert result["triton_compile"].startswith("skipped: triton does not import")
-    assert any("an environment problem, not the kernel's" in w for w in result["warnings"])
-    assert "Triton's compiler was unusable here" in result["lowering_fidelity"]
+    assert result.status == "correct", result.message
+    assert result.triton_compile.startswith("skipped: triton does not import")
+    assert any("an environment problem, not the kernel's" in w for w in result.warnings)
+    assert "Triton's compiler was unusable here" in result.lowering_fidelity
     from jaxbench.evaluator.doctor import triton_compiler
 
     assert triton_compiler().startswith("unusable: triton does not import")
@@ -176,16 +176,16 @@ def test_jax_own_gpu_norms_are_checked_by_the_matching_triton(evaluator, monkeyp
     checked and the warning saying which Triton to install."""
     monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "1")
     result = evaluator.evaluate(ROOT / "legit/jax_ops" / name, task_id, trials=1)
-    assert result["status"] == "correct", result["message"]
-    compiled = result["triton_compile"]
+    assert result.status == "correct", result.message
+    compiled = result.triton_compile
     from importlib import metadata
 
     skew = triton_compile.skew(triton_compile.jaxlib_version(), metadata.version("triton"))
     if not skew:
-        assert compiled["not_checked"] == [] and all(k["ok"] for k in compiled["kernels"])
+        assert compiled["not_checked"] == () and all(k["ok"] for k in compiled["kernels"])
     else:
         assert compiled["not_checked"], compiled
-        assert any(skew in w for w in result["warnings"]), result["warnings"]
+        assert any(skew in w for w in result.warnings), result.warnings
 
 
 def test_the_doctor_names_a_skewed_triton_and_its_fix(monkeypatch):

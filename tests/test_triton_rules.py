@@ -27,22 +27,22 @@ KERNELS = Path(__file__).parent / "triton_rules"
 ])
 def test_each_triton_rule_is_a_compile_error_with_its_line(evaluator, name, task, words):
     result = evaluator.evaluate(KERNELS / name, task, trials=1)
-    assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
+    assert (result.status, result.stage) == ("compile_error", "lower"), result.message
     for w in words:
-        assert w in result["message"], result["message"]
+        assert w in result.message, result.message
 
 
 def test_triton_ir_that_fails_verification_is_a_compile_error(evaluator):
     """jaxlib's own Triton dialect verifies the exported IR (no `triton` package needed)."""
     result = evaluator.evaluate(KERNELS / "invalid_ir.py", "l1_relu", trials=1)
-    assert (result["status"], result["stage"]) == ("compile_error", "lower"), result["message"]
-    assert "Triton IR fails verification" in result["message"]
-    assert "'scf.for' op failed to verify" in result["message"]
+    assert (result.status, result.stage) == ("compile_error", "lower"), result.message
+    assert "Triton IR fails verification" in result.message
+    assert "'scf.for' op failed to verify" in result.message
 
 
 def test_masked_edge_blocks_are_correct(evaluator):
     result = evaluator.evaluate(KERNELS / "masked_edge.py", "l1_relu", trials=1)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
 
 
 def _trace(fn, *shapes):

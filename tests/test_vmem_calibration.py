@@ -134,8 +134,8 @@ def test_a_kernel_in_the_margin_is_correct_with_a_warning(evaluator):
     32.5 MiB at full size (the TPU v6e it ran on accepted it), so a warning, not a refusal."""
     kernel = Path(__file__).parent / "calibration" / "v6e_f32_panel_gemm.py"
     result = evaluator.evaluate(kernel, "8p_gemm", trials=1, tpu_interpret=False)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
-    full = [f for f in result["stages"]["lower"]["memory"] if f["size"] == "full"]
+    assert result.status == "correct", f"{result.stage}: {result.message}"
+    full = [f for f in result.stages["lower"]["memory"] if f["size"] == "full"]
     assert full and full[0]["vmem_bytes"] == 32.5 * MiB and full[0]["vmem_uncertain"]
     assert any(w.startswith("VMEM: pallas_call #0 at size 'full' needs 32.50 MiB")
-               for w in result.get("warnings", [])), result.get("warnings")
+               for w in result.warnings), result.warnings

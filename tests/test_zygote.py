@@ -12,12 +12,13 @@ import time
 import pytest
 from signal_helpers import alive
 
+from jaxbench.contract import EvaluationResult
 from jaxbench.evaluator import Evaluator
 from jaxbench.evaluator.parent.pool import TracerPool, _Forked
 from jaxbench.tasks import get_task
 
 
-def _evaluate_seed(monkeypatch, fork_server: str) -> tuple[dict, type]:
+def _evaluate_seed(monkeypatch, fork_server: str) -> tuple[EvaluationResult, type]:
     monkeypatch.setenv("JAXBENCH_FORK_SERVER", fork_server)
     path = get_task("12p_rmsnorm").kernel_files()[("seed", "tpu")]
     with Evaluator() as ev:
@@ -29,10 +30,10 @@ def test_forked_tracers_are_isolated_like_started_ones(monkeypatch):
     forked, forked_kind = _evaluate_seed(monkeypatch, "1")
     started, started_kind = _evaluate_seed(monkeypatch, "0")
     assert forked_kind is _Forked and started_kind is subprocess.Popen
-    assert forked["status"] == started["status"] == "correct"
-    assert forked["isolation"] == started["isolation"]
+    assert forked.status == started.status == "correct"
+    assert forked.isolation == started.isolation
     for part in ("landlock", "userns", "netns", "mntns", "no_new_privs"):
-        assert part in forked["isolation"]
+        assert part in forked.isolation
 
 
 def test_tracers_die_with_the_fork_server_and_the_pool_goes_on():

@@ -193,8 +193,8 @@ def test_cheat_gets_its_verdict(evaluator, name, task, status, stage, words):
     with _watch_side_effects(name) as side_effects:
         result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=_timeout(name),
                                     memory_gb=3)
-    assert (result["status"], result["stage"]) == (status, stage), result["message"]
-    assert words in result["message"], result["message"]
+    assert (result.status, result.stage) == (status, stage), result.message
+    assert words in result.message, result.message
     if marker:
         assert not os.path.exists(marker), f"{name} wrote {marker} outside its temp dir"
     assert side_effects == [], f"{name}: {side_effects}"
@@ -210,9 +210,9 @@ def test_api_key_does_not_leak(monkeypatch):
     with Evaluator(spares=0) as ev:  # a fresh pool: its tracers start with this environment
         result = ev.evaluate(KERNELS / "env_api_key_obfuscated.py", GEMM, trials=1,
                              timeout_s=60, memory_gb=3)
-    assert result["status"] == "rejected", result["message"]
-    assert key not in result["message"]
-    assert key not in json.dumps(result, default=str)
+    assert result.status == "rejected", result.message
+    assert key not in result.message
+    assert key not in json.dumps(result.to_event(), default=str)
 
 
 def test_every_cheat_file_is_covered_and_documented():
@@ -253,7 +253,7 @@ def test_cheats_leave_no_file_or_process_behind(tmp_path):
     with Evaluator(spares=0, work_dir=tmp_path) as ev:
         for name in names:
             result = ev.evaluate(KERNELS / name, GEMM, trials=1, timeout_s=_timeout(name))
-            assert result["status"] == "rejected", result["message"]
+            assert result.status == "rejected", result.message
     assert list(tmp_path.iterdir()) == []
     for name in names:
         marker = MARKERS.get(name)

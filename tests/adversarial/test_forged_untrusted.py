@@ -186,9 +186,9 @@ def test_forged_untrusted_side_gets_its_verdict(name, scenario, status, stage, w
         ev.pool.close()
         ev.pool = _CompromisedPool(scenario)
         result = ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=2, tpu_interpret=False)
-    assert (result["status"], result["stage"]) == (status, stage), result["message"]
-    assert words in result["message"], result["message"]
-    assert result["speedup"] is None
+    assert (result.status, result.stage) == (status, stage), result.message
+    assert words in result.message, result.message
+    assert result.speedup is None
     assert not os.path.lexists(MARKER)
 
 
@@ -204,11 +204,11 @@ def test_forged_figures_are_ignored():
         ev.pool.close()
         ev.pool = pool = _CompromisedPool(scenario)
         result = ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=2, tpu_interpret=False)
-    assert result["status"] == "correct", result["message"]
-    assert result["judged_on"] == "trusted_export" and result["trials"] == 2
-    assert result["isolation"] != "forged"  # what the parent set up, not the tracer's word
-    assert result["speedup"] is None and "time" not in result["stages"]
-    assert "forged" not in result["stages"].get("correct", {})
+    assert result.status == "correct", result.message
+    assert result.judged_on == "trusted_export" and result.trials == 2
+    assert result.isolation != "forged"  # what the parent set up, not the tracer's word
+    assert result.speedup is None and "time" not in result.stages
+    assert "forged" not in result.stages.get("correct", {})
     # the untrusted side never saw any key, nor the trusted side's settings
     assert not any("key" in name and pool.jobs[0][name] for name in pool.jobs[0]), pool.jobs[0]
 
@@ -223,8 +223,8 @@ def test_the_tpu_interpreter_check_runs_on_the_trusted_side():
         ev.pool.close()
         ev.pool = _CompromisedPool(scenario)
         result = ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=1, tpu_interpret=True)
-    assert result["status"] == "correct", result["message"]
-    assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+    assert result.status == "correct", result.message
+    assert result.stages["correct"]["tpu_interpreter"] == "ran"
 
 
 def _deep_directories(directory, job, depth=20_000):
@@ -256,7 +256,7 @@ def test_deep_directory_chain_is_removed_and_the_parent_survives():
         _deep_directories(d, j)
 
     result = _evaluate_forged(scenario, tpu_interpret=False)
-    assert result["status"] == "correct", result["message"]
+    assert result.status == "correct", result.message
     assert made and not os.path.lexists(made[0])
 
 
@@ -272,8 +272,8 @@ def test_an_evaluator_error_is_a_crashed_verdict(monkeypatch):
     result = _evaluate_forged(lambda d, j: _write(d, {
         "status.json": _status(), "jaxpr.pkl": _cached("correct", _correct_kernel)}),
         tpu_interpret=False)
-    assert (result["status"], result["stage"]) == ("crashed", "lower"), result["message"]
-    assert "the evaluator failed on this kernel: RecursionError" in result["message"]
+    assert (result.status, result.stage) == ("crashed", "lower"), result.message
+    assert "the evaluator failed on this kernel: RecursionError" in result.message
 
 
 @pytest.mark.parametrize("claimed, believed", [("trace_error", "trace_error"),
@@ -289,5 +289,4 @@ def test_a_tracers_rule_code_is_believed_only_among_its_own(claimed, believed):
         ev.pool.close()
         ev.pool = _CompromisedPool(scenario)
         result = ev.evaluate(TASK.folder / "seed_tpu.py", TASK.id, trials=1, tpu_interpret=False)
-    assert (result["status"], result["stage"], result["rule"]) == ("compile_error", "trace",
-                                                                   believed)
+    assert (result.status, result.stage, result.rule) == ("compile_error", "trace", believed)

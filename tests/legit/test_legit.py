@@ -60,14 +60,14 @@ BY_TRIAL = {"gpu_grouped_rows_from_sizes.py", "gpu_tokamax_ragged_dot_11p.py"}
 @pytest.mark.parametrize("name,task", CASES, ids=[c[0] for c in CASES])
 def test_legit_kernel_is_correct(evaluator, name, task):
     result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=300)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
-    if result["target"] == "tpu":
-        assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
+    if result.target == "tpu":
+        assert result.stages["correct"]["tpu_interpreter"] == "ran"
     _by_trial(name, result)
 
 
 def _by_trial(name, result):
-    named = result["stages"]["correct"].get("gpu_race_rule", "")
+    named = result.stages["correct"].get("gpu_race_rule", "")
     if name in BY_TRIAL:
         assert "race-free on each of the 2 trials' inputs; residual risk" in named, result
     else:
@@ -78,16 +78,16 @@ def _by_trial(name, result):
 def test_legit_tokamax_kernel_is_correct(evaluator, name, task):
     pytest.importorskip("tokamax", reason="the optional jaxbench[tokamax] extra is not installed")
     result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=300)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
-    if result["target"] == "tpu":
-        assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
+    if result.target == "tpu":
+        assert result.stages["correct"]["tpu_interpreter"] == "ran"
     _by_trial(name, result)
 
 
 @pytest.mark.parametrize("name,task", FULL_CASES, ids=[c[0] for c in FULL_CASES])
 def test_legit_kernel_is_correct_at_full_size(evaluator, name, task):
     result = evaluator.evaluate(KERNELS / name, task, trials=1, size="full", timeout_s=300)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
 
 
 def test_core_map_pipeline_split_over_cores_is_never_rejected(evaluator, tmp_path):
@@ -99,8 +99,8 @@ def test_core_map_pipeline_split_over_cores_is_never_rejected(evaluator, tmp_pat
     path = tmp_path / "tpu_core_map_split.py"
     path.write_text(source.replace("out_specs=spec,", 'out_specs=spec, core_axis_name="core",'))
     result = evaluator.evaluate(path, "l1_add", trials=1, timeout_s=300)
-    assert (result["status"], result["rule"]) == ("unverified", "no_interpret_export"), \
-        result["message"]
+    assert (result.status, result.rule) == ("unverified", "no_interpret_export"), \
+        result.message
 
 
 def test_subcore_mesh_kernel_is_never_rejected(evaluator):
@@ -108,8 +108,8 @@ def test_subcore_mesh_kernel_is_never_rejected(evaluator):
     reaches the lowering; the CPU interpreter cannot run it (see the kernel's docstring)."""
     result = evaluator.evaluate(KERNELS.parent / "unverified" / "tpu_subcore_mesh_add.py",
                                 "l1_add", trials=1, timeout_s=300)
-    assert (result["status"], result["rule"]) == ("unverified", "no_interpret_export"), \
-        result["message"]
+    assert (result.status, result.rule) == ("unverified", "no_interpret_export"), \
+        result.message
 
 
 def test_every_legit_file_is_covered():

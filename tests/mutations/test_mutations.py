@@ -233,7 +233,8 @@ MUTATIONS = [
          "[proc_cmdlines_obfuscated.py]",)),
     Mutation(
         "results_not_made_printable", "evaluator/parent/evaluation.py", "Evaluation.run",
-        "EvaluationResult(**printable_result(self.result))", "EvaluationResult(**self.result)",
+        "        return EvaluationResult(**printable_result(self.result))",
+        "        return EvaluationResult(**self.result)",
         ("tests/test_messages.py::test_terminal_escapes_from_the_kernel_never_reach_the_result",)),
     Mutation(
         "csv_formulas_left_live", "export/tables.py", "write",
@@ -501,10 +502,11 @@ MUTATIONS = [
         ("tests/adversarial/gpu_race/test_gpu_race_by_value.py::test_an_operand_the_kernel_overwrites_is_not_believed",)),
     # issue 40: agent runs a person can stop and read, a task of one's own
     Mutation("samples_lose_their_model_call", "report/samples.py", "_tree",
-        "taxonomy.classify(e), calls.get(step),", "taxonomy.classify(e), None,  # mutant: no call",
+        '            "call": calls.get(step), "attempts": earlier, "plan": plan, "children": [],',
+        '            "call": None, "attempts": earlier, "plan": plan, "children": [],  # mutant',
         (_S + "test_every_sample_has_its_call_kernel_verdict_and_lineage",)),
     Mutation("samples_lose_their_lineage_depth", "report/samples.py", "_tree",
-        "        s.depth = depth\n", "        s.depth = 0  # mutant: a flat list\n",
+        '        s["depth"] = depth\n', '        s["depth"] = 0  # mutant: a flat list\n',
         (_S + "test_a_7200_sample_run_keeps_the_page_small",)),
     Mutation("sample_files_not_loaded_from_their_folder", "report/sample_view.js", "",
         "    s.src = INDEX.dir + '/' + INDEX.tasks[i].file;", "    s.src = INDEX.tasks[i].file;  // mutant",
@@ -517,14 +519,14 @@ MUTATIONS = [
         "    return (!filters.status || status === filters.status) &&", "    return true &&",
         (_S + "test_sample_view_in_headless_chromium",)),
     Mutation("status_filter_ignored_on_the_terminal", "report/samples.py", "matches",
-        "    if status and sample.status != status:", "    if False:  # mutant",
+        '    if status and sample["status"] != status:', "    if False:  # mutant",
         (_S + "test_samples_on_the_terminal",)),
     Mutation("category_filter_ignored_on_the_terminal", "report/samples.py", "matches",
         "        if got is None or category not in (got, taxonomy.label(got)):",
         "        if got is None:  # mutant",
         (_S + "test_samples_on_the_terminal",)),
     Mutation("best_kernel_not_linked_to_its_sample", "report/html.py", "task_table",
-        '        if sample_page and step and best.extra.get("method"):', "        if False:  # mutant",
+        '        if sample_page and best.get("step") and best.get("method"):', "        if False:  # mutant",
         (_S + "test_sample_page_carries_an_index_and_each_task_is_a_file_beside_it",)),
     Mutation("compile_error_purple_again", "report/html.py", "STATUS_COLORS",
         '    Status.COMPILE_ERROR: "#b2182b", Status.REJECTED: "#67000d",',
@@ -630,8 +632,8 @@ MUTATIONS = [
         "        if False:  # mutant: any source size is accepted",
         ("tests/test_serve.py::test_a_50_mb_source_is_refused_before_it_is_read",)),
     Mutation("reward_unverified_earns_correctness", "serve/rewards.py", "reward",
-        "    is_correct = status == Status.CORRECT and not debug",
-        "    is_correct = status in (Status.CORRECT, Status.UNVERIFIED) and not debug",
+        "is_correct = status == Status.CORRECT and",
+        "is_correct = status in (Status.CORRECT, Status.UNVERIFIED) and",
         ("tests/test_serve_units.py::test_only_a_correct_verdict_earns_the_correctness_reward",)),
     Mutation("reward_speedup_in_interpret_mode", "serve/rewards.py", "reward",
         '    if is_correct and mode == "device" and speedup is not None:',
@@ -758,8 +760,7 @@ MUTATIONS = [
         "POLICY_STATUS = Status.NO_PALLAS", "POLICY_STATUS = Status.REJECTED",
         ("tests/test_rules_budget.py::test_outside_work_over_the_budget_is_no_pallas_with_its_code",)),
     Mutation("old_policy_refusals_rewarded_as_cheats", "serve/rewards.py", "reward",
-        "if status == Status.REJECTED and rule in POLICY_RULES:",
-        "if False:  # mutant",
+        "if status == Status.REJECTED and", "if False and",
         ("tests/test_judge_fails_closed.py::test_a_policy_refusal_earns_what_no_pallas_earns_never_less",)),
     Mutation("runner_reused_after_a_tpu_interpreter_reset", "evaluator/parent/judge_client.py",
         "RunnerPool.run",
@@ -855,7 +856,7 @@ def mutate(mutation: Mutation, root: Path) -> Path:
 
 def run_against(src: Path, tests: tuple[str, ...], timeout_s: float = 600) -> tuple[int, str]:
     """Runs ``tests`` with the package at ``src`` first on the path; (exit code, output)."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAXBENCH_TEST_SRC": str(src),  # tests/conftest.py
            "PYTHONPATH": os.pathsep.join([str(src)] + (
                [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
     where = subprocess.run([sys.executable, "-c", "import jaxbench; print(jaxbench.__file__)"],

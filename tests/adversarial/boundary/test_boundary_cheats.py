@@ -36,10 +36,10 @@ CASES = [
 @pytest.mark.parametrize("name,task,status,stage,words", CASES, ids=[c[0] for c in CASES])
 def test_boundary_cheat_gets_its_verdict(evaluator, name, task, status, stage, words):
     result = evaluator.evaluate(KERNELS / name, task, trials=1, timeout_s=240, memory_gb=3)
-    assert (result["status"], result["stage"]) == (status, stage), result["message"]
-    assert words in result["message"], result["message"]
+    assert (result.status, result.stage) == (status, stage), result.message
+    assert words in result.message, result.message
     if status == "correct":
-        assert result["stages"]["correct"]["tpu_interpreter"] == "ran"
+        assert result.stages["correct"]["tpu_interpreter"] == "ran"
 
 
 def test_every_boundary_kernel_is_covered():

@@ -30,12 +30,12 @@ CASES = [
 @pytest.mark.parametrize("name,task,status,stage,rule", CASES, ids=[c[0] for c in CASES])
 def test_broken_pattern_is_not_correct(evaluator, name, task, status, stage, rule):
     result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=300)
-    assert result["status"] != "correct", name
+    assert result.status != "correct", name
     if status is not None:
-        assert result["status"] == status, result["message"]
-    assert result["stage"] == stage, result["message"]
+        assert result.status == status, result.message
+    assert result.stage == stage, result.message
     if rule is not None:
-        assert result["rule"] == rule, result["message"]
+        assert result.rule == rule, result.message
 
 
 def test_every_broken_pattern_is_covered_and_names_its_honest_kernel():

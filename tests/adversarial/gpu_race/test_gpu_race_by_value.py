@@ -31,9 +31,9 @@ BLOCK = ["GPU race rule", "both write block (0, 0) of output 0", "(0, 0, 0) and 
 ])
 def test_race_by_value_is_incorrect_at_lower(evaluator, name, words):
     result = evaluator.evaluate(KERNELS / name, GEMM, trials=1, timeout_s=180, memory_gb=3)
-    assert (result["status"], result["stage"]) == ("incorrect", "lower"), result["message"]
+    assert (result.status, result.stage) == ("incorrect", "lower"), result.message
     for word in words:
-        assert word in result["message"], result["message"]
+        assert word in result.message, result.message
 
 
 def test_masks_that_overlap_by_value_are_incorrect_at_lower(evaluator):
@@ -41,25 +41,25 @@ def test_masks_that_overlap_by_value_are_incorrect_at_lower(evaluator):
     them overlap by 8 rows, which the interpreter's sequential order hides."""
     result = evaluator.evaluate(KERNELS / "masks_overlap_by_value.py", "14p_ragged_dot", trials=1,
                                 timeout_s=180, memory_gb=3)
-    assert (result["status"], result["stage"]) == ("incorrect", "lower"), result["message"]
+    assert (result.status, result.stage) == ("incorrect", "lower"), result.message
     for word in ["GPU race rule", "grid programs (2, 0, 0) and (3, 0, 0) both write block (0, 0)",
                  "elements [128:136, 0:128]", "grid (24, 2, 2)"]:
-        assert word in result["message"], result["message"]
+        assert word in result.message, result.message
 
 
 def test_offsets_from_data_are_unverified_not_incorrect(evaluator):
     result = evaluator.evaluate(KERNELS / "honest_offsets_from_data.py", "14p_ragged_dot",
                                 trials=1, timeout_s=180, memory_gb=3)
-    assert (result["status"], result["stage"]) == ("unverified", "lower"), result["message"]
+    assert (result.status, result.stage) == ("unverified", "lower"), result.message
     for word in ["GPU race rule", "cannot prove the GPU writes race-free",
                  "depends on a value the rule cannot evaluate", "honest_offsets_from_data.py:"]:
-        assert word in result["message"], result["message"]
+        assert word in result.message, result.message
 
 
 @pytest.mark.parametrize("name", ["honest_split_two_axes.py", "honest_whole_array_by_pid.py"])
 def test_honest_gpu_kernels_pass_the_rule(evaluator, name):
     result = evaluator.evaluate(KERNELS / name, GEMM, trials=1, timeout_s=180, memory_gb=3)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
+    assert result.status == "correct", f"{result.stage}: {result.message}"
 
 
 # -- the rule itself, in process (trusted test code tracing its own kernels) ---------------------

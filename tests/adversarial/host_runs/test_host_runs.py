@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from jaxbench.contract import EvaluationResult
+
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux-only isolation")
 
 KERNEL = Path(__file__).parent / "read_run_secret.py"
@@ -67,22 +69,25 @@ def _host_with_a_run(host: Path) -> tuple[Path, Path, str, str]:
 
     run = RunDir.open(host / "runs" / "mine", {"command": "test"})
     kept = run.keep_source(SEED.read_text())
-    run.append({"type": "evaluation", "task": TASK, "status": "correct", "source_file": kept})
+    run.append(EvaluationResult(task=TASK, target="tpu", mode="interpret", size="small",
+                                status="correct", extra={"source_file": kept}).to_event())
     secret = (run.path / ".secret").read_text().strip()
     assert secret == run.secret.hex()
     return host, run.path, secret, kept
 
 
-def _assert_nothing_read(result: dict, secret: str, host: Path, path_checked: bool) -> None:
-    message = result["message"]
-    assert result["status"] != "correct", result
+def _assert_nothing_read(result: EvaluationResult, secret: str, host: Path,
+                         path_checked: bool) -> None:
+    message = result.message
+    assert result.status != "correct", result
     assert "REPORT" in message, message  # the kernel ran its reads and said what it got
     assert "READ:" not in message, message
     for name in (".secret", "events.jsonl", "manifest.json", "proc_root_secret"):
         assert any(f"{name}={code}" in message for code in REFUSED), message
     if path_checked:
         assert "on_path=[]" in message, message
-    assert secret not in json.dumps(result) and secret[:24] not in json.dumps(result)
+    stored = json.dumps(result.to_event())
+    assert secret not in stored and secret[:24] not in stored
 
 
 @needs_landlock
@@ -104,7 +109,7 @@ def test_a_kernel_cannot_read_the_hosts_run_directory(host, monkeypatch, environ
     with Evaluator(spares=0) as evaluator:  # its tracers start from here, with this environment
         result = evaluator.evaluate(_attacker(host, run, kept), TASK, trials=1, mode="interpret")
     _assert_nothing_read(result, secret, host, path_checked=not on_pythonpath)
-    assert any(f"{kept}={code}" in result["message"] for code in REFUSED), result["message"]
+    assert any(f"{kept}={code}" in result.message for code in REFUSED), result.message
 
 
 ATTACK = Path(__file__).parent / "rederive_from_secret.py"
@@ -135,10 +140,10 @@ def test_the_attack_of_issue_46_from_a_directory_holding_the_run_is_not_correct(
         result = evaluator.evaluate(source, "13p_cross_entropy", size="small", trials=3,
                                     mode="interpret")
     if environment == "readable_control":
-        assert result["status"] == "correct", result
+        assert result.status == "correct", result
         return
-    assert (result["status"], result["stage"]) == ("incorrect", "correct"), result
-    assert run.secret.hex() not in json.dumps(result)
+    assert (result.status, result.stage) == ("incorrect", "correct"), result
+    assert run.secret.hex() not in json.dumps(result.to_event())
 
 
 @needs_landlock
@@ -162,12 +167,12 @@ def test_serve_default_run_directory_is_unreadable_to_kernels(host, monkeypatch)
         secret = (run / ".secret").read_text().strip()
         with Client(service.url, token=token, retries=0) as client:
             honest = client.evaluate(SEED.read_text(), TASK, timeout_s=600)
-            assert honest["status"] == "correct", honest  # a kept source and events to steal
+            assert honest.status == "correct", honest  # a kept source and events to steal
             kept = f"sources/{source_sha256(SEED.read_text())}.py"
             assert (run / kept).is_file() and (run / "events.jsonl").is_file()
             view = client.evaluate(_attacker(host, run, kept), TASK, timeout_s=600)
     finally:
         assert service.stop() in (0, -15), service.log()
-    assert view["state"] == "done", view
-    _assert_nothing_read(view["result"], secret, host, path_checked=True)
-    assert secret not in json.dumps(view)
+    assert view.state == "done", view
+    _assert_nothing_read(view.result, secret, host, path_checked=True)
+    assert secret not in json.dumps(view.to_json())

@@ -90,10 +90,10 @@ def _hidden(isolation: str) -> bool:
 def test_python_unix_socket(evaluator, outcomes, unix_listener):
     result = evaluator.evaluate(KERNELS / "unix_socket_python_obfuscated.py", GEMM, trials=1,
                                 timeout_s=60, memory_gb=3)
-    assert (result["status"], result["stage"]) == ("rejected", "trace"), result["message"]
-    assert "sandbox: socket.__new__ is not allowed" in result["message"]
+    assert (result.status, result.stage) == ("rejected", "trace"), result.message
+    assert "sandbox: socket.__new__ is not allowed" in result.message
     assert unix_listener.accepted == []
-    assert "ready {" not in result.get("output", ""), "the handshake line reached the user"
+    assert "ready {" not in (result.output or ""), "the handshake line reached the user"
     assert _hidden(outcomes[-1].isolation), outcomes[-1].isolation
 
 
@@ -104,8 +104,8 @@ def test_cpp_grpc_unix_socket(evaluator, outcomes, unix_listener):
     result = evaluator.evaluate(KERNELS / "unix_socket_distributed_obfuscated.py", GEMM, trials=1,
                                 timeout_s=90, memory_gb=3)
     assert unix_listener.accepted == [], "the tracer reached a socket in the host's /tmp"
-    assert (result["status"], result["stage"]) == ("crashed", "trace"), result["message"]
-    assert "worker died from signal SIGABRT" in result["message"]
+    assert (result.status, result.stage) == ("crashed", "trace"), result.message
+    assert "worker died from signal SIGABRT" in result.message
     assert _hidden(outcomes[-1].isolation), outcomes[-1].isolation
     assert "parent check failed" not in outcomes[-1].isolation
 
@@ -117,17 +117,17 @@ def test_disk_filler(evaluator, outcomes, monkeypatch):
     result = evaluator.evaluate(KERNELS / "disk_filler_obfuscated.py", GEMM, trials=1,
                                 timeout_s=120, memory_gb=3)
     assert "over the limit of 256 MiB on disk" in outcomes[-1].dir_exceeded
-    assert (result["status"], result["stage"]) == ("crashed", "trace"), result["message"]
-    assert "private directory held" in result["message"]
-    assert "over the limit of 256 MiB on disk" in result["message"]
+    assert (result.status, result.stage) == ("crashed", "trace"), result.message
+    assert "private directory held" in result.message
+    assert "over the limit of 256 MiB on disk" in result.message
 
 
 def test_inode_filler(evaluator, outcomes):
     result = evaluator.evaluate(KERNELS / "inode_filler_obfuscated.py", GEMM, trials=1,
                                 timeout_s=120, memory_gb=3)
     assert "more than the limit of 10,000 entries" in outcomes[-1].dir_exceeded
-    assert (result["status"], result["stage"]) == ("crashed", "trace"), result["message"]
-    assert "private directory held more than the limit of 10,000 entries" in result["message"]
+    assert (result.status, result.stage) == ("crashed", "trace"), result.message
+    assert "private directory held more than the limit of 10,000 entries" in result.message
 
 
 def test_deep_directory_chain_is_removed(tmp_path):
@@ -142,8 +142,8 @@ def test_deep_directory_chain_is_removed(tmp_path):
         with Evaluator(spares=0, work_dir=root) as ev:
             result = ev.evaluate(KERNELS / "deep_chain_obfuscated.py", GEMM, trials=1,
                                  timeout_s=120, memory_gb=3)
-            assert (result["status"], result["stage"]) == ("crashed", "trace"), result["message"]
-            assert "more than the limit of 10,000 entries" in result["message"]
+            assert (result.status, result.stage) == ("crashed", "trace"), result.message
+            assert "more than the limit of 10,000 entries" in result.message
         assert list(root.iterdir()) == []
     finally:
         from jaxbench.evaluator.parent.pool import remove_tree

@@ -31,12 +31,12 @@ def test_lookup_cheat_gets_its_verdict(evaluator, name, status, stage, words):
         options = {"timeout_s": 60, "tpu_interpret": False}
     result = evaluator.evaluate(HERE / name, NORM, **{"trials": 1, "timeout_s": 180,
                                                        "memory_gb": 3, **options})
-    assert (result["status"], result["stage"]) == (status, stage), result["message"]
-    assert words in result["message"], result["message"]
+    assert (result.status, result.stage) == (status, stage), result.message
+    assert words in result.message, result.message
     if name != "free_loop_data_trips.py":
-        assert OUTSIDE in result["message"], result["message"]
+        assert OUTSIDE in result.message, result.message
     else:
-        assert "counted as heavy" in result["message"], result["message"]
+        assert "counted as heavy" in result.message, result.message
 
 
 def test_every_lookup_cheat_is_covered():

@@ -26,17 +26,17 @@ CASES = [
 @pytest.mark.parametrize("name,task,rule,words", CASES, ids=[c[0] for c in CASES])
 def test_work_left_in_xla_is_refused_by_its_rule(evaluator, name, task, rule, words):
     result = evaluator.evaluate(HERE / name, task, trials=1, timeout_s=300)
-    assert (result["status"], result["stage"], result["rule"]) == ("no_pallas", "lower", rule), \
-        result["message"]
-    assert words in result["message"], result["message"]
-    assert "work outside pallas_call" in result["message"]
+    assert (result.status, result.stage, result.rule) == ("no_pallas", "lower", rule), \
+        result.message
+    assert words in result.message, result.message
+    assert "work outside pallas_call" in result.message
 
 
 def test_the_shortcut_written_as_kernels_is_correct(evaluator):
     result = evaluator.evaluate(HERE / "honest_gemv_in_kernel.py", "21k_gemm_divide_sum_scaling",
                                 trials=2, timeout_s=300)
-    assert result["status"] == "correct", f"{result['stage']}: {result['message']}"
-    structure = result["structure"]
+    assert result.status == "correct", f"{result.stage}: {result.message}"
+    structure = result.structure
     assert structure["outside_flops"] == 0.0 and structure["kernel_flops"] > 0
     # far below the GEMM's nominal count: the kernels found the GEMV
     assert structure["kernel_flops"] < 0.05 * structure["task_flops"]
@@ -47,7 +47,7 @@ def test_a_kernel_result_discarded_leaves_no_kernel(evaluator):
     drops the unread kernel, so the module has none."""
     result = evaluator.evaluate(HERE / "gemv_output_not_from_kernel.py",
                                 "21k_gemm_divide_sum_scaling", trials=1, timeout_s=300)
-    assert (result["status"], result["rule"]) == ("no_pallas", "no_kernel"), result["message"]
+    assert (result.status, result.rule) == ("no_pallas", "no_kernel"), result.message
 
 
 def test_every_file_is_covered():

@@ -40,15 +40,15 @@ CONTROLS = [
 @pytest.mark.parametrize("name,task,status,rule,words", CASES, ids=[c[0] for c in CASES])
 def test_padding_that_never_runs_is_not_counted(evaluator, name, task, status, rule, words):
     result = evaluator.evaluate(HERE / name, task, trials=1, timeout_s=300, memory_gb=3)
-    assert (result["status"], result["stage"], result["rule"]) == (status, "lower", rule), \
-        result["message"]
-    assert words in result["message"], result["message"]
+    assert (result.status, result.stage, result.rule) == (status, "lower", rule), \
+        result.message
+    assert words in result.message, result.message
 
 
 @pytest.mark.parametrize("path,task", CONTROLS, ids=[f"{p.name}-{t}" for p, t in CONTROLS])
 def test_the_honest_controls_are_correct(evaluator, path, task):
     result = evaluator.evaluate(path, task, trials=1, timeout_s=300, memory_gb=3)
-    assert result["status"] == "correct", f"{result['stage']} {result['rule']}: {result['message']}"
+    assert result.status == "correct", f"{result.stage} {result.rule}: {result.message}"
 
 
 def test_plain_jnp_with_a_pallas_copy_is_no_pallas_and_earns_what_no_pallas_earns(evaluator):
@@ -58,23 +58,23 @@ def test_plain_jnp_with_a_pallas_copy_is_no_pallas_and_earns_what_no_pallas_earn
                                 timeout_s=300, memory_gb=3)
     plain = evaluator.evaluate(ADVERSARIAL / "plain_jnp.py", GEMM, trials=1, timeout_s=300,
                                memory_gb=3)
-    assert (copied["status"], copied["rule"]) == ("no_pallas", "outside_flops"), copied["message"]
-    assert plain["status"] == "no_pallas", plain["message"]
+    assert (copied.status, copied.rule) == ("no_pallas", "outside_flops"), copied.message
+    assert plain.status == "no_pallas", plain.message
     assert reward(copied)["value"] >= reward(plain)["value"]
 
 
 def test_a_grid_that_does_not_cover_its_output_is_named_in_the_verdict(evaluator):
     result = evaluator.evaluate(HERE / "floor_grid_rmsnorm.py", NORM, trials=1, timeout_s=300,
                                 memory_gb=3)
-    assert (result["status"], result["rule"]) == ("incorrect", "uninitialised"), result["message"]
-    message = result["message"]
+    assert (result.status, result.rule) == ("incorrect", "uninitialised"), result.message
+    message = result.message
     assert "the outputs depend on uninitialised memory" in message, message
     assert "[1, 224:256, :]" in message, message  # where the two fills differ: x[1, 224:]
     assert "blocks (96, 1024) over the grid (5,) never write indices 480:512 of dimension 0" \
         in message, message
     honest = evaluator.evaluate(SEEDS / "jaxbench/12p_rmsnorm/seed_tpu.py", NORM, trials=1,
                                 timeout_s=300, memory_gb=3)
-    assert honest["status"] == "correct", honest["message"]
+    assert honest.status == "correct", honest.message
 
 
 def test_every_file_is_covered():
