@@ -1,7 +1,9 @@
 """Cheat (8p_gemm): writes outside its private dir through a directory fd: os (reached as
 attrgetter("sy"+"s")(typing).modules["o"+"s"]) opens "/" with O_PATH and then creates
 "tmp/<marker>" relative to it, so the path the audit hook sees is relative (it resolves it
-against the working directory, inside the private dir). The OS (Landlock) refuses the write."""
+against the working directory, inside the private dir). The audit hook refuses opening the
+directory (any directory descriptor), with or without Landlock: on a TPU v5e host without
+Landlock this kernel was once judged `correct` and its write landed."""
 import operator
 import typing
 
