@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from jaxbench.contract import EvaluationResult
 from jaxbench.report.data import (
@@ -33,6 +33,55 @@ from jaxbench.report.data import (
 
 CHANGES = ("regression", "missing", "status", "improvement", "new", "same")
 DEFAULT_THRESHOLD = 0.05
+
+
+class RunFacts(TypedDict):
+    """What the comparison says of each run (``"a"``, ``"b"``; :func:`_facts`)."""
+
+    run: str
+    command: Any  # the manifest config's "command", as recorded
+    modes: list[str]
+    targets: list[str]
+    methods: list[str]
+    evaluations: int
+    statuses: dict[str, int]
+    git_sha: Any  # the manifest's, as recorded (None where it has none)
+    device_kinds: list[str]
+
+
+class Row(TypedDict):
+    """A row of the comparison: a (task, target, method) key, its change (one of
+    :data:`CHANGES`), each run's best status, speedup (of a correct kernel; None without) and
+    message, and the speedup ratio B / A where both have one."""
+
+    task: str
+    target: str
+    method: str
+    change: str
+    status_a: str | None
+    status_b: str | None
+    speedup_a: float | None
+    speedup_b: float | None
+    ratio: float | None
+    message_a: str | None
+    message_b: str | None
+
+
+class Comparison(TypedDict):
+    """:func:`compare`'s result (``jaxbench compare --json``): both runs' facts, the threshold,
+    whether rows were matched on the method, the count of each change (all rows, listed or
+    folded), whether only the common rows are listed, the tasks of the rows folded away
+    (``missing``, ``new``), the geomean of the listed ratios and the listed rows."""
+
+    a: RunFacts
+    b: RunFacts
+    threshold: float
+    matched_on_method: bool
+    counts: dict[str, int]
+    common: bool
+    folded: dict[str, list[str]]
+    geomean_ratio: float | None
+    rows: list[Row]
 
 
 def _best_by_key(run: RunData, by_method: bool) -> dict[tuple[str, str, str], EvaluationResult]:
@@ -74,7 +123,7 @@ def classify(a: EvaluationResult | None, b: EvaluationResult | None, threshold: 
 
 
 def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[str] | RunData,
-            threshold: float = DEFAULT_THRESHOLD, common: bool | None = None) -> dict[str, Any]:
+            threshold: float = DEFAULT_THRESHOLD, common: bool | None = None) -> Comparison:
     """The comparison as one JSON-ready dict: both runs' facts, rows in report order, counts.
     ``common``: list only the rows both runs have (``None``: when one run's rows are a strict
     subset of the other's)."""
@@ -86,7 +135,7 @@ def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[st
     best_a, best_b = _best_by_key(a, by_method), _best_by_key(b, by_method)
     if common is None:
         common = set(best_a) != set(best_b) and (set(best_a) <= set(best_b) or set(best_b) <= set(best_a))
-    rows = []
+    rows: list[Row] = []
     for key in set(best_a) | set(best_b):
         task, target, method = key
         ea, eb = best_a.get(key), best_b.get(key)
@@ -105,7 +154,7 @@ def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[st
     rows.sort(key=lambda r: (CHANGES.index(r["change"]), task_order_key(r["task"]), r["target"],
                              r["method"]))
     counts = {c: sum(r["change"] == c for r in rows) for c in CHANGES}
-    folded = {"missing": [], "new": []}
+    folded: dict[str, list[str]] = {"missing": [], "new": []}
     if common:
         for r in rows:
             if r["change"] in folded:
@@ -121,7 +170,7 @@ def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[st
     }
 
 
-def _facts(run: RunData) -> dict[str, Any]:
+def _facts(run: RunData) -> RunFacts:
     statuses: dict[str, int] = {}
     for e in run.evaluations:
         statuses[e.status or "?"] = statuses.get(e.status or "?", 0) + 1
@@ -139,7 +188,7 @@ _PLURALS = {"regression": "regressions", "missing": "missing", "status": "status
 _SINGULARS = {"status": "status change", "same": "unchanged"}
 
 
-def folded_text(result: dict[str, Any], shown: int = 5) -> str | None:
+def folded_text(result: Comparison, shown: int = 5) -> str | None:
     """One line for the rows ``common`` left out, e.g. "99 rows only in A (tasks 1p_..., 2p_...,
     and 94 more) and 0 only in B are not listed (--all lists them)"; ``None`` when none were."""
     folded = result.get("folded") or {}
@@ -169,7 +218,7 @@ def _x(value: float | None) -> str:
     return f"{value:.3g}x" if value is not None else "-"
 
 
-def print_comparison(result: dict[str, Any], console: Any) -> None:
+def print_comparison(result: Comparison, console: Any) -> None:
     from rich.table import Table
 
     table = Table(title=f"{result['a']['run']} (A) -> {result['b']['run']} (B)")
@@ -193,7 +242,7 @@ def print_comparison(result: dict[str, Any], console: Any) -> None:
                   + f" (threshold {result['threshold']:.0%})")
 
 
-def comparison_html(result: dict[str, Any], out_dir: Path) -> str:
+def comparison_html(result: Comparison, out_dir: Path) -> str:
     """A page that opens offline (plotly.js beside it, :func:`~jaxbench.report.html.plotly_script`):
     both runs' facts, the B/A speedup chart (when both runs were
     timed) and the sortable table of changes."""
@@ -204,8 +253,7 @@ def comparison_html(result: dict[str, Any], out_dir: Path) -> str:
 
     colors = {"regression": "#d62728", "improvement": "#2ca02c", "same": "#7f7f7f"}
     facts = []
-    for label in ("a", "b"):
-        f = result[label]
+    for label, f in (("a", result["a"]), ("b", result["b"])):
         statuses = ", ".join(f"{k}: {v}" for k, v in sorted(f["statuses"].items()))
         facts.append(f"<dt>run {label.upper()}</dt><dd>{esc(f['run'])} ({esc(f['command'])}; "
                      f"{esc(', '.join(f['methods']))}; {esc(', '.join(f['modes']))}; "
@@ -258,7 +306,7 @@ def _td(content: str, value: Any) -> str:
     return f"<td data-v=\"{esc(value)}\">{content}</td>" if value is not None else f"<td>{content}</td>"
 
 
-def write_comparison_html(result: dict[str, Any], out: str | os.PathLike[str]) -> Path:
+def write_comparison_html(result: Comparison, out: str | os.PathLike[str]) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")

@@ -30,7 +30,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxbench.contract import Category, EvaluationResult, Status
 from jaxbench.report import metrics, sample_view, taxonomy
@@ -45,6 +45,10 @@ from jaxbench.report.data import (
     task_sort_value,
 )
 from jaxbench.report.sample_view import SAMPLE_CSS
+
+if TYPE_CHECKING:
+    from jaxbench.report.sample_view import SampleIndex
+    from jaxbench.report.summary import Summary
 
 # Correct is green; every other status is a red, orange or brown (hue 0-45 degrees), so a
 # failure never reads as a neutral series color: reds for what was refused or wrong, oranges
@@ -762,7 +766,7 @@ def method_label(name: str, seeded: bool) -> str:
     return esc(name) + (f" {seeded_flag()}" if seeded else "")
 
 
-def progress_banner(summary: dict[str, Any]) -> str:
+def progress_banner(summary: Summary) -> str:
     """The banner of a run that has not finished or misses evaluations ('' otherwise)."""
     progress = summary.get("progress") or {}
     if not progress.get("text"):
@@ -771,7 +775,7 @@ def progress_banner(summary: dict[str, Any]) -> str:
             "the evaluations written so far.</p>")
 
 
-def header(run: RunData, summary: dict[str, Any]) -> str:
+def header(run: RunData, summary: Summary) -> str:
     m = run.manifest
     versions = m.get("versions") or {}
     hardware = m.get("hardware") or {}
@@ -818,7 +822,7 @@ def header(run: RunData, summary: dict[str, Any]) -> str:
     return "\n".join(o for o in out if o)
 
 
-def metrics_table(summary: dict[str, Any]) -> str:
+def metrics_table(summary: Summary) -> str:
     """The metrics of each series (method · target): rates, correct@N, fast_p@N, geomeans, cost."""
     from jaxbench.report.usage import cost_text
 
@@ -863,7 +867,7 @@ def metrics_table(summary: dict[str, Any]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>{note}")
 
 
-def usage_table(summary: dict[str, Any]) -> str:
+def usage_table(summary: Summary) -> str:
     """LLM calls and evaluation time per method · target (``usage.py``): kernel and plan calls
     apart, latency, tokens, cached input share and cost, then the evaluations and their wall
     time; the evaluation columns alone for a run without LLM calls ('' without either)."""
@@ -895,7 +899,7 @@ def usage_table(summary: dict[str, Any]) -> str:
             f"<tbody>{''.join(body)}</tbody></table>{note}")
 
 
-def failure_table(run: RunData, summary: dict[str, Any]) -> str:
+def failure_table(run: RunData, summary: Summary) -> str:
     """The failure taxonomy: one row per category that occurs, its meaning, its count per
     series (and share of the series' samples) and one message as an example."""
     failures = summary.get("failures") or {}
@@ -1011,7 +1015,7 @@ def skipped_note(run: RunData) -> str:
     return f"<p class=\"warn\" id=\"skipped\">{esc(skipped_text(run.skipped))}.</p>"
 
 
-def judge_warnings_table(summary: dict[str, Any]) -> str:
+def judge_warnings_table(summary: Summary) -> str:
     """The evaluations the judge warned about (shared memory or VMEM it could not decide, a
     tool's crash set aside): '' when none."""
     from jaxbench.report.summary import JUDGE_WARNINGS
@@ -1029,7 +1033,7 @@ def judge_warnings_table(summary: dict[str, Any]) -> str:
             f"<th>text</th></tr>{rows}</table></div>")
 
 
-def build(run: RunData, out_dir: Path, samples: dict[str, Any] | None = None,
+def build(run: RunData, out_dir: Path, samples: SampleIndex | None = None,
           plotly_src: str | None = None) -> str:
     """The report page of a run (links are relative to ``out_dir``). ``samples`` is the sample
     view's index (:func:`jaxbench.report.sample_view.write_samples`), ``plotly_src`` the

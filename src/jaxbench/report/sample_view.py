@@ -29,7 +29,7 @@ import shutil
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 from urllib.parse import quote
 
 from jaxbench.contract.result import thaw
@@ -38,6 +38,87 @@ from jaxbench.report.data import STATUS_ORDER, RunData
 from jaxbench.report.samples import LINEAGE, Sample, best_steps, collect, figures
 
 MIN_PREFIX = 200  # a shared prompt prefix shorter than this is not worth a table entry
+
+# A prompt in a task file: [index of its series' shared prefix in "prefixes", the rest], or
+# [-1, the whole prompt] (:func:`_prompt`).
+Prompt = list[Any]
+
+
+class Exchange(TypedDict):
+    """An earlier call for a sample's slot that was asked again (``attempts``), or autocomp's
+    planning call (``plan``, its prompt whole): its step, prompt and answer (or error)."""
+
+    step: str | None
+    prompt: Prompt | str | None
+    answer: str
+
+
+class SampleRow(TypedDict):
+    """One sample in a task file (:func:`_task_data`), as ``sample_view.js`` reads it: its
+    step, budget slot, parent, depth and children (steps), verdict (status, stage, failure
+    category ``cat``, message, figures), its source (``k``, an index into ``sources``; None
+    without one), lineage keys, prompt, answer and the model call's facts (``call``: the
+    ``llm_call`` event's fields that are set)."""
+
+    step: str
+    slot: int | None
+    parent: str | None
+    depth: int
+    children: list[str]
+    seed: bool
+    status: str
+    stage: str | None
+    cat: str | None
+    message: str
+    figs: list[tuple[str, str]]
+    k: int | None
+    lineage: list[list[Any]]
+    prompt: Prompt | None
+    answer: str | None
+    call: dict[str, Any]
+    synthetic: NotRequired[bool]
+    truncated: NotRequired[bool]
+    rejections: NotRequired[Any]
+    attempts: NotRequired[list[Exchange]]
+    plan: NotRequired[Exchange]
+
+
+class TaskSamples(TypedDict):
+    """A task file's data (``NAME.samples/<i>.js``): the shared prompt prefixes, the distinct
+    sources and per series its samples in lineage order."""
+
+    task: str
+    prefixes: list[str]
+    sources: list[str]
+    series: dict[str, list[SampleRow]]
+
+
+class SeriesIndex(TypedDict):
+    """A task's series in the index: its samples (``n``, seeds apart), their counts by
+    "status\tcategory" and the step of the best one (None without)."""
+
+    n: int
+    seeds: int
+    counts: dict[str, int]
+    best: str | None
+
+
+class TaskIndex(TypedDict):
+    """A task in the index: its file (in the sidecar folder) and its series."""
+
+    task: str
+    file: str
+    series: dict[str, SeriesIndex]
+
+
+class SampleIndex(TypedDict):
+    """The sample view's index (:func:`write_samples`): the sidecar folder, the page, the
+    tasks in catalogue order and every series' name."""
+
+    dir: str
+    page: str
+    tasks: list[TaskIndex]
+    series: list[str]
 
 
 def sidecar_dir(out: Path) -> Path:
@@ -50,7 +131,7 @@ def sample_href(task: str, series: str, step: str, page: str = "") -> str:
     return f"{quote(page)}#sample=" + "/".join(quote(part, safe="") for part in (task, series, step))
 
 
-def _prompt(text: str | None, prefixes: list[str], prefix: int | None) -> list[Any] | None:
+def _prompt(text: str | None, prefixes: list[str], prefix: int | None) -> Prompt | None:
     """A prompt as [prefix index, rest] ([-1, whole] when it does not start with the prefix)."""
     if text is None:
         return None
@@ -60,12 +141,12 @@ def _prompt(text: str | None, prefixes: list[str], prefix: int | None) -> list[A
 
 
 def _task_data(run: RunData, task: str, by_series: dict[str, list[Sample]],
-               source_cache: dict[str, str | None]) -> dict[str, Any]:
+               source_cache: dict[str, str | None]) -> TaskSamples:
     """One task's samples as the page reads them."""
     prefixes: list[str] = []
     sources: list[str] = []
     source_index: dict[str, int] = {}
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[SampleRow]] = {}
     for series, samples in by_series.items():
         prompts = [s.call["prompt"] for s in samples
                    if s.call and isinstance(s.call.get("prompt"), str)]
@@ -74,7 +155,7 @@ def _task_data(run: RunData, task: str, by_series: dict[str, list[Sample]],
         if len(shared) >= MIN_PREFIX:
             prefix = len(prefixes)
             prefixes.append(shared)
-        rows = []
+        rows: list[SampleRow] = []
         for s in samples:
             e, keys = s.result, s.result.extra
             key = keys.get("source_file") or e.source_sha256  # "" for neither: not cached
@@ -91,7 +172,7 @@ def _task_data(run: RunData, task: str, by_series: dict[str, list[Sample]],
                     sources.append(source)
                 k = source_index[source]
             call = s.call or {}
-            row: dict[str, Any] = {
+            row: SampleRow = {
                 "step": s.step, "slot": s.slot, "parent": s.parent, "depth": s.depth,
                 "children": s.children, "seed": s.seed, "status": s.status, "stage": s.stage,
                 "cat": s.category, "message": s.message, "figs": figures(e), "k": k,
@@ -121,7 +202,7 @@ def _task_data(run: RunData, task: str, by_series: dict[str, list[Sample]],
     return {"task": task, "prefixes": prefixes, "sources": sources, "series": out}
 
 
-def write_samples(run: RunData, out: Path) -> dict[str, Any] | None:
+def write_samples(run: RunData, out: Path) -> SampleIndex | None:
     """Writes the per-task files of the sample view of the report ``out`` beside it and returns
     the view's index (its page, :func:`page_body`, is written by ``html.write_report``); None,
     and no files (an earlier page removed), for a run without agent samples."""
@@ -137,14 +218,14 @@ def write_samples(run: RunData, out: Path) -> dict[str, Any] | None:
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
-    tasks = []
+    tasks: list[TaskIndex] = []
     series_names: set[str] = set()
     source_cache: dict[str, str | None] = {}
     for i, (task, by_series) in enumerate(found.items()):
         data = _task_data(run, task, by_series, source_cache)
         name = f"{i}.js"
         (staging / name).write_text(f"jaxbenchSamples({i},{json.dumps(data, separators=(',', ':'))});\n")
-        entry: dict[str, Any] = {"task": task, "file": name, "series": {}}
+        entry: TaskIndex = {"task": task, "file": name, "series": {}}
         for series, samples in by_series.items():
             series_names.add(series)
             counts: dict[str, int] = {}
@@ -169,7 +250,7 @@ def sample_page(out: Path) -> Path:
     return out.with_name(out.stem + ".samples.html")
 
 
-def page_body(run: RunData, out: Path, index: dict[str, Any], status_colors: dict[str, str]) -> str:
+def page_body(run: RunData, out: Path, index: SampleIndex, status_colors: dict[str, str]) -> str:
     """The body of the sample view's page (``NAME.samples.html``) of the report ``out``: no
     charts and no plotting library, the index and the script."""
     n = sum(s["n"] for t in index["tasks"] for s in t["series"].values())
@@ -205,7 +286,7 @@ def sample_script() -> str:
     return resources.files("jaxbench.report").joinpath("sample_view.js").read_text(encoding="utf-8")
 
 
-def section(index: dict[str, Any] | None) -> str:
+def section(index: SampleIndex | None) -> str:
     """The report's pointer to its sample view ('' without one)."""
     if index is None:
         return ""

@@ -29,7 +29,7 @@ import json
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from jaxbench.contract import FIELD_CORRECT, EvaluationResult, Status, status_rank
 from jaxbench.report import metrics, taxonomy
@@ -43,7 +43,7 @@ from jaxbench.report.data import (
     require_run_dir,
     series_label,
 )
-from jaxbench.report.usage import print_usage, summarize_usage
+from jaxbench.report.usage import Priced, Usage, print_usage, summarize_usage
 from jaxbench.runs import MANIFEST, read_events, read_plan
 
 N_VALUES = (1, 8, 32, 144)
@@ -70,6 +70,111 @@ class Drawn(NamedTuple):
     result: EvaluationResult
 
 
+class LlmTotals(Priced):
+    """A method's LLM calls as the summary totals them (``"llm"`` of its entry): calls, failed
+    calls, calls without a price, cost and tokens (``"usage"`` has the full figures)."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+class MethodSummary(TypedDict):
+    """A method's (``"methods"``) or a series' figures over its samples (:func:`_method_summary`):
+    rates, ``correct_at`` (N -> rate; ``at_k`` says how N is read), with timing the fast_p@N
+    rates and the geomeans, with LLM calls their totals; ``seeded`` (starts from the shipped
+    seed kernels) is added by :func:`summarize`."""
+
+    tasks: int
+    samples: int
+    compile_rate: float
+    correct_rate: float
+    at_k: str
+    correct_at: dict[str, float]
+    fast_0_at: NotRequired[dict[str, float]]
+    fast_1_at: NotRequired[dict[str, float]]
+    geomean_speedup: NotRequired[float]
+    geomean_speedup_unfloored: NotRequired[float | None]
+    llm: NotRequired[LlmTotals]
+    seeded: NotRequired[bool]
+
+
+class SeriesSummary(MethodSummary):
+    """A series' (method · target) entry of ``"series"``: its method and target (None where the
+    evaluations name none) before the method's figures."""
+
+    method: str
+    target: str | None
+
+
+class TaskSummary(TypedDict):
+    """A task's evaluations by one method or series (``"tasks"``, ``"series_tasks"``): how many,
+    how many correct (``correct``, spelt :data:`~jaxbench.contract.FIELD_CORRECT` where read or
+    written), the best status and the best speedup of a correct one (None without)."""
+
+    samples: int
+    correct: int
+    best_status: str | None
+    best_speedup: float | None
+
+
+class SpanFigures(TypedDict):
+    """One span of :func:`spans_summary`: total seconds, share of the summed wall, median."""
+
+    total_s: float
+    share: float
+    median_s: float
+
+
+class Spans(TypedDict):
+    """Where the evaluations' wall time went (:func:`spans_summary`)."""
+
+    evaluations: int
+    wall_s: float
+    median_wall_s: float
+    coverage: float
+    spans: dict[str, SpanFigures]
+
+
+class JudgeWarning(TypedDict):
+    """An evaluation's judge warning (:func:`judge_warnings`), its text cut to 400 characters."""
+
+    task: str
+    target: str | None
+    status: str
+    kind: str
+    text: str
+
+
+class JudgeWarnings(TypedDict):
+    """``counts`` per warning kind (:data:`JUDGE_WARNINGS`) and the first ``rows``."""
+
+    counts: dict[str, int]
+    rows: list[JudgeWarning]
+
+
+class Summary(TypedDict):
+    """The report of a run directory (:func:`summarize`; ``jaxbench report --json``): the run's
+    config (from its manifest), ``methods`` and ``series`` (method · target) with their
+    figures, failures per series and taxonomy category, ``usage`` (``usage.py``), per task the
+    best of each method (``tasks``) and series (``series_tasks``), in catalogue order."""
+
+    run: str
+    config: dict[str, Any]
+    modes: list[str]
+    timed: bool
+    note: str | None
+    progress: Progress
+    methods: dict[str, MethodSummary]
+    series: dict[str, SeriesSummary]
+    failures: dict[str, dict[str, int]]
+    usage: Usage
+    skipped_files: list[str]
+    judge_warnings: JudgeWarnings
+    spans: Spans | None
+    tasks: dict[str, dict[str, TaskSummary]]
+    series_tasks: dict[str, dict[str, TaskSummary]]
+
+
 def correct_at_n(samples: dict[str, list[metrics.Sample]], n: int) -> float:
     """Fraction of tasks with a correct sample among the first ``n`` (timing not needed)."""
     if not samples:
@@ -77,7 +182,7 @@ def correct_at_n(samples: dict[str, list[metrics.Sample]], n: int) -> float:
     return sum(any(ok for ok, _ in seq[:n]) for seq in samples.values()) / len(samples)
 
 
-def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+def summarize(run_dir: str | os.PathLike[str]) -> Summary:
     """The report of a run directory as one JSON-ready dict."""
     path = require_run_dir(run_dir)
     manifest = json.loads((path / MANIFEST).read_text())
@@ -85,7 +190,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     # method -> task -> its samples, and the same per series (method · target), in file order
     evaluations: dict[str, dict[str, list[Drawn]]] = defaultdict(lambda: defaultdict(list))
     by_series: dict[str, dict[str, list[Drawn]]] = defaultdict(lambda: defaultdict(list))
-    llm: dict[str, dict[str, Any]] = defaultdict(lambda: {"calls": 0, "input_tokens": 0,
+    llm: dict[str, LlmTotals] = defaultdict(lambda: {"calls": 0, "input_tokens": 0,
                                                           "output_tokens": 0, "cost": 0.0,
                                                           "calls_without_cost": 0,
                                                           "failed_calls": 0})
@@ -121,12 +226,13 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         elif event.get("type") == "task_done" and event.get("seeded") and event.get("method"):
             seeded.add(event["method"])
     timed = "device" in modes
-    methods = {name: {**_method_summary(by_task, config.get("budget"), timed, llm.get(name),
-                                        name), "seeded": name in seeded}
-               for name, by_task in sorted(evaluations.items())}
+    methods: dict[str, MethodSummary] = {
+        name: {**_method_summary(by_task, config.get("budget"), timed, llm.get(name), name),
+               "seeded": name in seeded}
+        for name, by_task in sorted(evaluations.items())}
     firsts = {label: next(iter(by_task.values()))[0].result for label, by_task in by_series.items()}
     per_method = Counter(method_of(e) for e in firsts.values())
-    series = {}
+    series: dict[str, SeriesSummary] = {}
     for label, by_task in sorted(by_series.items()):
         name = method_of(firsts[label])
         # LLM calls name their method, not a target: they are shown with its series when it
@@ -135,11 +241,11 @@ def summarize(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         series[label] = {"method": name, "target": firsts[label].target or None,
                          **_method_summary(by_task, config.get("budget"), timed, calls, name),
                          "seeded": name in seeded}
-    tasks: dict[str, dict[str, Any]] = defaultdict(dict)
+    tasks: dict[str, dict[str, TaskSummary]] = defaultdict(dict)
     for name, by_task in evaluations.items():
         for task_id, drawn in by_task.items():
             tasks[task_id][name] = _task_summary([d.result for d in drawn])
-    series_tasks: dict[str, dict[str, Any]] = defaultdict(dict)
+    series_tasks: dict[str, dict[str, TaskSummary]] = defaultdict(dict)
     for label, by_task in sorted(by_series.items()):
         for task_id, drawn in by_task.items():
             series_tasks[task_id][label] = _task_summary([d.result for d in drawn])
@@ -283,7 +389,7 @@ def _resume_text(events: list[dict[str, Any]]) -> str:
     return f"interrupted{by}; resume with: {command}"
 
 
-def _task_summary(evals: list[EvaluationResult]) -> dict[str, Any]:
+def _task_summary(evals: list[EvaluationResult]) -> TaskSummary:
     speeds = [e.speedup for e in evals if is_correct(e) and e.speedup]
     statuses = [e.status for e in evals]
     best_status = Status.CORRECT if Status.CORRECT in statuses else max(
@@ -293,7 +399,7 @@ def _task_summary(evals: list[EvaluationResult]) -> dict[str, Any]:
 
 
 def _method_summary(by_task: Mapping[str, list[Drawn]], budget: int | None, timed: bool,
-                    llm: dict[str, Any] | None, method: str = "") -> dict[str, Any]:
+                    llm: LlmTotals | None, method: str = "") -> MethodSummary:
     samples: dict[str, list[metrics.Sample]] = {}
     flat: list[EvaluationResult] = []
     for task_id, drawn in by_task.items():
@@ -303,7 +409,7 @@ def _method_summary(by_task: Mapping[str, list[Drawn]], budget: int | None, time
     longest = max((len(s) for s in samples.values()), default=0)
     limit = budget or longest
     n_values = [n for n in N_VALUES if n <= limit] or [limit]
-    summary: dict[str, Any] = {
+    summary: MethodSummary = {
         "tasks": len(samples),
         "samples": len(flat),
         "compile_rate": metrics.rate([compiled(e) for e in flat]),
@@ -329,7 +435,7 @@ def _method_summary(by_task: Mapping[str, list[Drawn]], budget: int | None, time
 SEEDED_FLAG = "seeded (starts from the shipped seed kernels)"
 
 
-def print_summary(summary: dict[str, Any], console: Any) -> None:
+def print_summary(summary: Summary, console: Any) -> None:
     """Rich tables: one row per task, then one row per series (method · target), the LLM calls
     and the evaluation time per series (``usage.py``) and the failure taxonomy."""
     from rich.markup import escape
@@ -405,7 +511,7 @@ def print_summary(summary: dict[str, Any], console: Any) -> None:
         console.print(f"[bold yellow]{escape(text)}[/]")
 
 
-def spans_summary(evaluations: list[EvaluationResult]) -> dict[str, Any] | None:
+def spans_summary(evaluations: list[EvaluationResult]) -> Spans | None:
     """Where the evaluations' wall time went (each result's ``spans``): per span the total
     seconds, its share of the summed wall and the median over the evaluations that have it;
     ``coverage``, the spans' sum over the wall. None when no evaluation records spans (runs
@@ -430,7 +536,7 @@ def spans_summary(evaluations: list[EvaluationResult]) -> dict[str, Any] | None:
             "coverage": sum(v["total_s"] for v in spans.values()) / wall, "spans": spans}
 
 
-def print_spans(spans: dict[str, Any] | None, console: Any, most: int = 12) -> None:
+def print_spans(spans: Spans | None, console: Any, most: int = 12) -> None:
     """The spans' table: the largest first, the rest summed in one row."""
     from rich.table import Table
 
@@ -461,11 +567,11 @@ JUDGE_WARNINGS = {
 }
 
 
-def judge_warnings(evaluations: Iterable[EvaluationResult], most: int = 200) -> dict[str, Any]:
+def judge_warnings(evaluations: Iterable[EvaluationResult], most: int = 200) -> JudgeWarnings:
     """The evaluations that carry a judge warning (:data:`JUDGE_WARNINGS`): ``counts`` per kind
     and up to ``most`` ``rows`` (task, target, status, kind, text)."""
     counts: dict[str, int] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[JudgeWarning] = []
     for result in evaluations:
         for text in result.warnings:
             if not isinstance(text, str):

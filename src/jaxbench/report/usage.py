@@ -31,12 +31,75 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from jaxbench.contract import FIELD_NO_KERNEL, EvaluationResult
 from jaxbench.report.data import method_of, series_label
 
 KINDS = ("kernel", "plan")
+
+
+class Priced(TypedDict):
+    """What :func:`cost_text` reads of a group of LLM calls: ``calls`` (failed ones included),
+    ``failed_calls``, ``calls_without_cost`` (answered, no price) and the summed ``cost``."""
+
+    calls: int
+    failed_calls: int
+    calls_without_cost: int
+    cost: float
+
+
+class CallStats(Priced):
+    """The figures of a group of ``llm_call`` events (:func:`call_stats`; the module's
+    docstring says what each counts). Durations in seconds; None where no call records one."""
+
+    cached_calls: int
+    latency_calls: int
+    latency_p50_s: float | None
+    latency_p90_s: float | None
+    latency_total_s: float | None
+    token_calls: int
+    input_tokens: float
+    output_tokens: float
+    cached_input_calls: int
+    cached_input_tokens: float | None
+    cached_input_share: float | None
+
+
+class CallsByKind(TypedDict):
+    """:func:`call_stats` of a series' kernel calls, its plan calls and all its calls."""
+
+    kernel: CallStats
+    plan: CallStats
+    all: CallStats
+
+
+class EvaluationStats(TypedDict):
+    """The evaluations of a series (:func:`evaluation_stats`). ``no_kernel`` is spelt
+    :data:`~jaxbench.contract.FIELD_NO_KERNEL` where it is read or written."""
+
+    evaluations: int
+    run: int
+    reused: int
+    no_kernel: int
+    timed: int
+    time_total_s: float | None
+    time_p50_s: float | None
+
+
+class SeriesUsage(TypedDict):
+    """What a series (or a method's calls without a single series) spent: ``"usage"``'s values
+    in the summary (:func:`summarize_usage`)."""
+
+    method: str
+    target: str | None
+    models: list[str]
+    llm: CallsByKind | None
+    evaluations: EvaluationStats | None
+    by_model: NotRequired[dict[str, CallsByKind]]
+
+
+Usage = dict[str, SeriesUsage]
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -63,7 +126,7 @@ def _number(value: Any) -> float | None:
     return value if ok else None
 
 
-def call_stats(calls: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def call_stats(calls: Iterable[dict[str, Any]]) -> CallStats:
     """The figures of a group of ``llm_call`` events (see the module's docstring)."""
     calls = list(calls)
     answered = [c for c in calls if not c.get("error")]
@@ -92,15 +155,15 @@ def call_stats(calls: Iterable[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def by_kind(calls: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def by_kind(calls: Iterable[dict[str, Any]]) -> CallsByKind:
     """``kernel``, ``plan`` and ``all``: :func:`call_stats` of each kind and of every call."""
     calls = list(calls)
-    out = {kind: call_stats(c for c in calls if call_kind(c) == kind) for kind in KINDS}
-    out["all"] = call_stats(calls)
-    return out
+    return CallsByKind(kernel=call_stats(c for c in calls if call_kind(c) == "kernel"),
+                       plan=call_stats(c for c in calls if call_kind(c) == "plan"),
+                       all=call_stats(calls))
 
 
-def evaluation_stats(evaluations: Iterable[EvaluationResult]) -> dict[str, Any]:
+def evaluation_stats(evaluations: Iterable[EvaluationResult]) -> EvaluationStats:
     """The evaluations of a series: ``evaluations`` (every event), ``run`` (the evaluator ran;
     seed kernels included), ``reused`` (a verdict reused for an identical kernel, its
     ``reused_from`` key: no time spent), ``no_kernel`` (an answer without a kernel, recorded
@@ -117,7 +180,7 @@ def evaluation_stats(evaluations: Iterable[EvaluationResult]) -> dict[str, Any]:
 
 
 def summarize_usage(llm_calls: Iterable[dict[str, Any]],
-                    evaluations: Iterable[EvaluationResult]) -> dict[str, dict[str, Any]]:
+                    evaluations: Iterable[EvaluationResult]) -> Usage:
     """Series (method · target; a method's name for LLM calls whose method has no single
     series) -> ``method``, ``target``, ``models`` (of its calls), ``llm`` (:func:`by_kind`; None
     without calls), ``by_model`` (model -> :func:`by_kind`, only when its calls used several
@@ -138,12 +201,12 @@ def summarize_usage(llm_calls: Iterable[dict[str, Any]],
         label = next(iter(series)) if len(series) == 1 else method
         calls[label].append(c)
         call_method[label] = method
-    out: dict[str, dict[str, Any]] = {}
+    out: Usage = {}
     for label in sorted(set(evals) | set(calls)):
         group = calls.get(label, [])
         models = sorted({str(c.get("model")) for c in group if c.get("model")})
         method = call_method.get(label) or method_of(evals[label][0])
-        entry: dict[str, Any] = {"method": method, "target": targets.get(label), "models": models,
+        entry: SeriesUsage = {"method": method, "target": targets.get(label), "models": models,
                                  "llm": by_kind(group) if group else None,
                                  "evaluations": evaluation_stats(evals[label]) if label in evals else None}
         if len(models) > 1:
@@ -174,14 +237,14 @@ def seconds_text(seconds: float | None, unit: str | None = None) -> str:
     return f"{value:.2f} {unit}" if value < 10 else f"{value:.1f} {unit}"
 
 
-def tokens_text(stats: dict[str, Any], key: str) -> str:
+def tokens_text(stats: CallStats, key: str) -> str:
     """A token count with thousands separators; "n/a" when no answered call reports tokens."""
     if not stats.get("token_calls"):
         return "n/a"
     return f"{int(stats[key]):,}"
 
 
-def share_text(stats: dict[str, Any]) -> str:
+def share_text(stats: CallStats) -> str:
     """The cached input share, "20.0%"; "(2 of 4 calls)" after it when only some answered calls
     report prompt-cache hits; "n/a" when none does."""
     share = stats.get("cached_input_share")
@@ -192,7 +255,7 @@ def share_text(stats: dict[str, Any]) -> str:
     return f"{share:.1%}" + (f" ({reporting} of {answered} calls)" if reporting < answered else "")
 
 
-def cost_text(llm: dict[str, Any] | None) -> str:
+def cost_text(llm: Priced | None) -> str:
     """LLM cost: "$ 1.23", "unpriced" when no answered call has a price (scripted or replayed
     answers), "$ 1.23 (+4 unpriced calls)" when some have none; "-" without calls."""
     if not llm or not llm.get("calls"):
@@ -207,14 +270,14 @@ def cost_text(llm: dict[str, Any] | None) -> str:
     return text
 
 
-def calls_text(stats: dict[str, Any], kind: str) -> str:
+def calls_text(stats: CallStats, kind: str) -> str:
     """The number of calls of a kind, "12 kernel", with the ones answered from the local cache:
     "12 kernel (2 cached)"."""
     cached = stats.get("cached_calls") or 0
     return f"{stats['calls']} {kind}" + (f" ({cached} cached)" if cached else "")
 
 
-def evaluations_text(stats: dict[str, Any] | None,
+def evaluations_text(stats: EvaluationStats | None,
                      units: dict[str, str] | None = None) -> tuple[str, str, str]:
     """(evaluations, time total, time p50) of a series: the evaluations run, then the reused
     verdicts and answers without a kernel apart ("5 + 1 reused + 1 no kernel"); run evaluations
@@ -245,11 +308,11 @@ class Row:
     method: str
     model: str | None = None
     kind: str | None = None
-    llm: dict[str, Any] | None = None
-    evaluations: dict[str, Any] | None = None
+    llm: CallStats | None = None
+    evaluations: EvaluationStats | None = None
 
 
-def rows(usage: dict[str, dict[str, Any]]) -> list[Row]:
+def rows(usage: Usage) -> list[Row]:
     """The table's rows: per series, one row of its kernel calls; with planning calls, also one
     of its plan calls and one of all its calls; with several models, those rows per model and
     then for all models. The series' name and its evaluation figures are on its first row."""
@@ -259,7 +322,7 @@ def rows(usage: dict[str, dict[str, Any]]) -> list[Row]:
             out.append(Row(label, entry["method"], evaluations=entry["evaluations"]))
             continue
         models = entry.get("models") or []
-        groups: list[tuple[str | None, dict[str, Any]]] = [(models[0] if len(models) == 1 else None,
+        groups: list[tuple[str | None, CallsByKind]] = [(models[0] if len(models) == 1 else None,
                                                              entry["llm"])]
         if entry.get("by_model"):
             groups = [*entry["by_model"].items(), ("all models", entry["llm"])]
@@ -273,12 +336,12 @@ def rows(usage: dict[str, dict[str, Any]]) -> list[Row]:
     return out
 
 
-def title(usage: dict[str, dict[str, Any]]) -> str:
+def title(usage: Usage) -> str:
     """The table's title in the HTML report: without LLM calls, the evaluation time alone."""
     return f"{TITLE if with_llm(usage) else 'Evaluation time'} per method · target"
 
 
-def with_llm(usage: dict[str, dict[str, Any]]) -> bool:
+def with_llm(usage: Usage) -> bool:
     return any(entry["llm"] is not None for entry in usage.values())
 
 
@@ -289,7 +352,7 @@ NUMERIC = frozenset({"failed", "latency p50", "latency p90", "latency total", "t
                      "eval time", "eval p50"})
 
 
-def columns(usage: dict[str, dict[str, Any]]) -> list[str]:
+def columns(usage: Usage) -> list[str]:
     """The table's columns: the LLM ones only when a series has calls, the model column only
     when a series' calls used several models."""
     cols = ["method · target"]
@@ -341,7 +404,7 @@ CALLS_CAPTION = ("latency p50 / p90: interpolated between the closest ranks, ove
 EVAL_CAPTION = "eval time, eval p50: wall time of the evaluations run; reused verdicts took none"
 
 
-def print_usage(usage: dict[str, dict[str, Any]] | None, console: Any,
+def print_usage(usage: Usage | None, console: Any,
                 seeded: Iterable[str] = ()) -> None:
     """The table in the terminal, as two: the LLM calls (for a run that has some) and the
     evaluation time, per method · target (nothing for a run without either); the series of the
