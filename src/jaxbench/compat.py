@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import jax
 from jax.extend import core as jex_core
@@ -60,7 +60,7 @@ def kernel_primitives() -> tuple[Any, ...]:
                  "jax._src.pallas.primitives", "jax._src.pallas.mpmd", "jax.experimental.pallas"):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    found: dict[str, Any] = {}
+    found: dict[str, jex_core.Primitive] = {}
     for module_name, module in list(sys.modules.items()):
         if module is None or not module_name.startswith("jax._src.pallas"):
             continue
@@ -405,7 +405,7 @@ def gpu_interpreter(detect_races: bool = False) -> Any:
     if params is None:
         return None
     compile_simulated_cores_once()
-    options: dict[str, Any] = {}
+    options: dict[str, bool | str] = {}
     if detect_races:
         options["detect_races"] = True
         if "on_race" in {f.name for f in dataclasses.fields(params)}:
@@ -490,7 +490,26 @@ def trace_annotation(name: str) -> Any:
     return jax.profiler.TraceAnnotation(name)
 
 
-def read_profile(directory: str) -> list[dict[str, Any]]:
+# an event: (name, start_ns, duration_ns, its statistics by name, as the binding converts them)
+ProfileEvent = tuple[str, float, float, dict[str, int | float | str | bytes]]
+
+
+class ProfileLine(TypedDict):
+    """A line of a profile plane (:func:`read_profile`): its name and events."""
+
+    name: str
+    events: list[ProfileEvent]
+
+
+class ProfilePlane(TypedDict):
+    """A plane of a profile (:func:`read_profile`): its name (``/device:TPU:0``, ``/host:CPU``)
+    and lines."""
+
+    name: str
+    lines: list[ProfileLine]
+
+
+def read_profile(directory: str) -> list[ProfilePlane]:
     """The planes of the newest ``*.xplane.pb`` under ``directory`` as plain records:
     ``[{"name", "lines": [{"name", "events": [(name, start_ns, duration_ns, stats)]}]}]``."""
     import pathlib
@@ -499,11 +518,11 @@ def read_profile(directory: str) -> list[dict[str, Any]]:
     if not files:
         raise FileNotFoundError(f"no *.xplane.pb under {directory}")
     data = jax.profiler.ProfileData.from_file(str(files[-1]))
-    planes = []
+    planes: list[ProfilePlane] = []
     for plane in data.planes:
-        lines = []
+        lines: list[ProfileLine] = []
         for line in plane.lines:
-            events = []
+            events: list[ProfileEvent] = []
             for event in line.events:
                 stats = {}
                 with contextlib.suppress(Exception):  # a stat the binding cannot convert

@@ -167,7 +167,7 @@ CHOOSE_ONE = ("Choose exactly one of the strategies above that addresses the ine
               "this kernel, and plan how to apply it.")
 
 
-PRESETS: dict[str, dict[str, Any]] = {
+PRESETS: dict[str, dict[str, bool | int | float | str]] = {  # name -> option values
     # The paper's 4 + 4 rounds (translate_iters=4 of iterations=8) with run_search.py's
     # beam_size=4, num_plan_candidates=4, num_code_candidates=2, dropout_menu_options=0.25
     # (the probability of keeping an option) and translate_perf_threshold=15.
@@ -256,7 +256,7 @@ class Autocomp(Method):
         if self.rounds and self.translate_rounds > self.rounds:
             raise ValueError("option translate_rounds must not exceed rounds")
 
-    def summary(self, ctx: Context) -> dict[str, Any]:
+    def summary(self, ctx: Context) -> dict[str, int | float | str]:
         rule = ("correct kernels only" if not self.translate_progress else
                 "correct kernels, and while none is, failing kernels that get further")
         return {"beam_ranking": BEAM_RANKING["device" if ctx.mode == "device" else "interpret"],

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from jaxbench.agents import docs_pack
 from jaxbench.agents.prompts import (
@@ -130,6 +130,39 @@ class RunStopped(Exception):
     """The run was stopped (Ctrl-C) while this sample was under way: nothing of it is kept."""
 
 
+class LLMCallEvent(TypedDict, total=False):
+    """A run's ``llm_call`` event as :meth:`Context.reply` writes it (and :class:`Journal`
+    reads it back to resume): the call (its task, method, step and kind, its budget slot and
+    sample id, the model, the documentation sections and the prompt) and how it ended: the
+    answer with why the model stopped, its tokens, cost and latency; or the error
+    (``status_code`` where the provider refused the request, ``cancelled`` where the stop cut
+    it short)."""
+
+    time: float  # added by RunDir.append
+    type: str
+    task: str
+    method: str
+    step: str
+    kind: str  # "kernel" (the answer is a candidate) or "plan"
+    sample: int | None
+    sample_id: str
+    model: str
+    docs: list[str]
+    prompt: str
+    response: str
+    error: str
+    finish_reason: str | None
+    status_code: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_input_tokens: int | None
+    cost: float | None
+    latency_s: float | None
+    cached: bool
+    extra: dict[str, int | float | str | None]  # the provider's own figures (Completion.extra)
+    cancelled: bool
+
+
 class Journal:
     """Finished LLM calls and evaluations of a run, by (task, method, step), for resuming;
     and verdicts by (task, kernel hash), so a kernel proposed twice is evaluated once.
@@ -143,7 +176,7 @@ class Journal:
     kept (an evaluation killed by the stop is not a verdict)."""
 
     def __init__(self, events: Iterable[dict[str, Any]] = ()) -> None:
-        self.calls: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.calls: dict[tuple[str, str, str], LLMCallEvent] = {}
         self.evaluations: dict[tuple[str, str, str], EvaluationResult] = {}
         self.verdicts: dict[tuple[str, str], EvaluationResult] = {}
         self.done: dict[tuple[str, str], dict[str, Any]] = {}
@@ -151,7 +184,7 @@ class Journal:
         self.append_lock = threading.Lock()  # one event line at a time from the thread pool
         self._kernel_locks: dict[tuple[str, str], threading.Lock] = {}
         self.closed = False
-        self.in_flight: dict[str, tuple[dict[str, Any], float]] = {}  # sample id -> (call, start)
+        self.in_flight: dict[str, tuple[LLMCallEvent, float]] = {}  # sample id -> (call, start)
         for event in events:
             kind = event.get("type")
             if kind == "llm_call" and event.get("cancelled"):
@@ -186,27 +219,27 @@ class Journal:
                 run.append(event)
             return True
 
-    def start_call(self, event: dict[str, Any]) -> None:
+    def start_call(self, event: LLMCallEvent) -> None:
         """A model call is about to be sent (RunStopped once the journal is closed)."""
         with self.append_lock:
             if self.closed:
                 raise RunStopped
             self.in_flight[event["sample_id"]] = (event, time.monotonic())
 
-    def end_call(self, event: dict[str, Any]) -> None:
+    def end_call(self, event: LLMCallEvent) -> None:
         """A model call that ended without an event of its own (it failed for good)."""
         with self.append_lock:
             self.in_flight.pop(event.get("sample_id", ""), None)
 
     @staticmethod
-    def _cancelled(event: dict[str, Any], started: float, why: str) -> dict[str, Any]:
+    def _cancelled(event: LLMCallEvent, started: float, why: str) -> LLMCallEvent:
         """A model call cut short by the stop: no answer, its cost unknown (providers report
         usage only with an answer); a resumed run asks again."""
         return {**event, "response": "", "error": why, "finish_reason": "cancelled",
                 "cancelled": True, "input_tokens": None, "output_tokens": None, "cost": None,
                 "latency_s": round(time.monotonic() - started, 3)}
 
-    def cancel_call(self, run: RunDir | None, event: dict[str, Any], why: str | None) -> None:
+    def cancel_call(self, run: RunDir | None, event: LLMCallEvent, why: str | None) -> None:
         """A model call ended by the stop: recorded as cancelled when its request had gone out
         (``why``), unless the journal is closed (then :meth:`close` recorded it)."""
         with self.append_lock:
@@ -373,7 +406,7 @@ class Context:
             return Reply(past.get("response") or "", past.get("error"),
                          past.get("finish_reason") == "length")
         sample_id = f"{self.task.id}/{self.method}/{step}"
-        event: dict[str, Any] = {
+        event: LLMCallEvent = {
             "type": "llm_call", "task": self.task.id, "method": self.method, "step": step,
             "kind": kind, "sample": sample, "sample_id": sample_id, "model": self.model.spec,
             "docs": list(getattr(prompt, "docs", ())), "prompt": str(prompt)}
@@ -518,7 +551,7 @@ class Method:
     (recorded in the run's config and events, and flagged by the report)."""
 
     name = ""
-    defaults: dict[str, Any] = {}
+    defaults: dict[str, bool | int | float | str] = {}  # option -> its default (its type too)
     seeded = False
 
     def __init__(self, **options: Any) -> None:
@@ -547,7 +580,7 @@ class Method:
     def run(self, ctx: Context) -> None:
         raise NotImplementedError
 
-    def summary(self, ctx: Context) -> dict[str, Any]:
+    def summary(self, ctx: Context) -> dict[str, int | float | str]:
         """Extra fields of the task's ``task_done`` event."""
         return {}
 

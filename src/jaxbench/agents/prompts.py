@@ -19,7 +19,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Any, TypedDict
 
 from jaxbench.contract import FIELD_OUTSIDE_FLOPS, POLICY_RULES, EvaluationResult, Stage, Status
 from jaxbench.tasks import Task
@@ -174,7 +174,20 @@ def _human(n: float, unit: str) -> str:
     return f"{n:.3g} {unit}"
 
 
-def profile(task: Task, size: str, target: str, device_kind: str | None = None) -> dict[str, Any]:
+class Profile(TypedDict):
+    """A task's work at one size against a chip's roofline (:func:`profile`)."""
+
+    size: str
+    chip: str
+    flops: float
+    bytes: float  # of minimal HBM traffic
+    intensity: float  # FLOP per byte
+    ridge: float  # the chip's ridge point, FLOP per byte
+    bound: str  # "memory" or "compute": the roof that binds
+    roofline_ms: float  # the time at the roof
+
+
+def profile(task: Task, size: str, target: str, device_kind: str | None = None) -> Profile:
     """The task's work at ``size`` against the target chip's roofline: FLOPs, HBM bytes,
     arithmetic intensity, the chip's ridge point, which roof binds, and the time at the roof."""
     from jaxbench.backends.peaks import peak_for
@@ -447,7 +460,23 @@ def _group(text: str, open_at: int) -> str:
     return text[open_at + 1:]
 
 
-def ir_facts(jaxpr_text: str) -> dict[str, Any]:
+class PallasCallFacts(TypedDict, total=False):
+    """One ``pallas_call`` of a candidate's jaxpr (:func:`ir_facts`): its grid, the block shape
+    of each operand (None: a squeezed dimension) and its main compiler parameters, as text
+    (only where it sets some)."""
+
+    grid: list[int]
+    blocks: list[list[int | None]]
+    params: str
+
+
+class IRFacts(TypedDict):
+    """What :func:`ir_facts` reads off a candidate's jaxpr: its ``pallas_call``s, in order."""
+
+    calls: list[PallasCallFacts]
+
+
+def ir_facts(jaxpr_text: str) -> IRFacts:
     """Grids, block shapes and the main compiler parameters of every ``pallas_call`` in the
     jaxpr text the evaluator saved for a candidate (feedback only; never used to judge)."""
     calls = []
@@ -463,7 +492,7 @@ def ir_facts(jaxpr_text: str) -> dict[str, Any]:
                 size = dim.group(1) or dim.group(2)
                 dims.append(int(size) if size else None)
             blocks.append(dims)
-        call: dict[str, Any] = {"grid": grid, "blocks": blocks}
+        call: PallasCallFacts = {"grid": grid, "blocks": blocks}
         if i < len(params):
             kept = [kv.strip() for kv in re.split(r",\s*(?=\w+=)", params[i])
                     if kv.strip().split("=")[0] in ("dimension_semantics", "num_warps", "num_stages",

@@ -30,7 +30,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 ACCELERATOR_PLATFORMS = "JAXBENCH_ACCELERATOR_PLATFORMS"  # what the user asked JAX for
 PROBE_TIMEOUT_S = 240.0
@@ -183,11 +183,23 @@ def attached() -> Attached | None:
     return probe()
 
 
-def versions() -> dict[str, Any]:
+class Versions(TypedDict, total=False):
+    """What :func:`versions` says: Python's, the host's name and machine, JAX's and jaxlib's
+    (where JAX imports) and jaxbench's."""
+
+    python: str
+    host: str
+    machine: str
+    jax: str
+    jaxlib: str
+    jaxbench: str
+
+
+def versions() -> Versions:
     """Software and host versions; the worker adds the device it ran on."""
     import platform
 
-    info: dict[str, Any] = {
+    info: Versions = {
         "python": sys.version.split()[0],
         "host": platform.node(),
         "machine": platform.machine(),
@@ -206,7 +218,7 @@ def versions() -> dict[str, Any]:
     return info
 
 
-__all__ = ["ACCELERATOR_PLATFORMS", "CHIP_BUSY", "Attached", "accelerator_installed", "attached",
-           "cpu_device",
+__all__ = ["ACCELERATOR_PLATFORMS", "CHIP_BUSY", "Attached", "Versions", "accelerator_installed",
+           "attached", "cpu_device",
            "holds_accelerator", "keep_off_accelerators", "owner_env", "probe", "user_platforms",
            "versions"]

@@ -1,8 +1,10 @@
 """What crosses a process or package boundary: a phase's :class:`Failure`, the
 :class:`StageFailure` that raises one, a rule's :class:`Finding`, one evaluation's
 :class:`Settings`, the typed :class:`Record` messages between the evaluator's processes
-(:class:`TracerJob`, :class:`TracerStatus`, :class:`JudgeRequest`, :class:`JudgeResponse`).
-The evaluation's result is :class:`jaxbench.contract.result.EvaluationResult`.
+(:class:`TracerJob`, :class:`TracerStatus`, :class:`JudgeRequest`, :class:`JudgeResponse`) and
+the shapes of what their fields hold (:class:`StageDetails`, :class:`TimingSamples`,
+:class:`StructureFigures`, :class:`ChipFits`, :class:`ChipVerdict`). The evaluation's result
+is :class:`jaxbench.contract.result.EvaluationResult`.
 
 Every event a run writes carries ``schema`` (:data:`SCHEMA_VERSION`); events without it were
 written before the schema existed and are read as version 1.
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from jaxbench.contract.codes import RAN, RUNNING, Mode, Rule, Stage, Status, Target
 
@@ -105,8 +107,86 @@ class Settings:
         """From keyword options (the names of the fields); an unknown name is a TypeError."""
         return cls().replace(**options)
 
-    def timing_options(self) -> dict[str, Any]:
+    def timing_options(self) -> dict[str, float]:
         return dict(self.timing)
+
+
+class StageDetails(TypedDict, total=False):
+    """One entry of a record's ``stages`` (a stage or a step, by name): its seconds, with the
+    notes some add."""
+
+    seconds: float
+    bytes: int  # the tracer's hand-over: its size
+    lease_wait_s: float  # the judge's timing: how long it waited for the device lease
+    interpret_export_error: str  # the judge's lowering: why no interpret-mode module exists
+    gpu_race_rule: str  # the judge's trials: the GPU race rule, decided on their inputs
+
+
+class DeviceSamples(TypedDict, total=False):
+    """The device's own times of the timed calls (``TimingSamples.device``): the per-call
+    seconds of each side, the events counted and where they came from; or only ``error``, why
+    the trace gave no device time for every call."""
+
+    ref_s: list[float]
+    kernel_s: list[float]
+    events: int
+    source: str
+    error: str
+
+
+class TimingSamples(TypedDict):
+    """The judge's raw timing samples (``JudgeResponse.timing``; the parent computes the
+    figures): the per-repetition wall-clock seconds of the reference and of the kernel, the
+    input sets they rotated through, the warm-up rounds and, where the device timed them too,
+    its samples."""
+
+    ref_s: list[float]
+    kernel_s: list[float]
+    input_sets: int
+    warmup_rounds: int
+    device: NotRequired[DeviceSamples]
+
+
+class StructureFigures(TypedDict, total=False):
+    """What the structure rules counted in the target module (``JudgeResponse.structure``):
+    the kernel calls, the custom calls by target, the work outside the kernels (FLOPs by op,
+    bytes) against the kernels' own and the task's, and the outside shares where the kernels'
+    work was counted."""
+
+    kernel_calls: int
+    outside_flops: float
+    task_flops: float
+    outside_ops: dict[str, float]  # op name -> its FLOPs outside the kernels
+    custom_calls: dict[str, int]  # custom call target -> its calls
+    work: str  # the task's currency: "flops" or "bytes"
+    kernel_flops: float
+    outside_bytes: float
+    kernel_bytes: float
+    outside_share: float
+    outside_bytes_share: float
+    kernel_work_counted_on: str  # counted again on a trial's inputs: why the figures differ
+
+
+class ChipFits(TypedDict):
+    """Device mode: what fits the chip at the size judged (``JudgeResponse.fits``): whether the
+    reference is timed (and why not), the bytes it needs and the chip has, where the float32
+    truth is computed."""
+
+    reference: bool
+    reference_bytes: int | None
+    available_bytes: int | None
+    reason: str  # why the reference is not timed ("" when it is)
+    truth_on: str  # "chip", "chip, in slices of B=2", "host CPU"
+
+
+class ChipVerdict(TypedDict):
+    """Device mode: a trial that clearly passed on the chip, by its figures and its key
+    (``JudgeResponse.verdicts``, by trial label)."""
+
+    max_abs_err: float
+    rel_err: float
+    tol_fraction: float
+    key: list[int]
 
 
 class RecordError(ValueError):
@@ -155,7 +235,7 @@ class TracerJob(Record):
     platform: str
     mode: str
     specs: list[Any]
-    size_specs: dict[str, Any]
+    size_specs: dict[str, list[Any]]  # size -> its input specs, as ``specs``
     memory_bytes: int
     file_bytes: int = 1 << 30
     debug: bool = False
@@ -174,8 +254,8 @@ class TracerStatus(Record):
     stage: str | None = None
     message: str = ""
     rule: str | None = None
-    stages: dict[str, Any] = dataclasses.field(default_factory=dict)
-    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    stages: dict[str, StageDetails] = dataclasses.field(default_factory=dict)
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)  # today's tracer leaves it empty
     isolation: str | None = None
     frames: list[Any] = dataclasses.field(default_factory=list)
     probe: list[Any] | None = None
@@ -206,7 +286,7 @@ class JudgeRequest(Record):
     gpu_interpreter_key: Any = None
     chip: dict[str, str] = dataclasses.field(default_factory=dict)
     max_outside_flops_fraction: float = 0.1
-    timing: dict[str, Any] = dataclasses.field(default_factory=dict)
+    timing: dict[str, float] = dataclasses.field(default_factory=dict)  # the timers' options
     save_ir: bool = False
     timing_keys: list[Any] = dataclasses.field(default_factory=list)
     time: bool = True  # time the kernel (device mode)
@@ -223,16 +303,16 @@ class JudgeResponse(Record):
     stage: str | None = None
     message: str = ""
     rule: str | None = None
-    stages: dict[str, Any] = dataclasses.field(default_factory=dict)
+    stages: dict[str, StageDetails] = dataclasses.field(default_factory=dict)
     budget_problem: str = ""  # the first budget a kernel breaks at some size
     budget_rule: str | None = None
     trials: list[Any] = dataclasses.field(default_factory=list)  # outputs.npy's layout
     truth: list[Any] = dataclasses.field(default_factory=list)  # truth.npy's layout
-    timing: dict[str, Any] | None = None
+    timing: TimingSamples | None = None
     memory: list[Any] | None = None
     smem_uncertain: list[Any] = dataclasses.field(default_factory=list)
     tool_faults: list[Any] = dataclasses.field(default_factory=list)
-    structure: dict[str, Any] | None = None
+    structure: StructureFigures | None = None
     kernel_backend: str | None = None
     triton_kernels: Any = None
     tpu_interpreter_race: bool = False
@@ -244,13 +324,13 @@ class JudgeResponse(Record):
     jaxpr: str | None = None
     stablehlo: str | None = None
     kernel_ir: Any = None
-    compiled_artifacts: dict[str, Any] | None = None
+    compiled_artifacts: dict[str, str | dict[str, float]] | None = None  # name -> text or figures
     tpu_interpreter: str | None = None  # why the TPU interpreter did not run, where it did not
     retire: bool = False  # the runner reset the TPU interpreter: replace it, never reuse it
-    spans: dict[str, Any] = dataclasses.field(default_factory=dict)  # where its time went (s)
-    fits: dict[str, Any] | None = None  # device mode: what fits the chip (judge/fitting.py)
+    spans: dict[str, float] = dataclasses.field(default_factory=dict)  # where its time went (s)
+    fits: ChipFits | None = None  # device mode: what fits the chip (judge/fitting.py)
     # device mode: the trials compared on the chip (judge/chip_verdict.py), label -> figures
-    verdicts: dict[str, Any] = dataclasses.field(default_factory=dict)
+    verdicts: dict[str, ChipVerdict] = dataclasses.field(default_factory=dict)
     schema: int = SCHEMA_VERSION
 
 

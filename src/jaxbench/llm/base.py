@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 
 class LLMConfigError(RuntimeError):
@@ -46,6 +46,33 @@ class LLMRequestError(LLMError):
 REASONING_EFFORTS = ("minimal", "low", "medium", "high", "xhigh", "max")
 
 
+class SamplingFields(TypedDict):
+    """:class:`Sampling` as a JSON object (:meth:`Sampling.as_dict`: the cache key's and the
+    recorded exchange's ``sampling``)."""
+
+    temperature: float | None
+    max_tokens: int
+    reasoning_effort: str | None
+    thinking_budget: int | None
+    seed: int | None
+
+
+class CompletionFields(TypedDict):
+    """:class:`Completion` as a JSON object (:meth:`Completion.as_dict`: a cached answer's
+    file, read back into a :class:`Completion`)."""
+
+    text: str
+    model: str
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_input_tokens: int | None
+    cost: float | None
+    latency_s: float | None
+    cached: bool
+    finish_reason: str | None
+    extra: dict[str, int | float | str | None]
+
+
 @dataclass(frozen=True)
 class Sampling:
     """Sampling parameters; part of the cache key.
@@ -69,8 +96,8 @@ class Sampling:
             raise ValueError(f"reasoning effort {self.reasoning_effort!r}: use one of "
                              f"{', '.join(REASONING_EFFORTS)}")
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> SamplingFields:
+        return cast(SamplingFields, asdict(self))
 
     def call_seed(self, sample: str) -> int | None:
         """The seed one call sends (None without ``--seed``): a 31-bit hash of the run's seed
@@ -100,14 +127,15 @@ class Completion:
     #: why the model stopped: "stop" (it finished), "length" (cut off at max_tokens), or the
     #: provider's own word for anything else ("content_filter", "safety", ...); None if unknown
     finish_reason: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: the provider's own figures (e.g. Anthropic's ``cache_creation_input_tokens``)
+    extra: dict[str, int | float | str | None] = field(default_factory=dict)
 
     @property
     def truncated(self) -> bool:
         return self.finish_reason == "length"
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> CompletionFields:
+        return cast(CompletionFields, asdict(self))
 
 
 class Provider:

@@ -9,7 +9,7 @@ import json
 import random
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from jaxbench.llm.base import (
     FATAL_STATUSES,
@@ -20,12 +20,33 @@ from jaxbench.llm.base import (
     LLMRequestError,
     Provider,
     Sampling,
+    SamplingFields,
     price,
     retry_after,
     status_code,
 )
 
 MAX_WAIT_S = 300.0
+
+
+class Exchange(TypedDict):
+    """One line of a recording (``record_path``; :mod:`jaxbench.llm.replay` answers from it):
+    the model spec, the call's sample id and run, the prompt and its SHA-256, the sampling,
+    and the answer with its model, tokens, cost and why the model stopped."""
+
+    spec: str
+    sample: str
+    run: str
+    prompt_sha256: str
+    sampling: SamplingFields
+    prompt: str
+    response: str
+    model: str
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_input_tokens: int | None
+    cost: float | None
+    finish_reason: str | None
 
 
 def prompt_sha256(prompt: str) -> str:
@@ -179,7 +200,7 @@ class ModelClient:
                 completion: Completion) -> None:
         if self.record_path is None:
             return
-        exchange: dict[str, Any] = {
+        exchange: Exchange = {
             "spec": self.spec, "sample": sample, "run": run, "prompt_sha256": prompt_sha256(prompt),
             "sampling": sampling.as_dict(), "prompt": prompt, "response": completion.text,
             "model": completion.model, "input_tokens": completion.input_tokens,

@@ -28,10 +28,13 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
-from jaxbench.backends.host import versions
+from jaxbench.backends.host import Versions, versions
 from jaxbench.contract import FIELD_TIME, Status, source_sha256
+
+if TYPE_CHECKING:
+    from jaxbench.llm.base import SamplingFields
 
 MANIFEST = "manifest.json"
 EVENTS = "events.jsonl"
@@ -53,17 +56,73 @@ def _git_sha() -> str | None:
     return out.stdout.strip() or None
 
 
-def _hardware() -> dict[str, Any]:
-    info: dict[str, Any] = {"cpu_count": os.cpu_count(), "machine": platform.machine()}
+class Hardware(TypedDict):
+    """The manifest's ``hardware``: this host's CPUs and machine, and the accelerator the probe
+    found ("cpu", one device, where none)."""
+
+    cpu_count: int | None
+    machine: str
+    platform: str
+    device_kind: str
+    device_count: int
+    device_memory_bytes: NotRequired[int]
+
+
+class RunConfig(TypedDict, total=False):
+    """A run's configuration, the command's options (the manifest's ``config``: a run resumes
+    only with the same). ``command`` says whose: `jaxbench run` (the ``kernels``, the ``suite``
+    or ``tasks`` given, the ``chip``), `jaxbench optimize` (the ``method`` with its ``options``
+    and whether it is ``seeded``, the ``model`` and its ``sampling`` and ``price_override``, the
+    ``tasks`` selected, the ``budget``, ``docs`` and the ``prompt`` mode) or `jaxbench serve`
+    (nothing else); the first two name the evaluations' ``target``, ``mode``, ``size`` and
+    ``trials`` and the ``task_files`` given (each its task ID, path and SHA-256)."""
+
+    command: str
+    kernels: str
+    suite: str | None
+    tasks: list[str] | str | None  # optimize: the tasks selected; run: --tasks as given
+    chip: str
+    method: str
+    options: dict[str, bool | int | float | str]
+    seeded: bool
+    model: str
+    sampling: SamplingFields
+    price_override: list[float] | None  # dollars per million input and output tokens
+    budget: int
+    docs: bool
+    prompt: str
+    target: str | None
+    mode: str
+    size: str
+    trials: int
+    task_files: list[list[str]]
+
+
+class Manifest(TypedDict, total=False):
+    """``manifest.json`` as a run writes it (a run of an older version may lack keys): the
+    command's configuration, when the run was created, the software and hardware, the commit,
+    the secret's SHA-256 and, for a `jaxbench run`, its plan."""
+
+    config: RunConfig
+    created_at: str
+    versions: Versions
+    hardware: Hardware
+    git_sha: str | None
+    secret_sha256: str
+    plan: list[str]
+
+
+def _hardware() -> Hardware:
     from jaxbench.backends.host import attached
 
     try:  # the probe's answer: this process never opens a chip (its owner does)
         found = attached()
     except RuntimeError:
         found = None
-    info.update(platform=found.platform if found else "cpu",
-                device_kind=found.device_kind if found else "cpu",
-                device_count=found.count if found else 1)
+    info: Hardware = {"cpu_count": os.cpu_count(), "machine": platform.machine(),
+                      "platform": found.platform if found else "cpu",
+                      "device_kind": found.device_kind if found else "cpu",
+                      "device_count": found.count if found else 1}
     if found is not None and found.memory_bytes:
         info["device_memory_bytes"] = found.memory_bytes
     return info
@@ -72,7 +131,7 @@ def _hardware() -> dict[str, Any]:
 class RunDir:
     """One run's directory. ``RunDir.open(path, config)`` creates it or resumes it."""
 
-    def __init__(self, path: Path, manifest: dict[str, Any], secret: bytes) -> None:
+    def __init__(self, path: Path, manifest: Manifest, secret: bytes) -> None:
         self.path = path
         self.manifest = manifest
         self.secret = secret
@@ -80,7 +139,7 @@ class RunDir:
         self._lock = threading.Lock()  # methods append from a thread pool
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], config: dict[str, Any],
+    def open(cls, path: str | os.PathLike[str], config: RunConfig,
              plan: list[str] | None = None) -> RunDir:
         """Creates a new run, or resumes one whose manifest has the same config. ``plan`` (the
         keys of the jobs a `jaxbench run` evaluates) is recorded in the manifest; a resumed
@@ -91,12 +150,12 @@ class RunDir:
         return run
 
     @classmethod
-    def _open(cls, path: Path, config: dict[str, Any]) -> RunDir:
+    def _open(cls, path: Path, config: RunConfig) -> RunDir:
         _refuse_tracer_readable(path)
         manifest_path = path / MANIFEST
         if manifest_path.exists():
             try:
-                manifest = json.loads(manifest_path.read_text())
+                manifest: Manifest = json.loads(manifest_path.read_text())
             except json.JSONDecodeError as exc:
                 raise RunError(f"{manifest_path} is not valid JSON ({exc}); use another --out") from None
             wanted = json.loads(json.dumps(config))
@@ -214,7 +273,7 @@ def read_plan(path: str | os.PathLike[str]) -> list[str] | None:
         return None
 
 
-def _differences(held: Any, wanted: dict[str, Any], shown: int = 3) -> str:
+def _differences(held: Any, wanted: RunConfig, shown: int = 3) -> str:
     """The settings in which a run directory's configuration differs from the command's, e.g.
     "tasks: '8p_gemm' there, '12p_rmsnorm' here"."""
     if not isinstance(held, dict):
@@ -301,7 +360,7 @@ def write_best(path: str | os.PathLike[str], include_seeds: bool = False) -> dic
     calls it when a run ends)."""
     root = Path(path)
     written: dict[str, Path] = {}
-    index: dict[str, dict[str, Any]] = {}
+    index: dict[str, dict[str, str | float]] = {}  # fields read_events checked: words, numbers
     for task, event in sorted(best_evaluations(root, include_seeds).items()):
         source = event_source(root, event)
         if source is None or "/" in task or task.startswith("."):

@@ -197,7 +197,7 @@ if AVAILABLE:
                 raise ConnectionError(f"cannot connect to {self._ws_url}: {exc}") from exc
             return self
 
-        def _step_payload(self, action: JaxbenchAction) -> dict[str, Any]:
+        def _step_payload(self, action: JaxbenchAction) -> dict[str, str]:
             return {"source": action.source}
 
         def _parse_result(self, payload: dict[str, Any]) -> StepResult[JaxbenchObservation]:
