@@ -4,7 +4,8 @@ Public API (fixed names, see docs/design.md)::
 
     jaxbench.get_task("8p_gemm")           # the Task
     jaxbench.list_tasks(suite="jaxbench")  # all tasks of a suite
-    jaxbench.evaluate("kernel.py", "8p_gemm", target="tpu", size="small")
+    result = jaxbench.evaluate("kernel.py", "8p_gemm", target="tpu", size="small")
+    result.status, result.speedup, result.to_event()  # an EvaluationResult
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562: importing jaxbench does n
 
 
 def evaluate(source_or_path, task_id, **options):  # noqa: ANN001, ANN201
-    """Evaluates a candidate kernel on a task; returns the evaluation-result dict."""
+    """Evaluates a candidate kernel on a task; returns its
+    :class:`~jaxbench.contract.EvaluationResult`."""
     from jaxbench.evaluator import evaluate as _evaluate
 
     return _evaluate(source_or_path, task_id, **options)
