@@ -15,7 +15,6 @@ from jaxbench.cli.common import (
     TARGET,
     USAGE_ERRORS,
     check_cost,
-    error_text,
     load_task_files,
     task_file_option,
     usage_error_from,
@@ -86,9 +85,9 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
     try:  # the evaluator's one resolver: what it will evaluate with, or why not
         case = resolve_case(task, settings, file.read_text(errors="replace"), front_door=True)
     except RuntimeError as exc:  # e.g. --mode device without the hardware
-        usage_error(f"{file}: {exc}")
+        usage_error(str(exc))
     except USAGE_ERRORS as exc:
-        usage_error(f"{file}: {error_text(exc)}")
+        usage_error_from(exc)
     if not force:
         check_cost([task_id], size, case.mode, [case.target], trials, timeout_s)
     evaluator = Evaluator(spares=0)

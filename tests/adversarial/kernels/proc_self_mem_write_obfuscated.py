@@ -1,7 +1,7 @@
 """Cheat (8p_gemm): opens its own /proc/self/mem for writing (to patch the harness's code and
 data in place, beyond any Python-level integrity check), through an O_PATH fd on /proc/self
-and the relative name "mem", so the audit hook sees a harmless relative path. Refused by the
-OS (Landlock)."""
+and the relative name "mem", so the audit hook would see a harmless relative path. The hook
+refuses the directory fd itself (and Landlock the write, where there is Landlock)."""
 import operator
 import typing
 

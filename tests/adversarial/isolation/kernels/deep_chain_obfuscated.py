@@ -1,7 +1,8 @@
 """Cheat (8p_gemm): builds a chain of nested directories in its private directory, each one
 entered through a directory fd so that no path ever gets long, far deeper than a recursive
-removal survives (and made unlistable), to leave its files behind on the host. The
-parent's watchdog stops it at the entry limit and removes the whole tree afterwards."""
+removal survives (and made unlistable), to leave its files behind on the host. The audit
+hook refuses the directory fd it starts from; were it made, the parent's watchdog would stop
+it at the entry limit and remove the whole tree afterwards."""
 import operator
 import typing
 
