@@ -197,9 +197,86 @@ def forget_tpu_info() -> None:
             clear()
 
 
+def block_ref_aval(block: Any) -> Any:
+    """A ``pallas_call`` block's reference type as the kernel sees it (its memory space among
+    it): ``transformed_block_aval`` up to JAX 0.12.0, ``block_aval`` from 0.12.1."""
+    aval = getattr(block, "transformed_block_aval", None)
+    return aval if aval is not None else block.block_aval
+
+
+def keep_type_only_constants() -> None:
+    """Lets a jaxpr hold, among its constants, a value of a trace that ended as its type only
+    (an abstract value: what the hand-over leaves of a tracer JAX 0.12 keeps in an inner
+    jaxpr, Mosaic GPU's ``run_scoped``). From JAX 0.12.1 lowering asks each constant whether
+    to hoist it (``core.is_hoistable``: a tracer never is) and an abstract value has no
+    ``nbytes`` to answer with; it is never hoisted either. Installed once, in the judge."""
+    from jax._src import core
+
+    original = getattr(core, "is_hoistable", None)
+    if original is None or getattr(original, "keeps_type_only", False):
+        return
+
+    def is_hoistable(val: Any) -> bool:
+        return not isinstance(val, core.AbstractValue) and original(val)
+
+    is_hoistable.keeps_type_only = True  # type: ignore[attr-defined]
+    core.is_hoistable = is_hoistable
+
+
+def _context_layout() -> tuple[bool, tuple[str, ...]]:
+    """(whether an equation's context holds its fields as a ``configs`` tuple, the names of
+    its fields in the order :func:`make_eqn_context` takes them). Up to JAX 0.12.0 the context
+    has a slot per field (``cur_abstract_mesh``, ``compute_type``, ...); from 0.12.1 it holds
+    ``xla_metadata`` and a tuple of the values of ``config.jaxpr_eqn_ctx_names()``."""
+    from jax._src import config, core
+
+    slots = core.JaxprEqnContext.__slots__
+    if "configs" in slots and "cur_abstract_mesh" not in slots \
+            and hasattr(config, "jaxpr_eqn_ctx_names"):
+        return True, ("xla_metadata", *config.jaxpr_eqn_ctx_names())
+    return False, tuple(s for s in slots if s not in ("configs", "__weakref__"))
+
+
+# The field of an equation's context that holds its abstract mesh, by JAX version.
+MESH_FIELDS = ("cur_abstract_mesh", "abstract_mesh_context_manager")
+
+
+def eqn_context_fields(ctx: Any) -> tuple[tuple[str, Any], ...]:
+    """An equation's context as (name, value) pairs in :func:`make_eqn_context`'s order, its
+    XLA metadata as sorted (key, value) pairs (how the hand-over carries it)."""
+    packed, names = _context_layout()
+    values = ((ctx.xla_metadata, *ctx.configs) if packed
+              else tuple(getattr(ctx, name, None) for name in names))
+    return tuple((name, tuple(sorted(value.items())) if name == "xla_metadata"
+                  and value is not None else value) for name, value in zip(names, values,
+                                                                          strict=True))
+
+
+def eqn_context_names() -> tuple[str, ...]:
+    """The names :func:`eqn_context_fields` gives, in its order, for this JAX."""
+    return _context_layout()[1]
+
+
+def make_eqn_context(values: list[Any]) -> Any:
+    """The (interned) equation context of ``values``, in :func:`eqn_context_names`' order."""
+    from jax._src import core
+
+    if _context_layout()[0]:
+        return core.JaxprEqnContext._create(values[0], tuple(values[1:]))
+    return core.JaxprEqnContext._create(*values)
+
+
+def eqn_mesh(ctx: Any) -> Any:
+    """The abstract mesh an equation's context names, or None."""
+    for name, value in eqn_context_fields(ctx):
+        if name in MESH_FIELDS:
+            return value
+    return None
+
+
 def eqn_mesh_device(eqn: Any) -> Any:
     """The abstract device an equation's context names (its abstract mesh's), or None."""
-    return getattr(getattr(eqn.ctx, "cur_abstract_mesh", None), "abstract_device", None)
+    return getattr(eqn_mesh(eqn.ctx), "abstract_device", None)
 
 
 def on_chip(closed: Any, platform: str, device_kind: str, num_cores: int | None = None) -> Any:
@@ -211,25 +288,19 @@ def on_chip(closed: Any, platform: str, device_kind: str, num_cores: int | None 
     traced program could see or choose."""
     import dataclasses
 
-    from jax._src import core
 
     chip_mesh = _chip_mesh(platform, device_kind, num_cores)
     device = chip_mesh.abstract_device
-    slots = [s for s in core.JaxprEqnContext.__slots__ if s not in ("configs", "__weakref__")]
     contexts: dict[int, Any] = {}
 
     def context(ctx: Any) -> Any:
         new = contexts.get(id(ctx))
         if new is None:
-            mesh = ctx.cur_abstract_mesh
+            mesh = eqn_mesh(ctx)
             mesh = chip_mesh if mesh.empty else mesh.update(abstract_device=device)
-            values = []
-            for slot in slots:
-                value = mesh if slot == "cur_abstract_mesh" else getattr(ctx, slot, None)
-                if slot == "xla_metadata" and value is not None:
-                    value = tuple(sorted(value.items()))
-                values.append(value)
-            new = contexts[id(ctx)] = (ctx, core.JaxprEqnContext._create(*values))
+            values = [mesh if name in MESH_FIELDS else value
+                      for name, value in eqn_context_fields(ctx)]
+            new = contexts[id(ctx)] = (ctx, make_eqn_context(values))
         return new[1]
 
     def index_maps(params: dict[str, Any]) -> dict[str, Any]:

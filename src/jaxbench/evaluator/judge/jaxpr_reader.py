@@ -36,6 +36,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from jaxbench import compat
 from jaxbench.contract import Rule, Stage, StageFailure, Status
 from jaxbench.evaluator.common.jaxpr_format import (
     FORMAT,
@@ -352,8 +353,6 @@ class _Reader(pickle.Unpickler):
                                    rule=Rule.UNKNOWN_PRIMITIVE)
             return primitive
         if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == PRNG_IMPL_TAG:
-            from jaxbench import compat
-
             impl = compat.registered_prng_impl(pid[1])
             if impl is not None:
                 return impl
@@ -367,6 +366,7 @@ class _Reader(pickle.Unpickler):
             from jax._src import core
 
             if isinstance(pid[1], core.AbstractValue):
+                compat.keep_type_only_constants()
                 return pid[1]  # a value of a trace that ended: its type only
         if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "singleton":
             value = singletons().get(pid[1]) if isinstance(pid[1], str) else None
@@ -419,17 +419,16 @@ def _eqn_context(fields: Any) -> Any:
     fields checked against this JAX's own and typed data only, interned as JAX interns it."""
     import enum
 
-    from jax._src import core
     from jax._src import mesh as mesh_lib
 
-    slots = [s for s in core.JaxprEqnContext.__slots__ if s not in ("configs", "__weakref__")]
+    names = list(compat.eqn_context_names())
     malformed = _refused("the hand-over holds a malformed equation context")
     if not (isinstance(fields, tuple) and [f[0] if isinstance(f, tuple) and len(f) == 2 else None
-                                           for f in fields] == slots):
+                                           for f in fields] == names):
         raise malformed
     values = []
     for name, value in fields:
-        if name == "cur_abstract_mesh":
+        if name in compat.MESH_FIELDS:
             ok = isinstance(value, mesh_lib.AbstractMesh)
         elif name == "xla_metadata":
             ok = value is None or (isinstance(value, tuple) and all(
@@ -441,7 +440,7 @@ def _eqn_context(fields: Any) -> Any:
         if not ok:
             raise malformed
         values.append(value)
-    return core.JaxprEqnContext._create(*values)
+    return compat.make_eqn_context(values)
 
 
 def _prescan(data: bytes) -> None:

@@ -30,6 +30,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 # The trusted side's budgets (judge/budgets.py) and this early, untrusted rule read one chip table.
+from jaxbench import compat
 from jaxbench.backends.chips import MiB, chip_or_default, vmem_verdict
 from jaxbench.contract import Finding, Rule
 from jaxbench.evaluator.judge.blocks import block_dims
@@ -119,7 +120,7 @@ def tpu_vmem(eqn: Any, device_kind: str) -> tuple[str, KernelFigures]:
     steps = math.prod(g if isinstance(g, int) else 2 for g in grid) if grid else 1
     rows = []
     for i, block in enumerate(mapping.block_mappings):
-        if _space(block.transformed_block_aval) not in ("default", "vmem", "memoryspace.vmem"):
+        if _space(compat.block_ref_aval(block)) not in ("default", "vmem", "memoryspace.vmem"):
             continue  # ANY/HBM (manual DMA), SMEM
         mode = block.pipeline_mode
         buffers = int(getattr(mode, "buffer_count", 0) or 0) or (

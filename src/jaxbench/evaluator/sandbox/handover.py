@@ -145,16 +145,8 @@ class _Pickler(pickle.Pickler):
                 return (TENSORCORE_MESH_TAG, *description)
         if type(obj) is self._context:
             # it pickles as "the context current when unpickled"; what it holds is named here,
-            # field by field in the order of its slots (the order JAX's constructor takes)
-            fields = []
-            for slot in type(obj).__slots__:
-                if slot in ("configs", "__weakref__"):
-                    continue
-                value = getattr(obj, slot, None)
-                if slot == "xla_metadata" and value is not None:
-                    value = tuple(sorted(value.items()))
-                fields.append((slot, value))
-            return ("eqn_context", tuple(fields))
+            # field by field in the order JAX's constructor takes them (compat: by version)
+            return ("eqn_context", compat.eqn_context_fields(obj))
         return None
 
     def reducer_override(self, obj: Any) -> Any:
