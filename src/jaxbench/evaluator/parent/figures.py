@@ -35,18 +35,11 @@ class DeviceFigures(Figures):
     events: Any
 
 
-class TimingSummary(TypedDict, total=False):
+class TimingSummary(Figures, total=False):
     """What :func:`summarize` makes of the runner's samples (the result's ``time`` stage):
     the headline :class:`Figures`, the method they came from, the wall-clock figures and,
     where the trace gave them, the device's (or why it did not)."""
 
-    t_ref_ms: float
-    t_kernel_ms: float
-    speedup: float | None
-    reps: int
-    t_ref_iqr_ms: float
-    t_kernel_iqr_ms: float
-    spread: float
     timing_method: str  # WALL or DEVICE: which figures are the headline
     input_sets: Any
     warmup_rounds: Any
@@ -81,19 +74,23 @@ def summarize(samples: dict[str, Any]) -> TimingSummary:
     them (``timing_method: device_trace``), else the wall-clock ones; both are kept."""
     wall = figures(samples.get("ref_s", []), samples.get("kernel_s", []))
     device = samples.get("device") or {}
-    out: TimingSummary = {"input_sets": samples.get("input_sets"),
-                          "warmup_rounds": samples.get("warmup_rounds"), "wall": wall}
-    headline, method = wall, WALL
+    headline, method, error = wall, WALL, ""
     if device.get("ref_s"):
         try:
             headline, method = figures(device["ref_s"], device["kernel_s"]), DEVICE
-            out["device"] = {**headline, "source": device.get("source"),
-                             "events": device.get("events")}
         except ValueError as exc:
-            out["device_error"] = str(exc)
+            error = str(exc)
     elif device.get("error"):
-        out["device_error"] = str(device["error"])[:500]
-    return {**headline, **out, "timing_method": method}
+        error = str(device["error"])[:500]
+    summary: TimingSummary = {**headline, "input_sets": samples.get("input_sets"),
+                              "warmup_rounds": samples.get("warmup_rounds"), "wall": wall}
+    if method == DEVICE:
+        summary["device"] = {**headline, "source": device.get("source"),
+                             "events": device.get("events")}
+    if error:
+        summary["device_error"] = error
+    summary["timing_method"] = method
+    return summary
 
 
 def _iqr(xs: list[float]) -> float:
