@@ -54,10 +54,13 @@ def test_ctrl_c_stops_a_run_keeps_finished_results_and_says_how_to_resume(tmp_pa
     lines = [json.loads(line) for line in events.read_text().splitlines()]
     evaluations = [e for e in lines if e["type"] == "evaluation"]
     assert [(e["task"], e["status"]) for e in evaluations] == [("12p_rmsnorm", "correct")]
-    end = lines[-1]  # an interrupted run_end with the command that resumes; nothing revealed
-    assert end["type"] == "run_end" and end["interrupted"] is True and "secret" not in end
+    end = lines[-1]  # an interrupted run_end with the command that resumes, revealing its secret
+    assert end["type"] == "run_end" and end["interrupted"] is True
+    from jaxbench.runs import verify_secret
+
+    assert verify_secret(out_dir)  # the secret it reveals matches the manifest's commitment
     assert end["signal"] == "SIGINT" and end["evaluations"] == 1 and f"--out {out_dir}" in end["resume"]
-    assert (out_dir / ".secret").exists()  # resumable
+    assert not (out_dir / ".secret").exists()  # nothing secret on disk; resumable all the same
     report = subprocess.run([sys.executable, "-m", "jaxbench.cli", "report", str(out_dir)],
                             capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
     assert f"resume with: {end['resume']}" in " ".join(report.stdout.split()), report.stdout

@@ -118,9 +118,9 @@ def test_ctrl_c_stops_optimize_at_once_and_the_resume_reuses_every_finished_samp
 
     events = _events(out)
     end = events[-1]
-    assert end["type"] == "run_end" and end["interrupted"] is True and "secret" not in end
+    assert end["type"] == "run_end" and end["interrupted"] is True and end.get("secret")
     assert end["signal"] == "SIGINT" and end["samples"] == 1 and end["resume"] == resume
-    assert (out / ".secret").exists()  # resumable
+    assert not (out / ".secret").exists()  # nothing secret on disk; resumable all the same
     calls = [e for e in events if e["type"] == "llm_call"]
     assert [(c["step"], bool(c.get("cancelled"))) for c in calls] == [
         ("chain0/turn0", False), ("chain0/turn1", True)]

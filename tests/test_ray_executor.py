@@ -181,7 +181,7 @@ def test_no_retries_left_means_no_verdict_and_resume_evaluates_it(cluster, tmp_p
     assert first.exit_code == 1, first.output
     assert "1 of 1 evaluations got no verdict" in first.output
     assert "rerun the same command to resume" in first.output
-    SECRETS.append(bytes.fromhex((out / ".secret").read_text()))  # the run stays open
+    assert not (out / ".secret").exists()  # the run stays open; its secret is in memory only
     lost = [e for e in read_events(out) if e.get("type") == "evaluation_lost"]
     assert len(lost) == 1 and "died" in lost[0]["message"]
     assert _evaluations(out) == []
@@ -190,6 +190,7 @@ def test_no_retries_left_means_no_verdict_and_resume_evaluates_it(cluster, tmp_p
     assert again.exit_code == 0, again.output
     assert [e["job"] for e in _evaluations(out)] == [lost[0]["job"]]
     assert list(read_events(out))[-1]["type"] == "run_end"
+    SECRETS.append(bytes.fromhex(list(read_events(out))[-1]["secret"]))  # the resume's, revealed
 
 
 def test_lost_evaluation_raises_for_direct_callers(cluster):
@@ -250,7 +251,9 @@ def test_ctrl_c_cancels_the_clusters_evaluations_and_keeps_the_run(cluster, tmp_
     while _task_processes() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _task_processes()
-    assert (out / ".secret").exists()  # the run stays open for the resume
+    ends = [e for e in read_events(out) if e.get("type") == "run_end"]
+    assert ends and ends[-1].get("interrupted") and ends[-1].get("secret")  # open for the resume
+    SECRETS.append(bytes.fromhex(ends[-1]["secret"]))
 
 
 def test_optimize_evaluates_on_the_cluster_and_calls_the_model_here(cluster, tmp_path):

@@ -25,7 +25,7 @@ def test_resume_skips_finished_evaluations(tmp_path):
     with open(tmp_path / "events.jsonl", "a") as f:
         f.write('{"type": "evaluation", "task": "8p_g')
     resumed = RunDir.open(tmp_path, config)
-    assert resumed.secret == run.secret
+    assert resumed.secret != run.secret  # a resume is a new segment, with a fresh secret
     seen = []
     results = run_jobs(jobs, resumed, ONE_TRIAL.replace(tpu_interpret=False), workers=1,
                        on_result=lambda job, r: seen.append(job.target))

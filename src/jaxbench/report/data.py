@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from jaxbench.contract import COMPILED_STAGES, STATUS_RANKING, EvaluationResult, Status, status_rank
 from jaxbench.contract.result import EVENT_TYPE
-from jaxbench.runs import EVENTS, MANIFEST, read_events
+from jaxbench.runs import EVENTS, MANIFEST, SecretAudit, audit_secret, read_events
 
 # Worst to best: the order in which a group of evaluations picks its "best" status (the
 # schema's ranking, under the name reports have used).
@@ -154,7 +154,8 @@ class RunData:
     manifest: dict[str, Any]
     evaluations: list[EvaluationResult] = field(default_factory=list)  # in file order
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
-    end: dict[str, Any] | None = None
+    end: dict[str, Any] | None = None  # the final run_end (not an interrupt's)
+    segments: list[dict[str, Any]] = field(default_factory=list)  # run_start, run_end events
     skipped: list[str] = field(default_factory=list)  # kernel files `run --kernels DIR` left out
     _sources: dict[str, list[Path]] | None = field(default=None, repr=False)
 
@@ -291,16 +292,18 @@ def _slot(e: EvaluationResult) -> int:
     return sample if isinstance(sample, int) else 10**9
 
 
+def secret_audit(run: RunData) -> SecretAudit:
+    """Each segment of the run (its start, each resume) and whether the ``run_end`` closing it
+    revealed the secret its ``run_start`` committed to
+    (:func:`~jaxbench.runs.directory.audit_secret`)."""
+    return audit_secret(run.manifest, run.segments)
+
+
 def secret_verified(run: RunData) -> bool | None:
-    """Whether the run_end event revealed a secret matching the manifest's commitment (None
-    while the run is open)."""
-    if run.end is None or not run.end.get("secret"):
-        return None
-    try:
-        revealed = bytes.fromhex(run.end["secret"])
-    except ValueError:
-        return False
-    return hashlib.sha256(revealed).hexdigest() == run.manifest.get("secret_sha256")
+    """True when every segment's run_end revealed a secret matching its commitment; None while
+    the last segment is open (every earlier one verified); False when a reveal mismatches or an
+    earlier segment was never revealed (killed: its evaluations cannot be audited)."""
+    return secret_audit(run).verified
 
 
 def require_run_dir(run_dir: str | os.PathLike[str]) -> Path:
@@ -332,13 +335,16 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
                 run.evaluations.append(result)
         elif kind == "llm_call":
             run.llm_calls.append(event)
-        elif kind == "run_end" and not event.get("interrupted"):  # a Ctrl-C's does not end it
-            run.end = event
+        elif kind in ("run_start", "run_end"):
+            run.segments.append(event)
+            if kind == "run_end" and not event.get("interrupted"):  # a Ctrl-C's does not end it
+                run.end = event
         elif kind == "kernels_skipped" and isinstance(event.get("files"), list):
             run.skipped += [str(f) for f in event["files"]]
     return run
 
 
 __all__ = ["IR_FILES", "BestRow", "RunData", "STATUS_ORDER", "best_of", "compiled", "is_correct",
-           "in_catalogue_order", "is_seed", "load_run", "method_of", "read_evaluation", "series_label",
-           "task_figures", "task_order_key", "task_or_none", "task_sort_value"]
+           "in_catalogue_order", "is_seed", "load_run", "method_of", "read_evaluation",
+           "secret_audit", "secret_verified", "series_label", "task_figures", "task_order_key",
+           "task_or_none", "task_sort_value"]

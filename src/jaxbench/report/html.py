@@ -736,12 +736,36 @@ def roofline_figure(run: RunData) -> tuple[Any, str | None]:
 # ---------------------------------------------------------------- header and tables
 
 def secret_text(run: RunData) -> str:
-    from jaxbench.report.data import secret_verified
+    """The current segment's commitment and what the run_end events revealed: every segment
+    (the run's start, each resume) commits to a fresh secret and reveals it when it ends."""
+    from jaxbench.report.data import secret_audit
 
     commitment = run.manifest.get("secret_sha256") or "?"
-    verified = secret_verified(run)
-    state = {None: "run still open: secret not revealed yet",
-             True: "revealed at run_end and matches", False: "REVEALED SECRET DOES NOT MATCH"}[verified]
+    audit = secret_audit(run)
+    total = len(audit.states)
+
+    def which(numbers: list[int]) -> str:
+        word = "segment" if len(numbers) == 1 else "segments"
+        return f"{word} {', '.join(map(str, numbers))} of {total}"
+
+    problems = []
+    if audit.segments("mismatch"):
+        problems.append(f"REVEALED SECRET DOES NOT MATCH ({which(audit.segments('mismatch'))})")
+    if audit.segments("unrevealed"):
+        unrevealed = audit.segments("unrevealed")
+        problems.append(f"{which(unrevealed)} never revealed (killed): "
+                        f"{'its' if len(unrevealed) == 1 else 'their'} evaluations cannot be audited")
+    if problems:
+        state = "; ".join(problems)
+    elif audit.verified is None:
+        state = "run still open: secret not revealed yet"
+        if total > 1:
+            state += f" (the {total - 1} earlier segments revealed and verified)" if total > 2 \
+                else " (the earlier segment revealed and verified)"
+    elif total == 1:
+        state = "revealed at run_end and matches"
+    else:
+        state = f"{total} segments, all revealed and verified"
     return f"sha256 {commitment} ({state})"
 
 

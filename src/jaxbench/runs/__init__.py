@@ -1,8 +1,11 @@
 """Run directories and what fills them.
 
 - ``directory.py``: a run directory: ``manifest.json`` plus an append-only ``events.jsonl``,
-  every evaluated kernel source, for optimize runs ``best/<task>.py``, and the run's secret
-  (committed to in the manifest, revealed at the end);
+  every evaluated kernel source and, for optimize runs, ``best/<task>.py``. The secret the
+  trial inputs derive from is never on disk: each segment of a run (its start, each resume)
+  holds a fresh one in memory, commits to it (the manifest and its ``run_start`` event) and
+  reveals it in the ``run_end`` that closes the segment (an interrupt's too);
+  ``audit_secret`` / ``verify_secret`` check every reveal against its commitment;
 - ``jobs.py``: evaluating jobs (shipped kernels, a directory of kernels) into a run
   directory (``jaxbench run``), recording the run's plan (its job keys) in the manifest.
   Its names are offered here too, imported on first use: it imports the task registry and
@@ -18,6 +21,8 @@ from jaxbench.runs.directory import (
     MANIFEST,
     RunDir,
     RunError,
+    SecretAudit,
+    audit_secret,
     best_evaluations,
     event_source,
     read_events,
@@ -40,6 +45,7 @@ def __getattr__(name: str) -> Any:  # PEP 562: the jobs module's names, imported
 
 
 __all__ = ["EVENTS", "KNOWN_INTERPRET_FAILURES", "MANIFEST", "SHIPPED_KINDS", "Job", "RunDir",
-           "RunError", "best_evaluations", "default_workers", "directory_jobs", "event_source",
-           "finished_keys", "kernel_unavailable", "known_limitation", "plan_jobs", "read_events",
-           "read_plan", "run_jobs", "select_tasks", "shipped_jobs", "verify_secret", "write_best"]
+           "RunError", "SecretAudit", "audit_secret", "best_evaluations", "default_workers",
+           "directory_jobs", "event_source", "finished_keys", "kernel_unavailable",
+           "known_limitation", "plan_jobs", "read_events", "read_plan", "run_jobs",
+           "select_tasks", "shipped_jobs", "verify_secret", "write_best"]

@@ -3,16 +3,20 @@ kernel source under ``sources/<sha256>.py``; for optimize runs, ``best/<task>.py
 
 Every candidate, LLM call and evaluation result is one JSON line, flushed and
 fsynced as it is written, so a killed run loses at most the line in flight and
-resumes from what is on disk. The run's secret (correctness inputs derive from
-it) is committed to in the manifest by its SHA-256, kept in ``.secret`` while
-the run is open, and revealed in the final ``run_end`` event for auditing. No tracer reads a
-run directory: tracers read the Python installation only, and a run directory inside it is
-refused. Evaluations that draw fresh keys (``serve``, ``optimize``) record their
-``trial_nonce``; their keys derive from the secret and that nonce. A `jaxbench run`
-records its plan, the keys of the jobs it evaluates, in the manifest (``plan``), so a report
-knows which evaluations are missing without planning the jobs again. A run stopped by Ctrl-C
-or SIGTERM gets a ``run_end`` with ``interrupted: true`` and the command that resumes it
-(``resume``) instead, which reveals nothing; the resumed run ends with its own.
+resumes from what is on disk. Nothing secret is on disk while a run is open: the secret that
+correctness inputs derive from lives in this process's memory only. Each *segment* of a run
+(its first start, and each resume) draws a fresh one; the manifest's ``secret_sha256`` commits
+to the current segment's, and each segment's ``run_start`` event records its own commitment.
+Every ``run_end`` reveals its segment's secret for auditing: the final one, and the one an
+interrupt (Ctrl-C or SIGTERM) writes, with ``interrupted: true`` and the command that resumes
+it (``resume``); a resume draws a fresh secret, so revealing the old one gives nothing away.
+Evaluations recorded before a resume keep their verdicts. A segment killed outright (SIGKILL)
+never reveals its secret, and :func:`audit_secret` says so. No tracer reads a run directory:
+tracers read the Python installation only, and a run directory inside it is refused.
+Evaluations that draw fresh keys (``serve``, ``optimize``) record their ``trial_nonce``; their
+keys derive from the secret and that nonce. A `jaxbench run` records its plan, the keys of the
+jobs it evaluates, in the manifest (``plan``), so a report knows which evaluations are missing
+without planning the jobs again.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from jaxbench.backends.host import Versions, versions
 from jaxbench.contract import FIELD_TIME, Status, source_sha256
@@ -38,7 +43,8 @@ if TYPE_CHECKING:
 
 MANIFEST = "manifest.json"
 EVENTS = "events.jsonl"
-SECRET = ".secret"
+# Where versions before the in-memory secret kept an open run's secret: removed on resume.
+LEGACY_SECRET = ".secret"
 SOURCES = "sources"
 BEST = "best"
 
@@ -129,12 +135,18 @@ def _hardware() -> Hardware:
 
 
 class RunDir:
-    """One run's directory. ``RunDir.open(path, config)`` creates it or resumes it."""
+    """One run's directory. ``RunDir.open(path, config)`` creates it or resumes it.
 
-    def __init__(self, path: Path, manifest: Manifest, secret: bytes) -> None:
+    ``secret`` is the current segment's secret, held in memory only (never written to disk
+    until a ``run_end`` reveals it); ``run_id`` is a short name of the run that stays the same
+    across its segments (the first 16 hex digits of its first segment's commitment)."""
+
+    def __init__(self, path: Path, manifest: Manifest, secret: bytes,
+                 run_id: str | None = None) -> None:
         self.path = path
         self.manifest = manifest
         self.secret = secret
+        self.run_id = run_id if run_id is not None else _commitment(secret)[:16]
         self._events_path = path / EVENTS
         self._lock = threading.Lock()  # methods append from a thread pool
 
@@ -143,7 +155,8 @@ class RunDir:
              plan: list[str] | None = None) -> RunDir:
         """Creates a new run, or resumes one whose manifest has the same config. ``plan`` (the
         keys of the jobs a `jaxbench run` evaluates) is recorded in the manifest; a resumed
-        run records its own (:meth:`record_plan`)."""
+        run records its own (:meth:`record_plan`). Either way this starts a segment: a fresh
+        secret, committed to in the manifest and in a ``run_start`` event."""
         run = cls._open(Path(path), config)
         if plan is not None:
             run.record_plan(plan)
@@ -153,6 +166,7 @@ class RunDir:
     def _open(cls, path: Path, config: RunConfig) -> RunDir:
         _refuse_tracer_readable(path)
         manifest_path = path / MANIFEST
+        secret = secrets.token_bytes(32)
         if manifest_path.exists():
             try:
                 manifest: Manifest = json.loads(manifest_path.read_text())
@@ -163,27 +177,40 @@ class RunDir:
                 raise RunError(f"{path} holds a run with another configuration "
                                f"({_differences(manifest.get('config'), wanted)}); "
                                "use another --out to start a new run")
-            secret_path = path / SECRET
-            if not secret_path.exists():
-                raise RunError(f"{path} has ended (its secret was revealed); use another --out")
+            # An older version kept the open run's secret here: never read, never kept.
+            (path / LEGACY_SECRET).unlink(missing_ok=True)
             _drop_torn_tail(path / EVENTS)
-            return cls(path, manifest, bytes.fromhex(secret_path.read_text().strip()))
+            starts: list[dict[str, Any]] = []
+            last_end: dict[str, Any] | None = None
+            for event in read_events(path):
+                if event.get("type") == "run_start":
+                    starts.append(event)
+                elif event.get("type") == "run_end":
+                    last_end = event
+            if last_end is not None and not last_end.get("interrupted"):
+                raise RunError(f"{path} has ended (its secret was revealed); use another --out")
+            first = starts[0].get("secret_sha256") if starts else None
+            held = manifest.get("secret_sha256")
+            run_id = (first if isinstance(first, str) else held if isinstance(held, str) else
+                      _commitment(secret))[:16]
+            manifest["secret_sha256"] = _commitment(secret)
+            run = cls(path, manifest, secret, run_id)
+            run._write_manifest()
+            run.append({"type": "run_start", "secret_sha256": _commitment(secret),
+                        "resumed": True})
+            return run
         path.mkdir(parents=True, exist_ok=True)
-        secret = secrets.token_bytes(32)
         manifest = {
             "config": config,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "versions": versions(),
             "hardware": _hardware(),
             "git_sha": _git_sha(),
-            "secret_sha256": hashlib.sha256(secret).hexdigest(),
+            "secret_sha256": _commitment(secret),
         }
-        fd = os.open(path / SECRET, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secret.hex())
         run = cls(path, manifest, secret)
         run._write_manifest()
-        run.append({"type": "run_start"})
+        run.append({"type": "run_start", "secret_sha256": _commitment(secret)})
         return run
 
     def _write_manifest(self) -> None:
@@ -230,20 +257,27 @@ class RunDir:
         return relative
 
     def finish(self, **summary: Any) -> None:
-        """Reveals the secret in a final event; the run can no longer be resumed."""
+        """Ends the run: a final ``run_end`` that reveals the segment's secret; the run can no
+        longer be resumed."""
         self.append({"type": "run_end", "secret": self.secret.hex(), **summary})
-        (self.path / SECRET).unlink(missing_ok=True)
 
     def interrupt(self, **summary: Any) -> None:
-        """Records that the run was stopped (Ctrl-C): a ``run_end`` event with
-        ``interrupted: true`` that reveals nothing; the secret stays, so rerunning the command
-        resumes the run (and a finished resume ends with its own ``run_end``)."""
-        self.append({"type": "run_end", "interrupted": True, **summary})
+        """Records that the run was stopped (Ctrl-C, SIGTERM): a ``run_end`` event with
+        ``interrupted: true`` that reveals the segment's secret. Rerunning the command resumes
+        the run with a fresh secret (a new segment), and a finished resume ends with its own
+        ``run_end``."""
+        self.append({"type": "run_end", "interrupted": True, "secret": self.secret.hex(),
+                     **summary})
+
+
+def _commitment(secret: bytes) -> str:
+    """The SHA-256 (hex) a segment commits to its secret with."""
+    return hashlib.sha256(secret).hexdigest()
 
 
 def _refuse_tracer_readable(path: Path) -> None:
-    """A run directory the sandboxed tracers could read is refused: its ``.secret`` (the trial
-    inputs derive from it), events and kernel sources would be open to every kernel traced.
+    """A run directory the sandboxed tracers could read is refused: its events and kernel
+    sources (and, from an older version, a ``.secret`` file) would be open to every kernel traced.
     Tracers read the Python installation only (``isolation.python_read_roots``), so this
     refuses a directory inside it, e.g. ``--out`` in a virtual environment made at a
     repository's root."""
@@ -253,8 +287,8 @@ def _refuse_tracer_readable(path: Path) -> None:
     for root in python_read_roots():
         if real == root or real.startswith(root.rstrip("/") + "/"):
             raise RunError(f"{path} lies in {root}, which the sandboxed tracers may read (the "
-                           "Python installation): its secret, events and kernel sources would "
-                           "be open to the kernels; use an --out outside it")
+                           "Python installation): its events and kernel sources would be open "
+                           "to the kernels; use an --out outside it")
 
 
 def _plan_of(manifest: Any) -> list[str] | None:
@@ -413,6 +447,7 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
         **dict.fromkeys(("method", "model", "kind"), "string"),
     },
     "task_done": dict.fromkeys(("task", "method"), "string"),
+    "run_start": {"secret_sha256": "string"},
     "run_end": {"secret": "string"},
 }
 REQUIRED_FIELDS = {"evaluation": ("task",)}
@@ -489,16 +524,87 @@ def read_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
             yield event
 
 
+SegmentState = Literal["verified", "mismatch", "unrevealed", "open"]
+
+
+@dataclass(frozen=True)
+class SecretAudit:
+    """Whether each segment of a run revealed the secret it committed to, in order:
+    ``verified`` (a reveal matching the commitment), ``mismatch`` (a reveal that does not match,
+    or no commitment to check it against), ``unrevealed`` (closed without a reveal, or never
+    closed and followed by another segment: killed, its evaluations cannot be audited) or
+    ``open`` (the last segment, not closed yet)."""
+
+    states: tuple[SegmentState, ...]
+
+    @property
+    def verified(self) -> bool | None:
+        """True when every segment is verified; None while the last one is open and every
+        earlier one is verified; False when any segment mismatches or was never revealed."""
+        if any(state in ("mismatch", "unrevealed") for state in self.states):
+            return False
+        if not self.states or self.states[-1] == "open":
+            return None
+        return True
+
+    def segments(self, state: SegmentState) -> list[int]:
+        """The numbers (1-based) of the segments in ``state``."""
+        return [i for i, s in enumerate(self.states, start=1) if s == state]
+
+
+def audit_secret(manifest: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> SecretAudit:
+    """Checks every segment's reveal against its commitment. A segment starts at a ``run_start``
+    that carries its commitment, ``secret_sha256``. Runs of older versions wrote one
+    ``run_start`` without it, first, and committed to one secret for the whole run in the
+    manifest: that first run_start (or the first event, for a file without one) starts a
+    segment committed to the manifest's ``secret_sha256``; a later run_start without one starts
+    nothing. Each ``run_end`` within a segment that reveals (``secret``) must match; a segment
+    without a run_end is open when it is the last, else it was killed unrevealed. A run_end
+    without a reveal leaves its segment unrevealed, except an interrupted one in the last
+    segment (an older version's Ctrl-C, which revealed nothing and kept the run open): open."""
+    fallback = manifest.get("secret_sha256")
+    segments: list[tuple[Any, list[Mapping[str, Any]]]] = []
+    for event in events:
+        kind = event.get("type")
+        if kind == "run_start" and (event.get("secret_sha256") or not segments):
+            segments.append((event.get("secret_sha256") or fallback, []))
+        elif kind == "run_end":
+            if not segments:
+                segments.append((fallback, []))
+            segments[-1][1].append(event)
+    states: list[SegmentState] = []
+    for number, (commitment, ends) in enumerate(segments, start=1):
+        last = number == len(segments)
+        revealed = [e["secret"] for e in ends if isinstance(e.get("secret"), str) and e["secret"]]
+        if not ends:
+            states.append("open" if last else "unrevealed")
+        elif any(not _reveals(secret, commitment) for secret in revealed):
+            states.append("mismatch")
+        elif revealed:
+            states.append("verified")
+        elif last and ends[-1].get("interrupted"):
+            states.append("open")
+        else:
+            states.append("unrevealed")
+    return SecretAudit(tuple(states))
+
+
+def _reveals(secret: str, commitment: Any) -> bool:
+    """Whether a revealed secret (hex) hashes to the commitment."""
+    try:
+        return isinstance(commitment, str) and _commitment(bytes.fromhex(secret)) == commitment
+    except ValueError:
+        return False
+
+
 def verify_secret(path: str | os.PathLike[str]) -> bool:
-    """True when the revealed secret matches the manifest's commitment."""
+    """True when every segment of the run revealed a secret matching its commitment
+    (:func:`audit_secret`); False while the run is open, or when a segment was never revealed
+    or mismatches."""
     manifest = json.loads((Path(path) / MANIFEST).read_text())
-    for event in read_events(path):
-        if event.get("type") == "run_end" and not event.get("interrupted"):
-            revealed = bytes.fromhex(event["secret"])
-            return hashlib.sha256(revealed).hexdigest() == manifest["secret_sha256"]
-    return False
+    return audit_secret(manifest, read_events(path)).verified is True
 
 
 __all__ = ["EVENTS", "EVENT_FIELDS", "MANIFEST", "REQUIRED_FIELDS", "RunDir", "RunError",
-           "best_evaluations", "event_problem", "event_source", "read_events", "read_plan",
-           "verify_secret", "write_best"]
+           "SecretAudit", "audit_secret", "best_evaluations", "event_problem", "event_source",
+           "read_events", "read_plan", "verify_secret", "write_best"]
