@@ -19,6 +19,7 @@ from typing import Any
 from jaxbench.backends.host import attached, keep_off_accelerators
 from jaxbench.contract import EvaluationResult, Settings
 from jaxbench.evaluator.common.procs import kill_children
+from jaxbench.evaluator.judge.runner import make_non_dumpable
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
 from jaxbench.evaluator.parent.compare import GroundTruth
@@ -65,6 +66,7 @@ class Evaluator:
     def __init__(self, secret: bytes | None = None, spares: int = 1,
                  work_dir: str | os.PathLike[str] | None = None) -> None:
         keep_off_accelerators()  # this process and its children see only the CPU
+        make_non_dumpable()  # the secret and the trial keys live here: no ptrace, no /proc reads
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.pool = TracerPool(spares=spares, root=work_dir)
         self.runners = RunnerPool(spares=min(spares, 1))

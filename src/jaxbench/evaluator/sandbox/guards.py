@@ -25,6 +25,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from jaxbench.evaluator.sandbox import isolation
+
 # Audit events that are never allowed once the candidate is loaded.
 _DENIED_EVENTS = frozenset({
     "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
@@ -83,7 +85,11 @@ _DIR_FD_ARGS = {"os.mkdir": (2,), "os.chmod": (2,), "os.chown": (3,), "os.link":
                 "os.utime": (3,)}
 # Functions that create files without any audit event (os.mknod also makes regular files).
 _UNAUDITED_WRITERS = ("mkfifo", "mknod")
-_PROC_SECRETS = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(mem|environ|pagemap)$")
+# Matched against normalised paths (:func:`_normalised`: /proc/self is /proc/<pid> there).
+_PROC_SECRETS = re.compile(r"^/proc/\d+(/task/\d+)?/(mem|environ|pagemap)$")
+_PROC_PID_DIR = re.compile(r"^/proc/\d+(?=/|$)")
+# Events that list a directory (args[0]: the path): another process's fd or task directory.
+_LISTING_EVENTS = frozenset({"os.listdir", "os.scandir"})
 
 
 def raised_by_untrusted_code(exc: BaseException) -> bool:
@@ -106,14 +112,65 @@ _state: dict[str, object] = {"active": False, "root": None, "untrusted_files": s
 _local = threading.local()
 
 
+def _normalised(path: object) -> str | None:
+    """The absolute path with every symlink resolved that ``path`` (str, bytes or path-like;
+    relative ones against the working directory) names: ``/proc/self`` reads as
+    ``/proc/<pid>``, ``..`` and ``//`` are gone. None when it cannot be told."""
+    try:
+        return os.path.realpath(os.fsdecode(path))  # type: ignore[arg-type]
+    except (TypeError, ValueError, OSError):
+        return None
+
+
 def _inside(path: object, root: str) -> bool:
     if isinstance(path, int):  # an fd: the file was opened (and checked) earlier
         return True
-    try:
-        real = os.path.realpath(os.fsdecode(path))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    real = _normalised(path)
+    if real is None:
         return False
     return real == root or real.startswith(root + os.sep) or real == os.devnull
+
+
+def _under_proc(real: str) -> bool:
+    return real == "/proc" or real.startswith("/proc/")
+
+
+def _proc_problem(path: object) -> str:
+    """Why reading ``path`` would reach procfs beyond the process's own ('' if it does not):
+    process memory (``mem``, ``environ``, ``pagemap``, its own included), another process's
+    ``/proc/<pid>`` (anything in it: its command line, its ``cwd``/``root``/``fd`` links into
+    its files), or procfs other than the process's own directory and the machine's description
+    (:func:`isolation.own_procfs`, what Landlock grants). Every spelling counts: the path is
+    normalised (:func:`_normalised`) one component at a time, so a lookup that only passes
+    through another process's directory (``/proc/<pid>/root/...``, ``/proc/<pid>/../self``)
+    counts too, and so does one that cannot be resolved inside procfs."""
+    if isinstance(path, int) or path is None:  # an fd: opened (and checked) earlier
+        return ""
+    try:
+        name = os.fsdecode(path)  # type: ignore[arg-type]
+        current = "/" if name.startswith("/") else os.getcwd()
+    except (TypeError, ValueError, OSError):
+        return ""  # the call itself fails the same way
+    own = ""
+    for part in name.split("/"):
+        if part in ("", "."):
+            continue
+        step = _normalised(os.path.join(current, part))
+        if step is None:
+            return "" if not _under_proc(current) else f"unresolvable below {current}"
+        current = step
+        if _under_proc(current):
+            own = own or _normalised("/proc/self") or "/proc/self"
+            pid_dir = _PROC_PID_DIR.match(current)
+            if pid_dir and pid_dir.group() != own:
+                return f"another process's {pid_dir.group()}"
+    if not _under_proc(current):
+        return ""
+    if _PROC_SECRETS.match(current):
+        return f"process memory: {current}"
+    if not any(current == a or current.startswith(a + "/") for a in isolation.own_procfs()):
+        return f"procfs beyond the process's own /proc/<pid> and the machine's: {current}"
+    return ""
 
 
 def _opens_directory(path: object, mode: object, flags: object) -> str:
@@ -302,8 +359,14 @@ def _check(event: str, args: tuple) -> str | None:
         if directory:
             return (f"opening directory {directory!r} is not allowed in a kernel (paths "
                     "relative to a directory fd escape the private temp dir's checks)")
-        if isinstance(path, (str, bytes)) and _PROC_SECRETS.match(os.fsdecode(path)):
-            return f"reading {os.fsdecode(path)!r} is not allowed (process memory)"
+        problem = _proc_problem(path)
+        if problem:
+            return f"reading {os.fsdecode(path)!r} is not allowed in a kernel ({problem})"
+        return None
+    if event in _LISTING_EVENTS:
+        problem = _proc_problem(args[0] if args else None)
+        if problem:
+            return f"listing {os.fsdecode(args[0])!r} is not allowed in a kernel ({problem})"
         return None
     if event in _PATH_EVENTS:
         dir_fds = [args[i] for i in _DIR_FD_ARGS.get(event, ()) if i < len(args)]

@@ -11,7 +11,9 @@ What it never does: run candidate code, hold a job, a token or a secret (jobs go
 tracer over its own stdin pipe), or start a thread (it forks, and a fresh user namespace
 needs a single-threaded process; it checks before every fork). A tracer cannot reach it: the
 socket is closed in the child before anything else, Landlock's scopes stop signals and ptrace
-outside the tracer's domain, and memory after the fork is the child's own copy.
+outside the tracer's domain, the server is not dumpable (no process of the user may ptrace it or
+read its /proc; each child makes itself dumpable again before it becomes a tracer), and memory
+after the fork is the child's own copy.
 
 Protocol (``SOCK_SEQPACKET``, one message per datagram): the pool sends the tracer's private
 directory with two file descriptors attached (the read end of the tracer's stdin pipe, its
@@ -47,6 +49,10 @@ def _child(sock: socket.socket, wake: tuple[int, int], fds: list[int], directory
            server: int, grouped: int) -> None:
     """In the fork: drop everything of the server's, become the tracer. Never returns."""
     try:
+        # Dumpable again, as a tracer started as a command is: the parent checks its /proc (its
+        # namespaces, its mounts), and it writes its own uid_map, neither possible for a
+        # non-dumpable process of an unprivileged user. Nothing of the server's is secret.
+        isolation.make_non_dumpable(undo=True)
         sock.close()
         for fd in wake:
             os.close(fd)
@@ -91,6 +97,9 @@ def _reap(sock: socket.socket) -> None:
 def serve(sock: socket.socket) -> None:
     from jaxbench.evaluator.sandbox import tracer
 
+    # The ancestor of every tracer: no other process of the user may ptrace it or read its
+    # /proc (each fork undoes this for itself, see _child).
+    isolation.make_non_dumpable()
     tracer.import_harness()
     wake = os.pipe()
     for fd in wake:
