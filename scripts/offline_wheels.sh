@@ -10,5 +10,5 @@ dir="${1:-wheels}"
 mkdir -p "$dir"
 python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$dir" \
   'click>=8.1' 'rich>=13' 'markdown-it-py>=2.2' 'mdurl~=0.1' 'pygments>=2.13' \
-  'flatbuffers>=24' 'absl-py>=1.0' 'setuptools>=70.1'
+  'flatbuffers>=24' 'absl-py>=1.0' 'einops>=0.7' 'setuptools>=70.1'
 ls "$dir"

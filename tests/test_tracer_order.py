@@ -52,7 +52,7 @@ RECORDER = textwrap.dedent("""
         return real_write(self, name, data)
 
     jax.make_jaxpr, handover.dumps, tracer.Outbox.write = make_jaxpr, dumps, write
-    tracer.run_job(job, directory, "test")
+    tracer.run_job(job, directory, "test", tracer.Outbox(directory))
     sys.stdout.write("EVENTS " + json.dumps(events) + "\\n")
     sys.stdout.flush()
 """)

@@ -108,7 +108,9 @@ CASES = [
     ("thread_at_import_obfuscated.py", GEMM, "rejected", "trace", "sandbox: starting a thread"),
     # (its finalizer waits for the trace stage and patches the harness: the integrity check
     # after the next stage names it; the judge's own JAX is never touched)
-    ("finalizer_after_trace_obfuscated.py", GEMM, "rejected", "lower", PATCHED),
+    # the seal keeps its finalizer from reading status.json: it never patches, and its race
+    # is found
+    ("finalizer_after_trace_obfuscated.py", GEMM, "incorrect", "correct", "data race"),
     # interpreter detectors: memory never written holds random bits, two fills must agree
     ("nan_scratch_detector.py", NORM, "incorrect", "correct", "exceed atol"),
     ("uninitialised_nudge.py", NORM, "incorrect", "correct",
@@ -117,14 +119,14 @@ CASES = [
     ("dir_fd_write_obfuscated.py", GEMM, "rejected", "trace", "sandbox: opening directory '/'"),
     ("profiler_trace_obfuscated.py", GEMM, "rejected", "trace", "sandbox: jax.profiler.start_trace"),
     ("profiler_server_obfuscated.py", GEMM, "rejected", "trace", "sandbox: jax.profiler.start_server"),
-    ("proc_parent_mem_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
+    ("proc_parent_mem_obfuscated.py", GEMM, "rejected", "trace", "another process's /proc"),
     ("proc_self_mem_write_obfuscated.py", GEMM, "rejected", "trace",
      "sandbox: opening directory '/proc/self'"),
     ("read_expert_exec_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
     ("kill_parent_obfuscated.py", GEMM, "rejected", "trace", "sandbox: os.kill"),
     ("pidfd_signal_parent_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
-    ("env_api_key_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
-    ("proc_cmdlines_obfuscated.py", GEMM, "rejected", "trace", OS_ISOLATION),
+    ("env_api_key_obfuscated.py", GEMM, "rejected", "trace", "another process's /proc"),
+    ("proc_cmdlines_obfuscated.py", GEMM, "rejected", "trace", "listing '/proc' is not allowed"),
     # GPU races
     ("gpu_reduction_race.py", GEMM, "incorrect", "lower", "GPU race rule"),
     ("gpu_full_block_race.py", GEMM, "incorrect", "lower", "GPU race rule"),

@@ -159,13 +159,14 @@ MUTATIONS = [
         ("tests/adversarial/test_adversarial.py::test_cheat_gets_its_verdict"
          "[interpreter_detect_race.py]",)),
     Mutation(
-        "library_exemption_removed", "evaluator/sandbox/tracer.py", "_PRELOADED_ROOTS",
-        '_PRELOADED_ROOTS = ("tokamax"', '_PRELOADED_ROOTS = ("not-tokamax"',
+        "library_left_out_of_the_preload", "evaluator/sandbox/tracer.py", "_PRELOADED_TREES",
+        '("tokamax", ("tests", "test", "benchmarks"))', '("not-tokamax", ())',
         ("tests/test_preloaded_libraries.py::test_exempt_library_is_imported_before_lock_down",)),
     Mutation(
-        "library_exemption_for_every_root", "evaluator/sandbox/tracer.py", "_preload_libraries",
-        'if name.split(".")[0] in _PRELOADED_ROOTS:', "if True:",
-        ("tests/test_preloaded_libraries.py::test_same_library_under_another_root_is_refused",)),
+        "blocked_import_not_named", "evaluator/sandbox/tracer.py", "_verdict",
+        "blocked = _blocked_import(exc)", 'blocked = ""',
+        ("tests/test_preloaded_libraries.py::"
+         "test_a_module_left_out_of_the_preload_is_a_named_compile_error",)),
     Mutation(
         "judge_imports_the_tracer_dynamically", "evaluator/judge/rules.py", "",
         "from __future__ import annotations\n",
@@ -579,7 +580,8 @@ MUTATIONS = [
         '            if False:  # mutant: a cancelled call is replayed as an empty answer',
         (_T + "test_ctrl_c_stops_optimize_at_once_and_the_resume_reuses_every_finished_sample",)),
     Mutation("optimize_stop_writes_no_run_end", "runs/directory.py", "RunDir.interrupt",
-        '        self.append({"type": "run_end", "interrupted": True, **summary})',
+        '        self.append({"type": "run_end", "interrupted": True, "secret": self.secret.hex(), '
+        '**summary})',
         '        pass  # mutant: no run_end says the run was interrupted',
         (_T + "test_ctrl_c_stops_optimize_at_once_and_the_resume_reuses_every_finished_sample",)),
     Mutation("task_file_not_handed_to_the_runner", "evaluator/parent/evaluation.py", "judge_request",
@@ -841,6 +843,49 @@ MUTATIONS = [
         "    given = []  # mutant: a trial's integer inputs are never known\n",
         ("tests/test_kernel_work.py::test_a_branch_on_an_integer_input_counts_as_it_runs_once"
          "_the_input_is_known",)),
+    # issue 53: the seal, each group of its rules dropped in turn; it not installed; an
+    # unsealed host run without being told
+    Mutation(
+        "seal_drops_open", "evaluator/sandbox/seal.py", "RULES",
+        '"open": (', '"open": () and (',
+        ("tests/test_seal.py::test_each_group_refuses_its_calls[open-main_thread]",
+         "tests/adversarial/host_profiles/test_host_profiles.py::"
+         "test_host_reads_are_refused[no-landlock-run_secret_obfuscated.py]")),
+    Mutation(
+        "seal_drops_change_files", "evaluator/sandbox/seal.py", "RULES",
+        '"change_files": (', '"change_files": () and (',
+        ("tests/test_seal.py::test_each_group_refuses_its_calls[change_files-main_thread]",)),
+    Mutation(
+        "seal_drops_execute", "evaluator/sandbox/seal.py", "RULES",
+        '"execute": (', '"execute": () and (',
+        ("tests/test_seal.py::test_each_group_refuses_its_calls[execute-main_thread]",)),
+    Mutation(
+        "seal_drops_network", "evaluator/sandbox/seal.py", "RULES",
+        '"network": (', '"network": () and (',
+        ("tests/test_seal.py::test_each_group_refuses_its_calls[network-main_thread]",)),
+    Mutation(
+        "seal_drops_other_processes", "evaluator/sandbox/seal.py", "RULES",
+        '"other_processes": (', '"other_processes": () and (',
+        ("tests/test_seal.py::test_each_group_refuses_its_calls[other_processes-main_thread]",)),
+    Mutation(
+        "seal_drops_kernel_surfaces", "evaluator/sandbox/seal.py", "RULES",
+        '"kernel_surfaces": (', '"kernel_surfaces": () and (',
+        ("tests/test_seal.py::test_each_group_refuses_its_calls[kernel_surfaces-main_thread]",)),
+    Mutation(
+        "seal_drops_mounts", "evaluator/sandbox/seal.py", "RULES",
+        '"mounts": (', '"mounts": () and (',
+        ("tests/test_seal.py::test_each_group_refuses_its_calls[mounts-main_thread]",)),
+    Mutation(
+        "seal_not_installed", "evaluator/sandbox/tracer.py", "_seal_process",
+        "record = dict(seal.install())", "record = {'seccomp': False}",
+        ("tests/adversarial/host_profiles/test_host_profiles.py::"
+         "test_host_reads_are_refused[no-landlock-run_secret_obfuscated.py]",
+         "tests/adversarial/host_profiles/test_host_profiles.py::"
+         "test_the_honest_control_stays_correct[no-landlock]")),
+    Mutation(
+        "unsealed_host_runs_without_being_told", "evaluator/sandbox/seal.py", "require_seal",
+        "if not layers and not allow_unsealed:", "if False:",
+        ("tests/test_seal.py::test_run_refuses_an_unsealed_host_unless_told",)),
 ]
 
 

@@ -34,6 +34,32 @@ def executor_options(command: F) -> F:
              "(pip install -e '.[ray]').")(command)
 
 
+def sealed_command(command: F) -> F:
+    """``--unsealed`` for a command whose verdicts feed leaderboards or rewards (run, optimize,
+    serve): before it starts, the host must seal the processes that run kernels (seccomp or
+    Landlock), else it stops with one line naming what is missing, unless ``--unsealed``. A
+    Ray cluster's nodes are not probed from here: each result records what sealed it."""
+    import functools
+
+    @functools.wraps(command)
+    def checked(*args: Any, unsealed: bool = False, **kwargs: Any) -> Any:
+        if kwargs.get("executor", "local") != "ray":
+            from jaxbench.evaluator.sandbox.seal import Unsealed, require_seal
+
+            try:
+                if not require_seal(unsealed):
+                    click.echo("warning: nothing seals the kernels' processes on this host "
+                               "(--unsealed): every result records sealed: none", err=True)
+            except (Unsealed, ValueError) as exc:
+                usage_error(str(exc))
+        return command(*args, **kwargs)
+
+    return click.option(  # type: ignore[return-value]
+        "--unsealed", is_flag=True,
+        help="Run even where no seal (seccomp, Landlock) can be installed; verdicts could then "
+             "be forged, and every result records sealed: none.")(checked)
+
+
 def error_text(exc: BaseException) -> str:
     """An exception's message for one line: a plain KeyError's repr quotes left out (nothing
     else is stripped: a message may end with a quote, as ``pip install 'jaxbench[openai]'``)."""

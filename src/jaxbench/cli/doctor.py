@@ -30,6 +30,7 @@ def _show(report: dict[str, Any]) -> None:
     for name, state in report["pallas_backends"].items():
         table.add_row(f"pallas backend: {name}", state)
     table.add_row("isolation", report["isolation"])
+    table.add_row("seal", report["seal"])
     for name, meaning in report["host_limits"].items():
         table.add_row(f"host limit: {name}", meaning)
     p = report["peaks"]

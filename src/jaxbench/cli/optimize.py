@@ -17,6 +17,7 @@ from jaxbench.cli.common import (
     error_text,
     executor_options,
     load_task_files,
+    sealed_command,
     task_file_option,
 )
 
@@ -100,6 +101,7 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
 @click.option("--no-cache", is_flag=True, help=f"Do not use the response cache ({DEFAULT_CACHE}).")
 @task_file_option
 @executor_options
+@sealed_command
 def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids: str | None,
                  budget: int, docs: bool, prompt_mode: str, target: str, size: str, mode: str,
                  trials: int,

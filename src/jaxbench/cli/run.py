@@ -19,6 +19,7 @@ from jaxbench.cli.common import (
     executor_options,
     load_task_files,
     resume_command,
+    sealed_command,
     task_file_option,
     usage_error_from,
 )
@@ -61,6 +62,7 @@ SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
               help="Run even when the interpret-mode cost estimate says evaluations cannot finish.")
 @task_file_option
 @executor_options
+@sealed_command
 def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
             size: str, trials: int, chip: str | None, workers: int | None, timeout_s: float | None,
             out_dir: Path | None, save_ir: bool, as_json: bool, executor: str,

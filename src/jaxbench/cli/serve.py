@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from jaxbench.cli.common import MODE, executor_options
+from jaxbench.cli.common import MODE, executor_options, sealed_command
 from jaxbench.cli.terminal import usage_error
 
 
@@ -41,6 +41,7 @@ from jaxbench.cli.terminal import usage_error
 @click.option("--insecure-no-auth", is_flag=True,
               help="Allow a non-loopback --host without tokens (anyone who reaches it may submit).")
 @executor_options
+@sealed_command
 def serve_cmd(host: str, port: int, out_dir: Path, workers: int | None, mode: str,
               tokens_file: Path | None, quota: int | None, quota_window: float,
               concurrency: int | None, max_source_bytes: int, max_batch: int,

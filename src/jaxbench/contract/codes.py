@@ -239,7 +239,7 @@ POLICY_STATUS = Status.NO_PALLAS
 TRACER_RULES = frozenset({Rule.TRACE_ERROR, Rule.OTHER_SIZE_TRACE_ERROR, Rule.SANDBOX,
                           Rule.OS_ISOLATION, Rule.PATCHED_HARNESS, Rule.HOST_CALLBACK,
                           Rule.NO_KERNEL, Rule.NOT_DATA, Rule.MEMORY_LIMIT, Rule.HARNESS,
-                          Rule.RUNTIME, Rule.UNKNOWN_PRIMITIVE})
+                          Rule.RUNTIME, Rule.UNKNOWN_PRIMITIVE, Rule.UNAVAILABLE_IMPORT})
 assert set(RULE_CATEGORY) == RULES, sorted(RULES - set(RULE_CATEGORY))
 
 

@@ -78,6 +78,9 @@ class EvaluationResult:
     kernel_file: str | None = None
     judged_on: str | None = None
     isolation: str | None = None
+    # the kernel-enforced layers that held while candidate code ran: "seccomp+landlock+
+    # namespaces", "seccomp", ..., "none" (nothing sealed it: the verdict may be forged)
+    sealed: str | None = None
     kernel_backend: str | None = None
     timing_method: str | None = None
     chip: str | None = None

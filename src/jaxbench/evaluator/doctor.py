@@ -17,9 +17,10 @@ from typing import Any, NotRequired, TypedDict
 
 _ISOLATION_PROBE = (
     "import json\n"
-    "from jaxbench.evaluator.sandbox import isolation as i\n"
-    "ns = i.enter_namespaces()\n"
-    "r = i.restrict(i.python_read_roots(), ['/tmp'])\n"
+    "from jaxbench.evaluator.sandbox import isolation as i, seal as s\n"
+    "full = s.host_profile() == 'full'\n"
+    "ns = i.enter_namespaces() if full else []\n"
+    "r = i.restrict(i.python_read_roots(), ['/tmp'], landlock=full)\n"
     "print(json.dumps(i.describe(r, ns)))\n")
 
 
@@ -39,6 +40,7 @@ class Diagnosis(TypedDict):
     backends: dict[str, list[str] | str]
     pallas_backends: dict[str, str]
     isolation: str
+    seal: str
     host_limits: dict[str, str]
     peaks: Peaks
     cross_lowering: dict[str, str]
@@ -89,12 +91,9 @@ def host_limits(isolation: str) -> dict[str, str]:
 
     limits: dict[str, str] = {}
     if "no Landlock" in isolation:
-        limits["landlock"] = ("missing: the tracer cannot be kept from reading files this user "
-                              "can read (the run's secret is kept where no tracer can read it "
-                              "only where Landlock or a mount namespace hides it); its writes "
-                              "are held by the audit hook alone (no directory descriptors, no "
-                              "writes outside its private directory), its network and "
-                              "processes by the kernel, and the verdict by the trusted side")
+        limits["landlock"] = ("missing: the seal (seccomp) alone keeps the tracer from the "
+                              "host's files, sockets and processes (see seal); without it "
+                              "too, nothing would, and run, optimize and serve refuse to start")
     try:
         with open(f"/proc/{os.getpid()}/status") as fh:
             fh.read(1)
@@ -112,12 +111,38 @@ def host_limits(isolation: str) -> dict[str, str]:
     return limits or {"all": "none missing"}
 
 
+# What each layer of the seal stops (`jaxbench doctor`'s seal line).
+_SEAL_STOPS = {
+    "seccomp": "seccomp (every tracer, on every thread: no file opened, created, renamed, "
+               "linked or executed, no new socket or connection, no other process traced, "
+               "read or signalled through pidfds, no io_uring, mounts or namespaces)",
+    "landlock": "Landlock (reads limited to the Python installation, writes to the private "
+                "directory, no TCP, no signals or abstract sockets outside)",
+}
+
+
+def seal_text() -> str:
+    """Which kernel-enforced layers seal the tracers here, what each stops, and which are
+    missing (``jaxbench doctor``; results record the ones that held as ``sealed``)."""
+    from jaxbench.evaluator.sandbox.seal import host_seals
+
+    try:
+        layers, missing = host_seals()
+    except ValueError as exc:  # a host profile that does not exist
+        return f"unknown ({exc})"
+    held = " + ".join(_SEAL_STOPS[layer] for layer in layers) or (
+        "NONE: kernels could read the host's files and forge verdicts; run, optimize and "
+        "serve refuse to start here without --unsealed")
+    return held + (f"; missing: {', '.join(missing)}" if missing else "")
+
+
 def isolation_level(timeout_s: float = 60.0) -> str:
     """What the untrusted side gets here: a fresh process enters namespaces and restricts
     itself the way the tracer does, and describes the result (the string results record as
     ``isolation``)."""
     env = {"PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu",
-           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+           "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+           **{k: v for k, v in os.environ.items() if k == "JAXBENCH_HOST_PROFILE"}}
     try:
         out = subprocess.run([sys.executable, "-c", _ISOLATION_PROBE], capture_output=True,
                              text=True, env=env, timeout=timeout_s)
@@ -280,6 +305,7 @@ def diagnose() -> Diagnosis:
     isolation = isolation_level()
     return {"versions": versions(), "backends": backends(),
             "pallas_backends": compat.pallas_backends_available(),
-            "isolation": isolation, "host_limits": host_limits(isolation), "peaks": peaks(),
+            "isolation": isolation, "seal": seal_text(),
+            "host_limits": host_limits(isolation), "peaks": peaks(),
             "cross_lowering": cross_lowering(), "triton_compiler": triton_compiler(),
             "profiler": profiler_check()}

@@ -22,9 +22,13 @@ CASES = [
     ("rule_code_swap_obfuscated.py", GEMM, "rejected", "trace", CHANGED),
     ("own_params_class.py", GEMM, "rejected", "trace",
      "objects of its own classes as parameters of JAX operations"),
-    ("late_write_forged_export_obfuscated.py", GEMM, "incorrect", "correct", "exceed atol"),
-    ("early_exit_forged_report_obfuscated.py", GEMM, "crashed", "lower",
-     "handed over no traced jaxpr"),
+    # both write into the tracer's own directory from candidate code: the seal refuses the
+    # file before anything is written (under the `bare` host profile the tracer's ordering
+    # and the parent's reading of an empty hand-over decide, as before the seal)
+    ("late_write_forged_export_obfuscated.py", GEMM, "rejected", "lower",
+     "sandbox (OS isolation)"),
+    ("early_exit_forged_report_obfuscated.py", GEMM, "rejected", "lower",
+     "sandbox (OS isolation)"),
     ("guards_switched_off_obfuscated.py", GEMM, "rejected", "trace",
      "the sandbox's guards were switched off"),
     ("harness_code_swap_obfuscated.py", GEMM, "rejected", "trace",

@@ -99,32 +99,64 @@ def test_python_unix_socket(evaluator, outcomes, unix_listener):
 
 @pytest.mark.parametrize("unix_listener", ["/tmp/jaxbench_adversarial_grpc.sock"], indirect=True)
 def test_cpp_grpc_unix_socket(evaluator, outcomes, unix_listener):
-    """No audit hook sees gRPC's connect(), and Landlock (ABI <= 7) does not govern it: only the
-    hidden /tmp stops it. The client cannot connect and aborts the tracer."""
+    """No audit hook sees gRPC's connect(), and Landlock (ABI <= 7) does not govern it: the
+    hidden /tmp and the seal (no socket made: the client cannot even start) stop it."""
     result = evaluator.evaluate(KERNELS / "unix_socket_distributed_obfuscated.py", GEMM, trials=1,
                                 timeout_s=90, memory_gb=3)
     assert unix_listener.accepted == [], "the tracer reached a socket in the host's /tmp"
-    assert (result.status, result.stage) == ("crashed", "trace"), result.message
-    assert "worker died from signal SIGABRT" in result.message
+    assert result.status in ("crashed", "compile_error") and result.stage == "trace", \
+        result.message
     assert _hidden(outcomes[-1].isolation), outcomes[-1].isolation
     assert "parent check failed" not in outcomes[-1].isolation
 
 
-def test_disk_filler(evaluator, outcomes, monkeypatch):
+@pytest.fixture(scope="module")
+def unsealed_evaluator() -> Iterator:
+    """Tracers as a host where nothing seals them would run them (host profile ``bare``, what
+    ``--unsealed`` allows): there the private directory's watchdog is what holds the disk."""
+    from jaxbench.evaluator import Evaluator
+
+    os.environ["JAXBENCH_HOST_PROFILE"] = "bare"  # read when the tracers' pool starts
+    try:
+        ev = Evaluator(spares=0)
+    finally:
+        os.environ.pop("JAXBENCH_HOST_PROFILE")
+    with ev:
+        yield ev
+
+
+def _recorded(evaluator, monkeypatch) -> list:
+    seen: list = []
+    run = evaluator.pool.run
+    monkeypatch.setattr(evaluator.pool, "run", lambda *a, **k: seen.append(run(*a, **k))
+                        or seen[-1])
+    return seen
+
+
+@pytest.mark.parametrize("name", ["disk_filler_obfuscated.py", "inode_filler_obfuscated.py"])
+def test_fillers_write_nothing_under_the_seal(evaluator, name):
+    result = evaluator.evaluate(KERNELS / name, GEMM, trials=1, timeout_s=120, memory_gb=3)
+    assert (result.status, result.stage) == ("rejected", "trace"), result.message
+    assert "sandbox (OS isolation)" in result.message
+
+
+def test_disk_filler(unsealed_evaluator, monkeypatch):
     from jaxbench.evaluator.parent import pool
 
+    outcomes = _recorded(unsealed_evaluator, monkeypatch)
     monkeypatch.setattr(pool, "DIR_MAX_BYTES", 256 << 20)  # the default (2 GiB) works the same
-    result = evaluator.evaluate(KERNELS / "disk_filler_obfuscated.py", GEMM, trials=1,
-                                timeout_s=120, memory_gb=3)
+    result = unsealed_evaluator.evaluate(KERNELS / "disk_filler_obfuscated.py", GEMM, trials=1,
+                                         timeout_s=120, memory_gb=3)
     assert "over the limit of 256 MiB on disk" in outcomes[-1].dir_exceeded
     assert (result.status, result.stage) == ("crashed", "trace"), result.message
     assert "private directory held" in result.message
     assert "over the limit of 256 MiB on disk" in result.message
 
 
-def test_inode_filler(evaluator, outcomes):
-    result = evaluator.evaluate(KERNELS / "inode_filler_obfuscated.py", GEMM, trials=1,
-                                timeout_s=120, memory_gb=3)
+def test_inode_filler(unsealed_evaluator, monkeypatch):
+    outcomes = _recorded(unsealed_evaluator, monkeypatch)
+    result = unsealed_evaluator.evaluate(KERNELS / "inode_filler_obfuscated.py", GEMM, trials=1,
+                                         timeout_s=120, memory_gb=3)
     assert "more than the limit of 10,000 entries" in outcomes[-1].dir_exceeded
     assert (result.status, result.stage) == ("crashed", "trace"), result.message
     assert "private directory held more than the limit of 10,000 entries" in result.message

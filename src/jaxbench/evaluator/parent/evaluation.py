@@ -180,6 +180,12 @@ class Evaluation:
                                      case.memory_bytes)
         # What the parent set up and saw before any candidate code ran, never the tracer's word.
         self.result["isolation"] = getattr(outcome, "isolation", None) or "unknown"
+        self.result["sealed"] = getattr(outcome, "sealed", None) or "none"
+        # (a tracer that sent no handshake ran no candidate code: nothing to warn of)
+        if self.result["sealed"] == "none" and not self.result["isolation"].startswith("unknown"):
+            self.result.setdefault("warnings", []).append(
+                "unsealed: nothing kept the kernel's process from this host's files (no seccomp "
+                "seal, no Landlock: `jaxbench doctor` says why), so this verdict could be forged")
         try:
             status = read_untrusted_status(outcome.dir)
             stages = status.get("stages")
@@ -192,7 +198,8 @@ class Evaluation:
                 if k in self.result["stages"]}
             keep_untrusted_text(self.result, status, outcome, case)
             untrusted_verdict(status, outcome, case)
-            self.handover = read_file(outcome.dir / HANDOVER, MAX_HANDOVER_BYTES)
+            # an empty file: opened before the seal, never written
+            self.handover = read_file(outcome.dir / HANDOVER, MAX_HANDOVER_BYTES) or None
             self.probe = read_probe(outcome.dir, status) if case.debug else {}
         finally:
             remove_tree(outcome.dir)
@@ -324,7 +331,7 @@ def start_fields(case: Case, source: str, filename: str, nonce: str | None) -> R
     result = cast(ResultFields, {name: value for name, value in start.to_event().items()
                                  if name not in ("type", "schema")})
     result.update({
-        "kernel_file": filename, "judged_on": None, "isolation": None,
+        "kernel_file": filename, "judged_on": None, "isolation": None, "sealed": None,
         "kernel_backend": None,
         "timing_method": "wall_clock_interleaved" if case.mode == "device" else None,
         "chip": case.chip,

@@ -64,6 +64,9 @@ class TracerOutcome:
     isolation: str = "unknown"
     # Empty, or why the tracer was killed for its private directory (size or entries).
     dir_exceeded: str = ""
+    # The kernel-enforced layers that held while candidate code ran ("seccomp+landlock+
+    # namespaces", ...; "none"), each claimed in the handshake and checked where /proc can.
+    sealed: str = "none"
 
 
 class Zygote:
@@ -268,6 +271,8 @@ def verify_isolation(pid: int, handshake: bytes | None) -> str:
     before any candidate code ran), with every claim the parent can check in ``/proc/<pid>``
     checked — fresh user, network and mount namespaces, no-new-privileges, a tmpfs on every hidden
     directory. A claim that does not hold is folded into the description."""
+    from jaxbench.evaluator.sandbox.seal import seccomp_state
+
     if handshake is None:
         return "unknown (the tracer sent no handshake)"
     if not handshake.startswith(b"ready "):
@@ -288,6 +293,11 @@ def verify_isolation(pid: int, handshake: bytes | None) -> str:
             if theirs is None or theirs == _ns_id("self", name):
                 problems.append(f"{label} claimed, but /proc/{pid}/ns/{name} "
                                 f"{'is unreadable' if theirs is None else 'is the parent’s'}")
+    if claim.get("seccomp") is True:
+        state = seccomp_state(pid)
+        if state is None or state[0] != 2:
+            problems.append("seccomp claimed, but /proc/<pid>/status "
+                            + ("is unreadable" if state is None else f"says Seccomp: {state[0]}"))
     if claim.get("no_new_privs") or "no_new_privs" in text:
         try:
             with open(f"/proc/{pid}/status") as f:
@@ -307,6 +317,32 @@ def verify_isolation(pid: int, handshake: bytes | None) -> str:
     if problems:
         text += " [parent check failed: " + "; ".join(problems)[:600] + "]"
     return text
+
+
+def verified_seal(pid: int, handshake: bytes | None) -> str:
+    """The layers that seal a tracer, as the result's ``sealed`` records them: ``seccomp``
+    (claimed, and ``Seccomp: 2`` in ``/proc/<pid>/status``), ``landlock`` (claimed before any
+    candidate code ran), ``namespaces`` (fresh user or network namespace claimed and seen in
+    ``/proc/<pid>/ns``); "none" when none holds."""
+    from jaxbench.evaluator.sandbox.seal import seccomp_state
+
+    try:
+        claim = json.loads(handshake[len("ready "):].decode()) if handshake else None
+    except (UnicodeDecodeError, ValueError):
+        claim = None
+    if not isinstance(claim, dict):
+        return "none"
+    layers = []
+    state = seccomp_state(pid) if claim.get("seccomp") is True else None
+    if state is not None and state[0] == 2:
+        layers.append("seccomp")
+    if claim.get("landlock") is True:
+        layers.append("landlock")
+    namespaces = claim.get("namespaces") if isinstance(claim.get("namespaces"), list) else []
+    if any(label in namespaces and _ns_id(pid, name) not in (None, _ns_id("self", name))
+           for label, name in (("userns", "user"), ("netns", "net"))):
+        layers.append("namespaces")
+    return "+".join(layers) or "none"
 
 
 _DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -475,7 +511,9 @@ NEUTRAL_CWD = "/"
 # Variables a tracer keeps from the parent's environment (everything else, API keys included,
 # stays behind).
 _TRACER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRTUAL_ENV",
-               "TF_CPP_MIN_LOG_LEVEL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+               "TF_CPP_MIN_LOG_LEVEL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+               # the host profile (sandbox/seal.py): set by whoever starts the evaluator
+               "JAXBENCH_HOST_PROFILE")
 # Kernel libraries that are not installed, which tracers may read (sandbox/isolation.py
 # library_roots): passed on without the working directory or any directory holding it.
 LIBRARY_PATH = "JAXBENCH_TRACER_LIBRARY_PATH"
@@ -586,13 +624,14 @@ class TracerPool:
         dir_exceeded = ""
         # The handshake first: the job (and with it the candidate) goes only to a tracer that
         # is ready, and its isolation is read and checked before any candidate code runs.
-        isolation = "unknown (the tracer sent no handshake)"
+        isolation, sealed = "unknown (the tracer sent no handshake)", "none"
         while not tracer.read_handshake() and tracer.proc.poll() is None:
             if time.monotonic() - started > timeout_s:
                 break
             time.sleep(0.02)
         if tracer.handshake is not None:
             isolation = verify_isolation(tracer.proc.pid, tracer.handshake)
+            sealed = verified_seal(tracer.proc.pid, tracer.handshake)
             try:
                 assert tracer.proc.stdin is not None
                 tracer.proc.stdin.write(json.dumps(job).encode())
@@ -624,7 +663,7 @@ class TracerPool:
         tail = tracer.log_tail.decode(errors="replace")
         return TracerOutcome(tracer.proc.returncode, timed_out, memory_exceeded,
                              time.monotonic() - started, tracer.dir, tail, isolation=isolation,
-                             dir_exceeded=dir_exceeded)
+                             dir_exceeded=dir_exceeded, sealed=sealed)
 
     def close(self) -> None:
         with self._lock:

@@ -37,6 +37,7 @@ class ResultFields(TypedDict, total=False):
     kernel_file: str | None
     judged_on: str | None
     isolation: str | None
+    sealed: str | None
     kernel_backend: str | None
     timing_method: str | None
     chip: str | None

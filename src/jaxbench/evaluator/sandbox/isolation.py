@@ -234,6 +234,21 @@ def set_parent_death_signal() -> bool:
     return _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))[0] == 0
 
 
+def make_non_dumpable(*, undo: bool = False) -> bool:
+    """``PR_SET_DUMPABLE`` 0: other processes of the same user (root too, without
+    ``CAP_SYS_PTRACE``) can no longer ptrace this one nor read its ``/proc/<pid>/{mem,environ,
+    maps,fd,ns,...}``, and no core dump is written. A fork inherits it; an ``execve`` starts
+    dumpable again. ``undo``: back to dumpable (a fork that becomes a tracer, whose /proc the
+    parent checks). True when done; False off Linux or on any failure (never raises)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        wanted = 1 if undo else 0
+        return _prctl(4, wanted)[0] == 0 and _prctl(3)[0] == wanted  # PR_SET_/PR_GET_DUMPABLE
+    except Exception:  # noqa: BLE001 - no libc or no prctl (not Linux): nothing done
+        return False
+
+
 # ---------------------------------------------------------------------------------------------
 # namespaces
 
@@ -477,7 +492,7 @@ def _drop_capabilities() -> bool:
 def restrict(readable: Iterable[str], writable: Iterable[str], *,
              read_write_devices: Iterable[str] = ("/dev/null",),
              readable_devices: Iterable[str] = ("/dev/urandom", "/dev/random", "/dev/zero"),
-             drop_capabilities: bool = True) -> Restrictions:
+             drop_capabilities: bool = True, landlock: bool = True) -> Restrictions:
     """Lock this process (and everything it starts) down for running untrusted code.
 
     * ``no_new_privs``; ``SIGKILL`` when the parent dies (``PR_SET_PDEATHSIG``);
@@ -487,6 +502,8 @@ def restrict(readable: Iterable[str], writable: Iterable[str], *,
       to, and no abstract Unix sockets of, processes outside the domain (ABI >= 6);
       ptrace and ``/proc/<pid>/mem`` of outside processes are refused by Landlock itself;
     * all capabilities dropped (``drop_capabilities``).
+
+    ``landlock=False`` leaves Landlock out (a host profile that stands for a host without it).
 
     Non-existent paths are skipped. Never raises for an unavailable mechanism: the returned
     record says what holds, e.g. ``{"landlock_abi": 7, "landlock": ["fs", "net_tcp",
@@ -504,7 +521,7 @@ def restrict(readable: Iterable[str], writable: Iterable[str], *,
     ret, err = _prctl(_PR_SET_NO_NEW_PRIVS, 1)
     record["no_new_privs"] = ret == 0 or _prctl(_PR_GET_NO_NEW_PRIVS)[0] == 1
 
-    abi, why = landlock_abi()
+    abi, why = landlock_abi() if landlock else (0, "left out by the host profile")
     record["landlock_abi"] = abi
     if abi <= 0:
         record["landlock_error"] = why

@@ -11,6 +11,11 @@ writes to ``DIR`` only, no TCP, no signals or ptrace outside; no-new-privileges;
 parent-death signal). Then it warms JAX up, reports its isolation in its
 start-up line and waits for one job on stdin.
 
+Before the handshake it also imports everything a kernel may import (:func:`preload_allowed`),
+opens the files it will hand over, and seals itself (:mod:`jaxbench.evaluator.sandbox.seal`, a
+seccomp filter: no file opened, created or executed, no socket, no other process, on every
+host, Landlock or not); the handshake says whether the seal holds.
+
 The job holds abstract input shapes only, never real inputs. The order of
 :func:`run_job`: the candidate is loaded and ``kernel`` traced at the evaluated
 size and at every other size the task defines; the in-process guards and the
@@ -74,22 +79,78 @@ def import_harness() -> bool:
     except ImportError:  # pragma: no cover - a jaxlib without the GPU pieces
         with_triton = False
     jaxbench.tasks.list_tasks()  # imports every task module
+    preload_allowed()
     return with_triton
+
+
+# What kernels may import (the static policy's allow-list), imported before the seal: after it
+# no file can be opened, so a module not loaded by then cannot be imported (a compile_error
+# naming it, :func:`_blocked_import`). JAX is walked whole (its public modules: JAX's own Pallas
+# ops, jax.experimental.*), jaxlib's Python modules (JAX imports some lazily), Tokamax's tree
+# and einops too; not tests, not ``jax._src`` (kernels may not import it; the public modules
+# import what they need of it).
+_PRELOADED_STDLIB = ("math", "functools", "itertools", "typing", "dataclasses", "collections",
+                     "operator", "enum", "abc", "string", "time", "json", "re", "random",
+                     "statistics", "copy", "contextlib", "warnings", "textwrap", "numbers",
+                     "fractions", "decimal", "pprint")
+_PRELOADED_NUMPY = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "numpy.polynomial",
+                    "numpy.ma", "numpy.lib", "ml_dtypes")
+# (package, its subpackages to leave out): walked whole
+_PRELOADED_TREES = (("jax", ("_src", "tests", "test", "jax2tf", "collect_profile")),
+                    # what JAX's own code imports lazily (MLIR dialects are namespace packages,
+                    # which the walk does not enter: named here)
+                    ("jaxlib", ("tests",)), ("jaxlib.mlir", ()), ("jaxlib.mlir.dialects", ()),
+                    # Pallas' own tree: its interpreters load lazily (a debug run uses them)
+                    ("jax._src.pallas", ("tests",)),
+                    ("einops", ("tests",)),
+                    ("tokamax", ("tests", "test", "benchmarks")))
+
+
+def preload_allowed() -> list[str]:
+    """Imports what a kernel may import (see above); starts no thread (with the tracers'
+    environment: one BLAS thread). Returns the modules that failed to import (absent libraries,
+    modules needing what is not installed), which a kernel then cannot import either."""
+    import importlib
+    import pkgutil
+
+    failed: list[str] = []
+
+    def load(name: str) -> Any:
+        try:
+            return importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - not installed, or needs what is not installed
+            failed.append(name)
+            return None
+
+    for name in (*_PRELOADED_STDLIB, *_PRELOADED_NUMPY):
+        load(name)
+    for root, skipped in _PRELOADED_TREES:
+        package = load(root)
+        if package is None or not hasattr(package, "__path__"):
+            continue
+        for info in pkgutil.walk_packages(package.__path__, f"{root}.",
+                                          onerror=failed.append):
+            parts = info.name.split(".")
+            if not any(p in skipped or p.startswith("test_") for p in parts):
+                load(info.name)
+    return failed
 
 
 def _isolate(directory: Path) -> tuple[str, Restrictions]:
     """Namespaces first (single-threaded), imports (none left to do in a forked tracer), then
     Landlock before any JAX thread."""
-    from jaxbench.evaluator.sandbox import isolation
+    from jaxbench.evaluator.sandbox import isolation, seal
 
-    namespaces = isolation.enter_namespaces()
+    # A host profile other than "full" runs the sandbox as a host without these layers would.
+    full = seal.host_profile() == "full"
+    namespaces = isolation.enter_namespaces() if full else []
     with_triton = import_harness()
     source_root = str(Path(__file__).resolve().parents[2])  # the jaxbench package
     readable = isolation.python_read_roots(exclude=[source_root])
     # Shared directories holding other processes' Unix sockets are hidden (a mount namespace
     # of its own) before Landlock, which forbids mounting.
     hidden = isolation.hide_host(readable, [str(directory)])
-    record = isolation.restrict(readable, [str(directory)])
+    record = isolation.restrict(readable, [str(directory)], landlock=full)
     record["triton"] = with_triton
     record.update({"namespaces": namespaces, "hidden": hidden["hidden"]})
     return isolation.describe(record, namespaces, hidden=hidden), record
@@ -111,29 +172,35 @@ def _warm_up() -> None:
     spec = jax.ShapeDtypeStruct((8, 128), jnp.float32)
     closed = jax.make_jaxpr(lambda a: pl.pallas_call(copy, out_shape=a)(a))(spec)
     handover.dumps({"small": closed})
+    # Operations run on the host CPU: its backend and its kernel libraries start here, while
+    # files can be opened (XLA's client seeds itself from /dev/urandom, YNNPACK reads the CPU's
+    # description; the seal closes both); the hand-over runs such operations (a custom
+    # derivative's primal), a debug run the kernel itself.
+    for dtype in (jnp.float32, jnp.bfloat16):
+        (jnp.ones((8, 128), dtype) @ jnp.ones((128, 8), dtype)).block_until_ready()
+        (jnp.ones((8, 128), dtype) * 2).sum().block_until_ready()
 
 
 class Outbox:
-    """Files for the parent, through handles opened before the candidate loads."""
+    """Files for the parent, through handles opened before the seal (after it nothing can be
+    opened): each file is made empty now, and rewritten whole through its handle. The parent
+    reads an empty file as none written."""
 
     def __init__(self, directory: Path) -> None:
-        self._dir = directory
+        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        self._fds = {name: os.open(directory / name, flags, 0o600)
+                     for name in (STATUS, HANDOVER, PROBE)}
         self._dumps = json.dumps
         # the record's fields (jaxbench/contract/records.py TracerStatus), written as JSON
         self.status: dict[str, Any] = {"status": RUNNING, "stages": {}, "info": {},
                                        "schema": SCHEMA_VERSION}
 
     def write(self, name: str, data: bytes) -> None:
-        path = self._dir / name
-        try:  # whatever candidate code left at this name (a link, a FIFO, a forged file) goes
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        fd = self._fds[name]
+        os.ftruncate(fd, 0)
+        view, offset = memoryview(data), 0
+        while offset < len(view):
+            offset += os.pwrite(fd, view[offset:], offset)
 
     def flush(self) -> None:
         self.write(STATUS, self._dumps(self.status, default=str).encode())
@@ -159,27 +226,6 @@ def _load_candidate(source: str, filename: str) -> Any:
     return module
 
 
-# Installed libraries a kernel names in its imports, imported before lock-down and before the
-# rule snapshot: Tokamax (its autotuner imports multiprocessing, which the sandbox refuses once
-# candidate code is on the stack) and JAX's own modules (JAX's Pallas ops, whose Mosaic GPU
-# helpers import faulthandler; jax.experimental.sparse & co., which define primitives: defined
-# before the snapshot, they are JAX's, not the candidate's).
-_PRELOADED_ROOTS = ("tokamax", "jax")
-
-
-def _preload_libraries(source: str) -> None:
-    import importlib
-
-    from jaxbench.evaluator.common.jaxpr_format import imported_modules
-
-    for name in sorted(imported_modules(source)):
-        if name.split(".")[0] in _PRELOADED_ROOTS:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - not installed, or a name rather than a module
-                pass
-
-
 def _verdict(exc: BaseException, status: Status, stage: Stage, rule: Rule,
              prefix: str = "") -> tuple[Status, Stage, str, Rule]:
     """(status, stage, message, rule) for an exception raised while candidate code was
@@ -189,6 +235,12 @@ def _verdict(exc: BaseException, status: Status, stage: Stage, rule: Rule,
 
     if isinstance(exc, SandboxViolation):
         return Status.REJECTED, stage, f"sandbox: {exc}", Rule.SANDBOX
+    blocked = _blocked_import(exc)
+    if blocked:
+        return (Status.COMPILE_ERROR, stage, f"module {blocked!r} cannot be imported in the "
+                "sealed sandbox: kernels may import what it loads before the seal (the static "
+                "policy's allow-list: JAX's public modules, NumPy, einops, Tokamax's kernels, "
+                f"the allowed standard library) ({short_error(exc, 200)})", Rule.UNAVAILABLE_IMPORT)
     if isinstance(exc, PermissionError) or "PERMISSION_DENIED" in str(exc):
         return (Status.REJECTED, stage, f"sandbox (OS isolation): {short_error(exc, 300)}",
                 Rule.OS_ISOLATION)
@@ -210,6 +262,31 @@ def _verdict(exc: BaseException, status: Status, stage: Stage, rule: Rule,
                                         f"all work must run on the device ({short_error(exc, 200)})"), \
             Rule.HOST_CALLBACK
     return status, stage, message, rule
+
+
+def _blocked_import(exc: BaseException) -> str:
+    """The module an import failed to load because the seal refused its files ('' when the
+    failure was anything else): an ImportError naming a module that is not loaded, or a
+    PermissionError raised inside the import system (the module's file found, not opened).
+    Called with no candidate code on the stack (frames may be read then)."""
+    if isinstance(exc, ImportError) and isinstance(exc.name, str) and \
+            exc.name not in sys.modules and _SEALED["seccomp"]:
+        return exc.name
+    if isinstance(exc, PermissionError) and _SEALED["seccomp"]:
+        tb, name = exc.__traceback__, ""
+        while tb is not None:
+            frame = tb.tb_frame
+            if frame.f_code.co_filename.startswith("<frozen importlib") and \
+                    frame.f_code.co_name == "_find_and_load":
+                found = frame.f_locals.get("name")
+                name = found if isinstance(found, str) else name
+            tb = tb.tb_next
+        return name
+    return ""
+
+
+# Whether this process is sealed (set by :func:`_seal_process` before any candidate code).
+_SEALED = {"seccomp": False}
 
 
 def _hidden(path: Any) -> bool:
@@ -352,7 +429,8 @@ class _Run:
     called after candidate code has run (bound now), the snapshots the integrity checks compare
     with, and the candidate's objects (kept alive until the process exits: no finalizers)."""
 
-    def __init__(self, job: TracerJob, directory: Path, isolation_level: str) -> None:
+    def __init__(self, job: TracerJob, directory: Path, isolation_level: str,
+                 outbox: Outbox) -> None:
         import _signal  # the C functions: the guards replace the Python-level ones
         import gc
         import signal
@@ -367,7 +445,7 @@ class _Run:
         from jaxbench.evaluator.sandbox.handover import dumps
 
         self.job, self.directory = job, directory
-        self.outbox = Outbox(directory)
+        self.outbox = outbox
         self.outbox.status["isolation"] = isolation_level
         self.specs = _avals(job.specs)
         self.traces: dict[str, ClosedJaxpr] = {}
@@ -418,18 +496,27 @@ def _avals(specs: list[Any]) -> list[Any]:
     return [jax.ShapeDtypeStruct(tuple(shape), jax.numpy.dtype(dtype)) for shape, dtype in specs]
 
 
-def _enter_scratch(job: TracerJob, directory: Path) -> None:
-    """The job's own working directory and temp dir, and its resource limits."""
+def _enter_scratch(directory: Path) -> None:
+    """The job's own working directory and temp dir (made before the seal)."""
     import tempfile
-
-    from jaxbench.evaluator.sandbox.isolation import set_rlimits
 
     scratch = directory / "scratch"
     scratch.mkdir(exist_ok=True)
     os.chdir(scratch)
     os.environ["TMPDIR"] = str(scratch)
     tempfile.tempdir = str(scratch)
-    set_rlimits(job.memory_bytes, job.file_bytes)
+
+
+def _seal_process() -> dict[str, Any]:
+    """The seal (:mod:`jaxbench.evaluator.sandbox.seal`), unless the host profile is ``bare``:
+    from here on this process opens, creates and executes no file and makes no connection."""
+    from jaxbench.evaluator.sandbox import seal
+
+    if seal.host_profile() == "bare":
+        return {"seccomp": False, "error": f"host profile 'bare' ({seal.HOST_PROFILE})"}
+    record = dict(seal.install())
+    _SEALED["seccomp"] = bool(record.get("seccomp"))
+    return record
 
 
 def _step_trace(run: _Run) -> bool:
@@ -515,16 +602,18 @@ def _step_debug(run: _Run) -> bool:
     return True
 
 
-def run_job(job: dict[str, Any], directory: Path, isolation_level: str) -> None:
+def run_job(job: dict[str, Any], directory: Path, isolation_level: str,
+            outbox: Outbox) -> None:
     """One evaluation. The order is the promise: every piece of candidate code (the import,
     the trace at every size, anything those leave behind) runs first; the untrusted checks
     come next; then the process is sealed and the hand-over is made and written last, with
     status.json the very last file, and the process exits. The steps are bound before the
     candidate loads, and the integrity checks after each one see a step replaced."""
+    from jaxbench.evaluator.sandbox.isolation import set_rlimits
+
     case = TracerJob.from_dict(job)
-    _enter_scratch(case, directory)
-    _preload_libraries(case.source)
-    run = _Run(case, directory, isolation_level)
+    set_rlimits(case.memory_bytes, case.file_bytes)
+    run = _Run(case, directory, isolation_level, outbox)
     run.patched = _integrity_check(run)
     # `jaxbench eval --debug`: the kernel runs here, and its verdict never counts
     steps = (_step_trace, _step_debug) if case.debug else (_step_trace, _step_sizes,
@@ -548,12 +637,21 @@ def main(directory: Path | None = None) -> None:
 
     guards.install_hook()
     _warm_up()
+    outbox = Outbox(directory)  # its files, opened while files can be opened
+    _enter_scratch(directory)
+    sealed = _seal_process()
+    if sealed.get("seccomp"):
+        isolation_level = f"seccomp({sealed.get('syscalls')} syscalls)+{isolation_level}"
+    else:
+        isolation_level += f" (no seal: {sealed.get('error', 'not installed')})"
     # The handshake, one line written before any job (so before any candidate code): the
     # parent takes the isolation level from here (and checks what it can in /proc), never
     # from files the candidate could rewrite.
     handshake = {"isolation": isolation_level, "namespaces": record.get("namespaces", []),
                  "hidden": record.get("hidden", []),
-                 "no_new_privs": bool(record.get("no_new_privs"))}
+                 "no_new_privs": bool(record.get("no_new_privs")),
+                 "seccomp": bool(sealed.get("seccomp")),
+                 "landlock": bool(record.get("landlock"))}
     sys.stdout.write("ready " + json.dumps(handshake) + "\n")
     sys.stdout.flush()
     raw = sys.stdin.read()
@@ -561,13 +659,13 @@ def main(directory: Path | None = None) -> None:
         _exit(0)  # a spare that was never used
     job = json.loads(raw)
     try:
-        run_job(job, directory, isolation_level)
+        run_job(job, directory, isolation_level, outbox)
     except BaseException as exc:  # a harness bug, or the candidate broke the harness
         import traceback
 
         traceback.print_exc()
         try:
-            Outbox(directory).fail(Status.CRASHED, Stage.TRACE, f"tracer failed: "
+            outbox.fail(Status.CRASHED, Stage.TRACE, f"tracer failed: "
                                    f"{type(exc).__name__}: {str(exc)[:300]}", Rule.HARNESS)
         finally:
             _exit(3)

@@ -1,0 +1,170 @@
+"""The seal (jaxbench.evaluator.sandbox.seal): in a child process that installs it, every group of
+its rules refuses a representative syscall with EPERM, made from C through ctypes (no audit
+hook sees them), on every thread; the same calls get other answers without the seal, so each
+assertion can fail. Dropping a group from RULES (the mutation checks do) fails its case."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from jaxbench.evaluator.sandbox import seal
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="seccomp is Linux's")
+
+# The child: optionally sealed, it makes each group's calls (x86_64 and aarch64 numbers from
+# the seal's own table), on the main thread or on a thread started before the seal, and
+# prints {group: [errno or 0 for each call]}.
+_CHILD = textwrap.dedent("""
+    import ctypes, json, os, sys, threading
+    from jaxbench.evaluator.sandbox import seal
+
+    sealed, on_thread = sys.argv[1] == "1", sys.argv[2] == "1"
+    table = seal._TABLES[seal._machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    AT_FDCWD = -100
+
+    def call(name, *args):
+        ctypes.set_errno(0)
+        ret = libc.syscall(ctypes.c_long(table[name]), *args)
+        return ctypes.get_errno() if ret < 0 else 0
+
+    def s(text):
+        return ctypes.c_char_p(text.encode())
+
+    CALLS = {
+        "open": lambda: call("openat", ctypes.c_int(AT_FDCWD), s("/"), ctypes.c_int(0)),
+        "change_files": lambda: call("mkdirat", ctypes.c_int(AT_FDCWD),
+                                     s("/nonexistent-jaxbench/x"), ctypes.c_int(0o700)),
+        "execute": lambda: call("execve", s("/nonexistent-jaxbench"), None, None),
+        "network": lambda: call("socket", ctypes.c_int(1), ctypes.c_int(1), ctypes.c_int(0)),
+        "other_processes": lambda: call("pidfd_open", ctypes.c_int(os.getpid()),
+                                        ctypes.c_uint(0)),
+        "kernel_surfaces": lambda: call("perf_event_open", None, ctypes.c_int(0),
+                                        ctypes.c_int(-1), ctypes.c_int(-1), ctypes.c_ulong(0)),
+        "mounts": lambda: call("unshare", ctypes.c_int(0)),
+    }
+    results = {}
+    go, done = threading.Event(), threading.Event()
+
+    def worker():
+        go.wait()
+        results.update({group: f() for group, f in CALLS.items()})
+        done.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()  # started before the seal: TSYNC must reach it
+    record = seal.install() if sealed else {}
+    if on_thread:
+        go.set()
+        done.wait()
+    else:
+        go.set()
+        done.wait()
+        results = {group: f() for group, f in CALLS.items()}
+    print(json.dumps({"record": record, "errnos": results}))
+""")
+
+
+def _child(sealed: bool, on_thread: bool) -> dict:
+    out = subprocess.run([sys.executable, "-c", _CHILD, "1" if sealed else "0",
+                          "1" if on_thread else "0"], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def unsealed() -> dict:
+    return _child(False, False)["errnos"]
+
+
+@pytest.mark.parametrize("on_thread", [False, True], ids=["main_thread", "older_thread"])
+@pytest.mark.parametrize("group", sorted(seal.RULES))
+def test_each_group_refuses_its_calls(group, on_thread, unsealed):
+    import errno
+
+    assert unsealed[group] != errno.EPERM, (
+        f"{group}'s probe is refused on this host without the seal: it proves nothing here")
+    sealed = _child(True, on_thread)
+    assert sealed["record"].get("seccomp") is True, sealed["record"]
+    assert sealed["errnos"][group] == errno.EPERM, (group, sealed["errnos"][group])
+
+
+def test_the_seal_refuses_pythons_and_numpys_opens_and_keeps_held_descriptors(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("hidden")
+    script = textwrap.dedent(f"""
+        import os, numpy as np
+        from jaxbench.evaluator.sandbox import seal
+        held = os.open({str(tmp_path / 'held')!r}, os.O_RDWR | os.O_CREAT, 0o600)
+        assert seal.install()["seccomp"]
+        for read in (lambda: open({str(secret)!r}).read(),
+                     lambda: np.fromfile({str(secret)!r}, np.uint8),
+                     lambda: os.listdir("/proc")):
+            try:
+                read()
+                raise SystemExit("read after the seal")
+            except PermissionError:
+                pass
+        os.write(held, b"still writable")
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert (tmp_path / "held").read_bytes() == b"still writable"
+
+
+def test_probe_says_whether_the_host_seals(monkeypatch):
+    assert seal.probe().get("seccomp") is True  # a Linux host with seccomp (CI's, the v5e)
+    monkeypatch.setenv(seal.HOST_PROFILE, "bare")
+    record = seal.probe()
+    assert record.get("seccomp") is False and "bare" in record["error"]
+
+
+def test_a_host_profile_must_be_known(monkeypatch):
+    monkeypatch.setenv(seal.HOST_PROFILE, "gvisor")
+    with pytest.raises(ValueError, match="not a host profile"):
+        seal.host_profile()
+
+
+def test_the_program_refuses_exactly_the_listed_numbers():
+    for machine in ("x86_64", "aarch64"):
+        numbers = seal.syscall_numbers(machine=machine)
+        prog = seal.program(numbers, machine)
+        compared = [k for code, _jt, _jf, k in prog if code == 0x15][1:]  # after the arch check
+        assert compared == numbers
+        # every comparison's jump lands on the final instruction, the refusal
+        first = next(i for i, ins in enumerate(prog) if ins[0] == 0x15 and ins[3] == numbers[0])
+        for i, (_code, jt, _jf, _k) in enumerate(prog[first:first + len(numbers)]):
+            assert first + i + 1 + jt == len(prog) - 1
+        assert len(numbers) == len(set(numbers)) > 40
+
+
+def test_run_refuses_an_unsealed_host_unless_told(tmp_path):
+    """Fail closed: where nothing seals (host profile ``bare``), `jaxbench run` stops with one
+    line naming what is missing and writes no run; with --unsealed it runs and says so."""
+    import os
+
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", seal.HOST_PROFILE: "bare"}
+    out_dir = tmp_path / "run"
+    refused = subprocess.run([sys.executable, "-m", "jaxbench.cli", "run", "--tasks",
+                              "12p_rmsnorm", "--kernels", "seed", "--target", "tpu", "--out",
+                              str(out_dir)], capture_output=True, text=True, env=env,
+                             timeout=300, check=False)
+    assert refused.returncode == 2, refused.stderr
+    assert "cannot seal" in refused.stderr and "--unsealed" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert not out_dir.exists()
+    with pytest.raises(seal.Unsealed):
+        os.environ[seal.HOST_PROFILE] = "bare"
+        try:
+            seal.require_seal(False)
+        finally:
+            os.environ.pop(seal.HOST_PROFILE)
