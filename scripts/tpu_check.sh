@@ -12,6 +12,10 @@
 #            mode at full size, offline: a scripted model answers each task with 8 copies of
 #            its seed (a distinct comment each), so every sample is a full device evaluation;
 #            into runs/tpu-optimize (the optimize throughput on the chip)
+#   seal     the host attacks of tests/adversarial/host_profiles in device mode
+#            (scripts/seal_check.py: nothing read, written or connected to) and the cheats of
+#            tests/adversarial against their CPU verdicts (scripts/chip_vs_cpu.py), into
+#            OUT_DIR/seal
 # Each run step stops at BUDGET_S seconds (default 420) and is resumed by the next call; its
 # run directory is packed as OUT_DIR/<name>.tgz after every call. Environment: PYTHON (default
 # python3), WORKERS (default 3), BUDGET_S, RUNS (default runs), EXTRA (more `run` options),
@@ -72,7 +76,14 @@ for step in $STEPS; do
       say "optimize: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
       tar -czf "$OUT/tpu-optimize.tgz" -C "$RUNS" tpu-optimize
       ;;
-    *) say "unknown step $step (doctor, one, seed, expert, optimize)"; exit 2 ;;
+    seal)
+      "$PY" scripts/seal_check.py "$OUT/seal" --mode "$MODE" --size small 2>&1 | tee -a "$log"
+      say "seal_check: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+      "$PY" scripts/chip_vs_cpu.py "$OUT/seal" --budget-s "${BUDGET_S:-420}" 2>&1 \
+        | tail -n 90 | tee -a "$log"
+      say "chip_vs_cpu: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+      ;;
+    *) say "unknown step $step (doctor, one, seed, expert, optimize, seal)"; exit 2 ;;
   esac
 done
 say "done in $(( $(date +%s) - started )) s"

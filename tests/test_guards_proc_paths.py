@@ -91,6 +91,12 @@ ALLOWED = {
 }
 
 
+# spellings that name nothing: /proc/<pid>/task holds thread ids, no "self"
+NOTHING = {
+    "thread_self_dotdot_self": "open('/proc/thread-self/../self/mem', 'rb').close()",
+}
+
+
 def _run_guarded(attempts: dict[str, str]) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(Path(__file__).parents[1] / "src"), os.environ.get("PYTHONPATH", "")]))
@@ -102,7 +108,7 @@ def _run_guarded(attempts: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, str]:
-    return _run_guarded({**REFUSED, **ALLOWED})
+    return _run_guarded({**REFUSED, **ALLOWED, **NOTHING})
 
 
 @pytest.mark.parametrize("label", sorted(REFUSED))
@@ -114,6 +120,11 @@ def test_hook_refuses_proc_spelling(results, label):
 @pytest.mark.parametrize("label", sorted(ALLOWED))
 def test_hook_allows_own_and_machine_procfs(results, label):
     assert results[label] == "ok", (label, results[label])
+
+
+@pytest.mark.parametrize("label", sorted(NOTHING))
+def test_paths_that_name_nothing_fail_as_usual(results, label):
+    assert results[label].startswith("FileNotFoundError"), (label, results[label])
 
 
 def test_refusals_name_the_reason(results):

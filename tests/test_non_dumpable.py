@@ -114,9 +114,9 @@ class _Target:
 
 _TOGGLE = """
 import os, sys
-from jaxbench.evaluator.judge import runner
+from jaxbench.evaluator.common import procs
 from jaxbench.evaluator.sandbox import isolation
-make = {"isolation": isolation.make_non_dumpable, "runner": runner.make_non_dumpable}[sys.argv[1]]
+make = {"isolation": isolation.make_non_dumpable, "common": procs.make_non_dumpable}[sys.argv[1]]
 print(os.getpid(), isolation._prctl(3)[0], flush=True)
 sys.stdin.readline()
 with open("/proc/self/status") as f:  # the process still reads its own /proc
@@ -128,10 +128,11 @@ sys.stdin.readline()
 """
 
 
-@pytest.mark.parametrize("where", ["isolation", "runner"])
+@pytest.mark.parametrize("where", ["isolation", "common"])
 def test_make_non_dumpable_hides_proc_from_other_processes(where):
-    """sandbox.isolation's (the fork server's) and the trusted side's copy in judge.runner
-    (the parent's and the runner's: neither may import the sandbox)."""
+    """The one function (evaluator/common/procs.py), as the fork server reaches it through
+    sandbox.isolation and the parent and the runner import it (neither may import the
+    sandbox)."""
     target = _Target(_TOGGLE, where)
     try:
         pid, dumpable = target.line().split()

@@ -162,9 +162,11 @@ def test_run_refuses_an_unsealed_host_unless_told(tmp_path):
     assert "cannot seal" in refused.stderr and "--unsealed" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert not out_dir.exists()
-    with pytest.raises(seal.Unsealed):
+    from jaxbench.evaluator import Unsealed, require_seal
+
+    with pytest.raises(Unsealed):
         os.environ[seal.HOST_PROFILE] = "bare"
         try:
-            seal.require_seal(False)
+            require_seal(False)
         finally:
             os.environ.pop(seal.HOST_PROFILE)

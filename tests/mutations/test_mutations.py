@@ -883,7 +883,7 @@ MUTATIONS = [
          "tests/adversarial/host_profiles/test_host_profiles.py::"
          "test_the_honest_control_stays_correct[no-landlock]")),
     Mutation(
-        "unsealed_host_runs_without_being_told", "evaluator/sandbox/seal.py", "require_seal",
+        "unsealed_host_runs_without_being_told", "evaluator/doctor.py", "require_seal",
         "if not layers and not allow_unsealed:", "if False:",
         ("tests/test_seal.py::test_run_refuses_an_unsealed_host_unless_told",)),
 ]

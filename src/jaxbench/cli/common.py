@@ -44,7 +44,7 @@ def sealed_command(command: F) -> F:
     @functools.wraps(command)
     def checked(*args: Any, unsealed: bool = False, **kwargs: Any) -> Any:
         if kwargs.get("executor", "local") != "ray":
-            from jaxbench.evaluator.sandbox.seal import Unsealed, require_seal
+            from jaxbench.evaluator import Unsealed, require_seal
 
             try:
                 if not require_seal(unsealed):

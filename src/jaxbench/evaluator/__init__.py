@@ -57,7 +57,7 @@ def __getattr__(name: str) -> Any:
         from jaxbench.evaluator.parent import case as module
     elif name == "default_timeout":
         from jaxbench.evaluator.parent import timeouts as module
-    elif name == "diagnose":
+    elif name in ("diagnose", "require_seal", "Unsealed"):
         from jaxbench.evaluator import doctor as module
     elif name == "interpret_cost_problem":
         from jaxbench.evaluator.parent import cost as module
@@ -79,6 +79,7 @@ __all__ = [
     "Settings",
     "StageFailure",
     "Status",
+    "Unsealed",
     "declared_target",
     "resolve_case",
     "default_timeout",
@@ -88,6 +89,7 @@ __all__ = [
     "kill_children",
     "lowering_fidelity",
     "read_source",
+    "require_seal",
     "target_declaration",
     "untrusted_text",
 ]

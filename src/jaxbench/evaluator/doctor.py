@@ -18,7 +18,7 @@ from typing import Any, NotRequired, TypedDict
 _ISOLATION_PROBE = (
     "import json\n"
     "from jaxbench.evaluator.sandbox import isolation as i, seal as s\n"
-    "full = s.host_profile() == 'full'\n"
+    "full = s.profile_allows('landlock')\n"
     "ns = i.enter_namespaces() if full else []\n"
     "r = i.restrict(i.python_read_roots(), ['/tmp'], landlock=full)\n"
     "print(json.dumps(i.describe(r, ns)))\n")
@@ -121,11 +121,47 @@ _SEAL_STOPS = {
 }
 
 
+def host_seals() -> tuple[list[str], list[str]]:
+    """(the kernel-enforced layers this host gives the tracers, why each other one is missing):
+    ``seccomp`` (:func:`probe`) and ``landlock`` (its ABI), as the host profile allows. Either
+    one keeps a kernel from reading the host's files; with neither, verdicts can be forged."""
+    from jaxbench.evaluator.sandbox.isolation import landlock_abi
+    from jaxbench.evaluator.sandbox.seal import host_profile, probe, profile_allows
+
+    profile = host_profile()
+    layers, missing = [], []
+    record = probe()
+    if record.get("seccomp"):
+        layers.append("seccomp")
+    else:
+        missing.append(f"seccomp ({record.get('error', 'not installed')})")
+    abi, why = landlock_abi() if profile_allows("landlock") else (0, f"host profile {profile!r}")
+    if abi > 0:
+        layers.append("landlock")
+    else:
+        missing.append(f"Landlock ({why})")
+    return layers, missing
+
+
+class Unsealed(RuntimeError):
+    """This host cannot seal the processes that run candidate code."""
+
+
+def require_seal(allow_unsealed: bool) -> list[str]:
+    """The layers that will seal the tracers; :class:`Unsealed` (one line: what is missing and
+    what to do) when there are none, unless ``allow_unsealed``."""
+    layers, missing = host_seals()
+    if not layers and not allow_unsealed:
+        raise Unsealed(f"this host cannot seal the processes that run kernels (no "
+                       f"{'; no '.join(missing)}): a kernel could read the host's files and "
+                       "forge its verdict; run on a Linux host that allows seccomp, or pass "
+                       "--unsealed to run anyway (every result then records sealed: none)")
+    return layers
+
+
 def seal_text() -> str:
     """Which kernel-enforced layers seal the tracers here, what each stops, and which are
     missing (``jaxbench doctor``; results record the ones that held as ``sealed``)."""
-    from jaxbench.evaluator.sandbox.seal import host_seals
-
     try:
         layers, missing = host_seals()
     except ValueError as exc:  # a host profile that does not exist

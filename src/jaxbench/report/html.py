@@ -749,8 +749,9 @@ def secret_text(run: RunData) -> str:
         return f"{word} {', '.join(map(str, numbers))} of {total}"
 
     problems = []
-    if audit.segments("mismatch"):
-        problems.append(f"REVEALED SECRET DOES NOT MATCH ({which(audit.segments('mismatch'))})")
+    if audit.segments("mismatch"):  # other meaning: a segment's state
+        mismatched = audit.segments("mismatch")  # other meaning: a segment's state
+        problems.append(f"REVEALED SECRET DOES NOT MATCH ({which(mismatched)})")
     if audit.segments("unrevealed"):
         unrevealed = audit.segments("unrevealed")
         problems.append(f"{which(unrevealed)} never revealed (killed): "

@@ -524,7 +524,7 @@ def read_events(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
             yield event
 
 
-SegmentState = Literal["verified", "mismatch", "unrevealed", "open"]
+SegmentState = Literal["verified", "mismatch", "unrevealed", "open"]  # other meaning: states
 
 
 @dataclass(frozen=True)
@@ -541,7 +541,7 @@ class SecretAudit:
     def verified(self) -> bool | None:
         """True when every segment is verified; None while the last one is open and every
         earlier one is verified; False when any segment mismatches or was never revealed."""
-        if any(state in ("mismatch", "unrevealed") for state in self.states):
+        if any(state in ("mismatch", "unrevealed") for state in self.states):  # other meaning: states
             return False
         if not self.states or self.states[-1] == "open":
             return None
@@ -579,7 +579,7 @@ def audit_secret(manifest: Mapping[str, Any], events: Iterable[Mapping[str, Any]
         if not ends:
             states.append("open" if last else "unrevealed")
         elif any(not _reveals(secret, commitment) for secret in revealed):
-            states.append("mismatch")
+            states.append("mismatch")  # other meaning: a segment's state
         elif revealed:
             states.append("verified")
         elif last and ends[-1].get("interrupted"):

@@ -117,27 +117,34 @@ ATTACK = Path(__file__).parent / "rederive_from_secret.py"
 
 
 @needs_landlock
-@pytest.mark.parametrize("environment", ["plain", "pythonpath_dot", "readable_control"])
+@pytest.mark.parametrize("environment", ["plain", "pythonpath_dot", "no_landlock",
+                                         "readable_sealed", "readable_control"])
 def test_the_attack_of_issue_46_from_a_directory_holding_the_run_is_not_correct(
         host, monkeypatch, environment):
     """The whole attack: read the secret, re-derive the keys, draw the inputs, embed the losses.
     Evaluated as ``jaxbench run --out runs/mine`` evaluates (the run's secret, from the
-    directory that holds the run), it is `incorrect`: the secret could not be read. The
-    attack's own control: where the run directory is readable after all (named, after the run
-    was opened, as a kernel library directory), the same kernel is `correct`, so the other
-    cases fail exactly where a tracer can read the run."""
+    directory that holds the run, planted where older versions kept it: it is never on disk
+    now), it is `incorrect`: the secret could not be read; so on a host without Landlock and
+    namespaces (host profile ``no-landlock``, a TPU VM: the seal alone) and where the run
+    directory is readable as far as Landlock goes (named as a kernel library directory) but
+    the tracer is sealed. The attack's own control: readable and unsealed (host profile
+    ``no-seal``), the same kernel is `correct`, so the other cases fail exactly where a tracer
+    can read the run."""
     from jaxbench.evaluator import Evaluator
     from jaxbench.runs import RunDir
 
     run = RunDir.open(host / "runs" / "mine", {"command": "test"})
+    (run.path / ".secret").write_text(run.secret.hex())
     monkeypatch.chdir(host)
     if environment == "pythonpath_dot":
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
             ["."] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    if environment == "readable_control":
+    if environment == "no_landlock":
+        monkeypatch.setenv("JAXBENCH_HOST_PROFILE", "no-landlock")
+    if environment.startswith("readable"):
         monkeypatch.setenv("JAXBENCH_TRACER_LIBRARY_PATH", str(run.path))
-        # the secret is never on disk now: put it where older versions kept it, to attack
-        (run.path / ".secret").write_text(run.secret.hex())
+    if environment == "readable_control":
+        monkeypatch.setenv("JAXBENCH_HOST_PROFILE", "no-seal")
     source = ATTACK.read_text().replace("@RUN@", str(run.path))
     with Evaluator(secret=run.secret, spares=0) as evaluator:
         result = evaluator.evaluate(source, "13p_cross_entropy", size="small", trials=3,

@@ -81,6 +81,18 @@ def singletons() -> dict[str, object]:
     return found
 
 
+# The roots a kernel may import (the static policy's allow-list, parent/static.py); the tracer
+# imports all of them before its seal (sandbox/tracer.py preload_allowed).
+ALLOWED_IMPORT_ROOTS = frozenset({
+    "jax", "numpy", "ml_dtypes", "math", "functools", "itertools", "typing",
+    "dataclasses", "collections", "operator", "enum", "__future__", "abc", "string",
+    "tokamax", "einops",
+    # harmless scaffolding of model-written files (benchmark helpers, logging of results)
+    "time", "json", "re", "random", "statistics", "copy",  # other meaning: module names
+    "contextlib", "warnings", "textwrap", "numbers", "fractions", "decimal", "pprint",
+})
+
+
 def imported_modules(source: str) -> set[str]:
     """Every module a kernel's source names in its imports (``import a.b``; ``from a import b``
     as both ``a`` and ``a.b``), read from its text only; empty when it does not parse. The

@@ -50,6 +50,46 @@ def die_with_parent() -> bool:
         return False
 
 
+def make_non_dumpable(*, undo: bool = False) -> bool:
+    """``PR_SET_DUMPABLE`` 0 for a process that holds the run's secret or the trial keys (the
+    parent, the judge runner) or is an ancestor of every tracer (the fork server): other
+    processes of the same user (root too, without ``CAP_SYS_PTRACE``) can no longer ptrace it
+    nor read its ``/proc/<pid>/{mem,environ,maps,fd,ns,...}``, and no core dump is written. A
+    fork inherits it; an ``execve`` starts dumpable again. ``undo``: back to dumpable (a fork
+    that becomes a tracer, whose /proc the parent checks). True when done; False off Linux or
+    on any failure (never raises)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        wanted = 1 if undo else 0
+        return (libc.prctl(4, wanted, 0, 0, 0) == 0  # PR_SET_DUMPABLE
+                and libc.prctl(3, 0, 0, 0, 0) == wanted)  # PR_GET_DUMPABLE
+    except (OSError, AttributeError):
+        return False
+
+
+def seccomp_state(pid: int | str = "self") -> tuple[int, int] | None:
+    """``(Seccomp, Seccomp_filters)`` from ``/proc/<pid>/status`` (mode 2: filters; the filter
+    count is 0 where the kernel does not say), or None when unreadable: how the parent checks
+    a tracer's claim that it sealed itself (sandbox/seal.py)."""
+    mode = filters = None
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key == "Seccomp":
+                    mode = int(value.strip() or 0)
+                elif key == "Seccomp_filters":
+                    filters = int(value.strip() or 0)
+    except (OSError, ValueError):
+        return None
+    return None if mode is None else (mode, filters or 0)
+
+
 def kill_group(proc: Any) -> None:
     """SIGKILL to a process's whole group (it was started in a session of its own), reaped."""
     try:

@@ -679,26 +679,8 @@ def _warm_up() -> None:
     jax.block_until_ready(jax.jit(lambda x: x + 1)(jnp.ones((8, 128))))
 
 
-def make_non_dumpable() -> bool:
-    """``PR_SET_DUMPABLE`` 0 for a process that holds the run's secret or the trial keys (the
-    parent, this runner): other processes of the same user (root too, without
-    ``CAP_SYS_PTRACE``) can no longer ptrace it nor read its ``/proc/<pid>/{mem,environ,maps,
-    fd,...}``, and no core dump is written; programs it starts begin dumpable again. The
-    trusted side's copy of ``sandbox.isolation.make_non_dumpable`` (the judge and the parent
-    never import the sandbox). True when done; False off Linux (never raises)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(4, 0, 0, 0, 0) == 0 and libc.prctl(3, 0, 0, 0, 0) == 0  # SET, GET
-    except Exception:  # noqa: BLE001 - no libc or no prctl: nothing done
-        return False
-
-
 def main() -> None:
-    from jaxbench.evaluator.common.procs import die_with_parent
+    from jaxbench.evaluator.common.procs import die_with_parent, make_non_dumpable
 
     die_with_parent()  # a runner busy with a long module must not outlive its parent
     make_non_dumpable()  # the trial keys and inputs live here

@@ -180,9 +180,10 @@ class Evaluation:
                                      case.memory_bytes)
         # What the parent set up and saw before any candidate code ran, never the tracer's word.
         self.result["isolation"] = getattr(outcome, "isolation", None) or "unknown"
-        self.result["sealed"] = getattr(outcome, "sealed", None) or "none"
+        self.result["sealed"] = getattr(outcome, "sealed", None) or "none"  # other meaning: a field
         # (a tracer that sent no handshake ran no candidate code: nothing to warn of)
-        if self.result["sealed"] == "none" and not self.result["isolation"].startswith("unknown"):
+        sealed = self.result["sealed"]  # other meaning: the result field
+        if sealed == "none" and not self.result["isolation"].startswith("unknown"):
             self.result.setdefault("warnings", []).append(
                 "unsealed: nothing kept the kernel's process from this host's files (no seccomp "
                 "seal, no Landlock: `jaxbench doctor` says why), so this verdict could be forged")
@@ -331,7 +332,8 @@ def start_fields(case: Case, source: str, filename: str, nonce: str | None) -> R
     result = cast(ResultFields, {name: value for name, value in start.to_event().items()
                                  if name not in ("type", "schema")})
     result.update({
-        "kernel_file": filename, "judged_on": None, "isolation": None, "sealed": None,
+        "kernel_file": filename, "judged_on": None, "isolation": None,
+        "sealed": None,  # other meaning: the result field
         "kernel_backend": None,
         "timing_method": "wall_clock_interleaved" if case.mode == "device" else None,
         "chip": case.chip,

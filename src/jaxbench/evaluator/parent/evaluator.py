@@ -18,8 +18,7 @@ from typing import Any
 
 from jaxbench.backends.host import attached, keep_off_accelerators
 from jaxbench.contract import EvaluationResult, Settings
-from jaxbench.evaluator.common.procs import kill_children
-from jaxbench.evaluator.judge.runner import make_non_dumpable
+from jaxbench.evaluator.common.procs import kill_children, make_non_dumpable
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
 from jaxbench.evaluator.parent.compare import GroundTruth

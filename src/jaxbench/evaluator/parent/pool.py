@@ -271,7 +271,7 @@ def verify_isolation(pid: int, handshake: bytes | None) -> str:
     before any candidate code ran), with every claim the parent can check in ``/proc/<pid>``
     checked — fresh user, network and mount namespaces, no-new-privileges, a tmpfs on every hidden
     directory. A claim that does not hold is folded into the description."""
-    from jaxbench.evaluator.sandbox.seal import seccomp_state
+    from jaxbench.evaluator.common.procs import seccomp_state
 
     if handshake is None:
         return "unknown (the tracer sent no handshake)"
@@ -324,7 +324,7 @@ def verified_seal(pid: int, handshake: bytes | None) -> str:
     (claimed, and ``Seccomp: 2`` in ``/proc/<pid>/status``), ``landlock`` (claimed before any
     candidate code ran), ``namespaces`` (fresh user or network namespace claimed and seen in
     ``/proc/<pid>/ns``); "none" when none holds."""
-    from jaxbench.evaluator.sandbox.seal import seccomp_state
+    from jaxbench.evaluator.common.procs import seccomp_state
 
     try:
         claim = json.loads(handshake[len("ready "):].decode()) if handshake else None

@@ -23,16 +23,8 @@ import threading
 from typing import Any
 
 from jaxbench.contract import Rule, Stage, StageFailure, Status
-from jaxbench.evaluator.common.jaxpr_format import imported_modules
+from jaxbench.evaluator.common.jaxpr_format import ALLOWED_IMPORT_ROOTS, imported_modules
 
-ALLOWED_IMPORT_ROOTS = frozenset({
-    "jax", "numpy", "ml_dtypes", "math", "functools", "itertools", "typing",
-    "dataclasses", "collections", "operator", "enum", "__future__", "abc", "string",
-    "tokamax", "einops",
-    # harmless scaffolding of model-written files (benchmark helpers, logging of results)
-    "time", "json", "re", "random", "statistics", "copy",  # other meaning: module names
-    "contextlib", "warnings", "textwrap", "numbers", "fractions", "decimal", "pprint",
-})
 # Imports that reach the process, the OS, the interpreter's internals or the harness: gaming.
 # Any other import outside the allow-list is just unavailable (compile_error).
 DANGEROUS_IMPORT_ROOTS = frozenset({

@@ -3,7 +3,8 @@
 Python audit hooks cannot be removed once added, so after :func:`lock_down`
 the process cannot spawn processes, open sockets, load native code through
 ctypes, scan the heap, grab interpreter frames (the harness's locals hold the
-inputs and its report handles), or write files outside its private temp dir,
+inputs and its report handles), write files outside its private temp dir, or
+read process memory or another process's /proc under any spelling of the path,
 however the candidate's code is written: the static policy is only the first
 line. rlimits bound its memory and file sizes; the parent owns the wall clock
 and kills the whole process group.

@@ -41,6 +41,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any, NotRequired, TypedDict
 
+from jaxbench.evaluator.common.procs import make_non_dumpable  # noqa: F401 - the zygote's
+
 __all__ = ["enter_namespaces", "hide_host", "restrict", "set_rlimits", "describe",
            "python_read_roots", "HIDDEN_DIRS"]
 
@@ -232,21 +234,6 @@ def thread_count() -> int:
 def set_parent_death_signal() -> bool:
     """SIGKILL to this process when its parent (the thread that started it) dies."""
     return _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))[0] == 0
-
-
-def make_non_dumpable(*, undo: bool = False) -> bool:
-    """``PR_SET_DUMPABLE`` 0: other processes of the same user (root too, without
-    ``CAP_SYS_PTRACE``) can no longer ptrace this one nor read its ``/proc/<pid>/{mem,environ,
-    maps,fd,ns,...}``, and no core dump is written. A fork inherits it; an ``execve`` starts
-    dumpable again. ``undo``: back to dumpable (a fork that becomes a tracer, whose /proc the
-    parent checks). True when done; False off Linux or on any failure (never raises)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        wanted = 1 if undo else 0
-        return _prctl(4, wanted)[0] == 0 and _prctl(3)[0] == wanted  # PR_SET_/PR_GET_DUMPABLE
-    except Exception:  # noqa: BLE001 - no libc or no prctl (not Linux): nothing done
-        return False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,8 +18,10 @@ syscall missing from the running architecture's table (``open`` on aarch64) is s
 
 A host profile (:data:`HOST_PROFILE`, set by whoever starts the evaluator, never by a kernel)
 makes the sandbox behave as a host without some layer would: ``no-landlock`` (what a TPU VM
-offers: no Landlock, no namespaces, the seal only) and ``bare`` (no OS layer at all: what a
-host where nothing seals offers, for testing that runs then fail closed).
+offers: no Landlock, no namespaces, the seal only), ``no-seal`` (Landlock and namespaces, no
+seal: a container that forbids seccomp; also what the seal's cost is measured against) and
+``bare`` (no OS layer at all: what a host where nothing seals offers, for testing that runs
+then fail closed).
 """
 
 from __future__ import annotations
@@ -32,13 +34,15 @@ import sys
 from typing import TypedDict
 
 __all__ = ["HOST_PROFILE", "PROFILES", "RULES", "SealRecord", "host_profile", "install",
-           "probe", "seccomp_state", "syscall_numbers"]
+           "probe", "profile_allows", "syscall_numbers"]
 
 HOST_PROFILE = "JAXBENCH_HOST_PROFILE"
-# full: every layer the host offers; no-landlock: as a host without Landlock and namespaces
-# (a TPU VM); bare: as a host where no OS layer can be had (a non-Linux laptop, a container
-# that forbids seccomp).
-PROFILES = ("full", "no-landlock", "bare")
+# profile -> (the seal, Landlock and namespaces) as the host offers them: full, every layer the
+# host has; no-landlock, as a host without Landlock and namespaces (a TPU VM); no-seal, as a
+# host that forbids seccomp; bare, as a host where no OS layer can be had (a non-Linux laptop).
+_PROFILE_LAYERS = {"full": (True, True), "no-landlock": (True, False),
+                   "no-seal": (False, True), "bare": (False, False)}
+PROFILES = tuple(_PROFILE_LAYERS)
 
 
 def host_profile() -> str:
@@ -48,6 +52,13 @@ def host_profile() -> str:
         raise ValueError(f"{HOST_PROFILE}={value!r} is not a host profile; use one of "
                          f"{', '.join(PROFILES)}")
     return value
+
+
+def profile_allows(layer: str) -> bool:
+    """Whether the host profile in force lets the sandbox use ``layer``: ``seal`` or
+    ``landlock`` (Landlock and the namespaces)."""
+    sealed, landlock = _PROFILE_LAYERS[host_profile()]
+    return sealed if layer == "seal" else landlock
 
 
 # The syscalls the seal refuses, by group. Each name is looked up in the running
@@ -245,23 +256,6 @@ def _thread_count() -> int:
         return 0  # unknown: not sealed
 
 
-def seccomp_state(pid: int | str = "self") -> tuple[int, int] | None:
-    """``(Seccomp, Seccomp_filters)`` from ``/proc/<pid>/status`` (mode 2: filters; the
-    filter count is 0 where the kernel does not say), or None when unreadable."""
-    mode = filters = None
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key == "Seccomp":
-                    mode = int(value.strip() or 0)
-                elif key == "Seccomp_filters":
-                    filters = int(value.strip() or 0)
-    except (OSError, ValueError):
-        return None
-    return None if mode is None else (mode, filters or 0)
-
-
 _PROBE = ("import json, os\n"
           "from jaxbench.evaluator.sandbox import seal\n"
           "record = seal.install()\n"
@@ -276,12 +270,13 @@ _PROBE = ("import json, os\n"
 
 def probe(timeout_s: float = 30.0) -> SealRecord:
     """Whether this host seals: a short-lived child installs the seal and checks that a file
-    can no longer be opened. Under the ``bare`` host profile nothing seals."""
+    can no longer be opened. Under a host profile without the seal (``no-seal``, ``bare``)
+    nothing seals."""
     import json
     import subprocess
 
-    if host_profile() == "bare":
-        return {"seccomp": False, "error": f"host profile 'bare' ({HOST_PROFILE})"}
+    if not profile_allows("seal"):
+        return {"seccomp": False, "error": f"host profile {host_profile()!r} ({HOST_PROFILE})"}
     try:
         out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
                              timeout=timeout_s, check=False)
@@ -290,39 +285,3 @@ def probe(timeout_s: float = 30.0) -> SealRecord:
         return {"seccomp": False, "error": f"the seal's probe failed: {exc}"[:300]}
     return record if isinstance(record, dict) else {"seccomp": False, "error": "bad probe"}
 
-
-def host_seals() -> tuple[list[str], list[str]]:
-    """(the kernel-enforced layers this host gives the tracers, why each other one is missing):
-    ``seccomp`` (:func:`probe`) and ``landlock`` (its ABI), as the host profile allows. Either
-    one keeps a kernel from reading the host's files; with neither, verdicts can be forged."""
-    from jaxbench.evaluator.sandbox.isolation import landlock_abi
-
-    profile = host_profile()
-    layers, missing = [], []
-    record = probe()
-    if record.get("seccomp"):
-        layers.append("seccomp")
-    else:
-        missing.append(f"seccomp ({record.get('error', 'not installed')})")
-    abi, why = landlock_abi() if profile == "full" else (0, f"host profile {profile!r}")
-    if abi > 0:
-        layers.append("landlock")
-    else:
-        missing.append(f"Landlock ({why})")
-    return layers, missing
-
-
-class Unsealed(RuntimeError):
-    """This host cannot seal the processes that run candidate code."""
-
-
-def require_seal(allow_unsealed: bool) -> list[str]:
-    """The layers that will seal the tracers; :class:`Unsealed` (one line: what is missing and
-    what to do) when there are none, unless ``allow_unsealed``."""
-    layers, missing = host_seals()
-    if not layers and not allow_unsealed:
-        raise Unsealed(f"this host cannot seal the processes that run kernels (no "
-                       f"{'; no '.join(missing)}): a kernel could read the host's files and "
-                       "forge its verdict; run on a Linux host that allows seccomp, or pass "
-                       "--unsealed to run anyway (every result then records sealed: none)")
-    return layers

@@ -83,18 +83,16 @@ def import_harness() -> bool:
     return with_triton
 
 
-# What kernels may import (the static policy's allow-list), imported before the seal: after it
-# no file can be opened, so a module not loaded by then cannot be imported (a compile_error
-# naming it, :func:`_blocked_import`). JAX is walked whole (its public modules: JAX's own Pallas
-# ops, jax.experimental.*), jaxlib's Python modules (JAX imports some lazily), Tokamax's tree
-# and einops too; not tests, not ``jax._src`` (kernels may not import it; the public modules
-# import what they need of it).
-_PRELOADED_STDLIB = ("math", "functools", "itertools", "typing", "dataclasses", "collections",
-                     "operator", "enum", "abc", "string", "time", "json", "re", "random",
-                     "statistics", "copy", "contextlib", "warnings", "textwrap", "numbers",
-                     "fractions", "decimal", "pprint")
-_PRELOADED_NUMPY = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "numpy.polynomial",
-                    "numpy.ma", "numpy.lib", "ml_dtypes")
+# What kernels may import (the static policy's allow-list, ALLOWED_IMPORT_ROOTS), imported
+# before the seal: after it no file can be opened, so a module not loaded by then cannot be
+# imported (a compile_error naming it, :func:`_blocked_import`). JAX is walked whole (its public
+# modules: JAX's own Pallas ops, jax.experimental.*), jaxlib's Python modules (JAX imports some
+# lazily), Tokamax's tree and einops too; not tests, not ``jax._src`` but Pallas' (kernels may
+# not import it; the public modules import what they need of it).
+#
+# NumPy's subpackages it may load on first use, beside the allowed roots themselves
+_PRELOADED_NUMPY = ("numpy.linalg", "numpy.fft", "numpy.random", "numpy.polynomial", "numpy.ma",
+                    "numpy.lib")
 # (package, its subpackages to leave out): walked whole
 _PRELOADED_TREES = (("jax", ("_src", "tests", "test", "jax2tf", "collect_profile")),
                     # what JAX's own code imports lazily (MLIR dialects are namespace packages,
@@ -113,6 +111,8 @@ def preload_allowed() -> list[str]:
     import importlib
     import pkgutil
 
+    from jaxbench.evaluator.common.jaxpr_format import ALLOWED_IMPORT_ROOTS
+
     failed: list[str] = []
 
     def load(name: str) -> Any:
@@ -122,7 +122,7 @@ def preload_allowed() -> list[str]:
             failed.append(name)
             return None
 
-    for name in (*_PRELOADED_STDLIB, *_PRELOADED_NUMPY):
+    for name in (*sorted(ALLOWED_IMPORT_ROOTS - {"__future__"}), *_PRELOADED_NUMPY):
         load(name)
     for root, skipped in _PRELOADED_TREES:
         package = load(root)
@@ -141,8 +141,8 @@ def _isolate(directory: Path) -> tuple[str, Restrictions]:
     Landlock before any JAX thread."""
     from jaxbench.evaluator.sandbox import isolation, seal
 
-    # A host profile other than "full" runs the sandbox as a host without these layers would.
-    full = seal.host_profile() == "full"
+    # A host profile may run the sandbox as a host without these layers would.
+    full = seal.profile_allows("landlock")
     namespaces = isolation.enter_namespaces() if full else []
     with_triton = import_harness()
     source_root = str(Path(__file__).resolve().parents[2])  # the jaxbench package
@@ -508,12 +508,13 @@ def _enter_scratch(directory: Path) -> None:
 
 
 def _seal_process() -> dict[str, Any]:
-    """The seal (:mod:`jaxbench.evaluator.sandbox.seal`), unless the host profile is ``bare``:
+    """The seal (:mod:`jaxbench.evaluator.sandbox.seal`), unless the host profile leaves it out:
     from here on this process opens, creates and executes no file and makes no connection."""
     from jaxbench.evaluator.sandbox import seal
 
-    if seal.host_profile() == "bare":
-        return {"seccomp": False, "error": f"host profile 'bare' ({seal.HOST_PROFILE})"}
+    if not seal.profile_allows("seal"):
+        return {"seccomp": False,
+                "error": f"host profile {seal.host_profile()!r} ({seal.HOST_PROFILE})"}
     record = dict(seal.install())
     _SEALED["seccomp"] = bool(record.get("seccomp"))
     return record
