@@ -5,8 +5,8 @@ them (device mode on a chip; interpret mode elsewhere), with what the seal is he
 
 Plants a stand-in run secret where the attack kernel looks for it, listens on the loopback for
 the gRPC attack (where sockets can be made), evaluates each attack kernel and the honest
-control, and checks that nothing was read (no attack `correct`), written (no XLA dump files)
-or connected to. Writes OUT_DIR/seal_check.json (the probe, doctor's seal line, one entry per
+control, and checks that nothing was read (no reading attack `correct`), written (no XLA dump
+files; that kernel's honest part may still be `correct`) or connected to. Writes OUT_DIR/seal_check.json (the probe, doctor's seal line, one entry per
 kernel) and prints a table; exits 1 when any check fails.
 """
 
@@ -80,7 +80,9 @@ def main() -> int:
             result = evaluator.evaluate(source, "8p_gemm", target="tpu", mode=args.mode,
                                         size=args.size, timeout_s=120)
             honest = path.name == "honest_control.py"
-            ok = (result.status == "correct") == honest
+            # XLA's dump fails silently where nothing can be written and the kernel's honest
+            # part goes on: what is checked there is that nothing was written (below)
+            ok = (result.status == "correct") == honest or path.name.startswith("xla_dump")
             row = {"kernel": path.name, "status": result.status, "stage": result.stage,
                    "sealed": result.sealed, "message": result.message[:300],
                    "wall_s": round(time.monotonic() - begun, 1), "as_expected": ok}
