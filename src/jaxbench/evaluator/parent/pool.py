@@ -302,11 +302,12 @@ def verify_isolation(pid: int, handshake: bytes | None) -> str:
         try:
             with open(f"/proc/{pid}/status") as f:
                 nnp = [ln.split()[-1] for ln in f if ln.startswith("NoNewPrivs:")]
+            missing = "has no NoNewPrivs line (gVisor's has none)"
         except OSError:
-            nnp = []
+            nnp, missing = [], "is unreadable"
         if nnp != ["1"]:
             problems.append("no_new_privs claimed, but /proc/<pid>/status "
-                            + ("says NoNewPrivs: " + nnp[0] if nnp else "is unreadable"))
+                            + ("says NoNewPrivs: " + nnp[0] if nnp else missing))
     if hidden:
         mounts = _top_mounts(pid)
         for path in hidden[:64]:
