@@ -6,8 +6,9 @@ them (device mode on a chip; interpret mode elsewhere), with what the seal is he
 Plants a stand-in run secret where the attack kernel looks for it, listens on the loopback for
 the gRPC attack (where sockets can be made), evaluates each attack kernel and the honest
 control, and checks that nothing was read (no reading attack `correct`), written (no XLA dump
-files; that kernel's honest part may still be `correct`) or connected to. Writes OUT_DIR/seal_check.json (the probe, doctor's seal line, one entry per
-kernel) and prints a table; exits 1 when any check fails.
+files; that kernel's honest part may still be `correct`) or connected to. Writes
+OUT_DIR/seal_check.json (the probe, doctor's seal line, one entry per kernel) and prints a
+table; exits 1 when any check fails.
 """
 
 from __future__ import annotations

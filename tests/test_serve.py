@@ -40,7 +40,11 @@ def server(tmp_path_factory):
     yield service
     # uvicorn ends a SIGTERM'd server by the signal once it has shut down cleanly
     assert service.stop() in (0, -15), service.log()
-    assert events(service.out)[-1]["type"] == "serve_stop"
+    stop, end = events(service.out)[-2:]
+    assert (stop["type"], end["type"], end.get("interrupted")) == ("serve_stop", "run_end", True)
+    from jaxbench.runs import verify_secret
+
+    assert verify_secret(service.out)  # a clean stop reveals the segment's secret
     assert "Traceback" not in service.log(), service.log()
 
 

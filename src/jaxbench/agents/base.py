@@ -348,8 +348,8 @@ class Context:
             raise ValueError(f"prompt mode {self.prompt_mode!r}: use one of {', '.join(PROMPT_MODES)}")
         self.statement, self.reference = _statement(self.task, self.target, self.size, self.mode,
                                                     self.device_kind, self.prompt_mode)
-        self.run_id = (self.run.manifest.get("secret_sha256", "")[:16]
-                       if self.run is not None else "")
+        # the same across a run's resumes (each draws a fresh secret): the answer cache's key
+        self.run_id = self.run.run_id if self.run is not None else ""
 
     # -- prompts ---------------------------------------------------------------------------
 

@@ -261,9 +261,11 @@ def _run_method(run: Any, tasks: list[str], method: Any, model: Any, settings: A
             return True
         console.print(f"jaxbench: model call failed: {exc}; rerun the same command "
                       "to resume", markup=False)
+        run.interrupt(failed="model")  # the segment ends: its secret is revealed
         sys.exit(1)
     except EvaluationLost as exc:  # a Ray node died on every retry: no verdict to record
         console.print(f"jaxbench: {exc}; rerun the same command to resume", markup=False)
+        run.interrupt(failed="evaluation_lost")
         sys.exit(1)
     return False
 

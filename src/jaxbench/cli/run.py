@@ -173,6 +173,7 @@ def _finish(run: Any, jobs: list[Any], results: list[EvaluationResult], stop: An
         click.echo(f"jaxbench: {len(jobs) - len(results)} of {len(jobs)} evaluations got no verdict "
                    f"(their Ray workers or nodes died on every retry; see evaluation_lost in "
                    f"{out_dir}/events.jsonl); rerun the same command to resume", err=True)
+        run.interrupt(lost=len(jobs) - len(results))  # reveals this segment's secret
         sys.exit(1)
     counts: dict[str, int] = {}
     for r in results:

@@ -47,8 +47,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("run_created_at", "string", "when the run directory was created (manifest)"),
     ("git_sha", "string", "jaxbench commit that made the run"),
     ("secret_sha256", "string", "the run's commitment to its input secret"),
-    ("secret_verified", "bool", "the run_end event revealed a secret matching the commitment; "
-                                "null while the run is open"),
+    ("secret_verified", "bool", "every segment's run_end revealed a secret matching its "
+                                "commitment; null while the last segment is open"),
     ("suite", "string", "task suite (`jaxbench`, `pallasbench`); null for a task the registry lacks"),
     ("task", "string", "task ID"),
     ("task_position", "int64", "position in the registry's catalogue order (0-based)"),

@@ -183,7 +183,10 @@ class Store:
                          "resumed": resumed})
 
     def record_stop(self) -> None:
+        """A clean stop: the stop event, then the end of this segment of the run, which reveals
+        its secret (a restart resumes with a fresh one)."""
         self.run.append({"type": STOP})
+        self.run.interrupt()
 
     def replay(self) -> list[Submission]:
         """Every submission in the order it was accepted, with its outcome when it has one.

@@ -504,8 +504,8 @@ def _dir_over(path: Path, max_bytes: int, max_entries: int) -> str:
 # How tracers and their fork server start: ``-P`` keeps the working directory (``python -m``
 # would put it first on ``sys.path``) off their path; they start in a directory of nothing, so
 # no relative path names the host's files either (issue 46: a tracer started from a repository
-# root read ``runs/*/.secret``). What they may read is the installation
-# (``isolation.python_read_roots``), never a ``sys.path`` entry outside it.
+# root read ``runs/*/.secret``, where runs then kept their secret). What they may read is the
+# installation (``isolation.python_read_roots``), never a ``sys.path`` entry outside it.
 TRACER_PYTHON = (sys.executable, "-P", "-m")
 NEUTRAL_CWD = "/"
 
