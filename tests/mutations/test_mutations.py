@@ -160,8 +160,9 @@ MUTATIONS = [
          "[interpreter_detect_race.py]",)),
     Mutation(
         "library_left_out_of_the_preload", "evaluator/sandbox/tracer.py", "_PRELOADED_TREES",
-        '("tokamax", ("tests", "test", "benchmarks"))', '("not-tokamax", ())',
-        ("tests/test_preloaded_libraries.py::test_exempt_library_is_imported_before_lock_down",)),
+        '("jax", ("_src",', '("not-jax", ("_src",',
+        ("tests/adversarial/host_profiles/test_host_profiles.py::"
+         "test_the_honest_control_stays_correct[full]",)),
     Mutation(
         "blocked_import_not_named", "evaluator/sandbox/tracer.py", "_verdict",
         "blocked = _blocked_import(exc)", 'blocked = ""',
@@ -875,6 +876,10 @@ MUTATIONS = [
         "seal_drops_mounts", "evaluator/sandbox/seal.py", "RULES",
         '"mounts": (', '"mounts": () and (',
         ("tests/test_seal.py::test_each_group_refuses_its_calls[mounts-main_thread]",)),
+    Mutation(
+        "seal_lets_signals_reach_other_processes", "evaluator/sandbox/seal.py", "install",
+        "self_only = sorted(_TABLES[machine][name] for name in SELF_ONLY)", "self_only = []",
+        ("tests/test_seal.py::test_each_group_refuses_its_calls[signals-main_thread]",)),
     Mutation(
         "seal_not_installed", "evaluator/sandbox/tracer.py", "_seal_process",
         "record = dict(seal.install())", "record = {'seccomp': False}",

@@ -79,9 +79,11 @@ RULES: dict[str, tuple[str, ...]] = {
     # New sockets and connections (TCP, UDP, Unix, netlink): gRPC's client in
     # jax.distributed, a profiler server. Sockets already held stay usable.
     "network": ("socket", "socketpair", "connect", "bind", "listen", "accept", "accept4"),
-    # Other processes: tracing, reading or writing their memory, taking their descriptors.
+    # Other processes: tracing, reading or writing their memory, taking their descriptors,
+    # queueing signals to them (signals by kill/tgkill: :data:`SELF_ONLY`).
     "other_processes": ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_open",
-                        "pidfd_getfd", "kcmp", "process_madvise"),
+                        "pidfd_getfd", "kcmp", "process_madvise", "tkill", "rt_sigqueueinfo",
+                        "rt_tgsigqueueinfo", "pidfd_send_signal"),
     # Ways around this filter or into the kernel: io_uring's operations are not seen by
     # seccomp; BPF programs, userfaultfd, perf events, keyrings.
     "kernel_surfaces": ("io_uring_setup", "io_uring_enter", "io_uring_register", "bpf",
@@ -91,12 +93,17 @@ RULES: dict[str, tuple[str, ...]] = {
                "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"),
 }
 
+# Syscalls allowed only when their first argument is this process's own pid: signals to itself
+# and its threads (glibc's raise and abort, Python's thread signals use tgkill), none to
+# another process (the parent, the fork server, the judge) nor to a process group.
+SELF_ONLY = ("kill", "tgkill")
+
 # Syscall numbers of the two architectures the project runs on (x86_64: <asm/unistd_64.h>;
 # aarch64: the generic table, <asm-generic/unistd.h>, which has no path-only legacy calls).
 _COMMON = {"openat2": 437, "pidfd_open": 434, "pidfd_getfd": 438, "process_madvise": 440,
            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
            "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
-           "fspick": 433, "mount_setattr": 442, "fchmodat2": 452}
+           "fspick": 433, "mount_setattr": 442, "fchmodat2": 452, "pidfd_send_signal": 424}
 _TABLES: dict[str, dict[str, int]] = {
     "x86_64": {**_COMMON,
                "open": 2, "creat": 85, "openat": 257, "open_by_handle_at": 304,
@@ -110,7 +117,8 @@ _TABLES: dict[str, dict[str, int]] = {
                "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "bpf": 321,
                "userfaultfd": 323, "perf_event_open": 298, "keyctl": 250, "add_key": 248,
                "request_key": 249, "mount": 165, "umount2": 166, "pivot_root": 155,
-               "chroot": 161, "unshare": 272, "setns": 308, "seccomp": 317},
+               "chroot": 161, "unshare": 272, "setns": 308, "seccomp": 317, "kill": 62,
+               "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297},
     "aarch64": {**_COMMON,
                 "openat": 56, "open_by_handle_at": 265, "name_to_handle_at": 264,
                 "renameat": 38, "renameat2": 276, "linkat": 37, "symlinkat": 36, "unlinkat": 35,
@@ -121,7 +129,8 @@ _TABLES: dict[str, dict[str, int]] = {
                 "process_vm_writev": 271, "kcmp": 272, "bpf": 280, "userfaultfd": 282,
                 "perf_event_open": 241, "keyctl": 219, "add_key": 217, "request_key": 218,
                 "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "unshare": 97,
-                "setns": 268, "seccomp": 277},
+                "setns": 268, "seccomp": 277, "kill": 129, "tkill": 130, "tgkill": 131,
+                "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240},
 }
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _X32_SYSCALL_BIT = 0x40000000
@@ -135,6 +144,7 @@ _RET_KILL_PROCESS = 0x80000000
 _RET_ERRNO = 0x00050000
 _RET_ALLOW = 0x7FFF0000
 _OFFSET_NR, _OFFSET_ARCH = 0, 4  # struct seccomp_data
+_OFFSET_ARG0 = 16  # args[0]'s low 32 bits (little-endian): a pid_t argument
 _SECCOMP_SET_MODE_FILTER = 1
 _SECCOMP_FILTER_FLAG_TSYNC = 1
 _PR_SET_NO_NEW_PRIVS = 38
@@ -176,9 +186,11 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def program(numbers: list[int], machine: str) -> list[tuple[int, int, int, int]]:
+def program(numbers: list[int], machine: str, self_only: list[int] = (),
+            pid: int = 0) -> list[tuple[int, int, int, int]]:
     """The BPF program: kill on a foreign architecture or an x32 call, ``EPERM`` for each of
-    ``numbers``, allow the rest. ``(code, jt, jf, k)`` instructions."""
+    ``numbers`` and for each of ``self_only`` whose first argument is not ``pid``, allow the
+    rest. ``(code, jt, jf, k)`` instructions; the last one is the refusal."""
     deny = _RET_ERRNO | errno.EPERM
     prog = [(_BPF_LD_W_ABS, 0, 0, _OFFSET_ARCH),
             (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
@@ -186,10 +198,18 @@ def program(numbers: list[int], machine: str) -> list[tuple[int, int, int, int]]
             (_BPF_LD_W_ABS, 0, 0, _OFFSET_NR)]
     if machine == "x86_64":
         prog += [(_BPF_JGE_K, 0, 1, _X32_SYSCALL_BIT), (_BPF_RET_K, 0, 0, _RET_KILL_PROCESS)]
-    # each comparison jumps over the ones after it, and the allow, to the deny at the end
+    n, m = len(numbers), len(self_only)
+    # each refused number jumps over the rest (the self-only checks and the allow included)
+    # to the refusal at the end; each self-only number to the pid check
     for i, number in enumerate(numbers):
-        prog.append((_BPF_JEQ_K, len(numbers) - i, 0, number))
-    prog += [(_BPF_RET_K, 0, 0, _RET_ALLOW), (_BPF_RET_K, 0, 0, deny)]
+        prog.append((_BPF_JEQ_K, n + m + 3 - i, 0, number))
+    for j, number in enumerate(self_only):
+        prog.append((_BPF_JEQ_K, m - j, 0, number))
+    prog += [(_BPF_RET_K, 0, 0, _RET_ALLOW),
+             (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARG0),  # the pid check
+             (_BPF_JEQ_K, 0, 1, pid),
+             (_BPF_RET_K, 0, 0, _RET_ALLOW),
+             (_BPF_RET_K, 0, 0, deny)]
     return prog
 
 
@@ -205,9 +225,10 @@ def install(rules: dict[str, tuple[str, ...]] | None = None) -> SealRecord:
         return {"seccomp": False, "error": f"no syscall table for {machine}"}
     chosen = RULES if rules is None else rules
     numbers = syscall_numbers(chosen, machine)
-    if len(numbers) > 250:  # jumps are 8-bit
+    self_only = sorted(_TABLES[machine][name] for name in SELF_ONLY)
+    if len(numbers) + len(self_only) > 250:  # jumps are 8-bit
         return {"seccomp": False, "error": "too many syscalls for one filter"}
-    instructions = program(numbers, machine)
+    instructions = program(numbers, machine, self_only, os.getpid())
     array = (_SockFilter * len(instructions))(*[_SockFilter(*i) for i in instructions])
     fprog = _SockFprog(len(instructions), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
     try:
