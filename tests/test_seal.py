@@ -141,10 +141,10 @@ def test_a_host_profile_must_be_known(monkeypatch):
         seal.host_profile()
 
 
-def _run_bpf(prog, nr, arch, arg0=0):
+def _run_bpf(prog, nr, arch, arg0=0, arg1=0, arg2=0):
     """A tiny interpreter for the instructions the seal uses: what the filter returns."""
     pc, acc = 0, 0
-    data = {0: nr, 4: arch, 16: arg0}
+    data = {0: nr, 4: arch, 16: arg0, 24: arg1, 32: arg2}
     while True:
         code, jt, jf, k = prog[pc]
         if code == 0x20:
@@ -153,6 +153,8 @@ def _run_bpf(prog, nr, arch, arg0=0):
             pc += jt if acc == k else jf
         elif code == 0x35:
             pc += jt if acc >= k else jf
+        elif code == 0x45:
+            pc += jt if acc & k else jf
         elif code == 0x06:
             return k
         pc += 1
@@ -199,3 +201,43 @@ def test_run_refuses_an_unsealed_host_unless_told(tmp_path):
             require_seal(False)
         finally:
             os.environ.pop(seal.HOST_PROFILE)
+
+
+def test_a_debug_tracers_seal_lets_files_be_read_and_nothing_else(tmp_path):
+    """``read_only_opens`` (the seal of a debug run's tracer, whose verdict never counts): open
+    and openat for reading pass; for writing, creating or truncating they do not, and every
+    other rule holds."""
+    import os
+
+    secret = tmp_path / "secret"
+    secret.write_text("readable")
+    script = textwrap.dedent(f"""
+        import os, socket
+        from jaxbench.evaluator.sandbox import seal
+        record = seal.install(read_only_opens=True)
+        assert record["seccomp"] and record["reads"], record
+        print(open({str(secret)!r}).read())
+        for act in (lambda: open({str(secret)!r}, "a"), lambda: open({str(tmp_path / 'new')!r}, "w"),
+                    lambda: os.open({str(secret)!r}, os.O_RDONLY | os.O_TRUNC),
+                    lambda: socket.socket(), lambda: os.mkdir({str(tmp_path / 'd')!r})):
+            try:
+                act()
+                raise SystemExit("allowed")
+            except PermissionError:
+                pass
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert out.stdout.split() == ["readable", "ok"], out.stderr[-2000:]
+    assert not (tmp_path / "new").exists() and secret.read_text() == "readable"
+    for machine in ("x86_64", "aarch64"):
+        table = seal._TABLES[machine]
+        reading = {table[n]: off for n, off in seal._FLAGS_OFFSET.items() if n in table}
+        prog = seal.program(seal.syscall_numbers(machine=machine), machine, reading=reading)
+        arch = seal._AUDIT_ARCH[machine]
+        openat = table["openat"]
+        assert _run_bpf(prog, openat, arch, arg2=os.O_RDONLY | os.O_CLOEXEC) == 0x7FFF0000
+        for flags in (os.O_WRONLY, os.O_RDWR, os.O_CREAT, os.O_TRUNC, os.O_APPEND):
+            assert _run_bpf(prog, openat, arch, arg2=flags) == 0x00050001
+        assert _run_bpf(prog, table["openat2"], arch) == 0x00050001

@@ -881,6 +881,11 @@ MUTATIONS = [
         "self_only = sorted(_TABLES[machine][name] for name in SELF_ONLY)", "self_only = []",
         ("tests/test_seal.py::test_each_group_refuses_its_calls[signals-main_thread]",)),
     Mutation(
+        "debug_tracer_may_write", "evaluator/sandbox/seal.py", "_WRITING_FLAGS",
+        "_WRITING_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000 | 0o20000000",
+        "_WRITING_FLAGS = 0o20000000",
+        ("tests/test_seal.py::test_a_debug_tracers_seal_lets_files_be_read_and_nothing_else",)),
+    Mutation(
         "seal_not_installed", "evaluator/sandbox/tracer.py", "_seal_process",
         "record = dict(seal.install())", "record = {'seccomp': False}",
         ("tests/adversarial/host_profiles/test_host_profiles.py::"

@@ -176,8 +176,8 @@ class Evaluation:
             evaluator.prefetch_truth(case.task, case.size, [] if self.nonce else  # see truth
                                      self.keys["trial"] + self.keys["probe"])
         job = tracer_job(case, self.source, self.filename, self.keys)
-        outcome = evaluator.pool.run(job.to_dict(), case.timeout_s,
-                                     case.memory_bytes)
+        outcome = evaluator.pool_for(case.debug).run(job.to_dict(), case.timeout_s,
+                                                     case.memory_bytes)
         # What the parent set up and saw before any candidate code ran, never the tracer's word.
         self.result["isolation"] = getattr(outcome, "isolation", None) or "unknown"
         self.result["sealed"] = getattr(outcome, "sealed", None) or "none"  # other meaning: a field

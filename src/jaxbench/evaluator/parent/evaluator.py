@@ -68,6 +68,8 @@ class Evaluator:
         make_non_dumpable()  # the secret and the trial keys live here: no ptrace, no /proc reads
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.pool = TracerPool(spares=spares, root=work_dir)
+        self._work_dir = work_dir
+        self._debug_pool: TracerPool | None = None  # debug runs' tracers, made on first use
         self.runners = RunnerPool(spares=min(spares, 1))
         self.truth = GroundTruth()
         self._owners: ChipOwners | None = None  # the chips' owners, started on first use
@@ -84,6 +86,16 @@ class Evaluator:
                 self._owners = ChipOwners(found.count if found is not None else 1)
             return self._owners
 
+    def pool_for(self, debug: bool) -> TracerPool:
+        """The tracers for an evaluation: a debug run's (``jaxbench eval --debug``, whose
+        verdict never counts) run the kernel themselves, sealed but free to read files."""
+        if not debug:
+            return self.pool
+        with self._owners_lock:
+            if self._debug_pool is None:
+                self._debug_pool = TracerPool(spares=0, root=self._work_dir, debug=True)
+            return self._debug_pool
+
     def _close_owners(self) -> None:
         with self._owners_lock:
             if self._owners is not None:
@@ -91,6 +103,8 @@ class Evaluator:
 
     def close(self) -> None:
         self.pool.close()
+        if self._debug_pool is not None:
+            self._debug_pool.close()
         self.runners.close()
         self._close_owners()
         self.truth.cancel()  # truths not started yet are not needed any more
@@ -105,6 +119,8 @@ class Evaluator:
         ``crashed``; callers must discard them."""
         self._aborted = True
         self.pool.close()
+        if self._debug_pool is not None:
+            self._debug_pool.close()
         self.runners.close()
         self._close_owners()
         kill_children()

@@ -335,8 +335,8 @@ def verified_seal(pid: int, handshake: bytes | None) -> str:
         return "none"
     layers = []
     state = seccomp_state(pid) if claim.get("seccomp") is True else None
-    if state is not None and state[0] == 2:
-        layers.append("seccomp")
+    if state is not None and state[0] == 2:  # a debug tracer's lets files be read
+        layers.append("seccomp-debug" if claim.get("reads") is True else "seccomp")
     if claim.get("landlock") is True:
         layers.append("landlock")
     namespaces = claim.get("namespaces") if isinstance(claim.get("namespaces"), list) else []
@@ -575,8 +575,11 @@ def runner_env(device_owner: bool = False) -> dict[str, str]:
 class TracerPool:
     """Hands out fresh tracer processes; keeps ``spares`` of them warmed up in advance."""
 
-    def __init__(self, spares: int = 1, root: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, spares: int = 1, root: str | os.PathLike[str] | None = None,
+                 debug: bool = False) -> None:
         self._env = tracer_env()
+        if debug:  # tracers for debug runs: their seal lets files be read (sandbox/tracer.py)
+            self._env["JAXBENCH_TRACER_DEBUG"] = "1"
         self._root = str(root) if root is not None else None
         self._spares: queue.Queue[_Tracer] = queue.Queue()
         self._want = spares

@@ -139,12 +139,18 @@ _X32_SYSCALL_BIT = 0x40000000
 _BPF_LD_W_ABS = 0x20
 _BPF_JEQ_K = 0x15
 _BPF_JGE_K = 0x35
+_BPF_JSET_K = 0x45
 _BPF_RET_K = 0x06
 _RET_KILL_PROCESS = 0x80000000
 _RET_ERRNO = 0x00050000
 _RET_ALLOW = 0x7FFF0000
 _OFFSET_NR, _OFFSET_ARCH = 0, 4  # struct seccomp_data
 _OFFSET_ARG0 = 16  # args[0]'s low 32 bits (little-endian): a pid_t argument
+# Flags that make an open write, create or truncate (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC,
+# O_APPEND, __O_TMPFILE; the same values on x86_64 and aarch64), and where each open's flags
+# are: a debug tracer may open for reading only (:func:`install`, ``read_only_opens``).
+_WRITING_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000 | 0o20000000
+_FLAGS_OFFSET = {"open": 16 + 8, "openat": 16 + 16}
 _SECCOMP_SET_MODE_FILTER = 1
 _SECCOMP_FILTER_FLAG_TSYNC = 1
 _PR_SET_NO_NEW_PRIVS = 38
@@ -161,6 +167,7 @@ class SealRecord(TypedDict, total=False):
     syscalls: int
     groups: list[str]
     tsync: bool
+    reads: bool  # files may be opened for reading (a debug tracer)
     error: str
 
 
@@ -187,10 +194,12 @@ class _SockFprog(ctypes.Structure):
 
 
 def program(numbers: list[int], machine: str, self_only: list[int] = (),
-            pid: int = 0) -> list[tuple[int, int, int, int]]:
+            pid: int = 0, reading: dict[int, int] | None = None) -> list[tuple[int, int, int, int]]:
     """The BPF program: kill on a foreign architecture or an x32 call, ``EPERM`` for each of
     ``numbers`` and for each of ``self_only`` whose first argument is not ``pid``, allow the
-    rest. ``(code, jt, jf, k)`` instructions; the last one is the refusal."""
+    rest. ``reading`` (syscall number -> offset of its flags) are allowed first when their
+    flags neither write, create nor truncate. ``(code, jt, jf, k)`` instructions; the last
+    one is the refusal."""
     deny = _RET_ERRNO | errno.EPERM
     prog = [(_BPF_LD_W_ABS, 0, 0, _OFFSET_ARCH),
             (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
@@ -198,6 +207,15 @@ def program(numbers: list[int], machine: str, self_only: list[int] = (),
             (_BPF_LD_W_ABS, 0, 0, _OFFSET_NR)]
     if machine == "x86_64":
         prog += [(_BPF_JGE_K, 0, 1, _X32_SYSCALL_BIT), (_BPF_RET_K, 0, 0, _RET_KILL_PROCESS)]
+    for number, offset in (reading or {}).items():
+        # not this syscall: on to the next check; else its flags decide, then the number is
+        # loaded again for what follows
+        prog += [(_BPF_JEQ_K, 0, 4, number),
+                 (_BPF_LD_W_ABS, 0, 0, offset),
+                 (_BPF_JSET_K, 1, 0, _WRITING_FLAGS),
+                 (_BPF_RET_K, 0, 0, _RET_ALLOW),
+                 (_BPF_RET_K, 0, 0, deny),
+                 (_BPF_LD_W_ABS, 0, 0, _OFFSET_NR)]
     n, m = len(numbers), len(self_only)
     # each refused number jumps over the rest (the self-only checks and the allow included)
     # to the refusal at the end; each self-only number to the pid check
@@ -213,11 +231,14 @@ def program(numbers: list[int], machine: str, self_only: list[int] = (),
     return prog
 
 
-def install(rules: dict[str, tuple[str, ...]] | None = None) -> SealRecord:
+def install(rules: dict[str, tuple[str, ...]] | None = None, *,
+            read_only_opens: bool = False) -> SealRecord:
     """Seals this process and all its threads (``SECCOMP_FILTER_FLAG_TSYNC``) and everything
     it starts afterwards; irreversible. Never raises: the record says what holds. A filter
     that could be installed only on the calling thread (a kernel without TSYNC) counts as
-    no seal (``seccomp: False``): other threads could still open files."""
+    no seal (``seccomp: False``): other threads could still open files. ``read_only_opens``
+    (a debug tracer's, whose verdict never counts): ``open`` and ``openat`` may open files
+    for reading; every other rule holds."""
     machine = _machine()
     if sys.platform != "linux":
         return {"seccomp": False, "error": f"not Linux ({sys.platform})"}
@@ -228,7 +249,9 @@ def install(rules: dict[str, tuple[str, ...]] | None = None) -> SealRecord:
     self_only = sorted(_TABLES[machine][name] for name in SELF_ONLY)
     if len(numbers) + len(self_only) > 250:  # jumps are 8-bit
         return {"seccomp": False, "error": "too many syscalls for one filter"}
-    instructions = program(numbers, machine, self_only, os.getpid())
+    reading = {_TABLES[machine][n]: off for n, off in _FLAGS_OFFSET.items()
+               if n in _TABLES[machine]} if read_only_opens else None
+    instructions = program(numbers, machine, self_only, os.getpid(), reading)
     array = (_SockFilter * len(instructions))(*[_SockFilter(*i) for i in instructions])
     fprog = _SockFprog(len(instructions), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
     try:
@@ -246,6 +269,8 @@ def install(rules: dict[str, tuple[str, ...]] | None = None) -> SealRecord:
                        ctypes.c_uint(_SECCOMP_SET_MODE_FILTER),
                        ctypes.c_uint(_SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(fprog))
     record: SealRecord = {"syscalls": len(numbers), "groups": sorted(chosen)}
+    if read_only_opens:
+        record["reads"] = True
     if ret == 0:
         record.update(seccomp=True, tsync=True)
         return record

@@ -515,9 +515,17 @@ def _seal_process() -> dict[str, Any]:
     if not seal.profile_allows("seal"):
         return {"seccomp": False,
                 "error": f"host profile {seal.host_profile()!r} ({seal.HOST_PROFILE})"}
-    record = dict(seal.install())
+    # a debug run's tracer (its pool says so; the kernel runs here, its verdict never counts):
+    # files may be opened for reading (XLA's threads seed their random devices from
+    # /dev/urandom when jax.debug.print's callback moves its arguments)
+    debug = os.environ.get(DEBUG_TRACER) == "1"
+    record = dict(seal.install(read_only_opens=debug))
     _SEALED["seccomp"] = bool(record.get("seccomp"))
     return record
+
+
+# Set by the parent's pool for tracers of debug runs (pool.py), never by a kernel.
+DEBUG_TRACER = "JAXBENCH_TRACER_DEBUG"
 
 
 def _step_trace(run: _Run) -> bool:
@@ -642,7 +650,8 @@ def main(directory: Path | None = None) -> None:
     _enter_scratch(directory)
     sealed = _seal_process()
     if sealed.get("seccomp"):
-        isolation_level = f"seccomp({sealed.get('syscalls')} syscalls)+{isolation_level}"
+        reads = "; files readable: a debug run's" if sealed.get("reads") else ""
+        isolation_level = f"seccomp({sealed.get('syscalls')} syscalls{reads})+{isolation_level}"
     else:
         isolation_level += f" (no seal: {sealed.get('error', 'not installed')})"
     # The handshake, one line written before any job (so before any candidate code): the
@@ -651,7 +660,7 @@ def main(directory: Path | None = None) -> None:
     handshake = {"isolation": isolation_level, "namespaces": record.get("namespaces", []),
                  "hidden": record.get("hidden", []),
                  "no_new_privs": bool(record.get("no_new_privs")),
-                 "seccomp": bool(sealed.get("seccomp")),
+                 "seccomp": bool(sealed.get("seccomp")), "reads": bool(sealed.get("reads")),
                  "landlock": bool(record.get("landlock"))}
     sys.stdout.write("ready " + json.dumps(handshake) + "\n")
     sys.stdout.flush()
