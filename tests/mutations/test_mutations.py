@@ -887,7 +887,7 @@ MUTATIONS = [
         ("tests/test_seal.py::test_a_debug_tracers_seal_lets_files_be_read_and_nothing_else",)),
     Mutation(
         "seal_not_installed", "evaluator/sandbox/tracer.py", "_seal_process",
-        "record = dict(seal.install())", "record = {'seccomp': False}",
+        "record = dict(seal.install(read_only_opens=debug))", "record = {'seccomp': False}",
         ("tests/adversarial/host_profiles/test_host_profiles.py::"
          "test_host_reads_are_refused[no-landlock-run_secret_obfuscated.py]",
          "tests/adversarial/host_profiles/test_host_profiles.py::"

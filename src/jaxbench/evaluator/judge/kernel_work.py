@@ -46,7 +46,8 @@ import numpy as np
 
 from jaxbench import compat
 
-__all__ = ["KernelWork", "Unreadable", "Values", "count", "outputs_without_kernel"]
+__all__ = ["BranchOutOfRange", "KernelWork", "Unreadable", "Values", "count",
+           "outputs_without_kernel"]
 
 # Primitives that only move, name or order data: free inside a kernel and out.
 MOVEMENT = frozenset("""
@@ -87,6 +88,30 @@ _READS = frozenset({"get", "load", "masked_load"})
 class Unreadable(ValueError):
     """The jaxpr holds what the counter cannot read (nested too deeply, say): the judge cannot
     bound the kernels' work, and says so (`unverified`), never guessing."""
+
+
+class BranchOutOfRange(Unreadable):
+    """A ``cond`` whose index the judge evaluates to a value outside ``[0, branches)`` (bound on
+    ``cond_p`` directly, past ``lax.switch``'s clamp): XLA's ``case`` runs the last branch,
+    Pallas' TPU interpreter the first, Mosaic and Triton their own; which one the kernel runs
+    depends on where it runs, so the judge does not guess (`unverified`)."""
+
+    def __init__(self, index: int, branches: int) -> None:
+        super().__init__(f"a cond's branch index evaluates to {index} with {branches} branches: "
+                         "JAX's lowerings disagree on which branch runs (XLA's case runs the "
+                         "last, Pallas' TPU interpreter the first), so the judge cannot tell "
+                         "what the kernel does")
+
+
+def _check_index(index: Any, n: int, mask: Any = None) -> None:
+    """Raises :class:`BranchOutOfRange` where a known branch index (of the programs in
+    ``mask``, per program) is outside ``[0, n)``."""
+    values = _wide(np.asarray(index))
+    if mask is not None:
+        values = np.broadcast_to(values, mask.shape)[mask]
+    bad = values[(values < 0) | (values >= n)]
+    if bad.size:
+        raise BranchOutOfRange(int(bad.flat[0]), n)
 
 
 class KernelCall(TypedDict):
@@ -517,10 +542,12 @@ def _operands(eqn: Any, outs: list[bool], env: dict[Any, Any], values: Values,
 
 
 def _taken(index: Any, n: int) -> set[int] | None:
-    """The branches a known index takes (on some program), or None when it is unknown."""
+    """The branches a known index takes (on some program), or None when it is unknown. An
+    index outside ``[0, n)`` takes none here: where the branch is counted it raises
+    (:class:`BranchOutOfRange`, :func:`_check_index`)."""
     if index is None:
         return None
-    return {int(i) for i in np.unique(np.clip(np.asarray(index, np.int64), 0, n - 1))}
+    return {int(i) for i in np.unique(np.asarray(index, np.int64)) if 0 <= i < n}
 
 
 def _scan_operands(eqn: Any, outs: list[bool], env: dict[Any, Any], values: Values,
@@ -602,16 +629,31 @@ def _trips(eqn: Any, env: dict[Any, Any], values: Values) -> Any:
 
 
 # -- the kernel bodies ---------------------------------------------------------------------------
+# Per ref (an index among a jaxpr's inputs), the programs that surely write it: a bool per
+# program (the shape of the walk's ``mask``).
+Writes = dict[int, Any]
+
+
+def _or_writes(into: Writes, more: Writes, keys: Any = None) -> None:
+    """Adds ``more``'s writers to ``into`` (its keys renamed by ``keys``, a dict or function;
+    a key it maps to None is left out)."""
+    for k, m in more.items():
+        key = keys(k) if callable(keys) else (keys.get(k) if keys is not None else k)
+        if key is not None:
+            into[key] = into[key] | m if key in into else m
+
+
 class _Body:
-    """The FLOPs one kernel's body surely does, per program, and the refs it surely uses."""
+    """The FLOPs one kernel's body surely does, per program, the refs it surely uses, and the
+    programs that surely write each ref."""
 
     def __init__(self, values: Values, programs: int) -> None:
         self.values, self.programs = values, programs
 
     def work(self, jaxpr: Any, inputs: list[Any], out_rel: list[bool], mask: Any,
-             dead: frozenset[Any], depth: int = 0) -> tuple[Any, set[int]]:
-        """(FLOPs per program, indices of ``jaxpr``'s inputs surely used) of ``jaxpr`` run on
-        the programs of ``mask``."""
+             dead: frozenset[Any], depth: int = 0) -> tuple[Any, set[int], Writes]:
+        """(FLOPs per program, indices of ``jaxpr``'s inputs surely used, the programs that
+        surely write each input ref) of ``jaxpr`` run on the programs of ``mask``."""
         if depth > MAX_DEPTH:
             raise Unreadable("the kernel body nests more deeply than the counter reads")
         env = self.values.run(jaxpr, inputs, depth)
@@ -619,86 +661,104 @@ class _Body:
         flops = np.zeros(len(mask))
         position = {v: i for i, v in enumerate(jaxpr.invars)}
         used: set[int] = set()
+        written: Writes = {}
         for eqn in jaxpr.eqns:
             if id(eqn) not in rel.eqns:
                 continue
             outs = [v in rel.vars for v in eqn.outvars]
-            f, operands = self.eqn(eqn, env, outs, mask, dead, depth)
+            f, operands, writes = self.eqn(eqn, env, outs, mask, dead, depth)
             flops = flops + f
-            used |= {position[eqn.invars[k]] for k in operands if k < len(eqn.invars)
-                     and not _is_literal(eqn.invars[k]) and eqn.invars[k] in position}
-        return flops, used
+            mine = {k: position[eqn.invars[k]] for k in range(len(eqn.invars))
+                    if not _is_literal(eqn.invars[k]) and eqn.invars[k] in position}
+            used |= {mine[k] for k in operands if k in mine}
+            _or_writes(written, {k: m & mask for k, m in writes.items()}, mine)
+        return flops, used, written
 
     def eqn(self, eqn: Any, env: dict[Any, Any], outs: list[bool], mask: Any,
-            dead: frozenset[Any], depth: int) -> tuple[Any, set[int]]:
+            dead: frozenset[Any], depth: int) -> tuple[Any, set[int], Writes]:
         name = eqn.primitive.name
         of = self.values.of
         sub = _call_jaxpr(eqn)
         if sub is not None:
-            return self.work(sub, [of(v, env) for v in eqn.invars], outs, mask,
-                             _sub_dead(sub, eqn.invars, dead), depth + 1)
+            f, used, written = self.work(sub, [of(v, env) for v in eqn.invars], outs, mask,
+                                         _sub_dead(sub, eqn.invars, dead), depth + 1)
+            n = len(eqn.invars)
+            return f, used, {k: m for k, m in written.items() if k < n}
         if name == "cond":
             return self.cond(eqn, env, outs, mask, dead, depth)
         if name == "scan":
             body = _jaxpr(eqn.params["jaxpr"])
             length = int(eqn.params.get("length", 0))
             if length <= 0:
-                return 0.0, set()
+                return 0.0, set(), {}
             nc = compat.scan_counts(eqn)[0]
             ins = [of(v, env) for v in eqn.invars[:nc]] + [None] * (len(body.invars) - nc)
             body_rel = _scan_operands(eqn, outs, env, self.values, dead, depth)[1]
-            f, used = self.work(body, ins, body_rel, mask, _sub_dead(body, eqn.invars, dead),
-                                depth + 1)
-            return length * f, used
+            f, used, written = self.work(body, ins, body_rel, mask,
+                                         _sub_dead(body, eqn.invars, dead), depth + 1)
+            return length * f, used, written
         if name == "while":
             return self.loop(eqn, env, outs, mask, dead, depth)
         if _subs(eqn):  # what else nests jaxprs: nothing in it is sure to run
-            return 0.0, set()
-        return leaf_flops(eqn), set(range(len(eqn.invars)))
+            return 0.0, set(), {}
+        targets = _writes(eqn)
+        writes = {k: mask for k, v in enumerate(eqn.invars)
+                  if not _is_literal(v) and any(v is t for t in targets)}
+        return leaf_flops(eqn), set(range(len(eqn.invars))), writes
 
     def cond(self, eqn: Any, env: dict[Any, Any], outs: list[bool], mask: Any,
-             dead: frozenset[Any], depth: int) -> tuple[Any, set[int]]:
+             dead: frozenset[Any], depth: int) -> tuple[Any, set[int], Writes]:
         branches = [_jaxpr(b) for b in eqn.params["branches"]]
         ops = eqn.invars[1:]
         inputs = [self.values.of(v, env) for v in ops]
         sub_dead = [_sub_dead(b, ops, dead) for b in branches]
         index = self.values.of(eqn.invars[0], env)
-        if index is None:  # the cheapest branch, per program; what every branch uses
+        shift = lambda k: k + 1  # noqa: E731 - a branch's inputs are the cond's operands 1...
+        if index is None:  # the cheapest branch, per program; what every branch uses and writes
             results = [self.work(b, inputs, outs, mask, d, depth + 1)
                        for b, d in zip(branches, sub_dead, strict=True)]
-            flops = np.min(np.stack([np.broadcast_to(f, mask.shape) for f, _ in results]),
+            flops = np.min(np.stack([np.broadcast_to(f, mask.shape) for f, _, _ in results]),
                            axis=0)
-            used = set.intersection(*(u for _, u in results)) if results else set()
-            return flops, {k + 1 for k in used} | {0}
-        which = np.broadcast_to(np.clip(_wide(index), 0, len(branches) - 1), mask.shape)
-        flops, used = np.zeros(mask.shape), {0}
+            used = set.intersection(*(u for _, u, _ in results)) if results else set()
+            written: Writes = {}
+            if results:
+                both = set.intersection(*(set(w) for _, _, w in results))
+                for k in both:
+                    written[k + 1] = np.logical_and.reduce([w[k] for _, _, w in results])
+            return flops, {k + 1 for k in used} | {0}, written
+        _check_index(index, len(branches), mask)  # a program that runs it: in range
+        which = np.broadcast_to(_wide(index), mask.shape)
+        flops, used, written = np.zeros(mask.shape), {0}, {}
         for b, branch in enumerate(branches):
             runs = mask & (which == b)
             if not runs.any():
                 continue
-            f, u = self.work(branch, inputs, outs, runs, sub_dead[b], depth + 1)
+            f, u, w = self.work(branch, inputs, outs, runs, sub_dead[b], depth + 1)
             flops = flops + np.where(which == b, f, 0.0)
             used |= {k + 1 for k in u}
-        return flops, used
+            _or_writes(written, {k: m & runs for k, m in w.items()}, shift)
+        return flops, used, written
 
     def loop(self, eqn: Any, env: dict[Any, Any], outs: list[bool], mask: Any,
-             dead: frozenset[Any], depth: int) -> tuple[Any, set[int]]:
+             dead: frozenset[Any], depth: int) -> tuple[Any, set[int], Writes]:
         cn, bn = int(eqn.params["cond_nconsts"]), int(eqn.params["body_nconsts"])
         trips = _trips(eqn, env, self.values)
         used = set(range(cn)) | set(range(cn + bn, len(eqn.invars)))  # the test runs once
         if trips is None:
-            return 0.0, used
+            return 0.0, used, {}
         trips = np.broadcast_to(trips, mask.shape)
         runs = mask & (trips > 0)
         if not runs.any():
-            return 0.0, used
+            return 0.0, used, {}
         body = _jaxpr(eqn.params["body_jaxpr"])
         ops = list(eqn.invars[cn:cn + bn]) + list(eqn.invars[cn + bn:])
         ins = [self.values.of(v, env) for v in eqn.invars[cn:cn + bn]] + \
             [None] * (len(body.invars) - bn)
         body_rel = _while_operands(eqn, outs, env, self.values, dead, depth)[1]
-        f, u = self.work(body, ins, body_rel, runs, _sub_dead(body, ops, dead), depth + 1)
-        return trips * f, used | {cn + k for k in u}
+        f, u, w = self.work(body, ins, body_rel, runs, _sub_dead(body, ops, dead), depth + 1)
+        written: Writes = {}
+        _or_writes(written, {k: m & runs for k, m in w.items()}, lambda k: cn + k)
+        return trips * f, used | {cn + k for k in u}, written
 
 
 def _programs(eqn: Any, bounds: list[Any] = ()) -> tuple[int, tuple[int, ...] | None]:
