@@ -308,3 +308,185 @@ def test_a_branch_on_an_integer_input_counts_as_it_runs_once_the_input_is_known(
     # a float input is never read as known: it cannot steer the count
     floats = kernel_work.count(closed, known=[None, np.ones((128, 64), np.float32), None])
     assert floats.flops < 64
+
+
+# -- grids of no program, out-of-range branch indices, aliases passed through -------------------
+def _dynamic_grid(size):
+    """The tiled matmul over a grid of ``size(x)`` programs (a dynamic grid bound)."""
+    def fn(x, w):
+        return pl.pallas_call(
+            _matmul, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32), grid=(size(x),),
+            in_specs=[pl.BlockSpec((32, 64), lambda i: (i, 0)),
+                      pl.BlockSpec((64, 32), lambda i: (0, 0))],
+            out_specs=pl.BlockSpec((32, 32), lambda i: (i, 0)))(x, w)
+    return fn
+
+
+@pytest.mark.parametrize("grid", [
+    lambda x: (0,),
+    lambda x: (4, 0),
+    lambda x: (x.shape[0] // (x.shape[0] + 1),),  # 0, from the shapes, at trace time
+])
+def test_a_grid_with_a_dimension_of_zero_runs_no_program(grid):
+    def fn(x, w):
+        return pl.pallas_call(
+            _matmul, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32), grid=grid(x),
+            in_specs=[pl.BlockSpec((128, 64), lambda *_: (0, 0)),
+                      pl.BlockSpec((64, 32), lambda *_: (0, 0))],
+            out_specs=pl.BlockSpec((128, 32), lambda *_: (0, 0)))(x, w)
+
+    work = _count(fn)
+    assert (work.flops, work.bytes, work.kernels[0]["programs"]) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("size,programs", [
+    (lambda x: (x[0, 0] > 0).astype(jnp.int32) * 0 + 4, 4),  # known: counted
+    (lambda x: jnp.int32(4) - 4, 0),  # known to be 0: no program
+    (lambda x: (x[0, 0] > 0).astype(jnp.int32) * 4, 0),  # from data: no credit, never 1
+])
+def test_a_dynamic_grid_counts_only_the_programs_it_surely_runs(size, programs):
+    work = _count(_dynamic_grid(size))
+    assert work.kernels[0]["programs"] == programs
+    assert work.flops == programs * DOT
+
+
+def _bind_cond(index, *operands, branches):
+    """``cond_p`` bound directly: an index that ``lax.switch`` would clamp is not clamped."""
+    closed = tuple(jax.make_jaxpr(b)(*operands) for b in branches)
+    return jax.lax.cond_p.bind(index, *operands, branches=closed)
+
+
+@pytest.mark.parametrize("index", [-1, 2, 7])
+def test_an_out_of_range_branch_index_in_a_kernel_is_named_not_guessed(index):
+    import numpy as np
+
+    def body(x_ref, w_ref, o_ref):
+        x, w = x_ref[...], w_ref[...]
+        (o_ref[...],) = _bind_cond(np.int32(index), x, w, branches=(
+            lambda x, w: (jnp.dot(x, w, preferred_element_type=jnp.float32),),
+            lambda x, w: (x[:, :32],)))
+
+    with pytest.raises(kernel_work.BranchOutOfRange) as raised:
+        _count(lambda x, w: _gridded(body, x, w))
+    assert str(raised.value).startswith(
+        f"a cond's branch index evaluates to {index} with 2 branches: JAX's lowerings disagree "
+        "on which branch runs")
+    assert isinstance(raised.value, kernel_work.Unreadable)  # the runner: `unverified`
+
+
+def test_an_out_of_range_branch_index_around_kernel_calls_is_named_not_guessed():
+    import numpy as np
+
+    def fn(x, w):
+        return _bind_cond(np.int32(-1), x, w, branches=(
+            lambda x, w: (_tiled_matmul(x, w),),
+            lambda x, w: (_gridded(lambda x_ref, w_ref, o_ref: o_ref.__setitem__(
+                ..., x_ref[:, :32]), x, w),)))[0]
+
+    with pytest.raises(kernel_work.BranchOutOfRange, match="evaluates to -1 with 2 branches"):
+        _count(fn)
+    with pytest.raises(kernel_work.BranchOutOfRange):
+        kernel_work.outputs_without_kernel(jax.make_jaxpr(fn)(*SPECS))
+
+
+def test_a_branch_index_out_of_range_only_where_the_branch_does_not_run_is_counted():
+    """``(program_id - 1) % 2`` is -1 on program 0, which never runs the ``cond``: the others
+    count the branch they take. An index the judge cannot evaluate keeps its cheapest branch."""
+    def body(index):
+        def kernel(x_ref, w_ref, o_ref):
+            o_ref[...] = x_ref[:, :32]
+
+            @pl.when(pl.program_id(0) > 0)
+            def _():
+                x, w = x_ref[...], w_ref[...]
+                (o_ref[...],) = _bind_cond(index(x_ref), x, w, branches=(
+                    lambda x, w: (jnp.dot(x, w, preferred_element_type=jnp.float32),),
+                    lambda x, w: (x[:, :32] * 2.0,)))
+        return kernel
+
+    ids = body(lambda x_ref: (pl.program_id(0) - 1) % 2)  # 0, 1, 0 on programs 1, 2, 3
+    assert 2 * DOT <= _count(lambda x, w: _gridded(ids, x, w)).flops < 2 * DOT + 2 * 32 * 32 + 64
+    data = body(lambda x_ref: x_ref[0, 0].astype(jnp.int32))  # unknown: the cheapest
+    assert _count(lambda x, w: _gridded(data, x, w)).flops < 4 * 32 * 32 + 64
+
+
+def _aliased(body, x, w, c, grid=(4,), out_spec=None):
+    """``body(x_ref, w_ref, c_ref, o_ref)`` over ``grid`` with its output aliased to ``c``."""
+    return pl.pallas_call(
+        body, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32), grid=grid,
+        in_specs=[pl.BlockSpec((32, 64), lambda i: (i, 0)), pl.BlockSpec((64, 32), lambda i: (0, 0)),
+                  pl.BlockSpec((32, 32), lambda i: (i, 0))],
+        out_specs=out_spec or pl.BlockSpec((32, 32), lambda i: (i, 0)),
+        input_output_aliases={2: 0})(x, w, c)
+
+
+def _writes_dot(x_ref, w_ref, c_ref, o_ref):
+    o_ref[...] = jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+
+def _reads_only(x_ref, w_ref, c_ref, o_ref):
+    o_ref[...]  # read, never written
+
+
+def _writes_program_zero(x_ref, w_ref, c_ref, o_ref):
+    @pl.when(pl.program_id(0) == 0)
+    def _():
+        _writes_dot(x_ref, w_ref, c_ref, o_ref)
+
+
+@pytest.mark.parametrize("body,grid,unwritten", [
+    (_writes_dot, (4,), False),  # every block written
+    (lambda x_ref, w_ref, c_ref, o_ref: None, (4,), True),  # never written
+    (_reads_only, (4,), True),
+    (_writes_dot, (0,), True),  # no program runs
+    (_writes_program_zero, (4,), True),  # one block of four written: the rest passes through
+])
+def test_an_aliased_output_the_kernel_does_not_surely_write_is_its_input_passed_through(
+        body, grid, unwritten):
+    def fn(x, w):
+        return _aliased(body, x, w, x[:, :32] @ jnp.ones((32, 32)), grid)  # c: XLA's matmul
+
+    closed = jax.make_jaxpr(fn)(*SPECS)
+    found = kernel_work.outputs_without_kernel(closed)
+    assert [(i, what.split(" (")[0]) for i, what, _ in found] == \
+        ([(0, "dot_general")] if unwritten else [])
+    if unwritten:
+        assert "passed through the aliased output of a kernel that does not surely write it" \
+            in found[0][1]
+        # and the kernel is credited with no bytes for the output it does not write
+        assert kernel_work.count(closed).bytes <= 4 * (128 * 64 + 64 * 32)
+
+
+def test_an_aliased_input_from_a_kernel_passed_through_still_comes_from_a_kernel():
+    def fn(x, w):
+        return _aliased(lambda *refs: None, x, w, _tiled_matmul(x, w))
+
+    assert kernel_work.outputs_without_kernel(jax.make_jaxpr(fn)(*SPECS)) == []
+    # a task input passed through an unwritten alias is still an input passed through
+    found = kernel_work.outputs_without_kernel(jax.make_jaxpr(
+        lambda x, w, c: _aliased(lambda *refs: None, x, w, c))(
+            *SPECS, jax.ShapeDtypeStruct((128, 32), jnp.float32)))
+    assert [(i, what.split(" (")[0]) for i, what, _ in found] == [(0, "an input")]
+
+
+def test_an_aliased_output_written_by_every_program_that_accumulates_is_written():
+    """An accumulator aliased to an input of zeros, written only on the last K step of each
+    output block (``pl.when``): the blocks of the programs that write cover the output."""
+    def body(x_ref, w_ref, c_ref, o_ref):
+        @pl.when(pl.program_id(1) == pl.num_programs(1) - 1)
+        def _():
+            o_ref[...] = c_ref[...] + jnp.dot(x_ref[...], w_ref[...],
+                                              preferred_element_type=jnp.float32)
+
+    def fn(x, w):
+        return pl.pallas_call(
+            body, out_shape=jax.ShapeDtypeStruct((128, 32), jnp.float32), grid=(4, 2),
+            in_specs=[pl.BlockSpec((32, 64), lambda i, k: (i, 0)),
+                      pl.BlockSpec((64, 32), lambda i, k: (0, 0)),
+                      pl.BlockSpec((32, 32), lambda i, k: (i, 0))],
+            out_specs=pl.BlockSpec((32, 32), lambda i, k: (i, 0)),
+            input_output_aliases={2: 0})(x, w, jnp.zeros((128, 32), jnp.float32))
+
+    closed = jax.make_jaxpr(fn)(*SPECS)
+    assert kernel_work.outputs_without_kernel(closed) == []
+    assert kernel_work.count(closed).flops >= 4 * DOT

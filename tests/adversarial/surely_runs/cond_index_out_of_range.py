@@ -1,9 +1,10 @@
 """Cheat (l1_embedding_lookup, a data-movement task): the gather done by XLA; the kernel's
 body picks, by a ``cond`` whose index is -1 (bound on ``jax.lax.cond_p`` directly, past
 ``lax.switch``'s clamp), between copying a block of the table (branch 0, credited with the
-table's bytes) and passing XLA's rows through (branch 1). XLA's ``case`` and Mosaic run the
-last branch for -1; the judge counted branch 0. JAX's lowerings disagree on which branch an
-out-of-range index runs, so the judge now does not guess."""
+table's bytes) and passing XLA's rows through (branch 1). For -1, XLA's ``case`` and Mosaic
+(a constant index, read as Python reads ``branches[-1]``) run the last branch, Pallas' TPU
+interpreter the first; the judge counted branch 0. JAX's lowerings disagree on which branch
+an out-of-range index runs, so the judge now does not guess: `unverified` at ``lower``."""
 import jax
 import numpy as np
 from jax.experimental import pallas as pl

@@ -1,6 +1,8 @@
 """Issue 46: padding the kernels' count with work that never runs or never reaches the result,
 a counter made to raise, an output that reaches a kernel only through ``0 *``, and a grid that
-does not cover its output. Each cheat is not `correct` (work left in XLA is `no_pallas` with
+does not cover its output. Then a white-box attack's three: a grid with a dimension of 0 (no
+program runs), a ``cond`` index out of range, and an XLA result aliased through a kernel that
+never writes it. Each cheat is not `correct` (work left in XLA is `no_pallas` with
 its policy code, never `rejected`); each has an honest control that is `correct`."""
 
 from pathlib import Path
@@ -27,6 +29,22 @@ CASES = [
      "output 0 is not written by any kernel"),
     ("counter_made_to_raise.py", GEMM, "unverified", "kernel_work_fault",
      "could not count the kernels' own work"),
+    # a grid with a dimension of 0 runs no program; an aliased output the kernel does not
+    # surely write is its input (made by XLA) passed through
+    ("grid_zero_alias_obfuscated.py", GEMM, "no_pallas", "output_without_kernel",
+     "output 0 is not written by any kernel"),
+    ("grid_zero_from_data.py", GEMM, "no_pallas", "output_without_kernel",
+     "output 0 is not written by any kernel"),
+    ("grid_zero_alias_bytes.py", EMBED, "no_pallas", "output_without_kernel",
+     "made by gather (passed through the aliased output of a kernel that does not surely "
+     "write it)"),
+    ("alias_unwritten.py", EMBED, "no_pallas", "output_without_kernel",
+     "made by gather (passed through the aliased output of a kernel that does not surely "
+     "write it)"),
+    # a branch index out of range: JAX's lowerings disagree on the branch it runs
+    ("cond_index_out_of_range.py", EMBED, "unverified", "kernel_work_fault",
+     "a cond's branch index evaluates to -1 with 2 branches: JAX's lowerings disagree on "
+     "which branch runs"),
 ]
 CONTROLS = [
     # an honest kernel for each cheat above, by the task it cheats
@@ -34,6 +52,7 @@ CONTROLS = [
     (HERE / "honest_loop_in_kernel.py", GEMV),  # a loop inside the kernel
     (HERE / "honest_shallow_nesting.py", GEMM),  # the kernel call nested, within reach
     (SEEDS / "pallasbench/l1_embedding_lookup/seed_tpu.py", EMBED),  # every output written
+    (HERE / "grid_nonzero_alias_control.py", GEMM),  # a grid of programs writes its aliased output
 ]
 
 

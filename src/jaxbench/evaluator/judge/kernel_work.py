@@ -15,18 +15,24 @@ For every kernel equation (``pallas_call``, ``core_map``, ``mpmd_map``) this mod
 - **branches and loops**: a ``cond`` whose index the judge can evaluate (constants, program
   ids, the grid's size (both of the user's grid: a vmapped kernel's batch dimensions aside)
   and integer arithmetic on them, and reads of a scalar-prefetch table the traced function
-  computes from its constants alone: :class:`Values`) counts the branch
-  each program takes; otherwise the cheapest branch. A ``scan`` counts its length; a ``while``
-  counts the trips of a proven counted loop (``fori_loop``'s form, bounds the judge can
-  evaluate, per program) and otherwise none. Outside kernels the same holds for kernel calls
+  computes from its constants alone: :class:`Values`) counts the branch each program takes;
+  otherwise the cheapest branch. An index that evaluates outside the branches (``cond_p``
+  bound directly, past ``lax.switch``'s clamp) raises :class:`BranchOutOfRange`: JAX's
+  lowerings disagree on the branch it runs. A ``scan`` counts its length; a ``while`` counts
+  the trips of a proven counted loop (``fori_loop``'s form, bounds the judge can evaluate, per
+  program) and otherwise none. Outside kernels the same holds for kernel calls
   inside branches and loops.
 - **bytes**: the operands the kernel body surely reads and the outputs it surely writes that
   reach the module's result, in full (each must cross HBM at least once).
+- **programs**: a grid with a dimension of 0 runs no program, and one with a dimension the
+  judge cannot evaluate (a dynamic size from data) counts none: it does nothing.
 
 A kernel call counts only where one of its results reaches an output of the traced function
 through values (:func:`_relevance`): a kernel whose result nothing uses, or that is only
 multiplied by a constant zero or selected away by a constant predicate, does nothing. The
-data-flow rule (:func:`outputs_without_kernel`) follows values the same way.
+data-flow rule (:func:`outputs_without_kernel`) follows values the same way; a kernel output
+aliased to an input that the kernel does not surely write in full is that input, passed
+through (:func:`_unwritten_aliases`).
 
 It also prices the equations *outside* kernels in the same units (``outside_eqns``) so that a
 refusal can name the line of the kernel file that put the most work in XLA. The verdict's
@@ -629,156 +635,163 @@ def _trips(eqn: Any, env: dict[Any, Any], values: Values) -> Any:
 
 
 # -- the kernel bodies ---------------------------------------------------------------------------
-# Per ref (an index among a jaxpr's inputs), the programs that surely write it: a bool per
-# program (the shape of the walk's ``mask``).
-Writes = dict[int, Any]
+# The inputs (refs) of a jaxpr that its walk surely uses, by index, each with the programs that
+# surely write it: a bool per program (the shape of the walk's ``mask``; none where it is only
+# read).
+Uses = dict[int, Any]
 
 
-def _or_writes(into: Writes, more: Writes, keys: Any = None) -> None:
-    """Adds ``more``'s writers to ``into`` (its keys renamed by ``keys``, a dict or function;
-    a key it maps to None is left out)."""
-    for k, m in more.items():
+def _union(into: Uses, more: Uses, keys: Any = None, mask: Any = None) -> Uses:
+    """Adds ``more``'s uses to ``into`` (its keys renamed by ``keys``, a dict or a function;
+    a key it maps to None is left out; writers limited to ``mask``): used by either, written
+    by either's writers. Returns ``into``."""
+    for k, writers in more.items():
         key = keys(k) if callable(keys) else (keys.get(k) if keys is not None else k)
-        if key is not None:
-            into[key] = into[key] | m if key in into else m
+        if key is None:
+            continue
+        writers = writers if mask is None else writers & mask
+        into[key] = into[key] | writers if key in into else writers
+    return into
+
+
+def _intersection(uses: list[Uses]) -> Uses:
+    """What every one of ``uses`` uses, written by the programs that write it in all."""
+    if not uses:
+        return {}
+    keys = set.intersection(*(set(u) for u in uses))
+    return {k: np.logical_and.reduce([u[k] for u in uses]) for k in keys}
 
 
 class _Body:
-    """The FLOPs one kernel's body surely does, per program, the refs it surely uses, and the
-    programs that surely write each ref."""
+    """The FLOPs one kernel's body surely does, per program, and the refs it surely uses,
+    with the programs that surely write each."""
 
     def __init__(self, values: Values, programs: int) -> None:
         self.values, self.programs = values, programs
 
     def work(self, jaxpr: Any, inputs: list[Any], out_rel: list[bool], mask: Any,
-             dead: frozenset[Any], depth: int = 0) -> tuple[Any, set[int], Writes]:
-        """(FLOPs per program, indices of ``jaxpr``'s inputs surely used, the programs that
-        surely write each input ref) of ``jaxpr`` run on the programs of ``mask``."""
+             dead: frozenset[Any], depth: int = 0) -> tuple[Any, Uses]:
+        """(FLOPs per program, ``jaxpr``'s inputs surely used: :data:`Uses`) of ``jaxpr`` run
+        on the programs of ``mask``."""
         if depth > MAX_DEPTH:
             raise Unreadable("the kernel body nests more deeply than the counter reads")
         env = self.values.run(jaxpr, inputs, depth)
         rel = _relevance(jaxpr, out_rel, env, self.values, dead, depth)
         flops = np.zeros(len(mask))
         position = {v: i for i, v in enumerate(jaxpr.invars)}
-        used: set[int] = set()
-        written: Writes = {}
+        used: Uses = {}
         for eqn in jaxpr.eqns:
             if id(eqn) not in rel.eqns:
                 continue
             outs = [v in rel.vars for v in eqn.outvars]
-            f, operands, writes = self.eqn(eqn, env, outs, mask, dead, depth)
+            f, operands = self.eqn(eqn, env, outs, mask, dead, depth)
             flops = flops + f
-            mine = {k: position[eqn.invars[k]] for k in range(len(eqn.invars))
-                    if not _is_literal(eqn.invars[k]) and eqn.invars[k] in position}
-            used |= {mine[k] for k in operands if k in mine}
-            _or_writes(written, {k: m & mask for k, m in writes.items()}, mine)
-        return flops, used, written
+            mine = {k: position[v] for k, v in enumerate(eqn.invars)
+                    if not _is_literal(v) and v in position}
+            _union(used, operands, mine, mask)
+        return flops, used
 
     def eqn(self, eqn: Any, env: dict[Any, Any], outs: list[bool], mask: Any,
-            dead: frozenset[Any], depth: int) -> tuple[Any, set[int], Writes]:
+            dead: frozenset[Any], depth: int) -> tuple[Any, Uses]:
         name = eqn.primitive.name
         of = self.values.of
         sub = _call_jaxpr(eqn)
         if sub is not None:
-            f, used, written = self.work(sub, [of(v, env) for v in eqn.invars], outs, mask,
-                                         _sub_dead(sub, eqn.invars, dead), depth + 1)
-            n = len(eqn.invars)
-            return f, used, {k: m for k, m in written.items() if k < n}
+            f, used = self.work(sub, [of(v, env) for v in eqn.invars], outs, mask,
+                                _sub_dead(sub, eqn.invars, dead), depth + 1)
+            return f, {k: w for k, w in used.items() if k < len(eqn.invars)}
         if name == "cond":
             return self.cond(eqn, env, outs, mask, dead, depth)
         if name == "scan":
             body = _jaxpr(eqn.params["jaxpr"])
             length = int(eqn.params.get("length", 0))
             if length <= 0:
-                return 0.0, set(), {}
+                return 0.0, {}
             nc = compat.scan_counts(eqn)[0]
             ins = [of(v, env) for v in eqn.invars[:nc]] + [None] * (len(body.invars) - nc)
             body_rel = _scan_operands(eqn, outs, env, self.values, dead, depth)[1]
-            f, used, written = self.work(body, ins, body_rel, mask,
-                                         _sub_dead(body, eqn.invars, dead), depth + 1)
-            return length * f, used, written
+            f, used = self.work(body, ins, body_rel, mask, _sub_dead(body, eqn.invars, dead),
+                                depth + 1)
+            return length * f, used
         if name == "while":
             return self.loop(eqn, env, outs, mask, dead, depth)
         if _subs(eqn):  # what else nests jaxprs: nothing in it is sure to run
-            return 0.0, set(), {}
-        targets = _writes(eqn)
-        writes = {k: mask for k, v in enumerate(eqn.invars)
-                  if not _is_literal(v) and any(v is t for t in targets)}
-        return leaf_flops(eqn), set(range(len(eqn.invars))), writes
+            return 0.0, {}
+        targets, none = _writes(eqn), np.zeros(mask.shape, bool)
+        return leaf_flops(eqn), {k: mask if any(v is t for t in targets) else none
+                                 for k, v in enumerate(eqn.invars)}
 
     def cond(self, eqn: Any, env: dict[Any, Any], outs: list[bool], mask: Any,
-             dead: frozenset[Any], depth: int) -> tuple[Any, set[int], Writes]:
+             dead: frozenset[Any], depth: int) -> tuple[Any, Uses]:
         branches = [_jaxpr(b) for b in eqn.params["branches"]]
         ops = eqn.invars[1:]
         inputs = [self.values.of(v, env) for v in ops]
         sub_dead = [_sub_dead(b, ops, dead) for b in branches]
         index = self.values.of(eqn.invars[0], env)
-        shift = lambda k: k + 1  # noqa: E731 - a branch's inputs are the cond's operands 1...
+        none = np.zeros(mask.shape, bool)
         if index is None:  # the cheapest branch, per program; what every branch uses and writes
             results = [self.work(b, inputs, outs, mask, d, depth + 1)
                        for b, d in zip(branches, sub_dead, strict=True)]
-            flops = np.min(np.stack([np.broadcast_to(f, mask.shape) for f, _, _ in results]),
+            flops = np.min(np.stack([np.broadcast_to(f, mask.shape) for f, _ in results]),
                            axis=0)
-            used = set.intersection(*(u for _, u, _ in results)) if results else set()
-            written: Writes = {}
-            if results:
-                both = set.intersection(*(set(w) for _, _, w in results))
-                for k in both:
-                    written[k + 1] = np.logical_and.reduce([w[k] for _, _, w in results])
-            return flops, {k + 1 for k in used} | {0}, written
-        _check_index(index, len(branches), mask)  # a program that runs it: in range
+            used = _intersection([u for _, u in results])
+            return flops, {k + 1: w for k, w in used.items()} | {0: none}
+        _check_index(index, len(branches), mask)  # the programs that run it: in range
         which = np.broadcast_to(_wide(index), mask.shape)
-        flops, used, written = np.zeros(mask.shape), {0}, {}
+        flops, used = np.zeros(mask.shape), {0: none}
         for b, branch in enumerate(branches):
             runs = mask & (which == b)
             if not runs.any():
                 continue
-            f, u, w = self.work(branch, inputs, outs, runs, sub_dead[b], depth + 1)
+            f, u = self.work(branch, inputs, outs, runs, sub_dead[b], depth + 1)
             flops = flops + np.where(which == b, f, 0.0)
-            used |= {k + 1 for k in u}
-            _or_writes(written, {k: m & runs for k, m in w.items()}, shift)
-        return flops, used, written
+            _union(used, u, lambda k: k + 1, runs)
+        return flops, used
 
     def loop(self, eqn: Any, env: dict[Any, Any], outs: list[bool], mask: Any,
-             dead: frozenset[Any], depth: int) -> tuple[Any, set[int], Writes]:
+             dead: frozenset[Any], depth: int) -> tuple[Any, Uses]:
         cn, bn = int(eqn.params["cond_nconsts"]), int(eqn.params["body_nconsts"])
         trips = _trips(eqn, env, self.values)
-        used = set(range(cn)) | set(range(cn + bn, len(eqn.invars)))  # the test runs once
+        none = np.zeros(mask.shape, bool)
+        used = {k: none for k in [*range(cn), *range(cn + bn, len(eqn.invars))]}  # the test
         if trips is None:
-            return 0.0, used, {}
+            return 0.0, used
         trips = np.broadcast_to(trips, mask.shape)
         runs = mask & (trips > 0)
         if not runs.any():
-            return 0.0, used, {}
+            return 0.0, used
         body = _jaxpr(eqn.params["body_jaxpr"])
         ops = list(eqn.invars[cn:cn + bn]) + list(eqn.invars[cn + bn:])
         ins = [self.values.of(v, env) for v in eqn.invars[cn:cn + bn]] + \
             [None] * (len(body.invars) - bn)
         body_rel = _while_operands(eqn, outs, env, self.values, dead, depth)[1]
-        f, u, w = self.work(body, ins, body_rel, runs, _sub_dead(body, ops, dead), depth + 1)
-        written: Writes = {}
-        _or_writes(written, {k: m & runs for k, m in w.items()}, lambda k: cn + k)
-        return trips * f, used | {cn + k for k in u}, written
+        f, u = self.work(body, ins, body_rel, runs, _sub_dead(body, ops, dead), depth + 1)
+        return trips * f, _union(used, u, lambda k: cn + k, runs)
 
 
 def _programs(eqn: Any, bounds: list[Any] = ()) -> tuple[int, tuple[int, ...] | None]:
     """(number of programs, the grid where every dimension is a known int, else None); a
-    dynamic dimension takes its bound's known value (``bounds``, in order)."""
+    dynamic dimension takes its bound's known value (``bounds``, in order). A grid with a
+    dimension of 0 runs no program; one with a dimension the judge cannot evaluate (or a mesh
+    it cannot read) counts none either: no credit for programs that may not run."""
     grid_mapping = eqn.params.get("grid_mapping")
     if grid_mapping is not None:
         given = iter(bounds)
         grid = tuple(g if isinstance(g, int) else _bound(next(given, None))
                      for g in getattr(grid_mapping, "grid", ()) or ())
-        known = all(isinstance(g, int) and g > 0 for g in grid)
-        return (math.prod(g if isinstance(g, int) and g > 0 else 1 for g in grid),
-                grid if known else None)
+        if not all(isinstance(g, int) for g in grid):
+            return 0, None
+        programs = math.prod(grid)
+        return (programs, grid) if programs > 0 else (0, None)
     mesh = compat.kernel_mesh(eqn)
     shape = getattr(mesh, "shape", None)
-    values = shape.values() if isinstance(shape, dict) else (shape or ())
+    if shape is None:
+        return 0, None
+    values = shape.values() if isinstance(shape, dict) else shape
     try:
-        return math.prod(int(v) for v in values) or 1, None
+        return max(math.prod(int(v) for v in values), 0), None
     except (TypeError, ValueError):
-        return 1, None
+        return 0, None
 
 
 def _bound(value: Any) -> Any:
@@ -788,17 +801,28 @@ def _bound(value: Any) -> Any:
     return None
 
 
-def _kernel(eqn: Any, out_rel: list[bool], operands: list[Any]) -> tuple[float, float, int]:
-    """(FLOPs, bytes, programs) one call of kernel ``eqn`` surely does, given which of its
-    results reach the result and its operands' known values (a dynamic grid's bounds, the
-    scalar-prefetch tables)."""
+@dataclass
+class _Call:
+    """One kernel equation, ready for its body's walk: how its operands split, its programs,
+    and the body's values and mask (every program, or one representative)."""
+
+    grid_mapping: Any
+    start: int  # the operand where the body's inputs start (after the dynamic grid bounds)
+    programs: int
+    grid: tuple[int, ...] | None
+    body: Any
+    values: Values
+    mask: Any
+    scale: float
+
+
+def _call(eqn: Any, operands: list[Any]) -> _Call:
     grid_mapping = eqn.params.get("grid_mapping")
     n_dyn = int(getattr(grid_mapping, "num_dynamic_grid_bounds", 0) or 0)
-    programs, grid = _programs(eqn, operands[:n_dyn])
+    lead = _leading(eqn)
+    programs, grid = _programs(eqn, operands[lead:lead + n_dyn])
     body = eqn.params.get("jaxpr")
     body = _jaxpr(body) if body is not None else next(iter(_subs(eqn)), None)
-    if body is None:
-        return 0.0, 0.0, programs
     # A vmapped kernel's grid has the batch dimensions ``vmapped_dims`` added; its body's
     # ``program_id(axis)`` and ``num_programs(axis)`` name the axis-th of the others (the
     # user's grid), as Mosaic lowers them and Pallas' interpreter runs them.
@@ -810,29 +834,147 @@ def _kernel(eqn: Any, out_rel: list[bool], operands: list[Any]) -> tuple[float, 
         values, mask, scale = Values([ids[a] for a in user], user_grid), np.ones(programs, bool), 1.0
     else:  # one representative program, ids unknown
         values, mask, scale = Values(None, user_grid), np.ones(1, bool), float(programs)
-    if grid_mapping is None:  # core_map / mpmd_map: refs in, nothing out; count what reaches
+    return _Call(grid_mapping, lead + n_dyn, programs, grid, body, values, mask, scale)
+
+
+def _leading(eqn: Any) -> int:
+    """How many operands of a ``pallas_call`` come before its dynamic grid bounds (refs it
+    closes over; normally none)."""
+    mapping = eqn.params.get("grid_mapping")
+    if mapping is None:
+        return 0
+    n_dyn = int(getattr(mapping, "num_dynamic_grid_bounds", 0) or 0)
+    n_index = int(getattr(mapping, "num_index_operands", 0) or 0)
+    n_in = int(getattr(mapping, "num_inputs", len(eqn.invars) - n_dyn - n_index))
+    return max(len(eqn.invars) - n_dyn - n_index - n_in, 0)
+
+
+def _body_inputs(call: _Call, operands: list[Any]) -> tuple[list[Any], int, int, int]:
+    """(the body's known inputs: the scalar-prefetch tables, where known; the numbers of index
+    operands, inputs and outputs)."""
+    body, grid_mapping = call.body, call.grid_mapping
+    n_index = int(getattr(grid_mapping, "num_index_operands", 0) or 0)
+    start = call.start
+    n_in = int(getattr(grid_mapping, "num_inputs", len(operands) - start - n_index))
+    n_out = int(getattr(grid_mapping, "num_outputs", 0) or 0)
+    inputs: list[Any] = [None] * len(body.invars)
+    for k in range(min(n_index, len(body.invars))):  # the scalar-prefetch tables, where known
+        known = operands[start + k] if start + k < len(operands) else None
+        inputs[k] = ArrayValue(known) if isinstance(known, np.ndarray) else known
+    return inputs, n_index, n_in, n_out
+
+
+def _kernel(eqn: Any, out_rel: list[bool], operands: list[Any]) -> tuple[float, float, int]:
+    """(FLOPs, bytes, programs) one call of kernel ``eqn`` surely does, given which of its
+    results reach the result and its operands' known values (a dynamic grid's bounds, the
+    scalar-prefetch tables). A grid that runs no program (or whose size the judge cannot
+    evaluate) does nothing; an output counts its bytes only where the body surely writes it
+    (an output aliased to an input and never written is that input, passed through)."""
+    call = _call(eqn, operands)
+    body, programs, values, mask, scale = (call.body, call.programs, call.values, call.mask,
+                                           call.scale)
+    if body is None or programs <= 0:
+        return 0.0, 0.0, programs
+    if call.grid_mapping is None:  # core_map / mpmd_map: refs in, nothing out; count what reaches
         flops, _ = _Body(values, programs).work(body, [None] * len(body.invars),
                                                 [True] * len(body.outvars), mask, frozenset())
         moved = sum(_nbytes(v.aval) for v in eqn.invars) + sum(
             _nbytes(v.aval) for v, r in zip(eqn.outvars, out_rel, strict=True) if r)
         return float(np.sum(flops)) * scale, float(moved), programs
-    n_index = int(getattr(grid_mapping, "num_index_operands", 0) or 0)
-    n_in = int(getattr(grid_mapping, "num_inputs", len(eqn.invars) - n_index))
-    n_out = int(getattr(grid_mapping, "num_outputs", len(eqn.outvars)))
+    inputs, n_index, n_in, n_out = _body_inputs(call, operands)
+    n_out = n_out or len(eqn.outvars)
     out_refs = body.invars[n_index + n_in:n_index + n_in + n_out]
     read = {getattr(effect, "input", None) for e in body.eqns for effect in (e.effects or ())
             if type(effect).__name__ != "WriteEffect"}  # a ref read back is no dead end
     dead = frozenset(ref for ref, r in zip(out_refs, out_rel, strict=False)
                      if not r and ref not in read)
-    inputs: list[Any] = [None] * len(body.invars)
-    for k in range(min(n_index, len(body.invars))):  # the scalar-prefetch tables, where known
-        known = operands[n_dyn + k] if n_dyn + k < len(operands) else None
-        inputs[k] = ArrayValue(known) if isinstance(known, np.ndarray) else known
     flops, used = _Body(values, programs).work(body, inputs, [], mask, dead)
+    # an output is used where the body surely writes it in full, not where it only reads it
+    full = _written_in_full(eqn, call, used, n_index + n_in)
+    used = {k: w for k, w in used.items()
+            if not n_index + n_in <= k < n_index + n_in + n_out or k - n_index - n_in in full}
+    n_dyn = call.start  # the dynamic grid bounds (and any refs before them)
     moved = sum(_nbytes(v.aval) for k, v in enumerate(eqn.invars[n_dyn:]) if k in used)
     moved += sum(_nbytes(v.aval) for j, (v, r) in enumerate(zip(eqn.outvars, out_rel, strict=True))
                  if r and n_index + n_in + j in used)
     return float(np.sum(flops)) * scale, float(moved), programs
+
+
+def _written_in_full(eqn: Any, call: _Call, used: Uses, first: int) -> set[int]:
+    """The outputs of kernel ``eqn`` its body surely writes (``used``: the body's refs with
+    their writers; ``first``: the body's first output ref): some program that surely runs surely
+    writes it (a store not in a branch that may not run, nor in a loop of unproven trips),
+    and, where the judge can evaluate the output's index map, the blocks of the programs that
+    write it cover it."""
+    full = set()
+    for j in range(len(eqn.outvars)):
+        writers = used.get(first + j)
+        if writers is not None and np.any(writers) and _covered(eqn, call, j, writers):
+            full.add(j)
+    return full
+
+
+def _aliases(eqn: Any) -> dict[int, int]:
+    """A ``pallas_call``'s aliased outputs: output index -> the position among its operands
+    (the equation's invars) of the input it aliases."""
+    pairs = eqn.params.get("input_output_aliases") or ()
+    mapping = eqn.params.get("grid_mapping")
+    if not pairs or mapping is None:
+        return {}
+    start = _leading(eqn) + int(getattr(mapping, "num_dynamic_grid_bounds", 0) or 0)
+    return {int(o): start + int(i) for i, o in pairs if start + int(i) < len(eqn.invars)}
+
+
+def _unwritten_aliases(eqn: Any, operands: list[Any]) -> dict[int, int]:
+    """Of kernel ``eqn``'s aliased outputs (:func:`_aliases`), those its body does not surely
+    write in full (:func:`_written_in_full`): output index -> the operand position of the
+    input that passes through."""
+    aliases = _aliases(eqn)
+    if not aliases:
+        return {}
+    call = _call(eqn, operands)
+    if call.body is None or call.programs <= 0:
+        return aliases  # no program runs: every aliased input passes through
+    inputs, n_index, n_in, _ = _body_inputs(call, operands)
+    _, used = _Body(call.values, call.programs).work(call.body, inputs, [], call.mask,
+                                                     frozenset())
+    full = _written_in_full(eqn, call, used, n_index + n_in)
+    return {j: position for j, position in aliases.items() if j not in full}
+
+
+def _covered(eqn: Any, call: _Call, j: int, writers: Any) -> bool:
+    """Whether the blocks of kernel output ``j`` that the programs in ``writers`` write cover
+    it, dimension by dimension (as :mod:`.coverage` reads the grid); True where the judge
+    cannot tell (a representative program, an output in ``ANY`` memory, written by DMA, an
+    index map it cannot evaluate)."""
+    from jaxbench.evaluator.judge import coverage
+
+    grid, mapping = call.grid, call.grid_mapping
+    mappings = getattr(mapping, "block_mappings", ())
+    n_in = int(getattr(mapping, "num_inputs", 0) or 0)
+    if grid is None or len(writers) != call.programs or n_in + j >= len(mappings):
+        return True
+    block = mappings[n_in + j]
+    if "any" in str(getattr(getattr(block, "block_aval", None), "memory_space", "")).lower():
+        return True
+    shape = tuple(int(d) for d in eqn.outvars[j].aval.shape)
+    dims = [coverage._block(d) for d in block.block_shape]  # noqa: SLF001 - the judge's reader
+    index_map = getattr(block.index_map_jaxpr, "jaxpr", block.index_map_jaxpr)
+    if None in dims or len(dims) != len(shape) or len(index_map.invars) != len(grid):
+        return True
+    ids = [a.reshape(-1) for a in np.meshgrid(*[np.arange(g) for g in grid], indexing="ij")]
+    values = Values(ids, grid)
+    env = values.run(index_map, list(ids))
+    indices = [values.of(v, env) for v in index_map.outvars]
+    if any(i is None for i in indices) or len(indices) != len(shape):
+        return True
+    for (kind, size), index, extent in zip(dims, indices, shape, strict=True):
+        starts = np.broadcast_to(np.asarray(index, np.int64), (call.programs,))[writers]
+        if kind == "blocked":
+            starts = starts * size
+        if coverage._gaps(starts, size, extent):  # noqa: SLF001
+            return False
+    return True
 
 
 # -- the module --------------------------------------------------------------------------------
@@ -893,8 +1035,8 @@ class _Module:
             ins = [of(v, env) for v in eqn.invars[1:]]
             index = of(eqn.invars[0], env)
             if index is not None:
-                chosen = int(np.clip(int(index), 0, len(branches) - 1))
-                return self.walk(branches[chosen], ins, outs, times, depth + 1, line)
+                _check_index(index, len(branches))
+                return self.walk(branches[int(index)], ins, outs, times, depth + 1, line)
             options = [self.walk(b, ins, outs, times, depth + 1, line) for b in branches]
             return _cheapest(options)
         if name == "while":
@@ -952,13 +1094,27 @@ def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None,
 
 
 # -- the data flow from kernels to outputs -------------------------------------------------------
+@dataclass(frozen=True)
+class _Through:
+    """What made a kernel's aliased output that its body does not surely write: what made the
+    input it aliases (an equation, or words), passed through."""
+
+    source: Any
+
+
+_THROUGH = "passed through the aliased output of a kernel that does not surely write it"
+
+
 def outputs_without_kernel(closed: Any, lines: dict[int, tuple[str, int]] | None = None
                            ) -> list[tuple[int, str, Any]]:
     """The outputs of ``closed`` that no kernel's result reaches: (output index, what made it,
-    (file, line) or None). A value comes from a kernel when a kernel equation made it, or an
+    (file, line) or None). A value comes from a kernel when a kernel equation wrote it, or an
     operand of the equation that made it did, through calls, loops and branches; a value the
     judge knows (a product with a constant zero, ``x - x``, a constant) comes from nothing,
-    and a select or ``cond`` by a known predicate from the case it picks."""
+    and a select or ``cond`` by a known predicate from the case it picks. A kernel output
+    aliased to an input (``input_output_aliases``) that the body does not surely write in
+    full (a grid of no program, a body that never stores to it, or stores to part of it) is
+    that input passed through: it comes from a kernel only where the input does."""
     lines = lines or {}
     jaxpr = _jaxpr(closed)
     values = Values()
@@ -968,10 +1124,16 @@ def outputs_without_kernel(closed: Any, lines: dict[int, tuple[str, int]] | None
     for i, (v, ok) in enumerate(zip(jaxpr.outvars, flags, strict=True)):
         if ok:
             continue
-        eqn = None if _is_literal(v) else made.get(v)
-        what = eqn.primitive.name if eqn is not None else (
-            "an input passed through" if v in jaxpr.invars else "a constant")
-        missing.append((i, what, lines.get(id(eqn)) if eqn is not None else None))
+        maker = None if _is_literal(v) else made.get(v)
+        through = isinstance(maker, _Through)
+        if through:
+            maker = maker.source
+        if maker is None or isinstance(maker, str):
+            what = maker or ("an input passed through" if v in jaxpr.invars else "a constant")
+            line = None
+        else:
+            what, line = maker.primitive.name, lines.get(id(maker))
+        missing.append((i, f"{what} ({_THROUGH})" if through else what, line))
     return missing
 
 
@@ -990,19 +1152,35 @@ def _reached(jaxpr: Any, flags: list[bool], inputs: list[Any], values: Values,
 
     for eqn in jaxpr.eqns:
         ins = [flag(v) for v in eqn.invars]
-        outs = _eqn_reached(eqn, ins, env, values, depth)
-        for v, f in zip(eqn.outvars, outs, strict=False):
+        through = _unwritten_aliases(eqn, [values.of(v, env) for v in eqn.invars]) \
+            if compat.is_kernel(eqn) else {}
+        outs = _eqn_reached(eqn, ins, env, values, depth, through)
+        for j, (v, f) in enumerate(zip(eqn.outvars, outs, strict=False)):
             seen[v] = f and v not in env
-            made[v] = eqn
+            made[v] = _Through(_maker(eqn.invars[through[j]], made, jaxpr)) if j in through \
+                else eqn
     return [flag(v) for v in jaxpr.outvars], made
 
 
+def _maker(v: Any, made: dict[Any, Any], jaxpr: Any) -> Any:
+    """What made ``v`` (an equation, or words), through kernels' pass-through aliases."""
+    if _is_literal(v):
+        return "a constant"
+    maker = made.get(v)
+    if isinstance(maker, _Through):
+        return maker.source
+    if maker is None:
+        return "an input" if v in jaxpr.invars else "a constant"
+    return maker
+
+
 def _eqn_reached(eqn: Any, ins: list[bool], env: dict[Any, Any], values: Values,
-                 depth: int) -> list[bool]:
+                 depth: int, through: dict[int, int] | None = None) -> list[bool]:
     name, of = eqn.primitive.name, values.of
     n_out = len(eqn.outvars)
-    if compat.is_kernel(eqn):
-        return [True] * n_out
+    if compat.is_kernel(eqn):  # its outputs, but an aliased input it passes through unwritten
+        through = through or {}
+        return [ins[through[j]] if j in through else True for j in range(n_out)]
     sub = _call_jaxpr(eqn)
     if sub is not None:
         return _reached(sub, ins, [of(v, env) for v in eqn.invars], values, depth + 1)[0]
@@ -1013,7 +1191,10 @@ def _eqn_reached(eqn: Any, ins: list[bool], env: dict[Any, Any], values: Values,
         return [any(ins)]
     if name == "cond":
         branches = [_jaxpr(b) for b in eqn.params["branches"]]
-        taken = _taken(of(eqn.invars[0], env), len(branches))
+        index = of(eqn.invars[0], env)
+        if index is not None:
+            _check_index(index, len(branches))
+        taken = _taken(index, len(branches))
         inputs = [of(v, env) for v in eqn.invars[1:]]
         out = [ins[0]] * n_out  # an index from a kernel picks among the branches
         for b, branch in enumerate(branches):
