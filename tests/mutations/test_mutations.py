@@ -844,6 +844,21 @@ MUTATIONS = [
         "    given = []  # mutant: a trial's integer inputs are never known\n",
         ("tests/test_kernel_work.py::test_a_branch_on_an_integer_input_counts_as_it_runs_once"
          "_the_input_is_known",)),
+    # issue 54: the counts that rounded up, restored one at a time
+    Mutation(
+        "zero_grid_counted_as_one_program", "evaluator/judge/kernel_work.py", "_programs",
+        "programs = math.prod(grid)", "programs = max(math.prod(grid), 1)",
+        ("tests/test_kernel_work.py::test_a_grid_with_a_dimension_of_zero_runs_no_program[<lambda>0]",)),
+    Mutation(
+        "out_of_range_branch_guessed", "evaluator/judge/kernel_work.py", "_Body.cond",
+        "_check_index(index, len(branches), mask)", "which = None",
+        ("tests/test_kernel_work.py::"
+         "test_an_out_of_range_branch_index_in_a_kernel_is_named_not_guessed[-1]",)),
+    Mutation(
+        "unwritten_alias_counted_as_written", "evaluator/judge/kernel_work.py", "_unwritten_aliases",
+        "return {j: position for j, position in aliases.items() if j not in full}", "return {}",
+        ("tests/test_kernel_work.py::test_an_aliased_output_the_kernel_does_not_surely_write_is_"
+         "its_input_passed_through[_reads_only-grid2-True]",)),
     # issue 53: the seal, each group of its rules dropped in turn; it not installed; an
     # unsealed host run without being told
     Mutation(
