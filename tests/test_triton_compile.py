@@ -201,7 +201,8 @@ def test_the_doctor_names_a_skewed_triton_and_its_fix(monkeypatch):
     monkeypatch.setattr("jaxbench.evaluator.diagnose", lambda: {
         "versions": {"python": "3", "jax": "j", "jaxlib": "l", "system": "s"},
         "backends": {"this process": ["cpu:0 cpu"], "accelerator": "none"},
-        "pallas_backends": {}, "isolation": "i", "host_limits": {"all": "none missing"},
+        "pallas_backends": {}, "isolation": "i", "seal": "seccomp",
+        "host_limits": {"all": "none missing"},
         "cross_lowering": {},
         "peaks": {"device_kind": "cpu", "peak_bf16_flops": None, "note": "n"},
         "triton_compiler": doctor.triton_compiler(), "profiler": "p"})

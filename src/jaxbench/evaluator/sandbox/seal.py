@@ -8,10 +8,12 @@ process and on everything it starts. After :func:`install` the process can still
 write the descriptors it already holds (its stdin pipe, its log, the files its outbox opened
 beforehand) and compute, but it opens, creates, renames, links, removes and executes no
 file, makes or connects no socket, and reaches no other process. Python's ``open`` fails
-with ``PermissionError`` (``EPERM``), and so do NumPy's and XLA's C and C++ opens, which no
+(``FileNotFoundError``, ``ENOENT``), and so do NumPy's and XLA's C and C++ opens, which no
 audit hook sees.
 
-The filter returns ``EPERM`` for each syscall below; a syscall of another architecture's
+The filter returns ``ENOENT`` for the opens (Python raises ``FileNotFoundError``, which
+libraries treat as a file that is not there: Tokamax's autotuning cache, for one) and
+``EPERM`` for every other syscall below; a syscall of another architecture's
 table (the 32-bit ``int 0x80`` entry, the x32 ABI) kills the process, since no honest code in
 a 64-bit Python makes one. The rules are :data:`RULES`, one group per line of reasoning; a
 syscall missing from the running architecture's table (``open`` on aarch64) is skipped.
@@ -194,12 +196,15 @@ class _SockFprog(ctypes.Structure):
 
 
 def program(numbers: list[int], machine: str, self_only: list[int] = (),
-            pid: int = 0, reading: dict[int, int] | None = None) -> list[tuple[int, int, int, int]]:
-    """The BPF program: kill on a foreign architecture or an x32 call, ``EPERM`` for each of
-    ``numbers`` and for each of ``self_only`` whose first argument is not ``pid``, allow the
-    rest. ``reading`` (syscall number -> offset of its flags) are allowed first when their
-    flags neither write, create nor truncate. ``(code, jt, jf, k)`` instructions; the last
-    one is the refusal."""
+            pid: int = 0, reading: dict[int, int] | None = None,
+            absent: list[int] = ()) -> list[tuple[int, int, int, int]]:
+    """The BPF program: kill on a foreign architecture or an x32 call; ``ENOENT`` for each of
+    ``absent`` (the opens: a file the process cannot open is, for the libraries it runs,
+    one that is not there, which they handle: a missing cache or configuration file),
+    ``EPERM`` for each of ``numbers`` and for each of ``self_only`` whose first argument is not
+    ``pid``; allow the rest. ``reading`` (syscall number -> offset of its flags) are allowed
+    first when their flags neither write, create nor truncate. ``(code, jt, jf, k)``
+    instructions; the last two are the refusals (``EPERM``, then ``ENOENT``)."""
     deny = _RET_ERRNO | errno.EPERM
     prog = [(_BPF_LD_W_ABS, 0, 0, _OFFSET_ARCH),
             (_BPF_JEQ_K, 1, 0, _AUDIT_ARCH[machine]),
@@ -216,9 +221,11 @@ def program(numbers: list[int], machine: str, self_only: list[int] = (),
                  (_BPF_RET_K, 0, 0, _RET_ALLOW),
                  (_BPF_RET_K, 0, 0, deny),
                  (_BPF_LD_W_ABS, 0, 0, _OFFSET_NR)]
-    n, m = len(numbers), len(self_only)
+    a, n, m = len(absent), len(numbers), len(self_only)
     # each refused number jumps over the rest (the self-only checks and the allow included)
-    # to the refusal at the end; each self-only number to the pid check
+    # to its refusal at the end; each self-only number to the pid check
+    for i, number in enumerate(absent):
+        prog.append((_BPF_JEQ_K, a + n + m + 4 - i, 0, number))
     for i, number in enumerate(numbers):
         prog.append((_BPF_JEQ_K, n + m + 3 - i, 0, number))
     for j, number in enumerate(self_only):
@@ -227,7 +234,8 @@ def program(numbers: list[int], machine: str, self_only: list[int] = (),
              (_BPF_LD_W_ABS, 0, 0, _OFFSET_ARG0),  # the pid check
              (_BPF_JEQ_K, 0, 1, pid),
              (_BPF_RET_K, 0, 0, _RET_ALLOW),
-             (_BPF_RET_K, 0, 0, deny)]
+             (_BPF_RET_K, 0, 0, deny),
+             (_BPF_RET_K, 0, 0, _RET_ERRNO | errno.ENOENT)]
     return prog
 
 
@@ -246,12 +254,14 @@ def install(rules: dict[str, tuple[str, ...]] | None = None, *,
         return {"seccomp": False, "error": f"no syscall table for {machine}"}
     chosen = RULES if rules is None else rules
     numbers = syscall_numbers(chosen, machine)
+    absent = syscall_numbers({"open": chosen["open"]}, machine) if "open" in chosen else []
+    numbers = [n for n in numbers if n not in absent]
     self_only = sorted(_TABLES[machine][name] for name in SELF_ONLY)
-    if len(numbers) + len(self_only) > 250:  # jumps are 8-bit
+    if len(numbers) + len(absent) + len(self_only) > 250:  # jumps are 8-bit
         return {"seccomp": False, "error": "too many syscalls for one filter"}
     reading = {_TABLES[machine][n]: off for n, off in _FLAGS_OFFSET.items()
                if n in _TABLES[machine]} if read_only_opens else None
-    instructions = program(numbers, machine, self_only, os.getpid(), reading)
+    instructions = program(numbers, machine, self_only, os.getpid(), reading, absent)
     array = (_SockFilter * len(instructions))(*[_SockFilter(*i) for i in instructions])
     fprog = _SockFprog(len(instructions), ctypes.cast(array, ctypes.POINTER(_SockFilter)))
     try:
@@ -268,7 +278,7 @@ def install(rules: dict[str, tuple[str, ...]] | None = None, *,
     ret = libc.syscall(ctypes.c_long(_TABLES[machine]["seccomp"]),
                        ctypes.c_uint(_SECCOMP_SET_MODE_FILTER),
                        ctypes.c_uint(_SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(fprog))
-    record: SealRecord = {"syscalls": len(numbers), "groups": sorted(chosen)}
+    record: SealRecord = {"syscalls": len(numbers) + len(absent), "groups": sorted(chosen)}
     if read_only_opens:
         record["reads"] = True
     if ret == 0:
@@ -309,7 +319,7 @@ _PROBE = ("import json, os\n"
           "    try:\n"
           "        os.close(os.open('/proc/self/status', os.O_RDONLY))\n"
           "        record.update(seccomp=False, error='a file opened after the seal')\n"
-          "    except PermissionError:\n"
+          "    except OSError:\n"
           "        pass\n"
           "print(json.dumps(record))\n")
 

@@ -92,7 +92,11 @@ def import_harness() -> bool:
 #
 # NumPy's subpackages it may load on first use, beside the allowed roots themselves
 _PRELOADED_NUMPY = ("numpy.linalg", "numpy.fft", "numpy.random", "numpy.polynomial", "numpy.ma",
-                    "numpy.lib")
+                    "numpy.lib",
+                    # what installed libraries import when they run (Tokamax reads its package
+                    # data through importlib.resources)
+                    "importlib.readers", "importlib.resources", "importlib.resources.readers",
+                    "importlib.metadata")
 # (package, its subpackages to leave out): walked whole
 _PRELOADED_TREES = (("jax", ("_src", "tests", "test", "jax2tf", "collect_profile")),
                     # what JAX's own code imports lazily (MLIR dialects are namespace packages,
@@ -101,7 +105,9 @@ _PRELOADED_TREES = (("jax", ("_src", "tests", "test", "jax2tf", "collect_profile
                     # Pallas' own tree: its interpreters load lazily (a debug run uses them)
                     ("jax._src.pallas", ("tests",)),
                     ("einops", ("tests",)),
-                    ("tokamax", ("tests", "test", "benchmarks")))
+                    ("tokamax", ("tests", "test", "benchmarks")),
+                    # Tokamax's validation and serialisation, loaded lazily when its ops run
+                    ("pydantic", ("v1", "mypy", "tests")))
 
 
 def preload_allowed() -> list[str]:
@@ -244,6 +250,10 @@ def _verdict(exc: BaseException, status: Status, stage: Stage, rule: Rule,
     if isinstance(exc, PermissionError) or "PERMISSION_DENIED" in str(exc):
         return (Status.REJECTED, stage, f"sandbox (OS isolation): {short_error(exc, 300)}",
                 Rule.OS_ISOLATION)
+    if isinstance(exc, FileNotFoundError) and _SEALED["seccomp"] and exc.filename is not None:
+        # the seal answers every open "no such file": no kernel opens files
+        return (Status.REJECTED, stage, "sandbox (OS isolation): the sealed tracer opens no "
+                f"file: {short_error(exc, 300)}", Rule.OS_ISOLATION)
     if isinstance(exc, OSError) and _hidden(getattr(exc, "filename", None)):
         return Status.REJECTED, stage, ("sandbox (OS isolation): the host's shared directories "
                                         f"are hidden from kernels: {short_error(exc, 300)}"), \
@@ -266,13 +276,13 @@ def _verdict(exc: BaseException, status: Status, stage: Stage, rule: Rule,
 
 def _blocked_import(exc: BaseException) -> str:
     """The module an import failed to load because the seal refused its files ('' when the
-    failure was anything else): an ImportError naming a module that is not loaded, or a
-    PermissionError raised inside the import system (the module's file found, not opened).
-    Called with no candidate code on the stack (frames may be read then)."""
+    failure was anything else): an ImportError naming a module that is not loaded, or an
+    OSError raised inside the import system (the module's file found, not opened). Called
+    with no candidate code on the stack (frames may be read then)."""
     if isinstance(exc, ImportError) and isinstance(exc.name, str) and \
             exc.name not in sys.modules and _SEALED["seccomp"]:
         return exc.name
-    if isinstance(exc, PermissionError) and _SEALED["seccomp"]:
+    if isinstance(exc, OSError) and _SEALED["seccomp"]:
         tb, name = exc.__traceback__, ""
         while tb is not None:
             frame = tb.tb_frame
