@@ -21,6 +21,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from jaxbench import compat
+from jaxbench.evaluator.judge.blocks import block_kind, gaps
 from jaxbench.evaluator.judge.kernel_work import MAX_PROGRAMS, Values
 
 __all__ = ["uncovered", "describe"]
@@ -35,43 +36,6 @@ class OutputGap(TypedDict):
     gaps: list[tuple[int, int]]  # the unwritten ranges [start, end) along ``axis``
     block: tuple[int, ...]  # the block shape
     grid: tuple[int, ...]
-
-
-def _block(dim: Any) -> tuple[str, int] | None:
-    """(kind, size) of one block dimension: ``blocked`` (index times size), ``element`` (an
-    element offset) or ``squeezed`` (one element); None for anything else."""
-    kind = type(dim).__name__
-    if dim is None or kind == "Squeezed":
-        return "squeezed", 1
-    if kind == "Blocked":
-        return "blocked", int(dim.block_size)
-    if kind == "Element":
-        return "element", int(dim.block_size)
-    if isinstance(dim, int):
-        return "blocked", dim
-    return None
-
-
-def _gaps(starts: np.ndarray, size: int, extent: int) -> list[tuple[int, int]]:
-    """The ranges of ``[0, extent)`` that no ``[start, start + size)`` covers."""
-    covered = np.zeros(extent + 1, np.int64)
-    for start in np.unique(starts):
-        lo, hi = max(int(start), 0), min(int(start) + size, extent)
-        if lo < hi:
-            covered[lo] += 1
-            covered[hi] -= 1
-    inside = np.cumsum(covered)[:extent] > 0
-    gaps, i = [], 0
-    while i < extent:
-        if inside[i]:
-            i += 1
-            continue
-        j = i
-        while j < extent and not inside[j]:
-            j += 1
-        gaps.append((i, j))
-        i = j
-    return gaps
 
 
 def _output_gaps(eqn: Any) -> list[OutputGap]:
@@ -95,7 +59,7 @@ def _output_gaps(eqn: Any) -> list[OutputGap]:
         if "any" in str(getattr(getattr(block, "block_aval", None), "memory_space", "")).lower():
             continue
         shape = tuple(int(d) for d in outvar.aval.shape)
-        dims = [_block(d) for d in block.block_shape]
+        dims = [block_kind(d) for d in block.block_shape]
         index_map = getattr(block.index_map_jaxpr, "jaxpr", block.index_map_jaxpr)
         if None in dims or len(dims) != len(shape) or len(index_map.invars) != len(grid):
             continue
@@ -108,9 +72,9 @@ def _output_gaps(eqn: Any) -> list[OutputGap]:
             starts = np.broadcast_to(np.asarray(index, np.int64), (programs,))
             if kind == "blocked":
                 starts = starts * size
-            gaps = _gaps(starts, size, extent)
-            if gaps:
-                found.append({"output": j, "shape": shape, "axis": axis, "gaps": gaps,
+            missing = gaps(starts, size, extent)
+            if missing:
+                found.append({"output": j, "shape": shape, "axis": axis, "gaps": missing,
                               "block": tuple(s for _, s in dims), "grid": grid})
     return found
 

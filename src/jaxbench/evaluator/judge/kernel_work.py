@@ -944,10 +944,10 @@ def _unwritten_aliases(eqn: Any, operands: list[Any]) -> dict[int, int]:
 
 def _covered(eqn: Any, call: _Call, j: int, writers: Any) -> bool:
     """Whether the blocks of kernel output ``j`` that the programs in ``writers`` write cover
-    it, dimension by dimension (as :mod:`.coverage` reads the grid); True where the judge
-    cannot tell (a representative program, an output in ``ANY`` memory, written by DMA, an
-    index map it cannot evaluate)."""
-    from jaxbench.evaluator.judge import coverage
+    it, dimension by dimension (as :mod:`.coverage` reads the grid, with :mod:`.blocks`'
+    helpers); True where the judge cannot tell (a representative program, an output in
+    ``ANY`` memory, written by DMA, an index map it cannot evaluate)."""
+    from jaxbench.evaluator.judge.blocks import block_kind, gaps
 
     grid, mapping = call.grid, call.grid_mapping
     mappings = getattr(mapping, "block_mappings", ())
@@ -958,7 +958,7 @@ def _covered(eqn: Any, call: _Call, j: int, writers: Any) -> bool:
     if "any" in str(getattr(getattr(block, "block_aval", None), "memory_space", "")).lower():
         return True
     shape = tuple(int(d) for d in eqn.outvars[j].aval.shape)
-    dims = [coverage._block(d) for d in block.block_shape]  # noqa: SLF001 - the judge's reader
+    dims = [block_kind(d) for d in block.block_shape]
     index_map = getattr(block.index_map_jaxpr, "jaxpr", block.index_map_jaxpr)
     if None in dims or len(dims) != len(shape) or len(index_map.invars) != len(grid):
         return True
@@ -972,7 +972,7 @@ def _covered(eqn: Any, call: _Call, j: int, writers: Any) -> bool:
         starts = np.broadcast_to(np.asarray(index, np.int64), (call.programs,))[writers]
         if kind == "blocked":
             starts = starts * size
-        if coverage._gaps(starts, size, extent):  # noqa: SLF001
+        if gaps(starts, size, extent):
             return False
     return True
 
