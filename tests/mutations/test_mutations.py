@@ -834,7 +834,7 @@ MUTATIONS = [
         'libraries = [e for e in libraries if not (here == e or here.startswith(e.rstrip("/") + "/"))]',
         "libraries = list(libraries)  # mutant: a directory holding the working one passes",
         ("tests/adversarial/host_runs/test_host_runs.py::test_a_kernel_cannot_read_the_hosts_run_directory"
-         "[library_path_above]",)),
+         "[library_path_above-no-seal]",)),
     Mutation("run_directory_inside_the_read_roots_allowed", "runs/directory.py", "RunDir._open",
         "        _refuse_tracer_readable(path)\n", "",
         ("tests/test_verdict_secrecy.py::test_a_run_directory_inside_the_tracers_read_roots_is_refused",)),

@@ -92,15 +92,18 @@ def _assert_nothing_read(result: EvaluationResult, secret: str | None, host: Pat
 
 
 @needs_landlock
+@pytest.mark.parametrize("profile", ["full", "no-seal"])
 @pytest.mark.parametrize("environment", ["plain", "pythonpath_dot", "library_path_above"])
-def test_a_kernel_cannot_read_the_hosts_run_directory(host, monkeypatch, environment):
+def test_a_kernel_cannot_read_the_hosts_run_directory(host, monkeypatch, environment, profile):
     """``pythonpath_dot``: the working directory on ``PYTHONPATH``; ``library_path_above``:
     also a directory holding it named as a kernel library directory
-    (``JAXBENCH_TRACER_LIBRARY_PATH``), which the pool drops."""
+    (``JAXBENCH_TRACER_LIBRARY_PATH``), which the pool drops. Sealed (``full``) and with
+    Landlock's read roots alone (host profile ``no-seal``: each layer holds by itself)."""
     from jaxbench.evaluator import Evaluator
 
     host, run, secret, kept = _host_with_a_run(host)
     monkeypatch.chdir(host)
+    monkeypatch.setenv("JAXBENCH_HOST_PROFILE", profile)
     on_pythonpath = environment != "plain"
     if on_pythonpath:
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
