@@ -821,7 +821,7 @@ MUTATIONS = [
         "candidates += [os.path.realpath(e) for e in sys.path if e and os.path.isdir(e)\n"
         "               and not any(_beneath(os.path.realpath(e), x) for x in excluded)]",
         ("tests/adversarial/host_runs/test_host_runs.py::test_a_kernel_cannot_read_the_hosts_run_directory"
-         "[pythonpath_dot]",
+         "[pythonpath_dot-no-seal]",
          "tests/adversarial/host_runs/test_host_runs.py::"
          "test_the_attack_of_issue_46_from_a_directory_holding_the_run_is_not_correct[pythonpath_dot]",
          "tests/test_verdict_secrecy.py::test_read_roots_hold_no_path_entry_outside_the_installation")),
@@ -829,7 +829,7 @@ MUTATIONS = [
         'TRACER_PYTHON = (sys.executable, "-P", "-m")\nNEUTRAL_CWD = "/"\n',
         'TRACER_PYTHON = (sys.executable, "-m")\nNEUTRAL_CWD = None\n',
         ("tests/adversarial/host_runs/test_host_runs.py::test_a_kernel_cannot_read_the_hosts_run_directory"
-         "[plain]",)),
+         "[plain-no-seal]",)),
     Mutation("tracer_library_path_keeps_the_working_directory", "evaluator/parent/pool.py", "tracer_env",
         'libraries = [e for e in libraries if not (here == e or here.startswith(e.rstrip("/") + "/"))]',
         "libraries = list(libraries)  # mutant: a directory holding the working one passes",
