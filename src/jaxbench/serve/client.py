@@ -3,7 +3,11 @@
 
 Every submission carries an id the client draws (unless given), so a request retried after a
 dropped connection, a 429 or a 503 is the same submission on the server, never a second
-evaluation. Retries wait as ``Retry-After`` says (at most ``max_retry_wait_s`` each).
+evaluation. Retries wait as ``Retry-After`` says, else back off (0.5 s, 1 s, 2 s, ... at most
+``max_retry_wait_s`` each), and go on for ``retry_s`` seconds (default 300: a service restarted
+on its run directory resumes, so a trainer outlives the restart); ``retries`` caps their number
+too (``retries=0``: none). Waiting for verdicts (``wait_batch``, ``follow``) opens the stream again
+when the service drops it, within the same budget.
 
 A submission comes back as a :class:`~jaxbench.serve.wire.SubmissionReply`, its verdict's
 ``result`` read into an :class:`~jaxbench.contract.EvaluationResult`
@@ -45,6 +49,7 @@ from jaxbench.serve.wire import (
 TOKEN_ENV = "JAXBENCH_SERVE_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8000"
 RETRY_STATUSES = (429, 502, 503, 504)
+DEFAULT_RETRY_S = 300.0  # how long a request is retried: a service restart takes tens of seconds
 
 
 class ServeClientError(RuntimeError):
@@ -112,12 +117,35 @@ class _Connection:
     _HTTP: Any = None
 
     def __init__(self, url: str = DEFAULT_URL, token: str | None = None, *, timeout_s: float = 60.0,
-                 retries: int = 5, max_retry_wait_s: float = 30.0) -> None:
+                 retries: int | None = None, retry_s: float = DEFAULT_RETRY_S,
+                 max_retry_wait_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
-        self.retries = retries
+        self.retries = retries  # at most this many retries of a request (None: as many as retry_s allows)
+        self.retry_s = retry_s  # retries stop this many seconds after a request's first try
         self.max_retry_wait_s = max_retry_wait_s
         self._http = self._HTTP(base_url=self.url, headers=_headers(token),
                                 timeout=httpx.Timeout(timeout_s, connect=10.0), trust_env=False)
+
+    def _next_wait(self, attempt: int, started: float, error: ServeClientError | None) -> float | None:
+        """Seconds to wait before retry ``attempt + 1`` of a request first tried at ``started``
+        (monotonic), or None when the retries are spent (by count or by time)."""
+        if self.retries is not None and attempt >= self.retries:
+            return None
+        left = self.retry_s - (time.monotonic() - started)
+        if left <= 0:
+            return None
+        return min(left, _retry_wait(attempt, error, self.max_retry_wait_s))
+
+    def _unreachable(self, started: float, exc: Exception) -> ServeClientError:
+        spent = time.monotonic() - started
+        return ServeClientError(0, f"cannot reach {self.url} (retried for {spent:.0f} s): {exc}")
+
+
+def _retryable(exc: Exception) -> bool:
+    """A dropped connection, or a refusal worth trying again (429, 502-504)."""
+    if isinstance(exc, ServeClientError):
+        return exc.status == 0 or exc.status in RETRY_STATUSES
+    return isinstance(exc, httpx.TransportError)
 
 
 class Client(_Connection):
@@ -135,26 +163,32 @@ class Client(_Connection):
         self.close()
 
     def _call(self, method: str, path: str, *, timeout_s: float | None = None, **kwargs: Any) -> Any:
-        """The answer's JSON (or text) after the retries; ServeClientError for a refusal."""
-        error: ServeClientError | None = None
-        for attempt in range(self.retries + 1):
+        """The answer's JSON (or text) after the retries; ServeClientError for a refusal (status
+        0: the service could not be reached for ``retry_s`` seconds)."""
+        started = time.monotonic()
+        attempt = 0
+        while True:
             try:
                 extra = dict(timeout=timeout_s + 30.0) if timeout_s else {}
                 response = self._http.request(method, path, **kwargs, **extra)
             except httpx.TransportError as exc:
-                if attempt == self.retries:
-                    raise ServeClientError(0, f"cannot reach {self.url}: {exc}") from exc
-                time.sleep(_retry_wait(attempt, None, self.max_retry_wait_s))
+                wait = self._next_wait(attempt, started, None)
+                if wait is None:
+                    raise self._unreachable(started, exc) from exc
+                time.sleep(wait)
+                attempt += 1
                 continue
             if response.status_code < 400:
                 if response.headers.get("content-type", "").startswith("application/json"):
                     return response.json()
                 return response.text
             error = _error(response)
-            if response.status_code not in RETRY_STATUSES or attempt == self.retries:
+            retry = response.status_code in RETRY_STATUSES
+            wait = self._next_wait(attempt, started, error) if retry else None
+            if wait is None:
                 raise error
-            time.sleep(_retry_wait(attempt, error, self.max_retry_wait_s))
-        raise error or ServeClientError(0, "no answer")  # pragma: no cover
+            time.sleep(wait)
+            attempt += 1
 
     # -- the service and its tasks --------------------------------------------------------------
     def health(self) -> Health:
@@ -231,12 +265,43 @@ class Client(_Connection):
         """A batch, waited for: the finished submissions in the order of ``sources``."""
         return self.wait_batch(self.submit_batch(sources, task, **fields), timeout_s)
 
+    def follow(self, ids: list[str], timeout_s: float = 3600.0, *,
+               batch: str | None = None) -> Iterator[SubmissionReply]:
+        """Each of the submissions ``ids`` (all of ``batch``'s when given) once, as it finishes,
+        for up to ``timeout_s``; those unfinished then are not yielded. A stream the service
+        drops (a restart: it resumes its queue) is opened again, retried as requests are;
+        ServeClientError when the retries are spent."""
+        deadline = time.monotonic() + timeout_s
+        seen: set[str] = set()
+        attempt, started = 0, 0.0
+        while len(seen) < len(ids):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            pending = [i for i in ids if i not in seen]
+            try:
+                for sub in self.stream(None if batch else pending, batch=batch, timeout_s=max(0.1, left)):
+                    if sub.finished_state and sub.id not in seen:
+                        seen.add(sub.id)
+                        attempt = 0
+                        yield sub
+            except (httpx.TransportError, ServeClientError) as exc:
+                if not _retryable(exc):
+                    raise
+                started = started if attempt else time.monotonic()
+                refusal = exc if isinstance(exc, ServeClientError) else None
+                wait = self._next_wait(attempt, started, refusal)
+                if wait is None:
+                    raise (refusal or self._unreachable(started, exc)) from exc
+                time.sleep(min(wait, max(0.0, deadline - time.monotonic())))
+                attempt += 1
+
     def wait_batch(self, batch: BatchReply, timeout_s: float = 3600.0) -> list[SubmissionReply]:
         """The submissions of a submitted batch (``submit_batch``'s answer) once finished (or
-        as they are after ``timeout_s``), in its order."""
+        as they are after ``timeout_s``), in its order. Outlives a restart of the service."""
         found = {s.id: s for s in batch.submissions if s.finished_state}
         if len(found) < len(batch.submissions):
-            for sub in self.stream(batch=batch.batch, timeout_s=timeout_s):
+            for sub in self.follow(batch.ids, timeout_s, batch=batch.batch):
                 found[sub.id] = sub
         return [found.get(i) or self.result(i) for i in batch.ids]
 
@@ -256,25 +321,30 @@ class AsyncClient(_Connection):
         await self.aclose()
 
     async def _call(self, method: str, path: str, *, timeout_s: float | None = None, **kwargs: Any) -> Any:
-        error: ServeClientError | None = None
-        for attempt in range(self.retries + 1):
+        started = time.monotonic()
+        attempt = 0
+        while True:
             try:
                 extra = dict(timeout=timeout_s + 30.0) if timeout_s else {}
                 response = await self._http.request(method, path, **kwargs, **extra)
             except httpx.TransportError as exc:
-                if attempt == self.retries:
-                    raise ServeClientError(0, f"cannot reach {self.url}: {exc}") from exc
-                await asyncio.sleep(_retry_wait(attempt, None, self.max_retry_wait_s))
+                wait = self._next_wait(attempt, started, None)
+                if wait is None:
+                    raise self._unreachable(started, exc) from exc
+                await asyncio.sleep(wait)
+                attempt += 1
                 continue
             if response.status_code < 400:
                 if response.headers.get("content-type", "").startswith("application/json"):
                     return response.json()
                 return response.text
             error = _error(response)
-            if response.status_code not in RETRY_STATUSES or attempt == self.retries:
+            retry = response.status_code in RETRY_STATUSES
+            wait = self._next_wait(attempt, started, error) if retry else None
+            if wait is None:
                 raise error
-            await asyncio.sleep(_retry_wait(attempt, error, self.max_retry_wait_s))
-        raise error or ServeClientError(0, "no answer")  # pragma: no cover
+            await asyncio.sleep(wait)
+            attempt += 1
 
     async def health(self) -> Health:
         return await self._call("GET", "/v1/health")
@@ -348,5 +418,5 @@ class AsyncClient(_Connection):
         return [found.get(i) or await self.result(i) for i in batch.ids]
 
 
-__all__ = ["DEFAULT_URL", "FINISHED", "TOKEN_ENV", "AsyncClient", "BatchReply", "Client", "ServeClientError",
-           "SubmissionReply"]
+__all__ = ["DEFAULT_RETRY_S", "DEFAULT_URL", "FINISHED", "TOKEN_ENV", "AsyncClient", "BatchReply", "Client",
+           "ServeClientError", "SubmissionReply"]

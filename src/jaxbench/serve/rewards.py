@@ -13,6 +13,10 @@ The rules the table cannot break:
   finite positive number: interpret mode measures no time, so its reward is for correctness
   alone, and every reward computed in interpret mode says so in its ``note``.
 
+By default the other statuses are ordered by how far the answer got (``compile_error`` <
+``no_pallas`` < ``runtime_error``/``timeout`` < ``incorrect``), with ``rejected`` below them
+all and ``crashed`` (the harness's failure) with ``unverified``: see :data:`DEFAULT_STATUS_REWARDS`.
+
 The reward of a correct device-mode verdict is ``correct + speedup_weight *
 clamp(log2(speedup), speedup_floor, speedup_cap)``: 1.0 at parity with XLA, 2.0 at 2x, 0.0 at
 half XLA's speed (by default).
@@ -36,14 +40,20 @@ INTERPRET_NOTE = ("interpret mode: no timing is measured, so the reward is for c
 # the table does not know gets the `unknown` entry.
 UNKNOWN = "unknown"
 
+# The default rewards climb with how far an answer got, so that no answer earns more than one
+# that got further (docs/serve.md, "Rewards"): an answer that does not parse, trace or compile
+# (junk included) earns less than one that runs without being a kernel (plain JAX), which earns
+# less than a Pallas kernel that runs and fails, which earns less than one that runs to the end
+# with wrong numbers. Were junk above plain JAX, a policy would lower its penalty by emitting
+# garbage. Cheating is below everything.
 DEFAULT_STATUS_REWARDS: dict[str, float] = {
-    Status.INCORRECT: 0.0,
-    Status.COMPILE_ERROR: 0.0,
-    Status.RUNTIME_ERROR: 0.0,
-    Status.TIMEOUT: 0.0,
-    Status.CRASHED: 0.0,
+    Status.INCORRECT: 0.0,  # a kernel that runs to the end, with wrong numbers
     Status.UNVERIFIED: 0.0,  # nothing trusted ran it: never the correctness reward
-    Status.NO_PALLAS: -0.5,  # plain JAX, or too much of the work in XLA: not (enough of) a kernel
+    Status.RUNTIME_ERROR: -0.25,  # a Pallas kernel that traced, lowered and then failed to run
+    Status.TIMEOUT: -0.25,
+    Status.CRASHED: 0.0,  # the harness failed, not the answer: never below an honest failure
+    Status.NO_PALLAS: -0.5,  # plain JAX, or too much of the work in XLA: runs, but not (enough of) a kernel
+    Status.COMPILE_ERROR: -0.75,  # does not parse, import, trace or lower: junk lands here
     Status.REJECTED: -1.0,  # gaming the check or escaping the sandbox
     UNKNOWN: 0.0,
 }
