@@ -40,9 +40,11 @@ def _judging(traced):
     """What ``structure_rules`` reads of a request's state: a copy task of 100 x 128."""
     task = SimpleNamespace(flops=lambda size: 0.0, work="bytes")
     request = SimpleNamespace(max_outside_flops_fraction=0.1)
-    return SimpleNamespace(size="small", lowered=SimpleNamespace(traces={"small": traced}),
-                           payload={"lines": {}}, platform="tpu", task=task, request=request,
-                           in_types=[((100, 128), "float32")], out_types=[((100, 128), "float32")])
+    judging = SimpleNamespace(size="small", lowered=SimpleNamespace(traces={"small": traced}),
+                              payload={"lines": {}}, platform="tpu", task=task, request=request,
+                              in_types=[((100, 128), "float32")],
+                              out_types=[((100, 128), "float32")])
+    return judging
 
 
 SPEC = jax.ShapeDtypeStruct((100, 128), jnp.float32)
@@ -55,7 +57,7 @@ def test_a_counter_that_raises_makes_the_verdict_unverified(monkeypatch):
     monkeypatch.setattr(kernel_work, "count", broken)
     judging = _judging(jax.make_jaxpr(_blocked_copy)(SPEC))
     with pytest.raises(StageFailure) as failure:
-        runner._Judging.structure_rules(judging, target=None)
+        runner._structure_rules(judging, target=None)
     assert (failure.value.status, failure.value.rule) == (Status.UNVERIFIED,
                                                           Rule.KERNEL_WORK_FAULT)
     assert "counter broke" in failure.value.message
@@ -69,7 +71,7 @@ def test_a_rule_that_raises_makes_the_verdict_unverified(monkeypatch):
     monkeypatch.setattr(rules, "check_target", broken)
     judging = _judging(jax.make_jaxpr(_blocked_copy)(SPEC))
     with pytest.raises(StageFailure) as failure:
-        runner._Judging.structure_rules(judging, target=None)
+        runner._structure_rules(judging, target=None)
     assert (failure.value.status, failure.value.rule) == (Status.UNVERIFIED,
                                                           Rule.STRUCTURE_RULE_FAULT)
 

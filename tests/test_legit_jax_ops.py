@@ -19,21 +19,18 @@ CORRECT = [
     ("tpu_flash_attention_1p.py", "1p_flash_attention"),        # ops.tpu.flash_attention
     ("tpu_flash_attention_gqa_2p.py", "2p_gqa_attention"),      # ops.tpu.flash_attention
     ("tpu_splash_attention_4p.py", "4p_sparse_attention"),      # ops.tpu.splash_attention
+    ("tpu_splash_attention_shard_map_4p.py", "4p_sparse_attention"),  # the same in shard_map
     ("tpu_paged_attention_6p.py", "6p_paged_attention"),        # ops.tpu.paged_attention
     ("tpu_matmul_l1.py", "l1_matmul"),                          # ops.tpu.matmul
     ("tpu_megablox_gmm_14p.py", "14p_ragged_dot"),              # ops.tpu.megablox.gmm
     ("gpu_mha_l3_multi_head.py", "l3_multi_head_attention"),    # ops.gpu.attention (Triton)
     ("gpu_mha_gqa_2p.py", "2p_gqa_attention"),                  # ops.gpu.attention (Triton)
-    # ops.gpu.decode_attention and ops.gpu.paged_attention: a known false refusal since the
-    # kernels' work is counted only where it surely runs (issue 46): their loop over the
-    # sequence runs to a bound the kernel loads from a blocked operand (each program's
-    # kv_len), which the counter does not read per program even with the trial's inputs
-    # known, so the loop counts zero trips and the split-K combine in XLA exceeds 10 % of
-    # the module. Strict: when the counter reads such bounds, these pass and must move back.
-    pytest.param("gpu_decode_attention_6p.py", "6p_paged_attention", marks=pytest.mark.xfail(
-        strict=True, reason="known false refusal: a loop bound loaded from a blocked operand")),
-    pytest.param("gpu_paged_attention_6p.py", "6p_paged_attention", marks=pytest.mark.xfail(
-        strict=True, reason="known false refusal: a loop bound loaded from a blocked operand")),
+    # ops.gpu.decode_attention and ops.gpu.paged_attention: their loop over the sequence runs
+    # to a bound each program loads from a blocked operand (its kv_len); the kernel-work
+    # counter reads it from the first trial's inputs through the operand's index map (before,
+    # it counted zero trips, and the split-K combine in XLA was refused as the module's work).
+    ("gpu_decode_attention_6p.py", "6p_paged_attention"),      # ops.gpu.decode_attention
+    ("gpu_paged_attention_6p.py", "6p_paged_attention"),       # ops.gpu.paged_attention
     ("gpu_layer_norm_l1.py", "l1_layernorm"),                   # ops.gpu.layer_norm
     ("gpu_rms_norm_l1.py", "l1_rmsnorm"),                       # ops.gpu.rms_norm
     ("gpu_softmax_l1.py", "l1_softmax"),                        # ops.gpu.softmax

@@ -74,6 +74,19 @@ def kernel_primitives() -> tuple[Any, ...]:
     return tuple(found.values())
 
 
+def bind_eqn(eqn: Any, args: list[Any]) -> list[Any]:
+    """Runs one equation on concrete ``args`` (what ``eval_jaxpr`` does for each equation) and
+    returns its results as a list. JAX 0.10+ gives the bind parameters (sub-functions inside)
+    from ``get_bind_params``; older releases gave ``(subfuns, params)``."""
+    got = eqn.primitive.get_bind_params(eqn.params)
+    if isinstance(got, tuple):
+        subfuns, params = got
+        outs = eqn.primitive.bind(*subfuns, *args, **params)
+    else:
+        outs = eqn.primitive.bind(*args, **got)
+    return list(outs) if eqn.primitive.multiple_results else [outs]
+
+
 def is_kernel(eqn: Any) -> bool:
     return any(eqn.primitive is p for p in kernel_primitives())
 

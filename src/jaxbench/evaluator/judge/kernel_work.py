@@ -22,8 +22,20 @@ For every kernel equation (``pallas_call``, ``core_map``, ``mpmd_map``) this mod
   the trips of a proven counted loop (``fori_loop``'s form, bounds the judge can evaluate, per
   program) and otherwise none. Outside kernels the same holds for kernel calls
   inside branches and loops.
-- **bytes**: the operands the kernel body surely reads and the outputs it surely writes that
-  reach the module's result, in full (each must cross HBM at least once).
+- **bytes**: of the operands the kernel body surely reads and the outputs it surely writes
+  that reach the module's result, the blocks that move: the distinct blocks its index maps
+  place (each crosses HBM at least once), or a block per program where the judge cannot
+  evaluate the map, never more than the operand; an operand in ``ANY`` memory (moved by the
+  kernel's own DMAs) counts in full.
+- **the trial's data**: given the first trial's integer inputs (``known``), grids sized from
+  them, scalar-prefetch tables, and each program's block of a blocked integer operand (through
+  its index map: the per-program lengths and offsets kernels bound their loops by) are known
+  values; a block that reads past the operand's edge (padding, undefined) is not.
+- **wrappers**: calls (``jit``, ``checkpoint``, ``custom_jvp``/``custom_vjp``, ``closed_call``)
+  run their jaxpr once; ``shard_map`` and ``pmap`` once per device of their mesh; ``vmap`` of a
+  kernel is a kernel with a larger grid. A kernel inside any other higher-order primitive
+  (:data:`READ_HIGHER_ORDER` lists those read) raises :class:`Unreadable`: `unverified`, never
+  a count of nothing.
 - **programs**: a grid with a dimension of 0 runs no program, and one with a dimension the
   judge cannot evaluate (a dynamic size from data) counts none: it does nothing.
 
@@ -79,10 +91,16 @@ _LOOKUPS = frozenset({"gather", "dynamic_slice", "dynamic_update_slice", "scatte
                       "scatter_add"})
 
 # Primitives whose one sub-jaxpr (this parameter) runs once, in line, on the equation's operands.
-_CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+# ``shard_map`` and ``xla_pmap`` run theirs once per device of their mesh (:func:`_per_device`).
+_CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "call": "call_jaxpr", "closed_call": "call_jaxpr",
+          "core_call": "call_jaxpr",
           "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
-          "remat": "jaxpr", "checkpoint": "jaxpr", "run_scoped": "jaxpr",
-          "custom_vmap_call": "call"}
+          "remat": "jaxpr", "remat2": "jaxpr",
+          "checkpoint": "jaxpr", "run_scoped": "jaxpr", "custom_vmap_call": "call",
+          "shard_map": "jaxpr", "xla_pmap": "call_jaxpr"}
+# The primitives nesting jaxprs that the counter reads besides the calls above; any other one
+# that holds a kernel makes the count unreadable (`unverified`), never a count of nothing.
+READ_HIGHER_ORDER = frozenset({"cond", "scan", "while", *_CALLS})
 # Above this many programs a kernel is counted for one representative program (whose ids are
 # unknown) times the grid: branches on program ids then count their cheapest side.
 MAX_PROGRAMS = 1 << 16
@@ -141,6 +159,9 @@ class KernelWork:
     outside_eqns: list[tuple[float, str, Any]] = field(default_factory=list)
     # (output index, what made it, (file, line) or None) of each output no kernel reaches
     unreached: list[tuple[int, str, Any]] = field(default_factory=list)
+    # a kernel had an integer operand the count did not know (a grid bound, a table, lengths):
+    # counted on a trial's data, it may count more
+    wants_data: bool = False
 
 
 # -- sizes and prices ----------------------------------------------------------------------------
@@ -222,6 +243,29 @@ def _call_jaxpr(eqn: Any) -> Any:
     return sub if len(sub.invars) == len(eqn.invars) else None
 
 
+def _per_device(eqn: Any) -> int:
+    """How many times a call-like equation runs its jaxpr: once per device of a ``shard_map``'s
+    mesh or a ``pmap``'s axis, else once."""
+    name = eqn.primitive.name
+    if name == "shard_map":
+        size = getattr(eqn.params.get("mesh"), "size", None)
+    elif name == "xla_pmap":
+        size = eqn.params.get("axis_size")
+    else:
+        return 1
+    if not isinstance(size, (int, np.integer)) or size < 1:
+        raise Unreadable(f"the number of devices a {name} runs on is not known")
+    return int(size)
+
+
+def _shards(eqn: Any, values: list[Any]) -> list[Any]:
+    """Known values as a call's jaxpr sees them: on a mesh of several devices each sees a shard,
+    so only a splat (one number everywhere) stays known."""
+    if _per_device(eqn) == 1:
+        return values
+    return [x if isinstance(x, np.ndarray) and x.ndim == 0 else None for x in values]
+
+
 def _writes(eqn: Any) -> list[Any]:
     """The refs (operands) ``eqn`` writes: the targets of its effects other than reads; an
     effect on no operand (I/O, a semaphore) is returned as None."""
@@ -298,6 +342,11 @@ class ArrayValue:
         self.data = np.asarray(data)
 
 
+class BlockValue(ArrayValue):
+    """A kernel's blocked input whose data is known: each program's block (``data``'s first
+    axis is the program), as its index map places it. A ``get`` reads each program's own."""
+
+
 def _known_const(value: Any) -> Any:
     """A traced function's constant as a known value: integer and boolean ones only."""
     try:
@@ -321,6 +370,7 @@ class Values:
     def __init__(self, ids: list[Any] | None = None, grid: tuple[int, ...] = (),
                  fold: bool = False) -> None:
         self.ids, self.grid, self.fold = ids, grid, fold
+        self.preset: dict[Any, Any] = {}  # vars whose values were computed on a trial's data
 
     def of(self, v: Any, env: dict[Any, Any]) -> Any:
         if _is_literal(v):
@@ -339,6 +389,7 @@ class Values:
         for eqn in jaxpr.eqns:
             outs = self.eqn(eqn, env, depth)
             for v, x in zip(eqn.outvars, outs, strict=False):
+                x = self.preset.get(v, x) if x is None and self.preset else x
                 if x is not None and not _dropped(v):
                     env[v] = x
         return env
@@ -348,8 +399,8 @@ class Values:
         ins = [self.of(v, env) for v in eqn.invars]
         sub = _call_jaxpr(eqn)
         if sub is not None:
-            inner = self.run(sub, ins, depth + 1)
-            return [self.of(v, inner) for v in sub.outvars]
+            inner = self.run(sub, _shards(eqn, ins), depth + 1)
+            return _shards(eqn, [self.of(v, inner) for v in sub.outvars])
         splat = self._splat(eqn, name, ins, env)
         if all(x is None for x in splat) and self.fold and name in _FOLDED \
                 and all(x is not None for x in ins):
@@ -406,12 +457,17 @@ class Values:
             transforms = tree_util.tree_unflatten(eqn.params["tree"], list(eqn.invars[1:]))
         except Exception:  # noqa: BLE001 - an indexer this reader does not know
             return None
-        if len(transforms) != 1:
+        per_program = isinstance(table, BlockValue)
+        ndim = table.data.ndim - per_program
+        if len(transforms) == 0 and ndim == 0:  # the whole of a one-element ref
+            indices: Any = ()
+        elif len(transforms) != 1:
             return None
-        indices = getattr(transforms[0], "indices", None)
-        if indices is None or len(indices) != table.data.ndim:
+        else:
+            indices = getattr(transforms[0], "indices", None)
+        if indices is None or len(indices) != ndim:
             return None
-        picks = []
+        picks = [np.arange(len(table.data))] if per_program else []
         for index in indices:
             value = np.asarray(index) if isinstance(index, int) else (
                 self.of(index, env) if hasattr(index, "aval") else None)
@@ -524,7 +580,7 @@ def _operands(eqn: Any, outs: list[bool], env: dict[Any, Any], values: Values,
         return [True] * n
     sub = _call_jaxpr(eqn)
     if sub is not None:
-        inner = values.run(sub, [values.of(v, env) for v in eqn.invars], depth + 1)
+        inner = values.run(sub, _shards(eqn, [values.of(v, env) for v in eqn.invars]), depth + 1)
         return _relevance(sub, outs, inner, values, _sub_dead(sub, eqn.invars, dead),
                           depth + 1).inputs[:n]
     if name == "cond":
@@ -697,9 +753,9 @@ class _Body:
         of = self.values.of
         sub = _call_jaxpr(eqn)
         if sub is not None:
-            f, used = self.work(sub, [of(v, env) for v in eqn.invars], outs, mask,
+            f, used = self.work(sub, _shards(eqn, [of(v, env) for v in eqn.invars]), outs, mask,
                                 _sub_dead(sub, eqn.invars, dead), depth + 1)
-            return f, {k: w for k, w in used.items() if k < len(eqn.invars)}
+            return f * _per_device(eqn), {k: w for k, w in used.items() if k < len(eqn.invars)}
         if name == "cond":
             return self.cond(eqn, env, outs, mask, dead, depth)
         if name == "scan":
@@ -814,6 +870,7 @@ class _Call:
     values: Values
     mask: Any
     scale: float
+    tables: list[Any] = field(default_factory=list)  # the scalar-prefetch tables' known values
 
 
 def _call(eqn: Any, operands: list[Any]) -> _Call:
@@ -834,7 +891,10 @@ def _call(eqn: Any, operands: list[Any]) -> _Call:
         values, mask, scale = Values([ids[a] for a in user], user_grid), np.ones(programs, bool), 1.0
     else:  # one representative program, ids unknown
         values, mask, scale = Values(None, user_grid), np.ones(1, bool), float(programs)
-    return _Call(grid_mapping, lead + n_dyn, programs, grid, body, values, mask, scale)
+    n_index = int(getattr(grid_mapping, "num_index_operands", 0) or 0)
+    tables = [ArrayValue(x) if isinstance(x, np.ndarray) and x.ndim else x
+              for x in operands[lead + n_dyn:lead + n_dyn + n_index]]
+    return _Call(grid_mapping, lead + n_dyn, programs, grid, body, values, mask, scale, tables)
 
 
 def _leading(eqn: Any) -> int:
@@ -858,10 +918,61 @@ def _body_inputs(call: _Call, operands: list[Any]) -> tuple[list[Any], int, int,
     n_in = int(getattr(grid_mapping, "num_inputs", len(operands) - start - n_index))
     n_out = int(getattr(grid_mapping, "num_outputs", 0) or 0)
     inputs: list[Any] = [None] * len(body.invars)
-    for k in range(min(n_index, len(body.invars))):  # the scalar-prefetch tables, where known
-        known = operands[start + k] if start + k < len(operands) else None
-        inputs[k] = ArrayValue(known) if isinstance(known, np.ndarray) else known
+    for k in range(min(n_index, len(body.invars), len(call.tables))):  # the prefetch tables
+        inputs[k] = call.tables[k]
+    mappings = getattr(grid_mapping, "block_mappings", ()) or ()
+    for k in range(min(n_in, len(mappings), len(body.invars) - n_index)):  # known blocked inputs
+        known = operands[start + n_index + k] if start + n_index + k < len(operands) else None
+        if known is not None:
+            inputs[n_index + k] = _blocks(call, mappings[k], known, call.tables)
     return inputs, n_index, n_in, n_out
+
+
+MAX_BLOCK_ELEMENTS = 1 << 20  # the most elements of known blocks, over all programs, it reads
+
+
+def _blocks(call: _Call, mapping: Any, known: Any, tables: list[Any]) -> BlockValue | None:
+    """Each program's block of a known (integer) blocked input, as its index map places it:
+    per-program lengths, offsets, group ids a kernel loads and bounds its loops by. None where
+    the judge cannot tell each program's block exactly (a representative program, an index
+    map it cannot evaluate, a block that reads past the array's edge, whose padding is
+    undefined, or memory the kernel reads itself)."""
+    from jaxbench.evaluator.judge.blocks import block_kind
+
+    from_blocks = "any" not in str(getattr(getattr(mapping, "block_aval", None), "memory_space",
+                                           "")).lower()
+    data = known.data if isinstance(known, ArrayValue) else known
+    grid = call.grid
+    if not from_blocks or grid is None or call.values.ids is None \
+            or not isinstance(data, np.ndarray) or data.dtype.kind not in "biu":
+        return None
+    dims = [block_kind(d) for d in mapping.block_shape]
+    index_map = getattr(mapping.index_map_jaxpr, "jaxpr", mapping.index_map_jaxpr)
+    if None in dims or len(dims) != data.ndim \
+            or len(index_map.invars) != len(grid) + len(tables) \
+            or call.programs * math.prod(size for _, size in dims) > MAX_BLOCK_ELEMENTS:
+        return None
+    ids = [a.reshape(-1) for a in np.meshgrid(*[np.arange(g) for g in grid], indexing="ij")]
+    values = Values(ids, grid)
+    env = values.run(index_map, [*ids, *tables])
+    indices = [values.of(v, env) for v in index_map.outvars]
+    if any(i is None or isinstance(i, ArrayValue) for i in indices) or len(indices) != data.ndim:
+        return None
+    starts = []
+    for (kind, size), index, extent in zip(dims, indices, data.shape, strict=True):
+        start = np.broadcast_to(_wide(np.asarray(index)), (call.programs,))
+        if kind == "blocked":
+            start = start * size
+        elif kind == "element":
+            return None  # an element offset may read padding
+        if np.any(start < 0) or np.any(start + size > extent):
+            return None  # past the edge: padding, whose values are undefined
+        starts.append(start)
+    block = np.stack([data[tuple(int(st[q]) if kind == "squeezed" else
+                                 slice(int(st[q]), int(st[q]) + size)
+                                 for (kind, size), st in zip(dims, starts, strict=True))]
+                      for q in range(call.programs)])
+    return BlockValue(block)
 
 
 def _kernel(eqn: Any, out_rel: list[bool], operands: list[Any]) -> tuple[float, float, int]:
@@ -894,10 +1005,58 @@ def _kernel(eqn: Any, out_rel: list[bool], operands: list[Any]) -> tuple[float, 
     used = {k: w for k, w in used.items()
             if not n_index + n_in <= k < n_index + n_in + n_out or k - n_index - n_in in full}
     n_dyn = call.start  # the dynamic grid bounds (and any refs before them)
-    moved = sum(_nbytes(v.aval) for k, v in enumerate(eqn.invars[n_dyn:]) if k in used)
-    moved += sum(_nbytes(v.aval) for j, (v, r) in enumerate(zip(eqn.outvars, out_rel, strict=True))
+    every = np.ones(programs, bool) if call.grid is not None and programs <= MAX_PROGRAMS else None
+    moved = sum(_nbytes(v.aval) if k < n_index else _moved(call, k - n_index, v.aval, every)
+                for k, v in enumerate(eqn.invars[n_dyn:]) if k in used)
+    moved += sum(_moved(call, n_in + j, v.aval, used[n_index + n_in + j])
+                 for j, (v, r) in enumerate(zip(eqn.outvars, out_rel, strict=True))
                  if r and n_index + n_in + j in used)
     return float(np.sum(flops)) * scale, float(moved), programs
+
+
+def _moved(call: _Call, m: int, aval: Any, programs: Any) -> float:
+    """The bytes of a kernel operand (block mapping ``m``) that cross HBM: the distinct blocks
+    that ``programs`` (a bool per program; None: not enumerated) place, as its index map places
+    them, or, where the judge cannot evaluate the map, a block per program that runs; never more
+    than the operand. An operand the kernel reads itself (``ANY`` memory, by DMA) counts in full."""
+    from jaxbench.evaluator.judge.blocks import block_dims
+
+    full = float(_nbytes(aval))
+    mappings = getattr(call.grid_mapping, "block_mappings", ()) or ()
+    if m >= len(mappings):
+        return full
+    mapping = mappings[m]
+    if "any" in str(getattr(getattr(mapping, "block_aval", None), "memory_space", "")).lower():
+        return full
+    dims = block_dims(mapping)
+    shape = tuple(int(d) for d in getattr(aval, "shape", ()))
+    if len(dims) != len(shape):
+        return full
+    block = float(math.prod(dims)) * np.dtype(aval.dtype).itemsize
+    distinct = _distinct_blocks(call, mapping, programs) if programs is not None else None
+    if distinct is None:
+        distinct = call.programs if programs is None else int(np.count_nonzero(programs))
+    return min(full, block * distinct)
+
+
+def _distinct_blocks(call: _Call, mapping: Any, programs: Any) -> int | None:
+    """How many distinct blocks the programs in ``programs`` place (their index maps' results);
+    None where the judge cannot evaluate the index map."""
+    grid = call.grid
+    index_map = getattr(mapping.index_map_jaxpr, "jaxpr", mapping.index_map_jaxpr)
+    if grid is None or len(programs) != call.programs or len(index_map.invars) < len(grid):
+        return None
+    tables = (list(call.tables) + [None] * len(index_map.invars))[:len(index_map.invars) - len(grid)]
+    ids = [a.reshape(-1) for a in np.meshgrid(*[np.arange(g) for g in grid], indexing="ij")]
+    values = Values(ids, grid)
+    env = values.run(index_map, [*ids, *tables])
+    indices = [values.of(v, env) for v in index_map.outvars]
+    if any(i is None or isinstance(i, ArrayValue) for i in indices):
+        return None
+    if not indices:
+        return 1 if np.any(programs) else 0
+    rows = np.stack([np.broadcast_to(_wide(np.asarray(i)), (call.programs,)) for i in indices])
+    return int(len(np.unique(rows[:, np.asarray(programs, bool)], axis=1).T))
 
 
 def _written_in_full(eqn: Any, call: _Call, used: Uses, first: int) -> set[int]:
@@ -983,6 +1142,7 @@ class _Module:
 
     def __init__(self, lines: dict[int, tuple[str, int]]) -> None:
         self.lines, self.values = lines, Values(fold=True)
+        self.wants_data = False
 
     def walk(self, jaxpr: Any, inputs: list[Any], out_rel: list[bool], times: float,
              depth: int, around: Any = None) -> KernelWork:
@@ -998,8 +1158,11 @@ class _Module:
             if compat.is_kernel(eqn):
                 if not live or not any(outs):
                     continue  # nothing it makes reaches the result
-                flops, moved, programs = _kernel(eqn, outs,
-                                                 [self.values.of(v, env) for v in eqn.invars])
+                operands = [self.values.of(v, env) for v in eqn.invars]
+                self.wants_data |= any(x is None and _dtype(v) is not None
+                                       and _dtype(v).kind in "biu"
+                                       for v, x in zip(eqn.invars, operands, strict=True))
+                flops, moved, programs = _kernel(eqn, outs, operands)
                 work.flops += times * flops
                 work.bytes += times * moved
                 work.kernels.append({"flops": times * flops, "bytes": times * moved,
@@ -1019,8 +1182,8 @@ class _Module:
         name, of = eqn.primitive.name, self.values.of
         sub = _call_jaxpr(eqn)
         if sub is not None:
-            return self.walk(sub, [of(v, env) for v in eqn.invars], outs, times, depth + 1,
-                             line)
+            return self.walk(sub, _shards(eqn, [of(v, env) for v in eqn.invars]), outs,
+                             times * _per_device(eqn), depth + 1, line)
         if name == "scan":
             body = _jaxpr(eqn.params["jaxpr"])
             nc = compat.scan_counts(eqn)[0]
@@ -1048,7 +1211,10 @@ class _Module:
             ins = [of(v, env) for v in eqn.invars[cn:cn + bn]] + [None] * (len(body.invars) - bn)
             body_rel = _while_operands(eqn, outs, env, self.values, frozenset(), depth)[1]
             return self.walk(body, ins, body_rel, times * float(trips), depth + 1, line)
-        return KernelWork()  # anything else: nothing in it is sure to run
+        if any(compat.is_kernel(e) for s in _subs(eqn) for e in compat.walk_eqns(s, 100_000)):
+            raise Unreadable(f"a kernel inside {name}, which the kernel-work counter does not "
+                             "read")
+        return KernelWork()  # no kernel inside: nothing of the kernels' work
 
 
 def _merge(work: KernelWork, more: KernelWork) -> None:
@@ -1068,25 +1234,136 @@ def _cheapest(options: list[KernelWork]) -> KernelWork:
                       outside_eqns=[e for w in options for e in w.outside_eqns])
 
 
+MAX_HOST_ELEMENTS = 1 << 26  # the largest value the host computes on a trial's data
+
+
+def _holds_kernel(eqn: Any) -> bool:
+    return compat.is_kernel(eqn) or any(compat.is_kernel(e) for s in _subs(eqn)
+                                        for e in compat.walk_eqns(s, 100_000))
+
+
+def _host_values(jaxpr: Any, raw: list[Any]) -> dict[Any, Any]:
+    """The integer operands of the kernels in ``jaxpr`` (at any depth of calls), computed on
+    the host's CPU from a trial's inputs (``raw``, floats included): group sizes routed from
+    float logits, the tile metadata a library derives from them, lengths, offsets. Only what
+    they depend on is computed (never a kernel: its result is unknown), each value at most
+    :data:`MAX_HOST_ELEMENTS`; what cannot be computed stays unknown. Returns var -> value for
+    the integer values computed, nested calls' vars included. (Rounding on the chip could
+    route differently: this decides only which work is counted, never whether the outputs
+    are right.)"""
+    found: dict[Any, Any] = {}
+    needs: dict[int, set[Any]] = {}
+    _evaluate(jaxpr, raw, found, needs)
+    return found
+
+
+def _is_int(v: Any) -> bool:
+    return not _is_literal(v) and _dtype(v) is not None and _dtype(v).kind in "biu"
+
+
+def _needed(jaxpr: Any, needs: dict[int, set[Any]], depth: int = 0) -> set[Any]:
+    """The vars of ``jaxpr`` the integer operands of its kernels depend on (its inputs
+    included), through calls; cached by jaxpr in ``needs``."""
+    if id(jaxpr) in needs:
+        return needs[id(jaxpr)]
+    if depth > MAX_DEPTH:
+        raise Unreadable("the traced function nests more deeply than the counter reads")
+    wanted: set[Any] = set()
+    for eqn in jaxpr.eqns:
+        if not _holds_kernel(eqn):
+            continue
+        sub = None if compat.is_kernel(eqn) else _call_jaxpr(eqn)
+        if sub is not None and _per_device(eqn) == 1:
+            inner = _needed(sub, needs, depth + 1)
+            wanted |= {u for u, v in zip(eqn.invars, sub.invars, strict=True)
+                       if v in inner and not _is_literal(u)}
+        else:
+            wanted |= {v for v in eqn.invars if _is_int(v)}
+    maker = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+    need: set[Any] = set()
+    stack = list(wanted)
+    while stack:
+        v = stack.pop()
+        eqn = maker.get(v)
+        if v in need or (eqn is not None and (_holds_kernel(eqn) or eqn.effects)):
+            continue
+        need.add(v)
+        if eqn is not None:
+            stack += [u for u in eqn.invars if not _is_literal(u)]
+    needs[id(jaxpr)] = need
+    return need
+
+
+def _call_consts(eqn: Any) -> list[Any]:
+    """The constants of a call-like equation's closed jaxpr (what its constvars hold)."""
+    name = _CALLS.get(eqn.primitive.name)
+    return list(getattr(eqn.params.get(name), "consts", ()) or ()) if name else []
+
+
+def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int, set[Any]],
+              depth: int = 0, consts: list[Any] = ()) -> None:
+    import jax
+
+    need = _needed(jaxpr, needs, depth)
+    if not need:
+        return
+    env = {v: np.asarray(x) for v, x in zip(jaxpr.invars, raw, strict=False)
+           if x is not None and v in need}
+    if len(consts) == len(jaxpr.constvars):
+        env.update({v: np.asarray(c) for v, c in zip(jaxpr.constvars, consts, strict=True)
+                    if v in need and np.size(c) <= MAX_HOST_ELEMENTS})
+    cpu = jax.devices("cpu")[0]
+    for eqn in jaxpr.eqns:
+        known = [not _is_literal(u) and u in env for u in eqn.invars]
+        if _holds_kernel(eqn):
+            sub = None if compat.is_kernel(eqn) else _call_jaxpr(eqn)
+            if sub is not None and _per_device(eqn) == 1:
+                _evaluate(sub, [env[u] if k else (u.val if _is_literal(u) else None)
+                                for u, k in zip(eqn.invars, known, strict=True)],
+                          found, needs, depth + 1, _call_consts(eqn))
+            continue
+        if not any(v in need for v in eqn.outvars) or not all(
+                k or _is_literal(u) for u, k in zip(eqn.invars, known, strict=True)) or any(
+                _size(v.aval) > MAX_HOST_ELEMENTS for v in [*eqn.invars, *eqn.outvars]):
+            continue
+        try:
+            with jax.default_device(cpu):
+                outs = compat.bind_eqn(eqn, [u.val if _is_literal(u) else env[u]
+                                             for u in eqn.invars])
+        except Exception:  # noqa: BLE001 - not computed: unknown
+            continue
+        env.update({v: np.asarray(o) for v, o in zip(eqn.outvars, outs, strict=True)})
+    found.update({v: x for v, x in env.items() if _is_int(v)})
+
+
 def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None,
           known: list[Any] | None = None) -> KernelWork:
     """The kernels' work in ``closed`` (a traced kernel), with ``lines`` (``id(eqn) -> (file,
-    line)``, the hand-over's) naming the outside equations. ``known``: values of the kernel's
-    inputs, in order (None for one not known), of which the small integer and boolean ones
-    are read (page tables, lengths, group sizes: a trial's inputs, on which loops and branches
-    that depend on them are then counted as they run). Raises where it cannot read the jaxpr
+    line)``, the hand-over's) naming the outside equations. ``known``: a trial's inputs, in
+    order (None for one not known): the small integer and boolean ones are read (page tables,
+    lengths), and the integer operands of the kernels are computed from all of them on the
+    host (:func:`_host_values`: group sizes routed from float logits), so that the loops,
+    branches and grids that follow them count as they run on that data. The result's
+    ``wants_data`` says whether a kernel had an integer operand the count did not know
+    (counted without data: counting on a trial's may count more). Raises where it cannot read
+    the jaxpr
     (:class:`Unreadable` and any other error): the caller fails closed."""
     jaxpr = _jaxpr(closed)
-    given = [None if x is None else _known_const(x) for x in (known or [])]
-    given = (given + [None] * len(jaxpr.invars))[:len(jaxpr.invars)]
-    consts = [_known_const(c) for c in getattr(closed, "consts", ())]
+    raw = (list(known or []) + [None] * len(jaxpr.invars))[:len(jaxpr.invars)]
+    given = [None if x is None else _known_const(x) for x in raw]
+    raw_consts = list(getattr(closed, "consts", ()))
+    consts = [_known_const(c) for c in raw_consts]
     if consts and len(consts) == len(jaxpr.constvars):  # the constants, as known inputs
         inputs = consts + given
+        raw = raw_consts + raw
         jaxpr = jaxpr.replace(invars=[*jaxpr.constvars, *jaxpr.invars], constvars=[])
     else:
         inputs = given
     walker = _Module(lines or {})
+    if known is not None:  # what the kernels' integer operands are on this data
+        walker.values.preset = {v: _known_const(x) for v, x in _host_values(jaxpr, raw).items()}
     work = walker.walk(jaxpr, inputs, [True] * len(jaxpr.outvars), 1.0, 0)
+    work.wants_data = walker.wants_data
     work.outside_eqns.sort(key=lambda e: -e[0])
     del work.outside_eqns[8:]
     work.unreached = outputs_without_kernel(closed, lines)
@@ -1183,7 +1460,8 @@ def _eqn_reached(eqn: Any, ins: list[bool], env: dict[Any, Any], values: Values,
         return [ins[through[j]] if j in through else True for j in range(n_out)]
     sub = _call_jaxpr(eqn)
     if sub is not None:
-        return _reached(sub, ins, [of(v, env) for v in eqn.invars], values, depth + 1)[0]
+        return _reached(sub, ins, _shards(eqn, [of(v, env) for v in eqn.invars]), values,
+                        depth + 1)[0]
     if name == "select_n":
         which = of(eqn.invars[0], env)
         if which is not None and np.ndim(which) == 0:
