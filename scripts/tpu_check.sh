@@ -16,6 +16,21 @@
 #            (scripts/seal_check.py: nothing read, written or connected to) and the cheats of
 #            tests/adversarial against their CPU verdicts (scripts/chip_vs_cpu.py), into
 #            OUT_DIR/seal
+# Steps for issue 55 (not in the default list; name them), each under 9 minutes a call:
+#   cache-seed-cold  the `seed` run with an empty compile cache (RUNS/xla-seed, made afresh
+#                    when the run starts, kept while it is resumed) into runs/tpu-seed-cold
+#   cache-seed-warm  the same run again with the cache the cold one filled, into
+#                    runs/tpu-seed-warm (resumed like it; start it after cache-seed-cold ends)
+#   eval-cold        one `jaxbench eval --mode device --size full` (EVAL_TASK, default
+#                    12p_rmsnorm) with an empty compile cache (RUNS/xla-eval), its JSON
+#   eval-warm        the same evaluation again with that cache, its JSON
+#   beside           benchmarks/compile_beside_timing.py: a timing alone and with XLA compiles
+#                    beside it (OUT_DIR/beside.txt)
+#   optimize16       `optimize` as above with --budget 16 (16 scripted copies of each seed) on
+#                    OPT_TASKS, into runs/tpu-optimize16, resumed like the runs
+# A run step's calls each print "<step>: exit E in S s"; a run's wall is the sum over its calls
+# (the log says where each call started and ended). OWNER_DEPTH sets JAXBENCH_OWNER_DEPTH (the
+# requests a chip's owner takes at once; 1 is the old one-at-a-time owner, for a comparison).
 # Each run step stops at BUDGET_S seconds (default 420) and is resumed by the next call; its
 # run directory is packed as OUT_DIR/<name>.tgz after every call. Environment: PYTHON (default
 # python3), WORKERS (default 3), BUDGET_S, RUNS (default runs), EXTRA (more `run` options),
@@ -36,11 +51,36 @@ RUNS="${RUNS:-runs}"
 export PYTHONUNBUFFERED=1
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT" "$RUNS"
+if [ -n "${OWNER_DEPTH:-}" ]; then export JAXBENCH_OWNER_DEPTH="$OWNER_DEPTH"; fi
+# a seed run resumed in later calls, with the compile cache in $2 (made afresh with $3=fresh
+# when the run has not started yet); the packed run directory goes to OUT_DIR
+cached_run() {
+  local name="$1" cache="$2" fresh="${3:-}"
+  if [ "$fresh" = fresh ] && [ ! -e "$RUNS/$name/manifest.json" ]; then rm -rf "$cache"; fi
+  JAXBENCH_XLA_CACHE="$cache" timeout --signal=INT --kill-after=30 "${BUDGET_S:-420}" "$PY" -m \
+    jaxbench.cli run --suite jaxbench --kernels seed --target tpu --mode "$MODE" --size "$SIZE" \
+    --workers "${WORKERS:-3}" --out "$RUNS/$name" ${EXTRA:-} 2>&1 | tail -n 80 | tee -a "$log"
+  local rc=${PIPESTATUS[0]}
+  say "$name: exit $rc in $(( $(date +%s) - t0 )) s (cache $cache: $(ls "$cache" 2>/dev/null | wc -l) entries)"
+  tar -czf "$OUT/$name.tgz" -C "$RUNS" "$name"
+}
+scripted_answers() {  # $1 copies of each seed of OPT_TASKS, each with a distinct comment
+  answers="$RUNS/scripted$1"
+  rm -rf "$answers"
+  for t in $OPT_TASKS; do
+    mkdir -p "$answers/$t"
+    for i in $(seq 1 "$1"); do
+      { echo '```python'; cat "src/jaxbench/tasks/jaxbench/$t/seed_tpu.py"; echo "# copy $i"
+        echo '```'; } >"$answers/$t/$i.md"
+    done
+  done
+}
 log="$OUT/tpu_check.log"
 say() { echo "tpu_check: $*" | tee -a "$log"; }
 started=$(date +%s)
 for step in $STEPS; do
   t0=$(date +%s)
+  say "$step: start $(date -u +%FT%TZ)"
   case "$step" in
     doctor)
       { "$PY" -c 'import platform, sys, jax, jaxlib; print(sys.version.split()[0], platform.libc_ver(), "jax", jax.__version__, "jaxlib", jaxlib.__version__)'
@@ -83,7 +123,30 @@ for step in $STEPS; do
         | tail -n 90 | tee -a "$log"
       say "chip_vs_cpu: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
       ;;
-    *) say "unknown step $step (doctor, one, seed, expert, optimize, seal)"; exit 2 ;;
+    cache-seed-cold) cached_run tpu-seed-cold "$RUNS/xla-seed" fresh ;;
+    cache-seed-warm) cached_run tpu-seed-warm "$RUNS/xla-seed" ;;
+    eval-cold|eval-warm)
+      [ "$step" = eval-cold ] && rm -rf "$RUNS/xla-eval"
+      task="${EVAL_TASK:-12p_rmsnorm}"
+      JAXBENCH_XLA_CACHE="$RUNS/xla-eval" timeout 480 "$PY" -m jaxbench.cli eval --task "$task" \
+        --mode "$MODE" --size "$SIZE" --json "src/jaxbench/tasks/jaxbench/$task/seed_tpu.py" \
+        >"$OUT/$step.json" 2>>"$log"
+      say "$step: exit $? in $(( $(date +%s) - t0 )) s"
+      ;;
+    beside)
+      timeout 480 "$PY" benchmarks/compile_beside_timing.py 2>&1 | tee "$OUT/beside.txt" | tee -a "$log"
+      say "beside: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+      ;;
+    optimize16)
+      [ -e "$RUNS/tpu-optimize16/manifest.json" ] || scripted_answers 16
+      timeout --signal=INT --kill-after=30 "${BUDGET_S:-420}" "$PY" -m jaxbench.cli optimize \
+        --method best_of_n --model "scripted:$RUNS/scripted16" --tasks "$(echo $OPT_TASKS | tr ' ' ,)" \
+        --budget 16 --target tpu --mode "$MODE" --size "$SIZE" --workers "${WORKERS:-3}" \
+        --out "$RUNS/tpu-optimize16" 2>&1 | tail -n 40 | tee -a "$log"
+      say "optimize16: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+      tar -czf "$OUT/tpu-optimize16.tgz" -C "$RUNS" tpu-optimize16
+      ;;
+    *) say "unknown step $step (doctor, one, seed, expert, optimize, seal, cache-seed-cold, cache-seed-warm, eval-cold, eval-warm, beside, optimize16)"; exit 2 ;;
   esac
 done
 say "done in $(( $(date +%s) - started )) s"

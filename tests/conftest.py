@@ -40,6 +40,9 @@ def pytest_configure(config):
     # Triton's compiler (the optional `triton` extra) adds seconds to every GPU evaluation:
     # off for the suite, on in tests/test_triton_compile.py.
     os.environ.setdefault("JAXBENCH_TRITON_COMPILE", "0")
+    # The judge's compile cache of the task's programs (evaluator/judge/xla_cache.py) would be
+    # the user's own (~/.cache/jaxbench/xla): off for the suite, on in test_compile_cache.py.
+    os.environ.setdefault("JAXBENCH_XLA_CACHE", "off")
     # This process checks on the host CPU only, like the tracers and the CPU-only runner, which
     # the evaluator starts with this flag itself (evaluator/parent/pool.py): the many small
     # programs a test compiles and runs once compile faster unoptimized; numerics stay IEEE.

@@ -1,4 +1,4 @@
-"""The device lease (jaxbench.evaluator.parent.lease): concurrent evaluations share one device, and
+"""The device lease (jaxbench.evaluator.common.lease): concurrent evaluations share one device, and
 a timing never overlaps another candidate's compile, check or timing.
 
 The end-to-end tests drive the real client and runner pool (jaxbench.evaluator.parent.judge_client)
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from jaxbench.evaluator.common.lease import EXCLUSIVE, SHARED, DeviceLease, overlaps
 from jaxbench.evaluator.parent.judge_client import RunnerPool
-from jaxbench.evaluator.parent.lease import EXCLUSIVE, SHARED, DeviceLease, overlaps
 
 FAKE = (sys.executable, str(Path(__file__).with_name("fake_device_runner.py")))
 

@@ -43,6 +43,7 @@ def _show(report: dict[str, Any]) -> None:
         table.add_row(f"cross-lowering: {label}", state)
     table.add_row("Triton's compiler (sm_80)", report["triton_compiler"])
     table.add_row("profiler (this process's CPU)", report["profiler"])
+    table.add_row("compile cache (the judge's)", report["compile_cache"])
     console().print(table)
 
 

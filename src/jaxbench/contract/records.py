@@ -86,6 +86,9 @@ class Settings:
     # the result as ``trial_nonce``): for callers that show the verdict to whoever resubmits
     # (``serve``, ``optimize``'s agents), so nothing learnt from one verdict applies to the next.
     fresh_keys: bool = False
+    # The trusted runner keeps XLA's compiles of the task's own programs (reference, truth,
+    # input drawing) on disk (evaluator/judge/xla_cache.py); ``--no-cache``: it does not.
+    xla_cache: bool = True
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes``; a mode or target of another name is a ValueError."""
@@ -118,6 +121,8 @@ class StageDetails(TypedDict, total=False):
     seconds: float
     bytes: int  # the tracer's hand-over: its size
     lease_wait_s: float  # the judge's timing: how long it waited for the device lease
+    hits: int  # the judge's compile cache (judge/xla_cache.py): programs read back from it
+    misses: int  # ... and compiled (then written to it)
     interpret_export_error: str  # the judge's lowering: why no interpret-mode module exists
     gpu_race_rule: str  # the judge's trials: the GPU race rule, decided on their inputs
 
@@ -145,6 +150,15 @@ class TimingSamples(TypedDict):
     input_sets: int
     warmup_rounds: int
     device: NotRequired[DeviceSamples]
+    # the adaptive timing (judge/timing.py, time_adaptive): how the reference's samples were
+    # got ("measured" beside the kernel, "reused" from an earlier candidate of the same task
+    # and size on this chip, "remeasured"), why it was remeasured, the reference's check
+    # calls on this candidate's inputs, why it stopped (interval, reps, seconds), its rounds
+    reference: NotRequired[str]
+    remeasured_because: NotRequired[str]
+    reference_check_s: NotRequired[list[float]]
+    stopped: NotRequired[str]
+    rounds: NotRequired[int]
 
 
 class StructureFigures(TypedDict, total=False):
@@ -164,7 +178,7 @@ class StructureFigures(TypedDict, total=False):
     kernel_bytes: float
     outside_share: float
     outside_bytes_share: float
-    kernel_work_counted_on: str  # counted again on a trial's inputs: why the figures differ
+    kernel_work_counted_on: str  # on the first trial's integer inputs, or the trace alone
 
 
 class ChipFits(TypedDict):
@@ -255,7 +269,8 @@ class TracerStatus(Record):
     message: str = ""
     rule: str | None = None
     stages: dict[str, StageDetails] = dataclasses.field(default_factory=dict)
-    info: dict[str, Any] = dataclasses.field(default_factory=dict)  # today's tracer leaves it empty
+    # hints for the message only: today ``in_kernel`` (a trace error raised in kernel(*inputs))
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
     isolation: str | None = None
     frames: list[Any] = dataclasses.field(default_factory=list)
     probe: list[Any] | None = None
@@ -291,6 +306,7 @@ class JudgeRequest(Record):
     timing_keys: list[Any] = dataclasses.field(default_factory=list)
     time: bool = True  # time the kernel (device mode)
     lease: bool = False  # the runner asks the parent's device lease before timing
+    xla_cache: bool = True  # the runner's compile cache for the task's programs (xla_cache.py)
     schema: int = SCHEMA_VERSION
 
 

@@ -46,6 +46,7 @@ class Diagnosis(TypedDict):
     cross_lowering: dict[str, str]
     triton_compiler: str
     profiler: str
+    compile_cache: str  # the judge's compile cache of the task's programs: where, or why none
 
 
 def versions() -> dict[str, str]:
@@ -344,4 +345,12 @@ def diagnose() -> Diagnosis:
             "isolation": isolation, "seal": seal_text(),
             "host_limits": host_limits(isolation), "peaks": peaks(),
             "cross_lowering": cross_lowering(), "triton_compiler": triton_compiler(),
-            "profiler": profiler_check()}
+            "profiler": profiler_check(), "compile_cache": compile_cache()}
+
+
+def compile_cache() -> str:
+    """The trusted runner's compile cache of the task's own programs
+    (:mod:`jaxbench.evaluator.judge.xla_cache`): its directory, or why there is none."""
+    from jaxbench.evaluator.judge import xla_cache
+
+    return xla_cache.describe()

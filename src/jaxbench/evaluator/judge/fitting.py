@@ -31,6 +31,7 @@ _GIB = re.compile(r"\(([\d.]+)([KMGT])\) exceeds available [A-Z]+ \(([\d.]+)([KM
 _UNITS = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _KEPT: dict[tuple[int, str], Fit] = {}
 _LOCK = threading.Lock()
+_COMPILING: dict[tuple[int, str], threading.Lock] = {}
 
 
 def chip_memory() -> int | None:
@@ -92,6 +93,9 @@ def _specs(shapes: list[Any]) -> list[jax.ShapeDtypeStruct]:
     return [jax.ShapeDtypeStruct(tuple(s.shape), jnp.dtype(s.dtype)) for s in shapes]
 
 
+specs_of = _specs  # the runner compiles the kernel's module from the same abstract inputs
+
+
 @dataclass
 class Fit:
     """What fits the chip for one task and size (see the module's docstring)."""
@@ -104,6 +108,9 @@ class Fit:
     draw: Any = None  # the task's input drawing, compiled for the chip ahead of time (kept)
     _truth: Any = None
     _slices: tuple[str, int, list[int | None], list[int]] | None = None
+    # the reference's timing samples on this chip, kept for later candidates (timing.py,
+    # time_adaptive: reused where the verdict does not depend on them)
+    reference_times: Any = None
 
     def record(self) -> dict[str, bool | int | str | None]:
         return {"reference": self.reference is not None, "reference_bytes": self.reference_bytes,
@@ -167,9 +174,16 @@ def _truth_plan(task: Task, size: str, available: int | None) -> tuple[Any, str,
 
 
 def check(task: Task, size: str) -> Fit:
-    """The fit of ``task`` at ``size`` on this process's chip (compiled once, then kept)."""
+    """The fit of ``task`` at ``size`` on this process's chip (compiled once, then kept). Two
+    requests of one (task, size) compile it once; other tasks' compiles run beside it."""
+    key = (id(task), size)
     with _LOCK:
-        known = _KEPT.get((id(task), size))
+        known = _KEPT.get(key)
+        if known is not None:
+            return known
+        lock = _COMPILING.setdefault(key, threading.Lock())
+    with lock:
+        known = _KEPT.get(key)
         if known is not None:
             return known
         available = chip_memory()
@@ -183,7 +197,8 @@ def check(task: Task, size: str) -> Fit:
         # task's inputs are compiled for once per owner (seconds on a chip at full size)
         draw = task.drawing(size).lower(jax.random.key(0)).compile()
         fit = Fit(reference, needed, available, reason, truth_on, draw, truth, slices)
-        _KEPT[(id(task), size)] = fit
+        with _LOCK:
+            _KEPT[key] = fit
         return fit
 
 

@@ -49,7 +49,17 @@ if TYPE_CHECKING:
     from jaxbench.evaluator.judge.memory_rules import KernelFigures
 
 _perf_counter = time.perf_counter
+# A chip owner serving several requests at once: the lease lines of its own chip lease (the
+# timing's "exclusive" and "shared" are answered by the parent's lease where one request is
+# served at a time).
+CHIP, FREE = "chip", "free"
+OWNER_DEPTH = "JAXBENCH_OWNER_DEPTH"  # requests a chip's owner takes at once (its environment)
 HANDOVER = "jaxpr.pkl"  # the tracer's traced jaxprs, the one thing it hands over
+# What the kernels' work was counted on (the structure figures' ``kernel_work_counted_on``).
+COUNTED_ON_TRIAL = ("the first trial's data: the kernels' integer operands as they are there, "
+                    "and the grids, loops and branches that follow them as they run")
+COUNTED_ON_TRACE = ("the traced program alone: no kernel has an integer operand that the "
+                    "data decides")
 CLEAR_CACHES_EVERY = 16
 
 
@@ -148,6 +158,12 @@ class _Judging:
         self.compiled: Any = None
         self.first: Any = None
         self.fit: Any = None  # device mode: what fits the chip (judge/fitting.py)
+        self.holding = False  # device mode: this request holds the chip (on_chip)
+        # the compile cache for the task's own programs (judge/xla_cache.py), where asked for
+        from jaxbench.evaluator.judge import xla_cache
+
+        self.cache_on = bool(request.xla_cache) and xla_cache.enable() is not None
+        self.cache_counts = {"hits": 0, "misses": 0}
 
     def inputs(self, key: list[int]) -> Any:
         if self.fit is not None:  # on a device: the drawing compiled once per owner
@@ -155,7 +171,8 @@ class _Judging:
             import numpy as np
 
             return self.fit.draw(jax.random.wrap_key_data(np.asarray(key, np.uint32)))
-        return _inputs(self.task, key, self.size)
+        with _task_side(self):
+            return _inputs(self.task, key, self.size)
 
     def timed(self, name: str, t0: float, **extra: Any) -> None:
         self.response.stages[name] = {"seconds": round(_perf_counter() - t0, 4), **extra}
@@ -192,7 +209,7 @@ class _Judging:
         t0 = _perf_counter()
         target = lowered.target[size]
         rules.check_export(target, self.platform, self.in_types, self.out_types, "target")
-        response.structure = self.structure_rules(target)
+        response.structure = _structure_rules(self, target)
         response.kernel_backend = kernel_backend_of_calls(response.structure["custom_calls"])
         # (a "cpu" target, a test's stand-in for a device, has no chip whose memory to count)
         problem, figures = _budgets(self.request, self.task, self.platform, lowered) \
@@ -212,34 +229,6 @@ class _Judging:
             response.jaxpr = str(lowered.traces[size])[:2_000_000]
             response.kernel_ir = "\n\n".join(lowered.kernel_ir)
 
-    def structure_rules(self, target: Any) -> dict[str, Any]:
-        """The structure rules on the target module with the kernels' own work. Fails closed:
-        where the counter or a rule itself raises, nothing vouches that the kernel keeps its
-        work in Pallas, so the verdict is `unverified` with the code of the step that failed
-        (never a rule skipped, never `correct`)."""
-        from jaxbench.evaluator.judge import kernel_work, rules
-
-        size = self.size
-        try:
-            kernels = kernel_work.count(self.lowered.traces[size], self.payload["lines"])
-        except Exception as exc:  # noqa: BLE001 - the judge's own counter failing: it cannot know
-            raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the judge could not count the "
-                               f"kernels' own work, so the outside-work rules cannot be applied: "
-                               f"{short_error(exc, 300)}", rule=Rule.KERNEL_WORK_FAULT) from None
-        try:
-            report = _structure(target, self.platform)
-            return rules.check_target(report, self.task.flops(size),
-                                      self.request.max_outside_flops_fraction, kernels,
-                                      self.task.work, _elements(self.in_types + self.out_types))
-        except StageFailure as failure:
-            return _counted_on_a_trial(self, report, failure)
-        except Exception as exc:  # noqa: BLE001 - a rule failing, not deciding: it cannot know
-            raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the module's analysis or a "
-                               f"structure rule failed while it checked the kernel: "
-                               f"{short_error(exc, 300)}",
-                               rule=Rule.STRUCTURE_RULE_FAULT) from None
-
-    # -- the interpreters' checks and the trials --------------------------------------------------
     def probe(self) -> None:
         from jaxbench.evaluator.judge import lowering
 
@@ -257,10 +246,34 @@ class _Judging:
         """One key's inputs, drawn once (on the chip in device mode), timed as ``inputs``."""
         import jax
 
-        t0 = _perf_counter()
-        inputs = jax.block_until_ready(self.inputs(key))
-        self.span("inputs", t0)
+        with self.on_chip(self.mode == "device"):
+            t0 = _perf_counter()
+            inputs = jax.block_until_ready(self.inputs(key))
+            self.span("inputs", t0)
         return inputs
+
+    @contextlib.contextmanager
+    def on_chip(self, device: bool = True) -> Any:
+        """Holds the chip while inside (device mode): ``lease(CHIP)`` / ``lease(FREE)``. A
+        chip's owner serving several requests at once (:func:`serve_concurrently`) lets one
+        of them at a time use the chip, from its first input drawn to its outputs written;
+        their compiles run beside it, outside. Re-entrant; a no-op for a runner that serves
+        one request at a time (it answers only the timing's exclusive and shared)."""
+        if not device or self.holding:
+            yield
+            return
+        waiting = _perf_counter()
+        self.lease(CHIP)
+        self.span("chip_lease_wait", waiting)
+        self.holding = True
+        held = _perf_counter()
+        try:
+            yield
+        finally:
+            self.holding = False
+            self.lease(FREE)
+            spent = self.response.stages.setdefault("chip_held", {"seconds": 0.0})
+            spent["seconds"] = round(spent["seconds"] + _perf_counter() - held, 4)
 
     def span(self, name: str, t0: float) -> None:
         """Adds the seconds since ``t0`` to span ``name`` (the response's ``spans``)."""
@@ -274,9 +287,13 @@ class _Judging:
         from jaxbench.evaluator.judge import fitting
 
         t0 = _perf_counter()
-        self.fit = fitting.check(self.task, self.size)
+        with _task_side(self):
+            self.fit = fitting.check(self.task, self.size)
         self.response.fits = self.fit.record()
         self.span("reference_compile", t0)
+        if self.cache_on:
+            self.response.stages["compile_cache"] = {
+                "seconds": round(_perf_counter() - t0, 4), **self.cache_counts}
 
     def trials(self) -> None:
         import jax
@@ -290,10 +307,11 @@ class _Judging:
             with tool_faults.watch() as captured:
                 self.first = first = self.first if self.first is not None else self.draw(
                     self.request.trial_keys[0])
-                t1 = _perf_counter()
-                self.compiled = jax.jit(module.call).lower(*first).compile()
-                self.response.compile_s = round(_perf_counter() - t1, 4)
-                self.span("kernel_compile", t1)
+                if self.compiled is None:  # device mode compiled it before the chip
+                    t1 = _perf_counter()
+                    self.compiled = jax.jit(module.call).lower(*first).compile()
+                    self.response.compile_s = round(_perf_counter() - t1, 4)
+                    self.span("kernel_compile", t1)
                 trials = []
                 for i, key in enumerate(self.request.trial_keys):
                     inputs = first if i == 0 else self.draw(key)
@@ -397,41 +415,112 @@ def _on_chip(judging: _Judging, label: str, key: list[int], inputs: Any,
     return (label, key, host)
 
 
-def _counted_on_a_trial(judging: _Judging, report: Any, failure: StageFailure) -> dict[str, Any]:
-    """An outside-work refusal, counted again with the first trial's integer inputs known: a
-    kernel whose loops and branches follow its inputs (page tables, lengths, group sizes)
-    counts, before any trial, only the work that runs whatever they hold, often nothing.
-    Counted on the inputs it is judged on, that work surely runs there; the figures say so.
-    Any other refusal, or one that stands on the trial too, is raised as it was."""
-    import numpy as np
+@contextlib.contextmanager
+def _task_side(judging: _Judging) -> Any:
+    """Compiles inside are the task's own programs: kept in the compile cache (where it is
+    on) and counted (the response's ``compile_cache`` step)."""
+    from jaxbench.evaluator.judge import xla_cache
 
-    from jaxbench.evaluator.judge import kernel_work, rules
+    with xla_cache.task_side(judging.cache_on), xla_cache.counting() as counts:
+        try:
+            yield
+        finally:
+            for name in ("hits", "misses"):
+                judging.cache_counts[name] += counts[name]
 
-    if failure.rule not in (Rule.OUTSIDE_FLOPS, Rule.OUTSIDE_BYTES):
-        raise failure
+
+def _structure_rules(judging: _Judging, target: Any) -> dict[str, Any]:
+    """The structure rules on the target module with the kernels' own work, counted on the
+    first trial's data where a kernel's integer operands depend on it (:func:`_kernel_work`):
+    the loops, branches and grids that follow them are counted as they run there, for
+    credit and for refusal alike. Fails closed: where the counter or a rule itself raises,
+    nothing vouches that the kernel keeps its work in Pallas, so the verdict is
+    `unverified` with the code of the step that failed (never a rule skipped, never
+    `correct`)."""
+    from jaxbench.evaluator.judge import rules
+
     size = judging.size
+    known, kernels = _kernel_work(judging)
     try:
-        judging.first = judging.first if judging.first is not None else judging.draw(
-            judging.request.trial_keys[0])
-        known = [np.asarray(x) if np.asarray(x).dtype.kind in "biu" else None
-                 for x in judging.first]
-        if all(x is None for x in known):
-            raise failure
-        kernels = kernel_work.count(judging.lowered.traces[size], judging.payload["lines"],
-                                    known)
-    except StageFailure:
+        report = _structure(target, judging.platform)
+        figures = rules.check_target(report, judging.task.flops(size),
+                                     judging.request.max_outside_flops_fraction, kernels,
+                                     judging.task.work, _elements(judging.in_types + judging.out_types))
+    except StageFailure as failure:
+        if known is not None and failure.rule in (Rule.OUTSIDE_FLOPS, Rule.OUTSIDE_BYTES,
+                                                  Rule.OUTPUT_WITHOUT_KERNEL):
+            raise StageFailure(failure.status, failure.stage, f"{failure.message} (the "
+                               f"kernels' work counted on {COUNTED_ON_TRIAL})",
+                               rule=failure.rule) from None
         raise
+    except Exception as exc:  # noqa: BLE001 - a rule failing, not deciding: it cannot know
+        raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the module's analysis or a "
+                           f"structure rule failed while it checked the kernel: "
+                           f"{short_error(exc, 300)}",
+                           rule=Rule.STRUCTURE_RULE_FAULT) from None
+    figures["kernel_work_counted_on"] = COUNTED_ON_TRIAL if known is not None \
+        else COUNTED_ON_TRACE
+    return figures
+
+def _kernel_work(judging: _Judging) -> tuple[list[Any] | None, Any]:
+    """(the trial's inputs it counted on, or None; the kernels' own work): counted on the
+    traced program, and again on the first trial's inputs where a kernel has an integer
+    operand the trace alone does not know (a grid bound, a table, lengths, group sizes).
+    A counter that fails is `unverified` (it cannot know)."""
+    from jaxbench.evaluator.judge import kernel_work
+
+    trace, lines = judging.lowered.traces[judging.size], judging.payload["lines"]
+    try:
+        kernels = kernel_work.count(trace, lines)
+        if not kernels.wants_data:
+            return None, kernels
+        known = _trial_inputs(judging)
+        return known, kernel_work.count(trace, lines, known)
     except Exception as exc:  # noqa: BLE001 - the judge's own counter failing: it cannot know
         raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the judge could not count the "
-                           "kernels' own work on the first trial's inputs: "
+                           f"kernels' own work, so the outside-work rules cannot be applied: "
                            f"{short_error(exc, 300)}", rule=Rule.KERNEL_WORK_FAULT) from None
-    figures = rules.check_target(report, judging.task.flops(size),
-                                 judging.request.max_outside_flops_fraction, kernels,
-                                 judging.task.work, _elements(judging.in_types + judging.out_types))
-    figures["kernel_work_counted_on"] = ("the first trial's integer inputs: the kernels' loops "
-                                         "and branches follow them, and on other inputs their "
-                                         "work may differ")
-    return figures
+
+def _trial_inputs(judging: _Judging) -> list[Any]:
+    """The first trial's inputs on the host. In interpret mode they are the first trial's
+    own, kept for it; on a device the same key draws the same values on the host's CPU
+    (the counter reads integers and computes on the host, never on the chip)."""
+    import jax
+    import numpy as np
+
+    if judging.mode == "interpret":
+        judging.first = judging.first if judging.first is not None else judging.draw(
+            judging.request.trial_keys[0])
+        inputs = judging.first
+    else:
+        t0 = _perf_counter()
+        with jax.default_device(jax.devices("cpu")[0]):
+            inputs = jax.block_until_ready(_inputs(judging.task, judging.request.trial_keys[0],
+                                                   judging.size))
+        judging.span("inputs", t0)
+    return [np.asarray(x) for x in inputs]
+
+
+def _compile_kernel(judging: _Judging) -> None:
+    """Device mode: the kernel's module compiled for the chip from its input types, before
+    the chip is held (XLA's compile needs the host's cores, not the chip). Where it fails,
+    :meth:`_Judging.trials` compiles again and judges the failure as it always did."""
+    import jax
+
+    from jaxbench.evaluator.judge import tool_faults
+    from jaxbench.evaluator.judge.fitting import specs_of
+
+    t1 = _perf_counter()
+    try:
+        with tool_faults.watch():
+            module = judging.lowered.target[judging.size]
+            judging.compiled = jax.jit(module.call).lower(
+                *specs_of(judging.task.input_specs(judging.size))).compile()
+    except Exception:  # noqa: BLE001 - judged where trials() compiles it again
+        judging.compiled = None
+        return
+    judging.response.compile_s = round(_perf_counter() - t1, 4)
+    judging.span("kernel_compile", t1)
 
 
 def _triton_kernels_at_sizes(judging: _Judging, target: Any) -> list[dict[str, Any]] | str:
@@ -467,7 +556,7 @@ def _time_on_chip(judging: _Judging) -> None:
     """The timing (the reference, when it fits, against the module, interleaved, inputs
     rotating; the device's own times from the profiler beside the wall clock) and the recheck
     on new inputs, with its truth."""
-    from jaxbench.evaluator.judge.timing import time_device, time_interleaved
+    from jaxbench.evaluator.judge.timing import time_adaptive, time_interleaved
 
     request, first, compiled = judging.request, judging.first, judging.compiled
     reference = judging.fit.reference
@@ -481,12 +570,28 @@ def _time_on_chip(judging: _Judging) -> None:
             waited = t0 - waiting
             options = dict(request.timing)
             device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
-            judging.response.timing = time_interleaved(reference, compiled, sets,
-                                                       perf_counter=_perf_counter, **options)
-            if device_reps > 0:  # the same calls, timed on the device
-                judging.response.timing["device"] = time_device(
-                    reference, compiled, sets, reps=device_reps,
+            reuse = bool(options.pop("reuse_reference", 1))
+            adaptive = {k: options.pop(k) for k in ("interval", "near", "check_reps")
+                        if k in options}
+            timing: Any = None
+            failed: Any = None
+            if device_reps > 0:  # on the device, until the speedup is known well enough
+                timing = time_adaptive(
+                    reference, compiled, sets, perf_counter=_perf_counter,
+                    known=judging.fit.reference_times if reuse else None,
+                    device_reps=device_reps, **options, **adaptive,
                     directory=str(judging.directory / "trace"))  # other meaning: a folder
+                if "error" in timing["device"]:
+                    failed, timing = timing["device"], None
+                elif timing["reference"] != "reused":  # kept for the next candidates
+                    judging.fit.reference_times = {"device": timing["device"]["ref_s"],
+                                                   "wall": timing["ref_s"]}
+            if timing is None:  # the wall clock alone, both sides interleaved
+                timing = time_interleaved(reference, compiled, sets,
+                                          perf_counter=_perf_counter, **options)
+                if failed is not None:
+                    timing["device"] = failed
+            judging.response.timing = timing
             if request.save_ir:
                 from jaxbench.evaluator.common.artifacts import compiled_artifacts
 
@@ -514,7 +619,7 @@ def judge(request: JudgeRequest | dict[str, Any],
           lease: Callable[[str], None] = lambda kind: None) -> JudgeResponse:
     """One evaluation's trusted work, from the tracer's jaxpr hand-over; raises StageFailure
     for a verdict other than 'ran'. ``lease(kind)`` returns once the device lease
-    (:mod:`jaxbench.evaluator.parent.lease`) is held that way: the timing is the only part that
+    (:mod:`jaxbench.evaluator.common.lease`) is held that way: the timing is the only part that
     holds it exclusively. The phases: read and lower; the structure rules and the budgets
     (a budget problem ends it there: the parent refuses the kernel after the structure rules);
     the interpreters' checks; the trials (none where no interpret-mode module exists: the parent
@@ -536,17 +641,22 @@ def _walk(judging: _Judging, request: JudgeRequest) -> JudgeResponse:
     if judging.response.budget_problem:
         return judging.response
     judging.probe()
-    if judging.mode == "device":
-        judging.fits()
-    if judging.mode != "interpret" or judging.lowered.interpret is not None:
-        judging.trials()
-        if judging.mode == "device" and request.time:
-            judging.time()
-    elif judging.lowered.race_unknown:  # no trial to decide the race rule on
+    device = judging.mode == "device"
+    runs = judging.mode != "interpret" or judging.lowered.interpret is not None
+    if not runs and judging.lowered.race_unknown:  # no trial to decide the race rule on
         from jaxbench.evaluator.judge.lowering import race_unknown_failure
 
         raise race_unknown_failure(judging.lowered.race_unknown)
-    judging.write_outputs()
+    if device:  # compiles for the chip, beside whatever the chip runs now
+        judging.fits()
+        if runs:
+            _compile_kernel(judging)
+    with judging.on_chip(device):  # then the chip: the trials, the timing, the outputs
+        if runs:
+            judging.trials()
+            if device and request.time:
+                judging.time()
+        judging.write_outputs()
     return judging.response
 
 
@@ -583,7 +693,7 @@ def _same_outputs(a: Any, b: Any, traced: Any = None) -> None:
     import numpy as np
 
     from jaxbench.evaluator.common.masks import where
-    from jaxbench.evaluator.judge.coverage import describe, uncovered
+    from jaxbench.evaluator.judge.coverage import uninitialised_message
 
     leaves = list(zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True))
     differ = []
@@ -598,25 +708,40 @@ def _same_outputs(a: Any, b: Any, traced: Any = None) -> None:
                       + (f" {where(mask)}" if x.ndim else ""))
     if not differ:
         return
-    try:
-        gaps = describe(uncovered(traced)) if traced is not None else ""
-    except Exception:  # noqa: BLE001 - only the message's detail: the verdict stands without it
-        gaps = ""
-    raise StageFailure(Status.INCORRECT, Stage.CORRECT,
-                       "the outputs depend on uninitialised memory (e.g. an output never "
-                       "written, or scratch read before it is written): two runs on the "
-                       "same inputs, with that memory filled with different random bits, "
-                       f"differ: {'; '.join(differ)}"
-                       + (f". The grid does not cover every output: {gaps}" if gaps else ""),
+    raise StageFailure(Status.INCORRECT, Stage.CORRECT, uninitialised_message(differ, traced),
                        rule=Rule.UNINITIALISED)
 
 
-def serve(reply: Any) -> None:
-    """Answers requests until stdin closes."""
-    import jax
-
+def _answer(request: dict[str, Any], lease: Callable[[str], None]) -> JudgeResponse:
+    """One request's response, whatever happened (a harness bug is reported, not raised)."""
     from jaxbench.backends import tpu_interpreter_resets
 
+    resets = tpu_interpreter_resets()
+    try:
+        response = judge(JudgeRequest.from_dict(request), lease)
+    except StageFailure as failure:
+        response = JudgeResponse(status=failure.status, stage=failure.stage,
+                                 message=failure.message, rule=failure.rule,
+                                 spans=getattr(failure, "spans", {}),
+                                 fits=getattr(failure, "fits", None))
+    except (Exception, RecordError) as exc:  # noqa: BLE001 - a harness bug: report, go on
+        response = JudgeResponse(status=Status.CRASHED, stage=Stage.CORRECT,
+                                 rule=Rule.HARNESS,
+                                 message=f"judge error: {short_error(exc, 300)}")
+    if tpu_interpreter_resets() != resets:  # the interpreter failed here: a fresh runner next
+        response.retire = True
+    return response
+
+
+def serve(reply: Any) -> None:
+    """Answers requests until stdin closes (several at once where the environment says so:
+    :func:`serve_concurrently`)."""
+    import jax
+
+    depth = int(os.environ.get(OWNER_DEPTH, "1") or 1)
+    if depth > 1:
+        serve_concurrently(reply, depth)
+        return
     served = 0
     for line in sys.stdin:
         if not line.strip():
@@ -628,31 +753,80 @@ def serve(reply: Any) -> None:
             reply.flush()
             continue
         def lease(kind: str, request: dict[str, Any] = request) -> None:
-            if not request.get("lease"):
+            if not request.get("lease") or kind in (CHIP, FREE):  # one request: the chip's
                 return
             reply.write(json.dumps({"lease": kind}) + "\n")
             reply.flush()
             if sys.stdin.readline().strip() != "go":
                 raise RuntimeError(f"the parent did not grant the {kind} device lease")
 
-        resets = tpu_interpreter_resets()
-        try:
-            response = judge(JudgeRequest.from_dict(request), lease)
-        except StageFailure as failure:
-            response = JudgeResponse(status=failure.status, stage=failure.stage,
-                                     message=failure.message, rule=failure.rule,
-                                     spans=getattr(failure, "spans", {}),
-                                     fits=getattr(failure, "fits", None))
-        except (Exception, RecordError) as exc:  # noqa: BLE001 - a harness bug: report, go on
-            response = JudgeResponse(status=Status.CRASHED, stage=Stage.CORRECT,
-                                     rule=Rule.HARNESS,
-                                     message=f"judge error: {short_error(exc, 300)}")
-        if tpu_interpreter_resets() != resets:  # the interpreter failed here: a fresh runner next
-            response.retire = True
+        response = _answer(request, lease)
         if served % CLEAR_CACHES_EVERY == 0:  # keep the input generators warm, memory bounded
             jax.clear_caches()
         reply.write(json.dumps(response.to_dict(), default=str) + "\n")
         reply.flush()
+
+
+def serve_concurrently(reply: Any, depth: int) -> None:
+    """A chip's owner taking up to ``depth`` requests at once, each line tagged with its
+    request's ``id``: their reading, rules and compiles (the reference's, the truth's, the
+    kernel's: XLA's compiles free the GIL) run side by side on the host's cores, while the
+    chip serves one of them at a time (:meth:`_Judging.on_chip`, this process's own
+    :class:`~jaxbench.evaluator.common.lease.DeviceLease` held exclusively), so a timing never
+    shares the chip with anything. Waiting for the chip is told to the parent
+    (``{"id", "chip_wait_s"}``): it is not the candidate's time."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import jax
+
+    from jaxbench.evaluator.common.lease import EXCLUSIVE, DeviceLease
+
+    chip = DeviceLease()
+    writing = threading.Lock()
+    counting = threading.Lock()
+    state = {"in_flight": 0, "served": 0}
+
+    def send(message: dict[str, Any]) -> None:
+        with writing:
+            reply.write(json.dumps(message, default=str) + "\n")
+            reply.flush()
+
+    def handle(request: dict[str, Any]) -> None:
+        rid = request.pop("id")
+
+        def lease(kind: str) -> None:
+            if kind == CHIP:
+                waiting = time.monotonic()
+                chip.acquire(EXCLUSIVE)
+                send({"id": rid, "chip_wait_s": round(time.monotonic() - waiting, 4)})
+            elif kind == FREE:
+                chip.release(EXCLUSIVE)
+            # "exclusive" / "shared": the request already holds the chip alone (on_chip)
+
+        try:
+            response = _answer({**request, "lease": False}, lease)
+            send({**response.to_dict(), "id": rid})
+        finally:
+            with counting:
+                state["in_flight"] -= 1
+                state["served"] += 1
+                clear = state["in_flight"] == 0 and state["served"] >= CLEAR_CACHES_EVERY
+                if clear:  # only between requests: nothing compiles while it clears
+                    state["served"] = 0
+                    jax.clear_caches()
+
+    with ThreadPoolExecutor(max_workers=depth, thread_name_prefix="jaxbench-owner") as pool:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            request = json.loads(line)
+            if request.get("op") == "modules":
+                send({"status": RAN, "modules": sorted(sys.modules), "id": request.get("id")})
+                continue
+            with counting:
+                state["in_flight"] += 1
+            pool.submit(handle, request)
 
 
 def _warm_up() -> None:

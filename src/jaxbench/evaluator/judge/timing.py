@@ -41,6 +41,8 @@ class DeviceSamples(TypedDict, total=False):
     events: int
     source: str
     error: str
+    ref_wall_s: list[float]  # the same calls' wall clock, where it was asked for
+    kernel_wall_s: list[float]
 
 
 class CallTimes(TypedDict):
@@ -147,29 +149,46 @@ class Profiler:
 
 
 def time_device(
-    reference: Callable[..., Any],
+    reference: Callable[..., Any] | None,
     candidate: Callable[..., Any],
     input_sets: Sequence[tuple],
     *,
     reps: int = 20,
+    ref_reps: int | None = None,
+    offset: int = 0,
     directory: str | None = None,
     profiler: Profiler | None = None,
+    perf_counter: Callable[[], float] | None = None,
 ) -> DeviceSamples:
     """``reps`` interleaved calls of each side (inputs rotating) inside one profiler trace,
     each call in its own named range; returns the per-call device seconds of each side, or
     ``{"error": ...}`` when the trace does not give a device time for every call. The caller
-    has warmed both functions up."""
+    has warmed both functions up.
+
+    ``ref_reps``: the reference runs only in the first ``ref_reps`` repetitions (0 or a
+    ``reference`` of None: the kernel alone). ``offset``: where the input rotation and the
+    alternating order start (a later round of :func:`time_adaptive`). ``perf_counter``: the
+    wall clock of each call is kept too (``ref_wall_s``, ``kernel_wall_s``)."""
     profiler = profiler or Profiler()
     labels: list[str] = []
+    walls: dict[str, list[float]] = {"ref": [], "kernel": []}
+    ref_reps = reps if ref_reps is None else min(ref_reps, reps)
+    if reference is None:
+        ref_reps = 0
     try:
         with _directory(directory) as where:
             with profiler.trace(where):
                 for rep in range(reps):
-                    inputs = input_sets[rep % len(input_sets)]
-                    for name, fn in _order(rep, reference, candidate):
+                    inputs = input_sets[(rep + offset) % len(input_sets)]
+                    for name, fn in _order(rep + offset, reference, candidate):
+                        if name == "ref" and rep >= ref_reps:
+                            continue
                         label = f"{ANNOTATION}:{name}:{rep}"
+                        t0 = perf_counter() if perf_counter is not None else 0.0
                         with profiler.annotate(label):
                             jax.block_until_ready(fn(*inputs))
+                        if perf_counter is not None:
+                            walls[name].append(perf_counter() - t0)
                         labels.append(label)
             planes = profiler.read(where)
     except Exception as exc:  # noqa: BLE001 - no profiler here: the wall clock stands alone
@@ -180,9 +199,151 @@ def time_device(
         return {"error": f"no device events inside {len(missing)} of {len(labels)} timed calls "
                          f"(first: {missing[0]}); device planes seen: {found['planes']}"[:500]}
     calls = found["calls"]
-    return {"ref_s": [calls[f"{ANNOTATION}:ref:{r}"] for r in range(reps)],
-            "kernel_s": [calls[f"{ANNOTATION}:kernel:{r}"] for r in range(reps)],
-            "events": found["events"], "source": found["source"]}
+    samples: DeviceSamples = {
+        "ref_s": [calls[f"{ANNOTATION}:ref:{r}"] for r in range(ref_reps)],
+        "kernel_s": [calls[f"{ANNOTATION}:kernel:{r}"] for r in range(reps)],
+        "events": found["events"], "source": found["source"]}
+    if perf_counter is not None:
+        samples["ref_wall_s"], samples["kernel_wall_s"] = walls["ref"], walls["kernel"]
+    return samples
+
+
+class KnownReference(TypedDict):
+    """A reference's samples kept by the warm owner (per task and size: one chip per owner),
+    device and wall-clock seconds per call, for later candidates' timings to reuse."""
+
+    device: list[float]
+    wall: list[float]
+
+
+def time_adaptive(
+    reference: Callable[..., Any],
+    candidate: Callable[..., Any],
+    input_sets: Sequence[tuple],
+    *,
+    perf_counter: Callable[[], float],
+    known: KnownReference | None = None,
+    warmup: int = 3,
+    max_warmup: int = 20,
+    warmup_budget_s: float = 10.0,
+    min_reps: int = 10,
+    max_reps: int = 200,
+    budget_s: float = 4.0,
+    device_reps: int = 20,
+    interval: float = 0.02,
+    near: float = 0.05,
+    check_reps: int = 5,
+    directory: str | None = None,
+    profiler: Profiler | None = None,
+) -> dict[str, Any]:
+    """The device-trace timing that stops when it knows (docs/evaluator.md, "Compiles beside
+    the chip, timing that stops when it knows").
+
+    Rounds of calls, each in its own profiler trace (the first ``device_reps`` calls, then
+    doubling). The reference is timed beside the kernel (interleaved) unless ``known`` holds
+    its samples from an earlier candidate of the same task and size on this chip: then it
+    runs only ``check_reps`` times in the first round, on this candidate's inputs, and is
+    timed again (interleaved, as if unknown) when those differ from the known median by more
+    than ``near`` (drift, or inputs it is slower on) or when the speedup comes out within
+    ``near`` of 1x (where the verdict depends on it). Stops once the speedup's confidence
+    interval (:func:`jaxbench.evaluator.common.intervals.speedup_interval`) is within
+    ``interval`` of it and each side measured here has ``min_reps`` samples; else at
+    ``max_reps`` kernel calls or ``budget_s`` seconds.
+
+    Returns the raw samples (:class:`~jaxbench.contract.records.TimingSamples`) with
+    ``reference`` ("measured", "reused", "remeasured") and why it stopped; or
+    ``{"device": {"error": ...}}`` where the trace gives no device time (the caller falls back
+    to the wall clock)."""
+    from jaxbench.evaluator.common.intervals import speedup_interval
+
+    reuse = known is not None and bool(known.get("device"))
+    rounds = _warm_adaptive(reference, candidate, input_sets, reuse, perf_counter, warmup,
+                            max_warmup, warmup_budget_s)
+    state = "reused" if reuse else "measured"
+    why = ""
+    ref_dev: list[float] = []
+    ker_dev: list[float] = []
+    ref_wall: list[float] = []
+    ker_wall: list[float] = []
+    check: list[float] = []
+    events, source, round_no, stopped = 0, "", 0, ""
+    started = perf_counter()
+    reps = max(device_reps, 1)
+    while True:
+        ref_reps = (check_reps if round_no == 0 else 0) if state == "reused" else reps
+        got = time_device(reference, candidate, input_sets, reps=reps, ref_reps=ref_reps,
+                          offset=len(ker_dev),
+                          directory=None if directory is None else f"{directory}/{round_no}",
+                          profiler=profiler, perf_counter=perf_counter)
+        if "error" in got:
+            return {"device": {"error": got["error"]}, "warmup_rounds": rounds}
+        round_no += 1
+        events += int(got.get("events", 0))
+        source = str(got.get("source", ""))
+        ker_dev += got["kernel_s"]
+        ker_wall += got.get("kernel_wall_s", [])
+        if state == "reused" and round_no == 1:
+            check = list(got["ref_s"])
+            assert known is not None
+            middle = statistics.median(known["device"])
+            if check and middle > 0 and abs(statistics.median(check) / middle - 1) > near:
+                state, why = "remeasured", "the reference's check differed from its known time"
+                ref_dev, ref_wall = list(check), list(got.get("ref_wall_s", []))
+        elif state != "reused":
+            ref_dev += got["ref_s"]
+            ref_wall += got.get("ref_wall_s", [])
+        baseline = known["device"] if state == "reused" and known is not None else ref_dev
+        speedup, low, high = speedup_interval(baseline, ker_dev)
+        if state == "reused" and speedup is not None and abs(speedup - 1) <= near:
+            state, why = "remeasured", f"the speedup is within {near:.0%} of 1x"
+            reps = max(min_reps, device_reps)
+            continue
+        enough = len(ker_dev) >= min_reps and (state == "reused" or len(ref_dev) >= min_reps)
+        stopped = _stop(enough and bool(speedup) and low is not None and high is not None
+                        and (high - low) / 2 <= interval * (speedup or 0.0),
+                        len(ker_dev), min_reps, max_reps, perf_counter() - started >= budget_s)
+        if stopped:
+            break
+        reps = max(1, min(max_reps - len(ker_dev), max(len(ker_dev), min_reps)))
+    reused = state == "reused" and known is not None
+    samples: dict[str, Any] = {
+        "ref_s": list(known["wall"]) if reused and known is not None else ref_wall,
+        "kernel_s": ker_wall, "input_sets": len(input_sets), "warmup_rounds": rounds,
+        "device": {"ref_s": list(known["device"]) if reused and known is not None else ref_dev,
+                   "kernel_s": ker_dev, "events": events, "source": source},
+        "reference": state, "stopped": stopped, "rounds": round_no}
+    samples.update({k: v for k, v in (("reference_check_s", check),
+                                      ("remeasured_because", why)) if v})
+    return samples
+
+
+def _warm_adaptive(reference: Callable[..., Any], candidate: Callable[..., Any],
+                   input_sets: Sequence[tuple], reuse: bool, perf_counter: Callable[[], float],
+                   warmup: int, max_warmup: int, budget_s: float) -> int:
+    """Warms both sides up (:func:`warm_up`), or, where the reference's time is reused, the
+    kernel alone and the reference once on each input set (warm once, not necessarily now)."""
+    def idle(*_: Any) -> None:
+        return None
+
+    rounds = warm_up(idle if reuse else reference, candidate, input_sets,
+                     perf_counter=perf_counter, rounds=warmup, max_rounds=max(warmup, max_warmup),
+                     budget_s=budget_s)
+    if reuse:
+        for inputs in input_sets:
+            jax.block_until_ready(reference(*inputs))
+    return rounds
+
+
+def _stop(narrow: bool, calls: int, min_reps: int, max_reps: int, out_of_time: bool) -> str:
+    """Why the adaptive timing stops now ("" to go on): the interval is narrow enough, the
+    kernel's calls reached ``max_reps``, or the time budget ran out (after ``min_reps``)."""
+    if narrow:
+        return "interval"
+    if calls >= max_reps:
+        return "reps"
+    if out_of_time and calls >= min(min_reps, max_reps):
+        return "seconds"
+    return ""
 
 
 @contextlib.contextmanager

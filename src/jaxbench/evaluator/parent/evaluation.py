@@ -493,7 +493,8 @@ def judge_request(case: Case, source: str, filename: str, keys: dict[str, list[l
         chip={"tpu": job_chip(case, "tpu"), "gpu": job_chip(case, "gpu")},
         trial_keys=keys["trial"], recheck_keys=keys[Stage.RECHECK],
         max_outside_flops_fraction=case.max_outside_fraction,
-        timing=case.timing, save_ir=case.save_ir is not None)
+        timing=case.timing, save_ir=case.save_ir is not None,
+        xla_cache=case.settings.xla_cache)
     if case.mode == "device":
         per_set = max(sum(s.nbytes for s in task.input_specs(size)), 1)
         sets = min(16, max(3, -(-TIMING_CACHE_BYTES // per_set)))

@@ -30,6 +30,9 @@ from jaxbench.tasks import get_task
 __all__ = ["INTERPRET_RESIDUAL_RISK", "SPEEDUP_REVIEW_THRESHOLD", "Evaluator", "evaluate",
            "kill_children", "lowering_fidelity", "read_source"]
 DEFAULT_MEMORY_GB = Settings.memory_gb
+# Requests a chip's owner takes at once (``JAXBENCH_OWNER_DEPTH``; 1: one at a time, the
+# compiles too holding the chip): two keep a compile ahead of the chip's queue.
+DEFAULT_OWNER_DEPTH = 2
 
 
 def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str]:
@@ -40,7 +43,15 @@ def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str]:
         path = Path(source_or_path)
         if not path.is_file():
             raise FileNotFoundError(f"kernel file {str(path)!r} does not exist")
-        return path.read_text(), str(path)
+        data = path.read_bytes()
+        try:
+            return data.decode("utf-8"), str(path)
+        except UnicodeDecodeError as exc:
+            line = data[:exc.start].count(b"\n") + 1
+            raise ValueError(
+                f"kernel file {str(path)!r} is not UTF-8 text (byte 0x{data[exc.start]:02x} on "
+                f"line {line}): kernel files are read as UTF-8; save it as UTF-8 (e.g. `iconv -f "
+                f"latin1 -t utf-8 {path.name} > fixed.py`) and evaluate that") from None
     return str(source_or_path), "<kernel>"
 
 
@@ -83,7 +94,13 @@ class Evaluator:
         with self._owners_lock:
             if self._owners is None:
                 found = attached()
-                self._owners = ChipOwners(found.count if found is not None else 1)
+                # each owner takes OWNER_DEPTH requests at once: their compiles run beside
+                # the chip, which serves one at a time (judge/runner.py, serve_concurrently)
+                from jaxbench.evaluator.judge.runner import OWNER_DEPTH
+
+                depth = int(os.environ.get(OWNER_DEPTH, "") or DEFAULT_OWNER_DEPTH)
+                self._owners = ChipOwners(found.count if found is not None else 1,
+                                          depth=depth)
             return self._owners
 
     def pool_for(self, debug: bool) -> TracerPool:

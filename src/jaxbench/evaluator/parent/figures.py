@@ -10,6 +10,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
+from jaxbench.evaluator.common.intervals import speedup_interval
+
 WALL = "wall_clock_interleaved"
 DEVICE = "device_trace"
 
@@ -41,6 +43,13 @@ class TimingSummary(Figures, total=False):
     where the trace gave them, the device's (or why it did not)."""
 
     timing_method: str  # WALL or DEVICE: which figures are the headline
+    # the headline speedup's 95 % confidence interval (ratio of the two medians' intervals)
+    speedup_interval: list[float] | None
+    ref_reps: int  # the reference's samples behind the headline (the kernel's: reps)
+    reference: str  # measured beside the kernel, reused from an earlier one, or remeasured
+    remeasured_because: str
+    stopped: str  # why the timing stopped: interval, reps or seconds
+    rounds: int  # the profiler traces it took
     input_sets: Any
     warmup_rounds: Any
     wall: Figures
@@ -48,10 +57,12 @@ class TimingSummary(Figures, total=False):
     device_error: str
 
 
-def figures(ref: Sequence[float], cand: Sequence[float]) -> Figures:
-    """Medians (ms), interquartile ranges (ms), relative spread and speedup of paired samples."""
+def figures(ref: Sequence[float], cand: Sequence[float], paired: bool = True) -> Figures:
+    """Medians (ms), interquartile ranges (ms), relative spread and speedup of the samples:
+    paired ones (as many of each side), or with ``paired=False`` a reference timed apart
+    (reused from an earlier candidate, or fewer calls than the kernel)."""
     ref, cand = [float(x) for x in ref], [float(x) for x in cand]
-    if not ref or not cand or len(ref) != len(cand):
+    if not ref or not cand or (paired and len(ref) != len(cand)):
         raise ValueError("timing samples missing or unpaired")
     if min(ref + cand) < 0:
         raise ValueError("negative timing samples")
@@ -61,7 +72,7 @@ def figures(ref: Sequence[float], cand: Sequence[float]) -> Figures:
         "t_ref_ms": t_ref * 1e3,
         "t_kernel_ms": t_cand * 1e3,
         "speedup": t_ref / t_cand if t_cand > 0 else None,
-        "reps": len(ref),
+        "reps": len(cand),
         "t_ref_iqr_ms": iqr_ref * 1e3,
         "t_kernel_iqr_ms": iqr_cand * 1e3,
         # the larger of the two relative IQRs: how far apart repeated calls are
@@ -72,12 +83,16 @@ def figures(ref: Sequence[float], cand: Sequence[float]) -> Figures:
 def summarize(samples: dict[str, Any]) -> TimingSummary:
     """Figures from the runner's raw samples: the device-trace figures when the trace gave
     them (``timing_method: device_trace``), else the wall-clock ones; both are kept."""
-    wall = figures(samples.get("ref_s", []), samples.get("kernel_s", []))
+    paired = not samples.get("reference")  # the adaptive timing says how it got the reference
+    wall = figures(samples.get("ref_s", []), samples.get("kernel_s", []), paired)
     device = samples.get("device") or {}
     headline, method, error = wall, WALL, ""
+    headline_samples = (samples.get("ref_s", []), samples.get("kernel_s", []))
     if device.get("ref_s"):
         try:
-            headline, method = figures(device["ref_s"], device["kernel_s"]), DEVICE
+            ref_dev, ker_dev = device["ref_s"], device["kernel_s"]
+            headline, method = figures(ref_dev, ker_dev, paired), DEVICE
+            headline_samples = (ref_dev, ker_dev)
         except ValueError as exc:
             error = str(exc)
     elif device.get("error"):
@@ -90,7 +105,16 @@ def summarize(samples: dict[str, Any]) -> TimingSummary:
     if error:
         summary["device_error"] = error
     summary["timing_method"] = method
+    _, low, high = speedup_interval(*headline_samples)
+    summary["speedup_interval"] = None if low is None or high is None else [low, high]
+    summary["ref_reps"] = len(headline_samples[0])
+    for key in ("reference", "remeasured_because", "stopped", "rounds"):
+        if samples.get(key) is not None:
+            summary[key] = samples[key]  # type: ignore[literal-required]
     return summary
+
+
+# z = 1.96 (95 %), halved: the order statistics n/2 -+ z sqrt(n)/2 bound the median
 
 
 def _iqr(xs: list[float]) -> float:

@@ -33,8 +33,8 @@ from jaxbench.contract import (
     StageFailure,
     Status,
 )
+from jaxbench.evaluator.common.lease import EXCLUSIVE, SHARED, DeviceLease
 from jaxbench.evaluator.common.procs import group_rss_bytes, kill_group
-from jaxbench.evaluator.parent.lease import EXCLUSIVE, SHARED, DeviceLease
 from jaxbench.evaluator.parent.pool import runner_env
 
 
@@ -49,6 +49,9 @@ class RunnerOutcome:
     # the chip's owner to be free) and starting it (process start, imports, chip open)
     waited_s: float = 0.0
     start_s: float = 0.0
+    # a chip's owner serving several requests was killed for another one's timeout: this one
+    # did nothing wrong and is sent again
+    innocent: bool = False
 
 
 RUNNER_COMMAND = (sys.executable, "-m", "jaxbench.evaluator.judge.runner")
@@ -155,6 +158,120 @@ class Runner:
         self._log_path.unlink(missing_ok=True)
 
 
+class SharedRunner(Runner):
+    """A chip's owner that takes several requests at once (the runner's
+    ``serve_concurrently``): every line carries its request's id, and a reader thread hands
+    each answer to the request waiting for it. The runner holds its chip lease itself; the
+    time a request waits for the chip (``chip_wait_s`` lines) does not count towards its
+    timeout. A request that times out kills the process: the requests beside it end with
+    ``innocent`` set (the caller sends them again to a fresh owner)."""
+
+    def __init__(self, env: dict[str, str], command: tuple[str, ...] = RUNNER_COMMAND) -> None:
+        super().__init__(env, command)
+        self._lock = threading.Lock()
+        self._starting = threading.Lock()
+        self._answers: dict[int, queue.Queue[dict[str, Any] | None]] = {}
+        self._next = 0
+        self._dead = False
+        self.blamed: int | None = None  # the request whose timeout killed the process
+        self.in_flight = 0
+
+    def _start(self) -> str:
+        """Reads the ready line once, then starts the reader; '' or why it failed."""
+        with self._starting:
+            if self.ready:
+                return ""
+            if self._dead:
+                return "eof"
+            line, why = self._read_line(time.monotonic() + 300, None)
+            if line is None:
+                self._dead = True
+                return why
+            self.ready = True
+            if line.startswith(b"ready {"):
+                self.info = json.loads(line[len(b"ready "):])
+            threading.Thread(target=self._read_all, daemon=True,
+                             name="jaxbench-owner-reader").start()
+            return ""
+
+    def _read_all(self) -> None:
+        while True:
+            line, _ = self._read_line(float("inf"), None)
+            if line is None:
+                break
+            try:
+                message = json.loads(line)
+                waiting = self._answers.get(message.get("id")) if isinstance(message, dict) \
+                    else None
+            except json.JSONDecodeError:
+                break
+            if waiting is not None:
+                waiting.put(message)
+        with self._lock:
+            self._dead = True
+            for waiting in self._answers.values():
+                waiting.put(None)
+
+    def request(self, payload: dict[str, Any], timeout_s: float,
+                memory_bytes: int | None, lease: DeviceLease | None = None) -> RunnerOutcome:
+        started = time.monotonic()
+        why = self._start()
+        if why:
+            return self._failed(why)
+        start_s = time.monotonic() - started
+        answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        with self._lock:
+            if self._dead:
+                return self._ended(None)
+            self._next += 1
+            rid = self._next
+            self._answers[rid] = answers
+            self.in_flight += 1
+        try:
+            try:
+                with self._lock:
+                    self._send({**payload, "id": rid, "lease": False})
+            except (BrokenPipeError, OSError):
+                return self._ended(rid)
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    message = answers.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    self.blamed = rid
+                    return self._failed("timed out")
+                if message is None:
+                    return self._ended(rid)
+                if "chip_wait_s" in message:  # waiting for the chip: not the candidate's time
+                    deadline += float(message["chip_wait_s"])
+                    continue
+                message.pop("id", None)
+                return RunnerOutcome(message, start_s=start_s)
+        finally:
+            with self._lock:
+                self._answers.pop(rid, None)
+                self.in_flight -= 1
+
+    def _ended(self, rid: int | None) -> RunnerOutcome:
+        outcome = self._failed("eof")
+        outcome.innocent = self.blamed is not None and self.blamed != rid
+        return outcome
+
+    def _failed(self, why: str) -> RunnerOutcome:
+        with self._lock:
+            self._dead = True
+        self._log.flush() if not self._log.closed else None
+        tail = self._log_path.read_bytes()[-3000:].decode(errors="replace") \
+            if self._log_path.exists() else ""
+        kill_group(self.proc)
+        return RunnerOutcome(None, timed_out=why == "timed out", memory_exceeded=why == "memory",
+                             returncode=self.proc.poll(), log_tail=tail)
+
+    @property
+    def alive(self) -> bool:
+        return not self._dead and self.proc.poll() is None
+
+
 class RunnerPool:
     """Warm trusted runners, handed out one per evaluation and taken back afterwards."""
 
@@ -222,19 +339,28 @@ class ChipOwners:
     BUSY_PAUSE_S = 5.0
 
     def __init__(self, chips: int = 1, command: tuple[str, ...] = RUNNER_COMMAND,
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, depth: int = 1) -> None:
         from jaxbench.backends.host import owner_env
+        from jaxbench.evaluator.judge.runner import OWNER_DEPTH
 
         base = runner_env(device_owner=True) if env is None else env
         self._command = command
         self._free: queue.Queue[_Owner] = queue.Queue()
+        self.depth = max(1, depth)
+        self._owners = []
         for chip in range(max(chips, 1)):
-            self._free.put(_Owner(owner_env(base, chip, chips)))
+            owner = _Owner({**owner_env(base, chip, chips),
+                            **({OWNER_DEPTH: str(self.depth)} if self.depth > 1 else {})})
+            self._owners.append(owner)
+            self._free.put(owner)
+        self._slots = threading.Condition()
         self._closed = False
         self._lock = threading.Lock()
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxbench-owners")
 
     def run(self, payload: dict[str, Any], timeout_s: float) -> RunnerOutcome:
+        if self.depth > 1:
+            return self._run_beside(payload, timeout_s)
         waiting = time.monotonic()
         owner = self._free.get()
         waited = time.monotonic() - waiting
@@ -266,9 +392,66 @@ class ChipOwners:
         finally:
             self._free.put(owner)
 
+    def _run_beside(self, payload: dict[str, Any], timeout_s: float) -> RunnerOutcome:
+        """Depth > 1: the owner with the fewest requests in flight takes this one beside them
+        (waiting while every owner has ``depth``); one killed for another request's timeout is
+        sent again, once, to a fresh owner."""
+        waiting = time.monotonic()
+        with self._slots:
+            self._slots.wait_for(lambda: self._closed or min(
+                o.taken for o in self._owners) < self.depth)
+            owner = min(self._owners, key=lambda o: o.taken)
+            owner.taken += 1
+        waited = time.monotonic() - waiting
+        try:
+            start_s = 0.0
+            for attempt in range(self.BUSY_RETRIES + 2):
+                with self._lock:
+                    if self._closed:
+                        return RunnerOutcome(None, log_tail="the evaluator is closing")
+                    if owner.runner is None or not owner.runner.alive:
+                        if owner.runner is not None:
+                            owner.runner.kill()
+                        owner.runner = self._spawner.submit(SharedRunner, owner.env,
+                                                            self._command).result()
+                    runner = owner.runner
+                ready = runner.ready
+                outcome = runner.request(payload, timeout_s, None)
+                start_s += outcome.start_s
+                if outcome.response is not None or attempt >= self.BUSY_RETRIES:
+                    break
+                if outcome.innocent and attempt == 0:
+                    continue  # killed for another request's timeout: once more, afresh
+                if ready or not _chip_busy(outcome.log_tail):
+                    break
+                time.sleep(self.BUSY_PAUSE_S)  # refused the chip at start: released a moment ago
+                start_s += self.BUSY_PAUSE_S
+            if outcome.response is not None and outcome.response.get("retire"):
+                with self._lock:  # no new request; it ends once those beside it are answered
+                    if owner.runner is runner:
+                        owner.runner = None
+                    runner.retiring = True
+            if getattr(runner, "retiring", False) and runner.in_flight == 0:
+                runner.kill()
+            outcome.waited_s, outcome.start_s = waited, start_s
+            return outcome
+        finally:
+            with self._slots:
+                owner.taken -= 1
+                self._slots.notify_all()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
+        with self._slots:
+            self._slots.notify_all()
+        if self.depth > 1:
+            for owner in self._owners:
+                if owner.runner is not None:
+                    owner.runner.kill()
+                    owner.runner = None
+            self._spawner.shutdown(wait=False)
+            return
         owners = []
         while True:
             try:
@@ -291,6 +474,7 @@ class _Owner:
     env: dict[str, str]
     runner: Runner | None = None
     lease: DeviceLease = field(default_factory=DeviceLease)
+    taken: int = 0  # requests in flight on it (depth > 1)
 
 
 def _chip_busy(log: str) -> bool:
