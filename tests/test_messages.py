@@ -137,7 +137,9 @@ def test_kernel_errors_point_at_the_line_and_keep_the_kernels_output(evaluator, 
     path.write_text(TYPO)
     result = evaluator.evaluate(path, "12p_rmsnorm", trials=1, tpu_interpret=False)
     assert (result.status, result.stage) == ("compile_error", "trace")
-    assert result.message == ("AttributeError: module 'jax.lax' has no attribute 'rsqrtt' "
+    # raised while kernel(*inputs) was traced: how the task calls it comes with the error
+    assert result.message == ("AttributeError: module 'jax.lax' has no attribute 'rsqrtt'; the "
+                              "task calls kernel(x: bfloat16[2,256,1024], scale: bfloat16[1024]) "
                               "(at typo_kernel.py:11 in _body)")
     assert result.candidate_frames[-1] == (
         "typo_kernel.py:11 in _body: y = x * jax.lax.rsqrtt(jnp.mean(x * x, axis=-1, "

@@ -1,6 +1,7 @@
 """The static policy: what a kernel file may not do, caught before anything runs."""
 
 import pytest
+from optional_extras import require
 
 from jaxbench.contract import StageFailure
 from jaxbench.evaluator.parent.static import check_source, declared_target
@@ -71,12 +72,30 @@ def test_missing_kernel_is_a_compile_error():
     assert info.value.status == "compile_error" and "kernel" in info.value.message
 
 
-def test_every_shipped_seed_and_expert_passes():
+def _shipped_kernels(library_experts: bool) -> list:
+    """The shipped seeds and experts; those written on an optional library (whose imports are
+    judged from the installed package's layout), or the others."""
     from pathlib import Path
+
+    from jaxbench.runs.jobs import OPTIONAL_LIBRARY_EXPERTS
 
     root = Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench"
     files = sorted([*root.glob("*/seed_*.py"), *root.glob("*/expert_*.py")])
+    return [path for path in files
+            if any(path.stem.startswith(kind) for kind in OPTIONAL_LIBRARY_EXPERTS) == library_experts]
+
+
+def test_every_shipped_seed_and_expert_passes():
+    files = _shipped_kernels(library_experts=False)
     assert len(files) >= 20
+    for path in files:
+        check_source(path.read_text(), str(path))
+
+
+def test_every_shipped_library_expert_passes():
+    require("tokamax")  # the only optional library experts are Tokamax's
+    files = _shipped_kernels(library_experts=True)
+    assert files
     for path in files:
         check_source(path.read_text(), str(path))
 

@@ -3,7 +3,8 @@
 
 import pytest
 
-pytest.importorskip("tokamax")
+pytest.importorskip("tokamax", reason="the optional `tokamax` extra is not installed "
+                               "(pip install -e '.[tokamax]')")
 
 from jaxbench.tasks import list_tasks  # noqa: E402
 

@@ -76,7 +76,8 @@ def _by_trial(name, result):
 
 @pytest.mark.parametrize("name,task", TOKAMAX_CASES, ids=[c[0] for c in TOKAMAX_CASES])
 def test_legit_tokamax_kernel_is_correct(evaluator, name, task):
-    pytest.importorskip("tokamax", reason="the optional jaxbench[tokamax] extra is not installed")
+    pytest.importorskip("tokamax", reason="the optional `tokamax` extra is not installed "
+                                   "(pip install -e '.[tokamax]')")
     result = evaluator.evaluate(KERNELS / name, task, trials=2, timeout_s=300)
     assert result.status == "correct", f"{result.stage}: {result.message}"
     if result.target == "tpu":

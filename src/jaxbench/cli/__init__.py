@@ -63,6 +63,21 @@ class _Group(click.Group):
             self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:  # a typo: suggest the closest commands, as for options
+            import difflib
+
+            known = self.list_commands(ctx)
+            name = args[0] if args else ""
+            close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+            if close and name not in known:
+                shown = " or ".join(repr(c) for c in close)
+                exc.message = f"{exc.message.rstrip()} (Did you mean {shown}?)"
+            raise
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, self.commands[name].get_short_help_str(limit=70) if name in self.commands
                  else short_help(name))

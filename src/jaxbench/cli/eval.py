@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 @click.option("--save-ir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for the jaxpr, StableHLO, kernel IR and XLA analyses.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one result object.")
+@click.option("--no-cache", is_flag=True,
+              help="Do not use the judge's compile cache of the task's programs (reference, "
+                   "truth, inputs; `jaxbench doctor` names its directory): compile them afresh.")
 @click.option("--force", is_flag=True,
               help="Evaluate even when the interpret-mode cost estimate says it cannot finish.")
 @click.option("--debug", is_flag=True,
@@ -52,8 +55,8 @@ if TYPE_CHECKING:
                    "untrusted side in interpret mode, once. The verdict does not count (exit 1).")
 def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], target: str | None,
              mode: str, size: str, trials: int, timeout_s: float | None, chip: str | None,
-             no_tpu_interpret: bool, save_ir: Path | None, as_json: bool, force: bool,
-             debug: bool) -> None:
+             no_tpu_interpret: bool, save_ir: Path | None, as_json: bool, no_cache: bool,
+             force: bool, debug: bool) -> None:
     """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors.
     With --debug, always 1: a debug run's verdict does not count."""
     if not file.is_file():  # the usage errors that need no JAX come first
@@ -77,7 +80,7 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
         task_id = own[0]
     settings = Settings.of(target=target, mode=mode, size=size, trials=trials, timeout_s=timeout_s,
                            tpu_interpret=not no_tpu_interpret, save_ir=save_ir, debug=debug,
-                           chip=chip)
+                           chip=chip, xla_cache=not no_cache)
     try:
         task = get_task(task_id)
     except USAGE_ERRORS as exc:
@@ -157,5 +160,14 @@ def _print_result(r: EvaluationResult) -> None:
     for warning in r.warnings:
         console.print(f"  warning: {warning}", markup=False)
     if r.judged_on:
-        console.print(f"  judged on: {r.judged_on}; untrusted side isolated by: {r.isolation}",
-                      markup=False)
+        for line in _judged_on_lines(r.judged_on, r.isolation, console.width):
+            console.print(line, markup=False, soft_wrap=True)  # never broken inside a phrase
+
+
+def _judged_on_lines(judged_on: str, isolation: str, width: int) -> list[str]:
+    """The verdict's last line: what it was judged on and the untrusted side's isolation, on
+    one line where it fits, else one line each, so that "isolated by:" is never parted from
+    its value (a value wider than the screen is left to the terminal to fold)."""
+    isolated = f"untrusted side isolated by: {isolation}"
+    line = f"  judged on: {judged_on}; {isolated}"
+    return [line] if len(line) <= width else [f"  judged on: {judged_on}", f"  {isolated}"]

@@ -98,7 +98,9 @@ def _parse_price(text: str | None) -> tuple[float, float] | None:
               help="Model calls in flight at once.")
 @click.option("--llm-timeout", type=float, default=600.0, show_default=True,
               help="Seconds per model call.")
-@click.option("--no-cache", is_flag=True, help=f"Do not use the response cache ({DEFAULT_CACHE}).")
+@click.option("--no-cache", is_flag=True,
+              help=f"Do not use the response cache ({DEFAULT_CACHE}) nor the judge's compile "
+                   "cache of the task's programs (`jaxbench doctor` names its directory).")
 @task_file_option
 @executor_options
 @sealed_command
@@ -128,7 +130,8 @@ def optimize_cmd(method_name: str, model_spec: str, suite: str | None, task_ids:
     tasks, method, model, price_override = _prepare(
         suite, task_ids, own, method_name, options, model_spec, sampling, llm_timeout,
         concurrency, no_cache, record, price_text)
-    settings = Settings.of(target=target, size=size, mode=mode, trials=trials)
+    settings = Settings.of(target=target, size=size, mode=mode, trials=trials,
+                           xla_cache=not no_cache)
     _check_mode(settings, executor, ray_address)
     config = {"command": "optimize", "method": method.name, "options": method.options,
               "seeded": method.seeded, "model": model_spec, "tasks": tasks, "budget": budget,
@@ -201,18 +204,17 @@ def _check_mode(settings: Any, executor: str, ray_address: str | None) -> None:
 def _optimize_with_progress(run: Any, out_dir: Path, tasks: list[str], method: Any, model: Any,
                             settings: Any, *, budget: int, executor: str, ray_address: str | None,
                             **optimize_options: Any) -> None:
-    """Runs the method with a progress bar and Ctrl-C handling, then ends the run: its best
-    kernels written, its summary printed."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from jaxbench.cli.terminal import StopSignals
+    """Runs the method with progress on stderr (a live bar on a terminal; in a log a line per
+    finished sample and a heartbeat while none finishes, as ``run`` does) and Ctrl-C handling,
+    then ends the run: its best kernels written, its summary printed."""
+    from jaxbench.cli.terminal import JobProgress, StopSignals
     from jaxbench.cli.terminal import console as make_console
     from jaxbench.report import print_summary, summarize
     from jaxbench.runs import write_best
 
     console = make_console(stderr=True)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.fields[last]}"), console=console)
+    progress = JobProgress(budget * len(tasks), f"{method!r} on {len(tasks)} task(s)",
+                           failed_word="not correct", unit="samples at most")
     message = (f"jaxbench: stopping: no model request starts any more; calls and evaluations in "
                f"flight are cancelled; finished samples stay in {out_dir} (press Ctrl-C again to "
                "exit at once)")
@@ -220,14 +222,12 @@ def _optimize_with_progress(run: Any, out_dir: Path, tasks: list[str], method: A
     # driver closes the run's events and kills the evaluations in flight, and this exits 130.
     with StopSignals(on_stop=model.cancel, grace_s=10, message=message) as stop:
         with progress:
-            bar = progress.add_task(f"{method!r} on {len(tasks)} task(s)",
-                                    total=budget * len(tasks), last="")
-
             def on_candidate(candidate) -> None:  # noqa: ANN001
                 if candidate.sample is not None:
                     speed = f" {candidate.speedup:.2f}x" if candidate.speedup else ""
-                    progress.update(bar, advance=1,
-                                    last=f"{candidate.result.task} {candidate.status}{speed}")
+                    progress.advance(f"{candidate.result.task} sample {candidate.sample} "
+                                     f"{candidate.status}{speed}",
+                                     failed=candidate.status != "correct")
 
             interrupted = _run_method(run, tasks, method, model, settings, console, stop,
                                       budget=budget, executor=executor, ray_address=ray_address,

@@ -58,6 +58,9 @@ SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
 @click.option("--save-ir", is_flag=True,
               help="Store each evaluation's IR and analyses under <run>/artifacts/.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON lines.")
+@click.option("--no-cache", is_flag=True,
+              help="Do not use the judge's compile cache of the task's programs (reference, "
+                   "truth, inputs; `jaxbench doctor` names its directory): compile them afresh.")
 @click.option("--force", is_flag=True,
               help="Run even when the interpret-mode cost estimate says evaluations cannot finish.")
 @task_file_option
@@ -65,7 +68,7 @@ SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
 @sealed_command
 def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
             size: str, trials: int, chip: str | None, workers: int | None, timeout_s: float | None,
-            out_dir: Path | None, save_ir: bool, as_json: bool, executor: str,
+            out_dir: Path | None, save_ir: bool, as_json: bool, no_cache: bool, executor: str,
             ray_address: str | None, force: bool, task_files: tuple[Path, ...] = ()) -> None:
     """Evaluate shipped kernels or a directory of kernels into a run.
 
@@ -83,7 +86,8 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     jobs, chip = _plan(suite, task_ids, kernels, target, chip, own)
     out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
     settings = Settings.of(mode=mode, size=size, trials=trials, timeout_s=timeout_s, chip=chip,
-                           save_ir=str(out_dir / "artifacts") if save_ir else None)
+                           save_ir=str(out_dir / "artifacts") if save_ir else None,
+                           xla_cache=not no_cache)
     _check_cluster_and_cost(jobs, settings, executor, ray_address, force)
     workers = workers or (0 if executor == "ray" else default_workers())  # 0: the cluster's slots
     config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,

@@ -173,8 +173,9 @@ class JobProgress:
     count as finished but not towards the ETA's pace."""
 
     def __init__(self, total: int, description: str, *, done: int = 0, disable: bool = False,
-                 stream: Any = None) -> None:
+                 stream: Any = None, failed_word: str = "failed", unit: str = "jobs") -> None:
         self.total, self.description, self.disable = total, description, disable
+        self.failed_word, self.unit = failed_word, unit  # "12 <failed_word> so far", "N <unit>"
         self.done = self.reused = done
         self.failed = 0
         self._stream = stream if stream is not None else sys.stderr
@@ -195,7 +196,8 @@ class JobProgress:
 
     def status(self) -> str:
         eta = self.eta_s()
-        return (f"{self.failed} failed so far, {_duration(time.monotonic() - self._started)} "
+        return (f"{self.failed} {self.failed_word} so far, "
+                f"{_duration(time.monotonic() - self._started)} "
                 f"elapsed, ETA {_duration(eta) if eta is not None else 'unknown'}")
 
     def __enter__(self) -> JobProgress:
@@ -219,7 +221,7 @@ class JobProgress:
             self._bar = self._live.add_task(self.description, total=self.total,
                                             completed=self.done, last="")
         else:
-            self._line(f"{self.description}: {self.total} jobs"
+            self._line(f"{self.description}: {self.total} {self.unit}"
                        + (f", {self.done} reused from the run directory" if self.done else ""))
             self._beat = threading.Thread(target=self._heartbeat, name="jaxbench-progress",
                                           daemon=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import sys
 import threading
 from pathlib import Path
 from typing import TypedDict
@@ -91,6 +92,7 @@ class ModelClient:
         self._record_lock = threading.Lock()
         self._refusals_lock = threading.Lock()
         self._refusals_in_a_row = 0
+        self._said_retrying = False  # the first failed call's line (_say_retrying) went out
         self._cancelled = threading.Event()
         #: sample ids whose request has gone out and not come back (after a stop: abandoned)
         self.in_flight: set[str] = set()
@@ -148,6 +150,7 @@ class ModelClient:
                     raise
                 retryable = self.provider.is_retryable(exc)
                 if attempt < self.retries and retryable:
+                    self._say_retrying(exc)
                     delay = min(60.0, self.backoff_s * 2**attempt) * random.uniform(0.5, 1.0)
                     asked = retry_after(exc)
                     if self._cancelled.wait(min(MAX_WAIT_S, max(delay, asked or 0.0))):
@@ -160,6 +163,29 @@ class ModelClient:
                 self._refusals_in_a_row = 0
             return completion
         raise AssertionError("unreachable")
+
+    def endpoint(self) -> str:
+        """Where the provider sends requests: its base URL where it has one, else its spec."""
+        for owner in (self.provider, getattr(self.provider, "client", None)):
+            url = getattr(owner, "base_url", None)
+            if url:
+                return str(url)
+        return self.spec
+
+    def _say_retrying(self, exc: BaseException) -> None:
+        """One line on stderr at this client's first failed call (an unreachable endpoint is
+        otherwise a silent minute of backoff): which endpoint, why, and that it retries."""
+        with self._refusals_lock:
+            if self._said_retrying:
+                return
+            self._said_retrying = True
+        wait = sum(min(60.0, self.backoff_s * 2**i) for i in range(self.retries))
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200] if str(exc) else \
+            type(exc).__name__
+        print(f"jaxbench: model {self.spec} at {self.endpoint()} failed ({reason}); retrying, "
+              f"up to {self.retries} more time{'s' if self.retries != 1 else ''} over "
+              f"{wait:.0f} s at most, before the run "
+              "stops (Ctrl-C stops now)", file=sys.stderr, flush=True)
 
     def _failure(self, exc: BaseException, retryable: bool) -> LLMError:
         text = f"{self.spec}: {type(exc).__name__}: {exc}"[:500]

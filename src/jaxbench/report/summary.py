@@ -256,7 +256,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> Summary:
         "timed": timed,
         "note": None if timed else
         "no timed evaluations (interpret mode): speedups need a device; correct@N is reported",
-        "progress": progress(config, events, read_plan(path), evaluated),
+        "progress": progress(config, events, read_plan(path), evaluated, path=str(path)),
         "methods": methods,
         "series": series,
         "failures": {label: taxonomy.count(d.result for drawn in by_task.values() for d in drawn)
@@ -288,7 +288,8 @@ class Progress(TypedDict):
 
 
 def progress(config: dict[str, Any], events: list[dict[str, Any]], plan: list[str] | None = None,
-             evaluations: list[EvaluationResult] | None = None) -> Progress:
+             evaluations: list[EvaluationResult] | None = None, *,
+             path: str | None = None) -> Progress:
     """How far the run got: ``evaluations`` written (an optimize run's samples: the seed kernels
     evolve starts from are not), ``planned`` (None when the run directory does not tell; an
     upper bound for an optimize run, whose methods may stop under budget),
@@ -315,6 +316,9 @@ def progress(config: dict[str, Any], events: list[dict[str, Any]], plan: list[st
                      "planned": None, "upper_bound": False, "lost": len(lost), "text": None,
                      "resume": _resume_command(events) if end is None else None}
     command = config.get("command")
+    if command == "serve":  # a service never finishes: it stops (cleanly or not) and restarts
+        _serve_progress(out, events, path)
+        return out
     lost_text = (f"; {len(lost)} lost (their Ray workers or nodes died on every retry: "
                  "evaluation_lost events)") if lost else ""
     unknown = "the planned total is not known from this run directory"
@@ -329,6 +333,35 @@ def progress(config: dict[str, Any], events: list[dict[str, Any]], plan: list[st
         noun = "samples" if command == "optimize" else "evaluations"
         out["text"] = f"unfinished: {resume}; {out['evaluations']} {noun} so far, {unknown}{lost_text}"
     return out
+
+
+def _serve_progress(out: Progress, events: list[dict[str, Any]], path: str | None) -> None:
+    """A ``jaxbench serve`` run directory: whether the service's last start ended in a clean
+    stop (its ``serve_stop``), when, and the command that restarts it (queued submissions
+    resume). A clean stop is not an unfinished run; a start without a stop is a service that is
+    running or was killed."""
+    import time
+
+    def when(event: dict[str, Any]) -> str:
+        stamp = event.get("time")
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(stamp)) \
+            if isinstance(stamp, (int, float)) else "at an unrecorded time"
+
+    marks = [e for e in events if e.get("type") in ("serve_start", "serve_stop")]
+    restart = f"jaxbench serve --out {path}" if path else "jaxbench serve --out RUN_DIR"
+    n = out["evaluations"]
+    so_far = f"{n} evaluation{'s' if n != 1 else ''}"
+    out["resume"] = restart
+    if marks and marks[-1].get("type") == "serve_stop":
+        out["finished"] = True
+        out["text"] = (f"service stopped cleanly at {when(marks[-1])} ({so_far}); restart it "
+                       f"with `{restart}` (submissions still queued resume)")
+    elif marks:
+        out["text"] = (f"service started at {when(marks[-1])} and not stopped cleanly since (still "
+                       f"running, or killed; {so_far}); restart it with `{restart}` (submissions "
+                       "still queued resume)")
+    else:
+        out["text"] = f"service never started ({so_far}); start it with `{restart}`"
 
 
 def _run_progress(out: Progress, end: dict[str, Any] | None, jobs: set[str],
@@ -536,6 +569,17 @@ def spans_summary(evaluations: list[EvaluationResult]) -> Spans | None:
             "coverage": sum(v["total_s"] for v in spans.values()) / wall, "spans": spans}
 
 
+# Spans whose name alone misleads, shown with what they measure (the results keep the names).
+SPAN_LABELS = {
+    "probe": "probe: the TPU/GPU interpreters' checks (not the chip probe)",
+    "second_fill": "second_fill: the uninitialised-memory run",
+}
+
+
+def span_label(name: str) -> str:
+    return SPAN_LABELS.get(name, name)
+
+
 def print_spans(spans: Spans | None, console: Any, most: int = 12) -> None:
     """The spans' table: the largest first, the rest summed in one row."""
     from rich.table import Table
@@ -548,7 +592,8 @@ def print_spans(spans: Spans | None, console: Any, most: int = 12) -> None:
         table.add_column(col)
     rows = list(spans["spans"].items())
     for name, v in rows[:most]:
-        table.add_row(name, f"{v['total_s']:.1f}", f"{v['share']:.1%}", f"{v['median_s']:.2f}")
+        table.add_row(span_label(name), f"{v['total_s']:.1f}", f"{v['share']:.1%}",
+                      f"{v['median_s']:.2f}")
     if len(rows) > most:
         rest = rows[most:]
         table.add_row(f"{len(rest)} more", f"{sum(v['total_s'] for _, v in rest):.1f}",

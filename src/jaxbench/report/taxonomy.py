@@ -50,8 +50,10 @@ CATEGORIES: dict[Category, tuple[str, str]] = {
     C.INCORRECT: ("numerical mismatch", "outputs differ from the float32 reference beyond "
                   "atol + rtol, or in shape or dtype"),
     C.UNINITIALISED: ("uninitialised memory", "two runs on the same inputs with different random "
-                      "fills of memory never written differ: an output the grid does not cover "
-                      "(blocks that do not divide it), or scratch read before it is written"),
+                      "fills of memory never written differ: block padding at an array's edge "
+                      "read into a reduction (a pl.cdiv grid whose last block passes an input's "
+                      "edge), an output the grid does not cover (blocks that do not divide it), "
+                      "or scratch read before it is written"),
     C.NAN_INF: ("NaN / Inf", "outputs hold NaN or Inf (e.g. never written, or read out of bounds)"),
     C.TIMEOUT: (Status.TIMEOUT.value, "no verdict within the time limit"),
     C.CRASHED: (Status.CRASHED.value, "a worker died or ran out of memory, or the evaluator failed on the "

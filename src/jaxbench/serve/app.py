@@ -2,8 +2,9 @@
 answers. Every route but ``/v1/health``, ``/metrics`` and the OpenAPI pages needs a token
 when the service has any. The schema is served at ``/openapi.json`` (``/docs`` shows it).
 
-Errors answer ``{"detail": "..."}`` with: 400 malformed JSON, 401 no or wrong token, 404
-unknown submission or batch, 409 an id in use with other content, 413 a request or source over
+Errors answer ``{"detail": "..."}`` with: 400 malformed JSON or a body that is not UTF-8
+(naming the field that holds the bad byte), 401 no or wrong token, 404 unknown submission or
+batch, 409 an id in use with other content, 413 a request or source over
 its limit, 422 a request the evaluator cannot take (unknown task, size, chip or target, a
 wrong field), 429 over the caller's quota or concurrency (``Retry-After``), 503 stopping.
 """
@@ -106,6 +107,10 @@ class Guard:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        problem = not_utf8(body)
+        if problem:  # JSON is UTF-8: say which field holds what, not "error parsing the body"
+            self.metrics.refusal("400")
+            return await _answer(send, 400, problem, {})
         replayed = False
 
         async def replay() -> Message:
@@ -116,6 +121,34 @@ class Guard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def not_utf8(body: bytes) -> str | None:
+    """Why a request body is not UTF-8 text (JSON must be), naming the field that holds the
+    first bad byte where the body parses once that byte is set aside; None when it decodes."""
+    try:
+        body.decode("utf-8")
+        return None
+    except UnicodeDecodeError as exc:
+        byte, offset = body[exc.start], exc.start
+    where = ""
+    try:
+        parsed = json.loads(body.decode("utf-8", errors="surrogateescape"))
+    except ValueError:
+        parsed = None
+    stack: list[tuple[str, Any]] = [("", parsed)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            stack += [(f"{path}.{k}" if path else str(k), v) for k, v in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{path}.{i}", v) for i, v in enumerate(value)]
+        elif isinstance(value, str) and any("\udc80" <= c <= "\udcff" for c in value):
+            where = f" in field {path!r}"
+            break
+    return (f"the request body is not UTF-8: byte 0x{byte:02x} at offset {offset}{where} "
+            "(JSON must be UTF-8; a kernel source saved in another encoding, e.g. Latin-1, "
+            "must be re-encoded as UTF-8 before it is sent)")
 
 
 async def _answer(send: Send, status: int, message: str, headers: dict[str, str]) -> None:

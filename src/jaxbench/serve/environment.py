@@ -59,6 +59,12 @@ def kernel_of(text: str) -> str:
     return extract_code(text) if "```" in text or "~~~" in text else text
 
 
+def message_of(sub: Any) -> str:
+    """An observation's ``message``: the verdict's message, else the submission's error, else
+    "" (a correct verdict has none), never None."""
+    return str(getattr(sub, "message", None) or getattr(sub, "error", None) or "")
+
+
 def service_judge(service: Service, principal: Principal = PRINCIPAL) -> Judge:
     """Steps judged by a :class:`~jaxbench.serve.service.Service` in this process."""
 
@@ -103,7 +109,7 @@ if AVAILABLE:
         mode: str | None = None
         prompt: str = ""
         status: str | None = None
-        message: str | None = None
+        message: str = ""
         submission: str | None = None
         result: dict[str, Any] | None = None
         reward_detail: dict[str, Any] | None = None
@@ -161,7 +167,7 @@ if AVAILABLE:
             done = status == Status.CORRECT or state.step_count >= state.max_steps
             return JaxbenchObservation(
                 task=state.task, target=state.target, size=state.size, mode=sub.mode,
-                prompt=self._prompt, status=status, message=sub.message or sub.error,
+                prompt=self._prompt, status=status, message=message_of(sub),
                 submission=sub.id, result=None if sub.result is None else sub.result.to_event(),
                 reward_detail=None if sub.reward is None else dict(sub.reward),
                 reward_note=None if sub.reward is None else sub.reward.get("note"),
@@ -224,8 +230,8 @@ def mount(app: Any, service: Service, path: str = "/openenv", max_sessions: int 
     return True
 
 
-__all__ = ["AVAILABLE", "DEFAULT_TASK", "PRINCIPAL", "client_judge", "kernel_of", "mount",
-           "service_judge"]
+__all__ = ["AVAILABLE", "DEFAULT_TASK", "PRINCIPAL", "client_judge", "kernel_of", "message_of",
+           "mount", "service_judge"]
 if AVAILABLE:
     __all__ += ["JaxbenchAction", "JaxbenchEnvClient", "JaxbenchEnvironment", "JaxbenchObservation",
                 "JaxbenchState"]

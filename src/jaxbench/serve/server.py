@@ -54,8 +54,12 @@ def run_server(config: ServeConfig, tokens: dict[str, Principal], *, host: str =
                               "(--tokens FILE or JAXBENCH_SERVE_TOKENS), or --insecure-no-auth")
     sock = bind(host, port)
     service = Service(config)
-    # the line goes out as the app stops the service: uvicorn then re-raises a captured SIGTERM
+    # the line goes out as the app stops the service: uvicorn then re-raises the signal it
+    # caught (SIGTERM kills the process; SIGINT is a KeyboardInterrupt, below)
+    said: list[bool] = []
+
     def stopped() -> None:
+        said.append(True)
         print(stopped_line(service.unfinished(), config.out), file=sys.stderr, flush=True)
 
     app = create_app(service, Authenticator(tokens), max_body_bytes=max_body_bytes, openenv=openenv,
@@ -66,11 +70,26 @@ def run_server(config: ServeConfig, tokens: dict[str, Principal], *, host: str =
     print(f"jaxbench serve: listening on http://{shown}:{bound[1]} ({config.workers} workers, "
           f"executor {config.executor}, run directory {config.out}"
           f"{f', {resumed} queued submissions resumed' if resumed else ''}; "
-          f"{'tokens required' if tokens else 'no tokens: loopback only'}; API docs at /docs)",
+          f"{'tokens required' if tokens else 'no tokens: loopback only'}; API docs at /docs; "
+          f"{openenv_text(openenv, getattr(app.state, 'openenv', False))})",
           file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on",
                                            timeout_graceful_shutdown=5, access_log=False))
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C: the stop line is the last word, not click's "aborted"
+        if not said:
+            print(stopped_line(service.unfinished(), config.out), file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
+
+
+def openenv_text(asked: bool, mounted: bool) -> str:
+    """What the start line says of the OpenEnv environment."""
+    if mounted:
+        return "OpenEnv at /openenv"
+    if not asked:
+        return "OpenEnv not mounted (--no-openenv)"
+    return "OpenEnv not mounted: openenv-core is not installed (pip install -e '.[openenv]')"
 
 
 def stopped_line(queued: int, out: Any) -> str:
@@ -87,4 +106,5 @@ def make_config(**options: Any) -> ServeConfig:
     return ServeConfig(**options)
 
 
-__all__ = ["ServeSetupError", "bind", "is_loopback", "make_config", "run_server", "stopped_line"]
+__all__ = ["ServeSetupError", "bind", "is_loopback", "make_config", "openenv_text", "run_server",
+           "stopped_line"]

@@ -187,7 +187,12 @@ def untrusted_verdict(status: UntrustedStatus, outcome: TracerOutcome, case: Cas
     if claimed in STATUSES and claimed != Status.CORRECT:
         stage = status.get("stage") if status.get("stage") in STAGES else next_stage(last)
         message = str(status.get("message", ""))[:2000]
-        if claimed == Status.COMPILE_ERROR and _SIGNATURE_ERROR.search(message):
+        # a call that does not fit, or any error raised while kernel(*inputs) was traced (a
+        # kernel written for another task's inputs unpacks or indexes them wrongly): the hint
+        # can only help the candidate, so the tracer's word for where it failed is enough
+        if claimed == Status.COMPILE_ERROR and (
+                _SIGNATURE_ERROR.search(message)
+                or (stage == Stage.TRACE and _info(status).get("in_kernel") is True)):
             message += f"; the task calls {call_signature(case.task, case.size)}"
         # its code is believed only among those the tracer may give (a failure either way)
         rule = status.get("rule")
@@ -196,6 +201,11 @@ def untrusted_verdict(status: UntrustedStatus, outcome: TracerOutcome, case: Cas
     if outcome.returncode != 0:
         raise StageFailure(Status.CRASHED, next_stage(last), crash_message(outcome),
                            rule=Rule.PROCESS_DIED)
+
+
+def _info(status: UntrustedStatus) -> dict[str, Any]:
+    info = status.get("info")
+    return info if isinstance(info, dict) else {}
 
 
 # Python's words for a call that does not fit the function's parameters.

@@ -543,13 +543,18 @@ def _step_trace(run: _Run) -> bool:
     evaluated size, answering its hardware questions as the judged chip."""
     job, t0 = run.job, _perf_counter()
     run.guards.candidate_file(job.filename)
+    calling = False
     try:
         with run.chip():
             run.module = _load_candidate(job.source, job.filename)
             run.kept.append(run.module)
+            calling = True
             closed = run.make_jaxpr(run.module.kernel)(*run.specs)
         run.kept.append(closed)
     except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
+        # raised while kernel(*inputs) was traced, not while the file loaded: the parent adds
+        # how the task calls the kernel (only ever a hint in the message)
+        run.outbox.status["info"]["in_kernel"] = calling
         _fail(run.outbox, job, exc, Status.COMPILE_ERROR, Stage.TRACE, Rule.TRACE_ERROR)
         return False
     if run.patched(Stage.TRACE):
