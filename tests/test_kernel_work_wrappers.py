@@ -217,24 +217,7 @@ def test_a_block_read_by_every_program_crosses_hbm_once():
 def _routed(x, w):
     """A table routed from float data in XLA (each row block's sign, as a router's top-k picks
     experts from float logits), then the matmul where a block is routed, a copy elsewhere."""
-    from jax.experimental.pallas import tpu as pltpu
-
-    table = (x.reshape(4, -1).sum(axis=1) > 0).astype(jnp.int32)
-
-    def body(t_ref, x_ref, w_ref, o_ref):
-        o_ref[...] = x_ref[:, :N]
-
-        @pl.when(t_ref[pl.program_id(0)] > 0)
-        def _():
-            _matmul_body(x_ref, w_ref, o_ref)
-
-    spec = pltpu.PrefetchScalarGridSpec(
-        num_scalar_prefetch=1, grid=(4,),
-        in_specs=[pl.BlockSpec((BM, K), lambda i, t: (i, 0)),
-                  pl.BlockSpec((K, N), lambda i, t: (0, 0))],
-        out_specs=pl.BlockSpec((BM, N), lambda i, t: (i, 0)))
-    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
-                          grid_spec=spec)(table, x, w)
+    return _routed_by((x.reshape(4, -1).sum(axis=1) > 0).astype(jnp.int32), x, w)
 
 
 def test_a_table_routed_from_float_data_is_computed_on_the_trial():
@@ -252,3 +235,39 @@ def test_a_table_routed_from_float_data_is_computed_on_the_trial():
     assert 3 * per_block <= on_trial.flops < 3 * per_block + 64
     x[:] = -1.0
     assert kernel_work.count(closed, known=[x, w]).flops < 64  # routed nowhere: nothing runs
+
+
+def test_a_loop_on_the_trial_data_is_never_run_on_the_host():
+    """The host computes what the kernels' integer operands depend on, but never a loop: its
+    trips are the data's (a kernel file's ``while`` on its inputs may never end; the trusted
+    runner must not run it). The table behind a loop stays unknown: the cheapest side counts."""
+    def looped(x, w):
+        table = (x.reshape(4, -1).sum(axis=1) > 0).astype(jnp.int32)
+        _, table = jax.lax.while_loop(  # (the body changes the table: JAX cannot forward it)
+            lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + (c[0] > 100).astype(jnp.int32)),
+            (0, table))
+        return _routed_by(table, x, w)
+
+    closed = jax.make_jaxpr(looped)(X, W)
+    work = kernel_work.count(closed, known=[np.ones((M, K), np.float32), np.ones((K, N),
+                                                                                 np.float32)])
+    assert work.flops < MATMUL_FLOPS / 4 and work.wants_data
+
+
+def _routed_by(table, x, w):
+    from jax.experimental.pallas import tpu as pltpu
+
+    def body(t_ref, x_ref, w_ref, o_ref):
+        o_ref[...] = x_ref[:, :N]
+
+        @pl.when(t_ref[pl.program_id(0)] > 0)
+        def _():
+            _matmul_body(x_ref, w_ref, o_ref)
+
+    spec = pltpu.PrefetchScalarGridSpec(
+        num_scalar_prefetch=1, grid=(4,),
+        in_specs=[pl.BlockSpec((BM, K), lambda i, t: (i, 0)),
+                  pl.BlockSpec((K, N), lambda i, t: (0, 0))],
+        out_specs=pl.BlockSpec((BM, N), lambda i, t: (i, 0)))
+    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
+                          grid_spec=spec)(table, x, w)

@@ -877,6 +877,17 @@ MUTATIONS = [
         "return min(full, block * distinct)", "return full",
         ("tests/test_kernel_work_wrappers.py::"
          "test_a_kernel_moves_the_blocks_it_places_not_its_operands_in_full",)),
+    Mutation(
+        "host_runs_loops_on_the_trial_data", "evaluator/judge/kernel_work.py", "_UNBOUNDED",
+        '_UNBOUNDED = frozenset({"while", "scan"})', "_UNBOUNDED = frozenset()",
+        ("tests/test_kernel_work_wrappers.py::"
+         "test_a_loop_on_the_trial_data_is_never_run_on_the_host",)),
+    Mutation(
+        "host_routing_never_computed", "evaluator/judge/kernel_work.py", "count",
+        "walker.values.preset = {v: _known_const(x) for v, x in _host_values(jaxpr, raw).items()}",
+        "walker.values.preset = {}",
+        ("tests/test_kernel_work_wrappers.py::"
+         "test_a_table_routed_from_float_data_is_computed_on_the_trial",)),
     # issue 53: the seal, each group of its rules dropped in turn; it not installed; an
     # unsealed host run without being told
     Mutation(

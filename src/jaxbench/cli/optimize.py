@@ -20,6 +20,7 @@ from jaxbench.cli.common import (
     sealed_command,
     task_file_option,
 )
+from jaxbench.contract import Status
 
 DEFAULT_CACHE = Path(os.environ.get("JAXBENCH_CACHE", Path.home() / ".cache" / "jaxbench")) / "llm"
 
@@ -227,7 +228,7 @@ def _optimize_with_progress(run: Any, out_dir: Path, tasks: list[str], method: A
                     speed = f" {candidate.speedup:.2f}x" if candidate.speedup else ""
                     progress.advance(f"{candidate.result.task} sample {candidate.sample} "
                                      f"{candidate.status}{speed}",
-                                     failed=candidate.status != "correct")
+                                     failed=candidate.status != Status.CORRECT)
 
             interrupted = _run_method(run, tasks, method, model, settings, console, stop,
                                       budget=budget, executor=executor, ray_address=ray_address,

@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple, NotRequired, TypedDict
 
-from jaxbench.contract import FIELD_CORRECT, EvaluationResult, Status, status_rank
+from jaxbench.contract import FIELD_CORRECT, FIELD_TIME, EvaluationResult, Status, status_rank
 from jaxbench.report import metrics, taxonomy
 from jaxbench.report.data import (
     compiled,
@@ -343,7 +343,7 @@ def _serve_progress(out: Progress, events: list[dict[str, Any]], path: str | Non
     import time
 
     def when(event: dict[str, Any]) -> str:
-        stamp = event.get("time")
+        stamp = event.get(FIELD_TIME)
         return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(stamp)) \
             if isinstance(stamp, (int, float)) else "at an unrecorded time"
 

@@ -46,7 +46,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxbench.contract import STATUSES, SubmissionState
+from jaxbench.contract import STATUSES, Status, SubmissionState
 from jaxbench.serve.client import DEFAULT_RETRY_S, DEFAULT_URL, TOKEN_ENV, Client, ServeClientError
 from jaxbench.serve.environment import kernel_of
 from jaxbench.serve.rewards import DEFAULT_STATUS_REWARDS
@@ -58,7 +58,7 @@ REFUSED = "refused"  # the service would not take the answer (size, encoding, un
 OUTCOMES = (*STATUSES, UNJUDGED, REFUSED)
 # What a refused answer earns by default: what one that does not compile earns (the service's
 # default table), so an answer the service cannot take never beats one that runs.
-REFUSED_REWARD = DEFAULT_STATUS_REWARDS["compile_error"]
+REFUSED_REWARD = DEFAULT_STATUS_REWARDS[Status.COMPILE_ERROR]
 # Refusals that concern the items of a request (a source, a task), not the caller or the service.
 ITEM_REFUSALS = (409, 413, 422)
 # A batch request's body stays under this (the service refuses bodies over max(1 MiB, ...)).

@@ -23,6 +23,24 @@ def block_dims(block_mapping: Any) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def memory_space(block_mapping: Any) -> str | None:
+    """The block's memory space, lower case ("any" where the kernel moves the operand itself,
+    by DMA); None where the mapping cannot say (Mosaic GPU's transformed blocks refuse to give
+    their block type)."""
+    try:
+        aval = getattr(block_mapping, "block_aval", None)
+    except Exception:  # noqa: BLE001 - e.g. "Lowering failed to handle transforms"
+        return None
+    return str(getattr(aval, "memory_space", "")).lower()
+
+
+def unplaced(block_mapping: Any) -> bool:
+    """Whether the block's placement is not the index map's alone: memory the kernel moves
+    itself (``ANY``), or a memory space the mapping cannot say."""
+    space = memory_space(block_mapping)
+    return space is None or "any" in space
+
+
 def block_kind(dim: Any) -> tuple[str, int] | None:
     """(kind, size) of one block dimension: ``blocked`` (index times size), ``element`` (an
     element offset) or ``squeezed`` (one element); None for anything else."""

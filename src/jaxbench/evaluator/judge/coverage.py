@@ -30,7 +30,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from jaxbench import compat
-from jaxbench.evaluator.judge.blocks import block_kind, gaps
+from jaxbench.evaluator.judge.blocks import block_kind, gaps, unplaced
 from jaxbench.evaluator.judge.kernel_work import MAX_PROGRAMS, Values
 
 __all__ = ["uncovered", "describe", "edge_reads", "describe_edge_reads",
@@ -102,7 +102,7 @@ def _input_edge_reads(eqn: Any) -> list[EdgeRead]:
             output_axes |= _moves(index, grid)
     found: list[EdgeRead] = []
     for j, block in enumerate(mappings[:n_in]):
-        if "any" in str(getattr(getattr(block, "block_aval", None), "memory_space", "")).lower():
+        if unplaced(block):
             continue
         aval = getattr(block, "array_aval", None) or getattr(block, "array_shape_dtype", None)
         shape = tuple(int(d) for d in getattr(aval, "shape", ()))
@@ -207,7 +207,7 @@ def _output_gaps(eqn: Any) -> list[OutputGap]:
         if j in aliased or n_in + j >= len(mappings):
             continue
         block = mappings[n_in + j]
-        if "any" in str(getattr(getattr(block, "block_aval", None), "memory_space", "")).lower():
+        if unplaced(block):
             continue
         shape = tuple(int(d) for d in outvar.aval.shape)
         dims = [block_kind(d) for d in block.block_shape]

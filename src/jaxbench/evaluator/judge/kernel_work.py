@@ -937,10 +937,9 @@ def _blocks(call: _Call, mapping: Any, known: Any, tables: list[Any]) -> BlockVa
     the judge cannot tell each program's block exactly (a representative program, an index
     map it cannot evaluate, a block that reads past the array's edge, whose padding is
     undefined, or memory the kernel reads itself)."""
-    from jaxbench.evaluator.judge.blocks import block_kind
+    from jaxbench.evaluator.judge.blocks import block_kind, unplaced
 
-    from_blocks = "any" not in str(getattr(getattr(mapping, "block_aval", None), "memory_space",
-                                           "")).lower()
+    from_blocks = not unplaced(mapping)
     data = known.data if isinstance(known, ArrayValue) else known
     grid = call.grid
     if not from_blocks or grid is None or call.values.ids is None \
@@ -1019,14 +1018,14 @@ def _moved(call: _Call, m: int, aval: Any, programs: Any) -> float:
     that ``programs`` (a bool per program; None: not enumerated) place, as its index map places
     them, or, where the judge cannot evaluate the map, a block per program that runs; never more
     than the operand. An operand the kernel reads itself (``ANY`` memory, by DMA) counts in full."""
-    from jaxbench.evaluator.judge.blocks import block_dims
+    from jaxbench.evaluator.judge.blocks import block_dims, unplaced
 
     full = float(_nbytes(aval))
     mappings = getattr(call.grid_mapping, "block_mappings", ()) or ()
     if m >= len(mappings):
         return full
     mapping = mappings[m]
-    if "any" in str(getattr(getattr(mapping, "block_aval", None), "memory_space", "")).lower():
+    if unplaced(mapping):
         return full
     dims = block_dims(mapping)
     shape = tuple(int(d) for d in getattr(aval, "shape", ()))
@@ -1106,7 +1105,7 @@ def _covered(eqn: Any, call: _Call, j: int, writers: Any) -> bool:
     it, dimension by dimension (as :mod:`.coverage` reads the grid, with :mod:`.blocks`'
     helpers); True where the judge cannot tell (a representative program, an output in
     ``ANY`` memory, written by DMA, an index map it cannot evaluate)."""
-    from jaxbench.evaluator.judge.blocks import block_kind, gaps
+    from jaxbench.evaluator.judge.blocks import block_kind, gaps, unplaced
 
     grid, mapping = call.grid, call.grid_mapping
     mappings = getattr(mapping, "block_mappings", ())
@@ -1114,7 +1113,7 @@ def _covered(eqn: Any, call: _Call, j: int, writers: Any) -> bool:
     if grid is None or len(writers) != call.programs or n_in + j >= len(mappings):
         return True
     block = mappings[n_in + j]
-    if "any" in str(getattr(getattr(block, "block_aval", None), "memory_space", "")).lower():
+    if unplaced(block):
         return True
     shape = tuple(int(d) for d in eqn.outvars[j].aval.shape)
     dims = [block_kind(d) for d in block.block_shape]
@@ -1235,6 +1234,11 @@ def _cheapest(options: list[KernelWork]) -> KernelWork:
 
 
 MAX_HOST_ELEMENTS = 1 << 26  # the largest value the host computes on a trial's data
+# What the host computes on a trial's data in all, in the counter's own prices: the kernel file
+# wrote these programs, so they are bounded (a loop is never run: its trips are the data's).
+HOST_FLOPS = 4e9
+HOST_ELEMENTS = 1 << 28
+_UNBOUNDED = frozenset({"while", "scan"})
 
 
 def _holds_kernel(eqn: Any) -> bool:
@@ -1253,8 +1257,20 @@ def _host_values(jaxpr: Any, raw: list[Any]) -> dict[Any, Any]:
     are right.)"""
     found: dict[Any, Any] = {}
     needs: dict[int, set[Any]] = {}
-    _evaluate(jaxpr, raw, found, needs)
+    _evaluate(jaxpr, raw, found, needs, {"flops": HOST_FLOPS, "elements": float(HOST_ELEMENTS)})
     return found
+
+
+def _host_cost(eqn: Any) -> tuple[float, float] | None:
+    """(FLOPs, elements) of running ``eqn`` on the host, in the counter's prices; None for one
+    that must not run there: a loop (``while``, ``scan``) or a call holding one."""
+    eqns = [eqn, *(e for sub in _subs(eqn) for e in compat.walk_eqns(sub, 100_000))]
+    if any(e.primitive.name in _UNBOUNDED for e in eqns):
+        return None
+    flops = sum(leaf_flops(e) for e in eqns if not _subs(e))
+    elements = sum(float(_size(v.aval)) for e in eqns for v in [*e.invars, *e.outvars]
+                   if not _is_literal(v))
+    return flops, elements
 
 
 def _is_int(v: Any) -> bool:
@@ -1301,7 +1317,7 @@ def _call_consts(eqn: Any) -> list[Any]:
 
 
 def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int, set[Any]],
-              depth: int = 0, consts: list[Any] = ()) -> None:
+              budget: dict[str, float], depth: int = 0, consts: list[Any] = ()) -> None:
     import jax
 
     need = _needed(jaxpr, needs, depth)
@@ -1320,12 +1336,17 @@ def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int
             if sub is not None and _per_device(eqn) == 1:
                 _evaluate(sub, [env[u] if k else (u.val if _is_literal(u) else None)
                                 for u, k in zip(eqn.invars, known, strict=True)],
-                          found, needs, depth + 1, _call_consts(eqn))
+                          found, needs, budget, depth + 1, _call_consts(eqn))
             continue
         if not any(v in need for v in eqn.outvars) or not all(
                 k or _is_literal(u) for u, k in zip(eqn.invars, known, strict=True)) or any(
                 _size(v.aval) > MAX_HOST_ELEMENTS for v in [*eqn.invars, *eqn.outvars]):
             continue
+        cost = _host_cost(eqn)
+        if cost is None or cost[0] > budget["flops"] or cost[1] > budget["elements"]:
+            continue  # never run (a loop) or over what the host spends: unknown
+        budget["flops"] -= cost[0]
+        budget["elements"] -= cost[1]
         try:
             with jax.default_device(cpu):
                 outs = compat.bind_eqn(eqn, [u.val if _is_literal(u) else env[u]
