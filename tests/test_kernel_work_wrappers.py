@@ -114,8 +114,9 @@ FIRST_ORDER = {"addupdate", "get", "swap", "new_ref", "free_ref", "debug_callbac
 KERNELS = {"pallas_call", "core_map", "mpmd_map"}
 # Higher-order primitives the counter deliberately does not read: a kernel inside one makes
 # the count unreadable (the test above shows the mechanism on custom_linear_solve).
-NOT_READ = {"call_hi_primitive", "remat_opt", "custom_linear_solve", "custom_lin",
-            "custom_transpose_call", "linear_call", "checkify"}
+NOT_READ = {"call_hi_primitive", "call_hi_primitive_linearized", "remat_opt",
+            "custom_linear_solve", "custom_lin", "custom_transpose_call", "linear_call",
+            "checkify"}
 
 
 def _registered_higher_order():

@@ -97,6 +97,7 @@ _CALLS = {"jit": "jaxpr", "pjit": "jaxpr", "call": "call_jaxpr", "closed_call": 
           "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
           "remat": "jaxpr", "remat2": "jaxpr",
           "checkpoint": "jaxpr", "run_scoped": "jaxpr", "custom_vmap_call": "call",
+          "eval_jaxpr": "call_jaxpr", "xla_metadata_call": "jaxpr",  # (JAX 0.12)
           "shard_map": "jaxpr", "xla_pmap": "call_jaxpr"}
 # The primitives nesting jaxprs that the counter reads besides the calls above; any other one
 # that holds a kernel makes the count unreadable (`unverified`), never a count of nothing.
