@@ -272,3 +272,34 @@ def _routed_by(table, x, w):
         out_specs=pl.BlockSpec((BM, N), lambda i, t: (i, 0)))
     return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
                           grid_spec=spec)(table, x, w)
+
+
+def _dma_rows(table, copies=1):
+    """A kernel that DMAs rows 8-15 of a table in ``ANY`` memory ``copies`` times into VMEM and
+    writes them out."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    def body(t_ref, o_ref, buf, sem):
+        for _ in range(copies):
+            copy = pltpu.make_async_copy(t_ref.at[pl.ds(8, 8), :], buf, sem)
+            copy.start()
+            copy.wait()
+        o_ref[...] = buf[...]
+
+    return pl.pallas_call(
+        body, out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32), grid=(1,),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+        scratch_shapes=[pltpu.VMEM((8, 128), jnp.float32), pltpu.SemaphoreType.DMA(())])(table)
+
+
+def test_an_operand_the_kernel_moves_by_dma_counts_the_bytes_its_dmas_move():
+    """A table in ANY memory of which the kernel DMAs one (8, 128) block moved that block, not
+    the table; a DMA repeated moves no more than the table (no credit for copying again)."""
+    table = jax.ShapeDtypeStruct((1024, 128), jnp.float32)
+    block = 8 * 128 * 4
+    once = kernel_work.count(jax.make_jaxpr(_dma_rows)(table))
+    assert once.bytes == block + block  # the DMA'd block, and the output block
+    small = jax.ShapeDtypeStruct((16, 128), jnp.float32)
+    many = kernel_work.count(jax.make_jaxpr(lambda t: _dma_rows(t, copies=8))(small))
+    assert many.bytes == 16 * 128 * 4 + block  # capped at the table, plus the output

@@ -888,6 +888,12 @@ MUTATIONS = [
         "walker.values.preset = {}",
         ("tests/test_kernel_work_wrappers.py::"
          "test_a_table_routed_from_float_data_is_computed_on_the_trial",)),
+    Mutation(
+        "dma_operand_bytes_in_full", "evaluator/judge/kernel_work.py", "_moved",
+        "return 0.0  # moved by the kernel's own DMAs: counted by them (_dma_bytes)",
+        "return full",
+        ("tests/test_kernel_work_wrappers.py::"
+         "test_an_operand_the_kernel_moves_by_dma_counts_the_bytes_its_dmas_move",)),
     # issue 53: the seal, each group of its rules dropped in turn; it not installed; an
     # unsealed host run without being told
     Mutation(

@@ -25,8 +25,8 @@ For every kernel equation (``pallas_call``, ``core_map``, ``mpmd_map``) this mod
 - **bytes**: of the operands the kernel body surely reads and the outputs it surely writes
   that reach the module's result, the blocks that move: the distinct blocks its index maps
   place (each crosses HBM at least once), or a block per program where the judge cannot
-  evaluate the map, never more than the operand; an operand in ``ANY`` memory (moved by the
-  kernel's own DMAs) counts in full.
+  evaluate the map, never more than the operand; for operands in ``ANY`` memory, the bytes of
+  the kernel's own DMAs that surely run (``dma_start``'s source), at most those operands.
 - **the trial's data**: given the first trial's integer inputs (``known``), grids sized from
   them, scalar-prefetch tables, and each program's block of a blocked integer operand (through
   its index map: the per-program lengths and offsets kernels bound their loops by) are known
@@ -348,6 +348,12 @@ class BlockValue(ArrayValue):
     axis is the program), as its index map places it. A ``get`` reads each program's own."""
 
 
+def _numbers(value: Any) -> Any:
+    """A known value that is one number per var (a splat) or per program, else None (a table,
+    :class:`ArrayValue`, is read by ``get``, never used as an index, a bound or a predicate)."""
+    return value if isinstance(value, np.ndarray) else None
+
+
 def _known_const(value: Any) -> Any:
     """A traced function's constant as a known value: integer and boolean ones only."""
     try:
@@ -575,7 +581,7 @@ def _operands(eqn: Any, outs: list[bool], env: dict[Any, Any], values: Values,
     name, n = eqn.primitive.name, len(eqn.invars)
     if name == "select_n":
         which = values.of(eqn.invars[0], env)
-        if which is not None and np.ndim(which) == 0:
+        if isinstance(which, np.ndarray) and which.ndim == 0:
             chosen = int(np.clip(int(which), 0, n - 2))
             return [False] + [i == chosen for i in range(n - 1)]
         return [True] * n
@@ -587,7 +593,7 @@ def _operands(eqn: Any, outs: list[bool], env: dict[Any, Any], values: Values,
     if name == "cond":
         branches = [_jaxpr(b) for b in eqn.params["branches"]]
         ops = eqn.invars[1:]
-        taken = _taken(values.of(eqn.invars[0], env), len(branches))
+        taken = _taken(_numbers(values.of(eqn.invars[0], env)), len(branches))
         used = [False] * len(ops)
         for b, branch in enumerate(branches):
             if taken is not None and b not in taken:
@@ -684,7 +690,7 @@ def _trips(eqn: Any, env: dict[Any, Any], values: Values) -> Any:
     if not _is_literal(other) or values.of(other, {}) is None or int(values.of(other, {})) != 1:
         return None
     carries_out = eqn.invars[cn + bn:]
-    lo, hi = values.of(carries_out[i], env), values.of(carries_out[j], env)
+    lo, hi = _numbers(values.of(carries_out[i], env)), _numbers(values.of(carries_out[j], env))
     if lo is None or hi is None or _dtype(carries_out[i]) is None \
             or _dtype(carries_out[i]).kind not in "iu":
         return None
@@ -723,8 +729,9 @@ class _Body:
     """The FLOPs one kernel's body surely does, per program, and the refs it surely uses,
     with the programs that surely write each."""
 
-    def __init__(self, values: Values, programs: int) -> None:
-        self.values, self.programs = values, programs
+    def __init__(self, values: Values, programs: int, price: Any = None) -> None:
+        # ``price``: what one leaf equation costs (FLOPs by default; a DMA's bytes)
+        self.values, self.programs, self.price = values, programs, price or leaf_flops
 
     def work(self, jaxpr: Any, inputs: list[Any], out_rel: list[bool], mask: Any,
              dead: frozenset[Any], depth: int = 0) -> tuple[Any, Uses]:
@@ -775,7 +782,7 @@ class _Body:
         if _subs(eqn):  # what else nests jaxprs: nothing in it is sure to run
             return 0.0, {}
         targets, none = _writes(eqn), np.zeros(mask.shape, bool)
-        return leaf_flops(eqn), {k: mask if any(v is t for t in targets) else none
+        return self.price(eqn), {k: mask if any(v is t for t in targets) else none
                                  for k, v in enumerate(eqn.invars)}
 
     def cond(self, eqn: Any, env: dict[Any, Any], outs: list[bool], mask: Any,
@@ -784,7 +791,7 @@ class _Body:
         ops = eqn.invars[1:]
         inputs = [self.values.of(v, env) for v in ops]
         sub_dead = [_sub_dead(b, ops, dead) for b in branches]
-        index = self.values.of(eqn.invars[0], env)
+        index = _numbers(self.values.of(eqn.invars[0], env))
         none = np.zeros(mask.shape, bool)
         if index is None:  # the cheapest branch, per program; what every branch uses and writes
             results = [self.work(b, inputs, outs, mask, d, depth + 1)
@@ -1011,23 +1018,65 @@ def _kernel(eqn: Any, out_rel: list[bool], operands: list[Any]) -> tuple[float, 
     moved += sum(_moved(call, n_in + j, v.aval, used[n_index + n_in + j])
                  for j, (v, r) in enumerate(zip(eqn.outvars, out_rel, strict=True))
                  if r and n_index + n_in + j in used)
+    # operands the kernel moves itself (ANY memory): the bytes of its DMAs that surely run,
+    # at most those operands (a block copied again and again moves no more of them)
+    by_dma = sum(_nbytes(v.aval) for k, v in enumerate(eqn.invars[n_dyn:])
+                 if k in used and k >= n_index and _by_dma(call, k - n_index))
+    by_dma += sum(_nbytes(v.aval) for j, (v, r) in enumerate(zip(eqn.outvars, out_rel, strict=True))
+                  if r and n_index + n_in + j in used and _by_dma(call, n_in + j))
+    if by_dma:
+        dma, _ = _Body(values, programs, _dma_bytes).work(body, inputs, [], mask, dead)
+        moved += min(float(by_dma), float(np.sum(dma)) * scale)
     return float(np.sum(flops)) * scale, float(moved), programs
+
+
+def _by_dma(call: _Call, m: int) -> bool:
+    """Whether kernel operand (block mapping) ``m`` lives in ``ANY`` memory: the kernel moves
+    it with its own DMAs."""
+    from jaxbench.evaluator.judge.blocks import memory_space
+
+    mappings = getattr(call.grid_mapping, "block_mappings", ()) or ()
+    space = memory_space(mappings[m]) if m < len(mappings) else None
+    return space is not None and "any" in space
+
+
+def _dma_bytes(eqn: Any) -> float:
+    """The bytes one ``dma_start`` moves: its source's (transformed) shape; other equations
+    move none by DMA."""
+    from jax import tree_util
+
+    if eqn.primitive.name != "dma_start":
+        return 0.0
+    try:
+        src = tree_util.tree_unflatten(eqn.params["tree"], list(eqn.invars))[0]
+        ref = getattr(src, "ref", src)
+        shape, dtype = tuple(ref.aval.shape), ref.aval.dtype
+        for transform in getattr(src, "transforms", ()):  # a slice of the ref: its shape
+            shape = tuple(transform.transform_shape(shape)) \
+                if hasattr(transform, "transform_shape") else tuple(transform.get_indexer_shape())
+        return float(math.prod(int(d) for d in shape) * np.dtype(dtype).itemsize)
+    except Exception:  # noqa: BLE001 - a DMA this reader cannot size: it moves nothing known
+        return 0.0
 
 
 def _moved(call: _Call, m: int, aval: Any, programs: Any) -> float:
     """The bytes of a kernel operand (block mapping ``m``) that cross HBM: the distinct blocks
     that ``programs`` (a bool per program; None: not enumerated) place, as its index map places
     them, or, where the judge cannot evaluate the map, a block per program that runs; never more
-    than the operand. An operand the kernel reads itself (``ANY`` memory, by DMA) counts in full."""
-    from jaxbench.evaluator.judge.blocks import block_dims, unplaced
+    than the operand. An operand the kernel moves itself (``ANY`` memory) counts none here: its
+    DMAs count (:func:`_dma_bytes`); one whose memory space cannot be read counts in full."""
+    from jaxbench.evaluator.judge.blocks import block_dims, memory_space
 
     full = float(_nbytes(aval))
     mappings = getattr(call.grid_mapping, "block_mappings", ()) or ()
     if m >= len(mappings):
         return full
     mapping = mappings[m]
-    if unplaced(mapping):
-        return full
+    space = memory_space(mapping)
+    if space is None:
+        return full  # where the blocks lie cannot be read: as before, the operand
+    if "any" in space:
+        return 0.0  # moved by the kernel's own DMAs: counted by them (_dma_bytes)
     dims = block_dims(mapping)
     shape = tuple(int(d) for d in getattr(aval, "shape", ()))
     if len(dims) != len(shape):
@@ -1196,7 +1245,7 @@ class _Module:
         if name == "cond":
             branches = [_jaxpr(b) for b in eqn.params["branches"]]
             ins = [of(v, env) for v in eqn.invars[1:]]
-            index = of(eqn.invars[0], env)
+            index = _numbers(of(eqn.invars[0], env))
             if index is not None:
                 _check_index(index, len(branches))
                 return self.walk(branches[int(index)], ins, outs, times, depth + 1, line)
@@ -1486,12 +1535,12 @@ def _eqn_reached(eqn: Any, ins: list[bool], env: dict[Any, Any], values: Values,
                         depth + 1)[0]
     if name == "select_n":
         which = of(eqn.invars[0], env)
-        if which is not None and np.ndim(which) == 0:
+        if isinstance(which, np.ndarray) and which.ndim == 0:
             return [ins[1 + int(np.clip(int(which), 0, len(ins) - 2))]]
         return [any(ins)]
     if name == "cond":
         branches = [_jaxpr(b) for b in eqn.params["branches"]]
-        index = of(eqn.invars[0], env)
+        index = _numbers(of(eqn.invars[0], env))
         if index is not None:
             _check_index(index, len(branches))
         taken = _taken(index, len(branches))
