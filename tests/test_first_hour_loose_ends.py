@@ -370,3 +370,20 @@ def test_the_readme_gives_the_quick_tier_before_the_whole_suite():
     assert readme.index(quick) < readme.index(full)
     between = " ".join(readme[readme.index(quick):readme.index(full)].split())
     assert "about 17 minutes on an idle 2-core VM, more when the machine is loaded" in between
+
+
+def test_a_run_over_a_directory_names_a_kernel_file_that_is_not_utf8_and_goes_on(tmp_path):
+    """`jaxbench run --kernels DIR` read each file as UTF-8 and crashed on the first that was
+    not (a bare UnicodeDecodeError); now that file is left out with its reason, the others run."""
+    from jaxbench.runs.jobs import directory_jobs
+    from jaxbench.tasks import get_task
+
+    (tmp_path / "8p_gemm.py").write_bytes(b"# caf\xe9\nTARGET = 'tpu'\ndef kernel(a, b):\n"
+                                          b"    return a @ b\n")
+    (tmp_path / "12p_rmsnorm.py").write_text("TARGET = 'tpu'\ndef kernel(x, w):\n    return x\n")
+    skipped: list[str] = []
+    jobs = directory_jobs(tmp_path, [get_task("8p_gemm"), get_task("12p_rmsnorm")], ["tpu"],
+                          skipped)
+    assert [j.task for j in jobs] == ["12p_rmsnorm"]
+    assert skipped == ["8p_gemm.py (not UTF-8 text: byte 0xe9 on line 1; kernel files are read "
+                       "as UTF-8: save it as UTF-8)"]

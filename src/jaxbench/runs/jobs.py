@@ -149,7 +149,14 @@ def directory_jobs(directory: Path, tasks: Iterable[Task] | None, targets: Itera
         if refused:
             notes.append(f"{path.name} ({refused})")
             continue
-        source = path.read_text(errors="replace")
+        data = path.read_bytes()
+        try:
+            source = data.decode("utf-8")
+        except UnicodeDecodeError as exc:  # left out, named: the run goes on with the others
+            line = data[:exc.start].count(b"\n") + 1
+            notes.append(f"{path.name} (not UTF-8 text: byte 0x{data[exc.start]:02x} on line "
+                         f"{line}; kernel files are read as UTF-8: save it as UTF-8)")
+            continue
         declared, problem = target_declaration(source)
         if problem:
             notes.append(f"{path.name} ({problem})")
