@@ -75,6 +75,18 @@ scripted_answers() {  # $1 copies of each seed of OPT_TASKS, each with a distinc
     done
   done
 }
+# `optimize` (best_of_n) on OPT_TASKS with $1 scripted answers a task into runs/$2, resumed
+# like the runs (the answers written when the run has not started yet)
+optimize_run() {
+  local budget="$1" name="$2"
+  [ -e "$RUNS/$name/manifest.json" ] || scripted_answers "$budget"
+  timeout --signal=INT --kill-after=30 "${BUDGET_S:-420}" "$PY" -m jaxbench.cli optimize \
+    --method best_of_n --model "scripted:$RUNS/scripted$budget" \
+    --tasks "$(echo $OPT_TASKS | tr ' ' ,)" --budget "$budget" --target tpu --mode "$MODE" \
+    --size "$SIZE" --workers "${WORKERS:-3}" --out "$RUNS/$name" 2>&1 | tail -n 40 | tee -a "$log"
+  say "$name: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+  tar -czf "$OUT/$name.tgz" -C "$RUNS" "$name"
+}
 log="$OUT/tpu_check.log"
 say() { echo "tpu_check: $*" | tee -a "$log"; }
 started=$(date +%s)
@@ -99,23 +111,7 @@ for step in $STEPS; do
       say "$step: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
       tar -czf "$OUT/tpu-$step.tgz" -C "$RUNS" "tpu-$step"
       ;;
-    optimize)
-      answers="$RUNS/scripted"
-      rm -rf "$answers"
-      for t in $OPT_TASKS; do
-        mkdir -p "$answers/$t"
-        for i in 1 2 3 4 5 6 7 8; do
-          { echo '```python'; cat "src/jaxbench/tasks/jaxbench/$t/seed_tpu.py"; echo "# copy $i"
-            echo '```'; } >"$answers/$t/$i.md"
-        done
-      done
-      timeout --signal=INT --kill-after=30 "${BUDGET_S:-420}" "$PY" -m jaxbench.cli optimize \
-        --method best_of_n --model "scripted:$answers" --tasks "$(echo $OPT_TASKS | tr ' ' ,)" \
-        --budget 8 --target tpu --mode "$MODE" --size "$SIZE" --workers "${WORKERS:-3}" \
-        --out "$RUNS/tpu-optimize" 2>&1 | tail -n 40 | tee -a "$log"
-      say "optimize: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
-      tar -czf "$OUT/tpu-optimize.tgz" -C "$RUNS" tpu-optimize
-      ;;
+    optimize) optimize_run 8 tpu-optimize ;;
     seal)
       "$PY" scripts/seal_check.py "$OUT/seal" --mode "$MODE" --size small 2>&1 | tee -a "$log"
       say "seal_check: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
@@ -137,15 +133,7 @@ for step in $STEPS; do
       timeout 480 "$PY" benchmarks/compile_beside_timing.py 2>&1 | tee "$OUT/beside.txt" | tee -a "$log"
       say "beside: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
       ;;
-    optimize16)
-      [ -e "$RUNS/tpu-optimize16/manifest.json" ] || scripted_answers 16
-      timeout --signal=INT --kill-after=30 "${BUDGET_S:-420}" "$PY" -m jaxbench.cli optimize \
-        --method best_of_n --model "scripted:$RUNS/scripted16" --tasks "$(echo $OPT_TASKS | tr ' ' ,)" \
-        --budget 16 --target tpu --mode "$MODE" --size "$SIZE" --workers "${WORKERS:-3}" \
-        --out "$RUNS/tpu-optimize16" 2>&1 | tail -n 40 | tee -a "$log"
-      say "optimize16: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
-      tar -czf "$OUT/tpu-optimize16.tgz" -C "$RUNS" tpu-optimize16
-      ;;
+    optimize16) optimize_run 16 tpu-optimize16 ;;
     *) say "unknown step $step (doctor, one, seed, expert, optimize, seal, cache-seed-cold, cache-seed-warm, eval-cold, eval-warm, beside, optimize16)"; exit 2 ;;
   esac
 done

@@ -13,8 +13,12 @@ written before the schema existed and are read as version 1.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
-from typing import Any, ClassVar, NotRequired, TypedDict
+import re
+import types
+import typing
+from typing import Any, Literal, NotRequired, TypedDict
 
 from jaxbench.contract.codes import RAN, RUNNING, Mode, Rule, Stage, Status, Target
 
@@ -200,22 +204,199 @@ class ChipVerdict(TypedDict):
     max_abs_err: float
     rel_err: float
     tol_fraction: float
-    key: list[int]
+    key: NotRequired[list[int]]  # the trial's key (the parent reads only the figures)
+
+
+class KernelFigures(TypedDict, total=False):
+    """One kernel's on-chip memory figures at one size: an entry of ``JudgeResponse.memory``
+    (and, where Triton's shared memory is unsure, of its ``smem_uncertain``), which the judge's
+    memory rules and budgets fill (:mod:`jaxbench.evaluator.judge.memory_rules`). The estimate
+    from the jaxpr and the count on the lowered module each fill the keys of their platform."""
+
+    kernel: int | None  # the pallas_call's index (None: a kernel outside the kernel regions)
+    size: str
+    # TPU (Mosaic): the VMEM the kernel needs and its limit
+    vmem_bytes: int
+    vmem_limit_bytes: int
+    vmem_uncertain: bool  # just over the limit, inside the margin: the parent warns
+    name: str  # the kernel function's (the lowered module's)
+    grid: list[int] | str  # the lowered kernel's grid, or "dynamic"
+    # GPU
+    backend: str  # "mosaic_gpu": a kernel whose budget is not counted
+    block_bytes: int  # the program's blocks (the estimate)
+    num_warps: int
+    num_stages: int
+    largest_tensor_elements: int
+    # Triton's shared memory
+    dot_shared_bytes_estimate: int
+    dot_shared_bytes_lower_bound: int
+    smem_uncertain: bool  # between the two figures: Triton's compiler decides, or a warning
+    shared_limit_bytes: int
+    smem_where: str
+
+
+class ToolFaultRecord(TypedDict, total=False):
+    """One of JAX's tools crashing inside its own code (``JudgeResponse.tool_faults``: the keys
+    of :meth:`jaxbench.evaluator.judge.tool_faults.ToolFault.as_dict`): the tool, its error,
+    the frame it failed in, its version, the known issue it matches and the text shown."""
+
+    tool: str
+    error: str
+    frame: str
+    version: str
+    known: str
+    text: str
+
+
+class TracerHints(TypedDict, total=False):
+    """``TracerStatus.info``: hints for the message only."""
+
+    in_kernel: bool  # a trace error raised in kernel(*inputs), not while the file loaded
 
 
 class RecordError(ValueError):
     """A message between processes that does not fit its record."""
 
 
+def _type_name(hint: Any) -> str:
+    if isinstance(hint, type):
+        return hint.__name__
+    return re.sub(r"\b(typing|jaxbench\.contract\.\w+)\.", "", str(hint))
+
+
+def type_problem(value: Any, hint: Any) -> str | None:
+    """Why ``value`` (as JSON gives it) is not of type ``hint``; None when it is. Knows ``Any``,
+    str/int/float/bool (a bool is no int; an int is a float), the enums of
+    :mod:`jaxbench.contract.codes` (one of their values), ``Literal``, unions (``X | None``),
+    ``list[X]``, ``dict[str, X]``, ``tuple[...]`` (a list or a tuple) and TypedDicts (their
+    declared keys; a required one must be there, others may be)."""
+    if hint is Any:
+        return None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        problems = [type_problem(value, arg) for arg in args if value is None
+                    or arg is not type(None)]
+        if None in problems:
+            return None
+        if len(problems) == 1:  # X | None, and not None: why not an X
+            return problems[0]
+        return f"{type(value).__name__} {_short(value)}, not {_type_name(hint)}"
+    if origin is typing.Literal:
+        if any(type(value) is type(arg) and value == arg for arg in args):
+            return None
+        return f"{_short(value)}, not one of {list(args)}"
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        if isinstance(value, str) and value in hint._value2member_map_:
+            return None
+        return f"{_short(value)}, not one of {hint.__name__}'s values"
+    if typing.is_typeddict(hint):
+        return _typeddict_problem(value, hint)
+    if hint is type(None):
+        ok = value is None
+    elif hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif hint in (str, bool):
+        ok = isinstance(value, hint)
+    elif origin is list:
+        if not isinstance(value, list):
+            return f"{type(value).__name__}, not a list"
+        return _first((f"[{i}]", item, args[0]) for i, item in enumerate(value))
+    elif origin is dict:
+        if not isinstance(value, dict):
+            return f"{type(value).__name__}, not an object"
+        key, item = args
+        return (_first((f"key {k!r}", k, key) for k in value)
+                or _first((f"[{k!r}]", v, item) for k, v in value.items()))
+    elif origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            return f"{type(value).__name__}, not a list"
+        if len(args) == 2 and args[1] is Ellipsis:
+            return _first((f"[{i}]", item, args[0]) for i, item in enumerate(value))
+        if len(value) != len(args):
+            return f"{len(value)} items, not {len(args)}"
+        return _first((f"[{i}]", item, arg) for i, (item, arg) in enumerate(zip(value, args, strict=True)))
+    else:
+        raise TypeError(f"no check for the type {hint!r}")  # a record declared one: add it here
+    return None if ok else f"{type(value).__name__} {_short(value)}, not {_type_name(hint)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _first(checks: Any) -> str | None:
+    """The first problem among ``(place, value, type)`` checks, named by its place."""
+    for place, value, hint in checks:
+        problem = type_problem(value, hint)
+        if problem is not None:
+            return f"{place}: {problem}"
+    return None
+
+
+def _typeddict_problem(value: Any, hint: Any) -> str | None:
+    # named in words (a ChipVerdict is "chip verdict"), as messages speak of it
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", hint.__name__).lower()
+    if not isinstance(value, dict):
+        return f"{type(value).__name__} {_short(value)}, not a {words}"
+    for name, (key_type, required) in _keys(hint).items():
+        if name not in value:
+            if required:
+                return f"a {words} without its key {name!r}"
+            continue
+        problem = type_problem(value[name], key_type)
+        if problem is not None:
+            return f"{words} {name!r}: {problem}"
+    return None
+
+
+_HINTS: dict[Any, dict[str, Any]] = {}
+
+
+def _keys(typed: Any) -> dict[str, tuple[Any, bool]]:
+    """A TypedDict's keys: name -> (type, required), ``NotRequired``/``Required`` read from its
+    hints (the class's own required keys miss them under ``from __future__ import
+    annotations``)."""
+    if typed not in _HINTS:
+        found = {}
+        for name, hint in typing.get_type_hints(typed, include_extras=True).items():
+            required = typed.__total__
+            if typing.get_origin(hint) in (typing.NotRequired, typing.Required):
+                required = typing.get_origin(hint) is typing.Required
+                hint = typing.get_args(hint)[0]
+            found[name] = (hint, required)
+        _HINTS[typed] = found
+    return _HINTS[typed]
+
+
 class Record:
     """A message that crosses a process boundary: a dataclass whose fields are its JSON keys.
-    :meth:`from_dict` refuses unknown keys, missing required ones and values of another type
-    (``TYPES`` names the checked fields), so a field read but never written cannot exist."""
-
-    TYPES: ClassVar[dict[str, tuple[type, ...]]] = {}
+    :meth:`from_dict` refuses unknown keys, missing required ones and any value not of its
+    field's declared type (:func:`type_problem`, from the dataclass's type hints), so a field
+    read but never written cannot exist and a field's reader can trust its type."""
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def field_types(cls) -> dict[str, Any]:
+        """Each field's declared type (resolved once, when this module is imported: a sealed
+        process compiles nothing later)."""
+        if cls not in _HINTS:
+            names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+            _HINTS[cls] = {name: hint for name, hint in typing.get_type_hints(cls).items()
+                           if name in names}
+        return _HINTS[cls]
+
+    @classmethod
+    def field_problem(cls, name: str, value: Any) -> str | None:
+        """Why ``value`` cannot be field ``name`` of this record; None when it can."""
+        hint = cls.field_types().get(name)
+        if hint is None:
+            return "unknown field"
+        return type_problem(value, hint)
 
     @classmethod
     def from_dict(cls, data: Any) -> Any:
@@ -229,11 +410,15 @@ class Record:
                    and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         if missing:
             raise RecordError(f"{cls.__name__}: missing field(s) {missing}")
-        for name, types in cls.TYPES.items():
-            if name in data and data[name] is not None and not isinstance(data[name], types):
-                raise RecordError(f"{cls.__name__}.{name}: {type(data[name]).__name__}, not "
-                                  f"{'/'.join(t.__name__ for t in types)}")
+        for name, value in data.items():
+            problem = cls.field_problem(name, value)
+            if problem is not None:
+                raise RecordError(f"{cls.__name__}.{name}: {problem}")
         return cls(**data)
+
+
+Spec = tuple[list[int], str]  # an input's (shape, dtype name)
+Key = list[int]  # a trial's PRNG key data
 
 
 @dataclasses.dataclass
@@ -248,14 +433,14 @@ class TracerJob(Record):
     target: str
     platform: str
     mode: str
-    specs: list[Any]
-    size_specs: dict[str, list[Any]]  # size -> its input specs, as ``specs``
-    memory_bytes: int
+    specs: list[Spec]
+    size_specs: dict[str, list[Spec]]  # size -> its input specs, as ``specs``
+    memory_bytes: int | None  # the address-space cap (None: none)
     file_bytes: int = 1 << 30
     debug: bool = False
     tpu_device_kind: str = ""
     gpu_device_kind: str = ""
-    fallback_keys: list[Any] = dataclasses.field(default_factory=list)  # the debug run's inputs
+    fallback_keys: list[Key] = dataclasses.field(default_factory=list)  # the debug run's inputs
     schema: int = SCHEMA_VERSION
 
 
@@ -264,21 +449,16 @@ class TracerStatus(Record):
     """Tracer -> parent (status.json, written by the process that ran candidate code): its
     progress, its timings and, where it failed, why. Believed only as a failure."""
 
-    status: str = RUNNING  # running, traced, or a failure Status
-    stage: str | None = None
+    status: Status | Literal["running", "traced"] = RUNNING  # or a failure Status
+    stage: Stage | None = None
     message: str = ""
-    rule: str | None = None
+    rule: Rule | None = None
     stages: dict[str, StageDetails] = dataclasses.field(default_factory=dict)
-    # hints for the message only: today ``in_kernel`` (a trace error raised in kernel(*inputs))
-    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    info: TracerHints = dataclasses.field(default_factory=lambda: TracerHints())
     isolation: str | None = None
-    frames: list[Any] = dataclasses.field(default_factory=list)
-    probe: list[Any] | None = None
+    frames: list[str] = dataclasses.field(default_factory=list)
+    probe: list[dict[str, Any]] | None = None  # probe.npy's layout (a debug run's outputs)
     schema: int = SCHEMA_VERSION
-    TYPES: ClassVar[dict[str, tuple[type, ...]]] = {
-        "status": (str,), "stage": (str,), "message": (str,), "rule": (str,), "stages": (dict,),
-        "info": (dict,), "isolation": (str,), "frames": (list,), "probe": (list,),
-        "schema": (int,)}
 
 
 @dataclasses.dataclass
@@ -291,19 +471,19 @@ class JudgeRequest(Record):
     platform: str
     target: str
     mode: str
-    trial_keys: list[Any]
-    recheck_keys: list[Any]
-    task_file: Any = None  # (path, sha256) of a task of the user's own
+    trial_keys: list[Key]
+    recheck_keys: list[Key]
+    task_file: tuple[str, str] | None = None  # (path, sha256) of a task of the user's own
     source: str = ""  # for the lines messages name (never run)
     filename: str = "<kernel>"
     tokamax: bool = False
-    tpu_interpreter_key: Any = None
-    gpu_interpreter_key: Any = None
+    tpu_interpreter_key: Key | None = None
+    gpu_interpreter_key: Key | None = None
     chip: dict[str, str] = dataclasses.field(default_factory=dict)
     max_outside_flops_fraction: float = 0.1
     timing: dict[str, float] = dataclasses.field(default_factory=dict)  # the timers' options
     save_ir: bool = False
-    timing_keys: list[Any] = dataclasses.field(default_factory=list)
+    timing_keys: list[Key] = dataclasses.field(default_factory=list)
     time: bool = True  # time the kernel (device mode)
     lease: bool = False  # the runner asks the parent's device lease before timing
     xla_cache: bool = True  # the runner's compile cache for the task's programs (xla_cache.py)
@@ -315,22 +495,25 @@ class JudgeResponse(Record):
     """Trusted runner -> parent (one JSON line): the verdict of the judge's checks (``ran`` when
     it ran the trials) with what the parent derives figures from."""
 
-    status: str = RAN  # ran, or a failure Status
-    stage: str | None = None
+    status: Status | Literal["ran"] = RAN  # ran, or a failure Status
+    stage: Stage | None = None
     message: str = ""
-    rule: str | None = None
+    rule: Rule | None = None
     stages: dict[str, StageDetails] = dataclasses.field(default_factory=dict)
     budget_problem: str = ""  # the first budget a kernel breaks at some size
-    budget_rule: str | None = None
-    trials: list[Any] = dataclasses.field(default_factory=list)  # outputs.npy's layout
-    truth: list[Any] = dataclasses.field(default_factory=list)  # truth.npy's layout
+    budget_rule: Rule | None = None
+    # outputs.npy's and truth.npy's layouts (checked whole where they are read: arrays.unpack)
+    trials: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    truth: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     timing: TimingSamples | None = None
-    memory: list[Any] | None = None
-    smem_uncertain: list[Any] = dataclasses.field(default_factory=list)
-    tool_faults: list[Any] = dataclasses.field(default_factory=list)
+    memory: list[KernelFigures] | None = None
+    smem_uncertain: list[KernelFigures] = dataclasses.field(default_factory=list)
+    tool_faults: list[ToolFaultRecord] = dataclasses.field(default_factory=list)
     structure: StructureFigures | None = None
     kernel_backend: str | None = None
-    triton_kernels: Any = None
+    # the Triton kernels the runner read from the module (each its name, IR and size, as
+    # judge/triton_compile.py reads them), or why they could not be read
+    triton_kernels: list[dict[str, Any]] | str | None = None
     tpu_interpreter_race: bool = False
     gpu_interpreter_race: bool = False
     gpu_interpreter: str | None = None
@@ -339,7 +522,7 @@ class JudgeResponse(Record):
     backend: str | None = None
     jaxpr: str | None = None
     stablehlo: str | None = None
-    kernel_ir: Any = None
+    kernel_ir: str | None = None
     compiled_artifacts: dict[str, str | dict[str, float]] | None = None  # name -> text or figures
     tpu_interpreter: str | None = None  # why the TPU interpreter did not run, where it did not
     retire: bool = False  # the runner reset the TPU interpreter: replace it, never reuse it
@@ -348,6 +531,22 @@ class JudgeResponse(Record):
     # device mode: the trials compared on the chip (judge/chip_verdict.py), label -> figures
     verdicts: dict[str, ChipVerdict] = dataclasses.field(default_factory=dict)
     schema: int = SCHEMA_VERSION
+
+
+def _resolve(hint: Any) -> None:
+    """Resolves now the hints of every TypedDict inside ``hint``."""
+    for arg in typing.get_args(hint):
+        _resolve(arg)
+    if typing.is_typeddict(hint):
+        for key_type, _ in _keys(hint).values():
+            _resolve(key_type)
+
+
+# Every record's field types, resolved now: a sealed tracer compiles nothing after its seal.
+for _record in (TracerJob, TracerStatus, JudgeRequest, JudgeResponse):
+    for _hint in _record.field_types().values():
+        _resolve(_hint)
+del _record, _hint
 
 
 def source_sha256(source: str) -> str:

@@ -25,7 +25,7 @@ their sources.
 from __future__ import annotations
 
 import math
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -33,35 +33,10 @@ import numpy as np
 from jaxbench import compat
 from jaxbench.backends.chips import MiB, chip_or_default, vmem_verdict
 from jaxbench.contract import Finding, Rule
+
+# one kernel's memory figures: the record the runner's response carries
+from jaxbench.contract.records import KernelFigures
 from jaxbench.evaluator.judge.blocks import block_dims
-
-
-class KernelFigures(TypedDict, total=False):
-    """One kernel's on-chip memory figures at one size: an entry of the judge's response's
-    ``memory`` (and, where Triton's shared memory is unsure, of its ``smem_uncertain``). The
-    estimate from the jaxpr (:func:`check`) and the count on the lowered module
-    (:func:`jaxbench.evaluator.judge.budgets.check`) each fill the keys of their platform."""
-
-    kernel: int | None  # the pallas_call's index (None: a kernel outside the kernel regions)
-    size: str
-    # TPU (Mosaic): the VMEM the kernel needs and its limit
-    vmem_bytes: int
-    vmem_limit_bytes: int
-    vmem_uncertain: bool  # just over the limit, inside the margin: the parent warns
-    name: str  # the kernel function's (the lowered module's)
-    grid: list[int] | str  # the lowered kernel's grid, or "dynamic"
-    # GPU
-    backend: str  # "mosaic_gpu": a kernel whose budget is not counted
-    block_bytes: int  # the program's blocks (the estimate)
-    num_warps: int
-    num_stages: int
-    largest_tensor_elements: int
-    # Triton's shared memory (:func:`jaxbench.evaluator.judge.triton_rules.check`)
-    dot_shared_bytes_estimate: int
-    dot_shared_bytes_lower_bound: int
-    smem_uncertain: bool  # between the two figures: Triton's compiler decides, or a warning
-    shared_limit_bytes: int
-    smem_where: str
 
 
 def _space(aval: Any) -> str:

@@ -12,14 +12,16 @@ from jaxbench.backends.chips import MOSAIC_GPU_FEATURES, capability, chip_or_def
 from jaxbench.contract import Rule, Stage, StageFailure, Status
 
 if TYPE_CHECKING:
+    from jaxbench.contract.records import KernelFigures, ToolFaultRecord
     from jaxbench.evaluator.parent.result_fields import ResultFields
 
 
-def warn_uncertain_vmem(result: ResultFields, figures: list[Any]) -> None:
+def warn_uncertain_vmem(result: ResultFields, figures: list[KernelFigures]) -> None:
     """A warning per kernel the judge's VMEM count puts just over its limit, inside the margin
-    where the chip's answer is not known (jaxbench.backends.chips.vmem_verdict)."""
+    where the chip's answer is not known (jaxbench.backends.chips.vmem_verdict). ``figures``:
+    the response's ``memory``, its types checked when the response was read."""
     for f in figures:
-        if not (isinstance(f, dict) and f.get("vmem_uncertain")):
+        if not f.get("vmem_uncertain"):
             continue
         result.setdefault("warnings", []).append(
             f"VMEM: pallas_call #{f.get('kernel')} at size {f.get('size')!r} needs "
@@ -29,12 +31,13 @@ def warn_uncertain_vmem(result: ResultFields, figures: list[Any]) -> None:
             "vmem_limit_bytes in pltpu.CompilerParams to be sure (docs/vmem-calibration.md)")
 
 
-def warn_tool_faults(result: ResultFields, faults: Any) -> None:
+def warn_tool_faults(result: ResultFields, faults: list[ToolFaultRecord]) -> None:
     """A warning per check whose tool crashed inside its own code (the judge's
     :mod:`jaxbench.evaluator.judge.tool_faults`): not the kernel's fault, so no verdict from it;
-    the verdict rests on the other checks."""
+    the verdict rests on the other checks. ``faults``: the response's ``tool_faults``, its
+    types checked when the response was read (anything else is ignored)."""
     for fault in faults if isinstance(faults, list) else []:
-        if not isinstance(fault, dict) or not isinstance(fault.get("text"), str):
+        if not isinstance(fault, dict) or "text" not in fault:
             continue
         missed = {"the TPU interpreter": " (its race detection between two simulated cores "
                                          "and shuffled parallel grid did not run: the verdict "
@@ -43,8 +46,7 @@ def warn_tool_faults(result: ResultFields, faults: Any) -> None:
                       fault.get("tool"), "")
         result.setdefault("warnings", []).append(f"tool fault: {fault['text']}{missed}"[:600])
         result.setdefault("tool_faults", []).append(
-            {k: str(fault.get(k, ""))[:300] for k in ("tool", "error", "frame", "version",
-                                                       "known")})
+            {k: fault.get(k, "")[:300] for k in ("tool", "error", "frame", "version", "known")})
 
 
 # What an interpret-mode `correct` does not exclude (docs/evaluator.md, threat model).
@@ -107,25 +109,26 @@ def triton_enabled() -> bool:
     return triton_compile.enabled()
 
 
-def warn_uncertain_smem(result: ResultFields, figures: Any) -> None:
+def warn_uncertain_smem(result: ResultFields, figures: list[KernelFigures]) -> None:
     """A warning per kernel and size whose shared memory the judge's estimate puts over the
     chip's limit while what Triton surely needs fits (``smem_uncertain``, from
-    :mod:`jaxbench.evaluator.judge.triton_rules`), where Triton's own compiler did not decide."""
-    for f in figures if isinstance(figures, list) else []:
+    :mod:`jaxbench.evaluator.judge.triton_rules`), where Triton's own compiler did not decide.
+    ``figures``: the response's, its types checked when it was read (anything else is
+    ignored)."""
+    for f in figures:
         if not (isinstance(f, dict) and f.get("smem_uncertain")):
             continue
-        limit = int(f.get("shared_limit_bytes") or 0)
-        where = f" ({f['smem_where']})" if isinstance(f.get("smem_where"), str) and \
-            f["smem_where"] else ""
+        limit = f.get("shared_limit_bytes", 0)
+        where = f" ({f['smem_where']})" if f.get("smem_where") else ""
         result.setdefault("smem_uncertain", []).append(
             {k: f.get(k) for k in ("kernel", "size", "dot_shared_bytes_estimate",
                                    "dot_shared_bytes_lower_bound", "shared_limit_bytes")})
         result.setdefault("warnings", []).append((
             f"smem_uncertain: pallas_call #{f.get('kernel')} at size {f.get('size')!r}: its "
             f"dots' operands need an estimated "
-            f"{int(f.get('dot_shared_bytes_estimate') or 0) / 1024:.0f} KiB of shared memory, "
+            f"{f.get('dot_shared_bytes_estimate', 0) / 1024:.0f} KiB of shared memory, "
             f"over the chip's {limit / 1024:.0f} KiB, but Triton surely needs only "
-            f"{int(f.get('dot_shared_bytes_lower_bound') or 0) / 1024:.0f} KiB{where}: "
+            f"{f.get('dot_shared_bytes_lower_bound', 0) / 1024:.0f} KiB{where}: "
             "accepted; Triton's compiler, which decides, did not run here (the `triton` extra, "
             "pip install -e '.[triton]', with JAXBENCH_TRITON_COMPILE not 0), and the chip may "
             "refuse it")[:600])
@@ -185,13 +188,13 @@ def triton_compile_step(result: ResultFields, kernels: list[dict[str, Any]] | st
     return not report["not_checked"] and not report.get("tool_faults")
 
 
-def require_chip_features(backend: Any, chip: str) -> None:
+def require_chip_features(backend: str | None, chip: str) -> None:
     """Pallas' Mosaic GPU backend emits Hopper instructions (wgmma, TMA, clusters): a kernel of
     it (``kernel_backend``, read by the judge from the module's kernel calls) cannot run on an
     older GPU, such as the A100 PallasBench is defined for."""
     entry = chip_or_default(chip, "gpu")
     missing = sorted(MOSAIC_GPU_FEATURES - entry.features)
-    if backend and "mosaic_gpu" in str(backend) and missing:
+    if backend and "mosaic_gpu" in backend and missing:
         raise StageFailure(
             Status.COMPILE_ERROR, Stage.LOWER,
             f"a Mosaic GPU kernel, judged for {chip} (sm_{capability(entry)}, no "

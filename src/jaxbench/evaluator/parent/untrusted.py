@@ -13,7 +13,7 @@ import os
 import re
 import signal
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any
 
 from jaxbench.contract import STAGES, STATUSES, TRACER_RULES, Rule, Stage, StageFailure, Status, TracerStatus
 from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
@@ -80,32 +80,21 @@ def parse_json(raw: bytes) -> Any:
         return None
 
 
-class UntrustedStatus(TypedDict, total=False):
-    """The fields of :class:`TracerStatus` a tracer's status.json holds, each of the type
-    ``TracerStatus.TYPES`` names for it (what a dict or list holds is not checked)."""
-
-    status: str
-    stage: str
-    message: str
-    rule: str
-    stages: dict[str, Any]
-    info: dict[str, Any]
-    isolation: str
-    frames: list[Any]
-    probe: list[Any]
-    schema: int
+# The tracer's record as the parent reads it: ``TracerStatus.to_dict()`` of the record read
+# (every field there, each of its declared type).
+UntrustedStatus = dict[str, Any]
 
 
 def read_untrusted_status(directory: Path) -> UntrustedStatus:
-    """The tracer's status.json: the fields of its record (:class:`TracerStatus`) it holds, each
-    of the record's type; anything else in it is dropped unread. Never validated as a whole
-    (a forged status is the tracer's word, believed only as a failure)."""
+    """The tracer's status.json as its record (:class:`TracerStatus`), as a dict of its fields:
+    the fields of the record it holds that are of their declared type; anything else in it is
+    dropped unread and its field left at its default. Never refused as a whole (a forged status
+    is the tracer's word, believed only as a failure)."""
     status = parse_json(read_file(directory / "status.json", MAX_STATUS_BYTES) or b"{}")
     if not isinstance(status, dict):
-        return {}
-    types = TracerStatus.TYPES
-    return cast(UntrustedStatus, {k: v for k, v in status.items()
-                                  if k in types and isinstance(v, types[k])})
+        status = {}
+    return TracerStatus.from_dict({k: v for k, v in status.items()
+                                   if TracerStatus.field_problem(k, v) is None}).to_dict()
 
 
 # Terminal control sequences (colours, cursor moves, title changes) in untrusted text.
@@ -143,11 +132,9 @@ def keep_untrusted_text(result: ResultFields, status: UntrustedStatus, outcome: 
                          case: Case) -> None:
     """The candidate's frames of a failure and the end of the tracer's stdout/stderr (the
     kernel's own print output): shown to the user, bounded, never believed or parsed."""
-    frames = status.get("frames")
-    if isinstance(frames, list):
-        kept = [untrusted_text(f, 300) for f in frames[:8] if isinstance(f, str)]
-        if kept:
-            result["candidate_frames"] = kept
+    kept = [untrusted_text(f, 300) for f in status["frames"][:8]]
+    if kept:
+        result["candidate_frames"] = kept
     output = outcome.stderr_tail
     if output.startswith("ready\n"):  # the tracer's own start-up line
         output = output[len("ready\n"):]
@@ -160,13 +147,13 @@ def untrusted_verdict(status: UntrustedStatus, outcome: TracerOutcome, case: Cas
     """Failures the untrusted side reports (believed: they only hurt the candidate), and its
     death. Nothing it says can make a kernel pass: a clean exit only lets the parent take the
     hand-over to the judge, which derives every check from it."""
-    stages = status.get("stages") if isinstance(status.get("stages"), dict) else {}
+    stages = status["stages"]
     last = next(reversed(stages), Stage.STATIC) if stages else Stage.STATIC
     dir_exceeded = getattr(outcome, "dir_exceeded", "")
     if outcome.timed_out or outcome.memory_exceeded or dir_exceeded:
         stage, doing = running_stage(stages, case)
         done = ", ".join(f"{name} {info['seconds']:.1f} s" for name, info in stages.items()
-                         if isinstance(info, dict) and isinstance(info.get("seconds"), (int, float)))
+                         if "seconds" in info)
         done = f" (finished: {done})" if done else ""
         if outcome.timed_out:
             raise StageFailure(Status.TIMEOUT, stage, f"no verdict within {case.timeout_s:g} s "
@@ -183,29 +170,24 @@ def untrusted_verdict(status: UntrustedStatus, outcome: TracerOutcome, case: Cas
                            "was sealed for its exports (a finalizer, handler or lowering hook "
                            "acting on files or imports): the exports must be the harness's alone",
                            rule=Rule.SEALED)
-    claimed = status.get("status")
+    claimed = status["status"]
     if claimed in STATUSES and claimed != Status.CORRECT:
-        stage = status.get("stage") if status.get("stage") in STAGES else next_stage(last)
-        message = str(status.get("message", ""))[:2000]
+        stage = status["stage"] or next_stage(last)
+        message = status["message"][:2000]
         # a call that does not fit, or any error raised while kernel(*inputs) was traced (a
         # kernel written for another task's inputs unpacks or indexes them wrongly): the hint
         # can only help the candidate, so the tracer's word for where it failed is enough
         if claimed == Status.COMPILE_ERROR and (
                 _SIGNATURE_ERROR.search(message)
-                or (stage == Stage.TRACE and _info(status).get("in_kernel") is True)):
+                or (stage == Stage.TRACE and status["info"].get("in_kernel") is True)):
             message += f"; the task calls {call_signature(case.task, case.size)}"
         # its code is believed only among those the tracer may give (a failure either way)
-        rule = status.get("rule")
+        rule = status["rule"]
         raise StageFailure(claimed, stage, message,
                            rule=rule if rule in TRACER_RULES else None)
     if outcome.returncode != 0:
         raise StageFailure(Status.CRASHED, next_stage(last), crash_message(outcome),
                            rule=Rule.PROCESS_DIED)
-
-
-def _info(status: UntrustedStatus) -> dict[str, Any]:
-    info = status.get("info")
-    return info if isinstance(info, dict) else {}
 
 
 # Python's words for a call that does not fit the function's parameters.
@@ -222,7 +204,7 @@ def call_signature(task: Any, size: str) -> str:
 
 def read_probe(directory: Path, status: UntrustedStatus) -> dict[str, list[Any]]:
     """Outputs of the untrusted runs, validated; a forged or broken stream is a rejection."""
-    layout = status.get("probe")
+    layout = status["probe"]
     if not layout:
         return {}
     data = read_file(directory / "probe.npy", MAX_PROBE_BYTES)

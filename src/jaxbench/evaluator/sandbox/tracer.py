@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from jaxbench.contract import RUNNING, SCHEMA_VERSION, TRACED, Rule, Stage, Status, TracerJob
+from jaxbench.contract import TRACED, Rule, Stage, Status, TracerJob, TracerStatus
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -197,9 +197,8 @@ class Outbox:
         self._fds = {name: os.open(directory / name, flags, 0o600)
                      for name in (STATUS, HANDOVER, PROBE)}
         self._dumps = json.dumps
-        # the record's fields (jaxbench/contract/records.py TracerStatus), written as JSON
-        self.status: dict[str, Any] = {"status": RUNNING, "stages": {}, "info": {},
-                                       "schema": SCHEMA_VERSION}
+        # its record, written whole as JSON at every flush
+        self.status = TracerStatus()
 
     def write(self, name: str, data: bytes) -> None:
         fd = self._fds[name]
@@ -209,14 +208,15 @@ class Outbox:
             offset += os.pwrite(fd, view[offset:], offset)
 
     def flush(self) -> None:
-        self.write(STATUS, self._dumps(self.status, default=str).encode())
+        self.write(STATUS, self._dumps(self.status.to_dict(), default=str).encode())
 
     def stage(self, name: str, seconds: float, **info: Any) -> None:
-        self.status["stages"][name] = {"seconds": round(seconds, 4), **info}
+        self.status.stages[name] = {"seconds": round(seconds, 4), **info}
         self.flush()
 
     def fail(self, status: Status, stage: Stage, message: str, rule: Rule | None) -> None:
-        self.status.update(status=status, stage=stage, message=message, rule=rule)
+        self.status.status, self.status.stage = status, stage
+        self.status.message, self.status.rule = message, rule
         self.flush()
 
 
@@ -337,7 +337,7 @@ def candidate_frames(exc: BaseException, filename: str, source: str, limit: int 
 def _fail(outbox: Outbox, job: TracerJob, exc: BaseException, status: Status, stage: Stage,
           rule: Rule, prefix: str = "") -> None:
     """Reports a failure caused by an exception, with the candidate's frames it passed through."""
-    outbox.status["frames"] = candidate_frames(exc, job.filename, job.source)
+    outbox.status.frames = candidate_frames(exc, job.filename, job.source)
     outbox.fail(*_verdict(exc, status, stage, rule, prefix))
 
 
@@ -347,7 +347,7 @@ def _save_outputs(outbox: Outbox, runs: list[tuple[str, list[int], Any]]) -> Non
 
     data, layout = pack(runs)
     outbox.write(PROBE, data)
-    outbox.status["probe"] = layout
+    outbox.status.probe = layout
 
 
 def _debug_run(outbox: Outbox, job: TracerJob, closed: Any, jit: Any, jaxpr_as_fun: Any,
@@ -377,7 +377,7 @@ def _debug_run(outbox: Outbox, job: TracerJob, closed: Any, jit: Any, jaxpr_as_f
                      "debug run: ")
     _save_outputs(outbox, runs)
     outbox.stage(PROBE_STEP, _perf_counter() - t0)
-    outbox.status.update(status=TRACED)
+    outbox.status.status = TRACED
     outbox.flush()
     return None
 
@@ -456,7 +456,7 @@ class _Run:
 
         self.job, self.directory = job, directory
         self.outbox = outbox
-        self.outbox.status["isolation"] = isolation_level
+        self.outbox.status.isolation = isolation_level
         self.specs = _avals(job.specs)
         self.traces: dict[str, ClosedJaxpr] = {}
         self.kept: list[Any] = []
@@ -554,7 +554,7 @@ def _step_trace(run: _Run) -> bool:
     except Exception as exc:  # noqa: BLE001 - any candidate error is a verdict
         # raised while kernel(*inputs) was traced, not while the file loaded: the parent adds
         # how the task calls the kernel (only ever a hint in the message)
-        run.outbox.status["info"]["in_kernel"] = calling
+        run.outbox.status.info["in_kernel"] = calling
         _fail(run.outbox, job, exc, Status.COMPILE_ERROR, Stage.TRACE, Rule.TRACE_ERROR)
         return False
     if run.patched(Stage.TRACE):
@@ -601,7 +601,7 @@ def _step_handover(run: _Run) -> bool:
         return False
     run.outbox.write(HANDOVER, data)
     run.outbox.stage(HANDOVER_STEP, _perf_counter() - t0, bytes=len(data))
-    run.outbox.status.update(status=TRACED)
+    run.outbox.status.status = TRACED
     run.outbox.flush()
     return True
 
