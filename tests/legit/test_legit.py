@@ -21,6 +21,7 @@ CASES = [
     ("tpu_fori_bias_relu.py", "19k_matmul_subtract_multiply_relu"),  # grid + fori_loop
     ("tpu_scalar_prefetch.py", "8p_gemm"),                 # PrefetchScalarGridSpec, scratch, when
     ("tpu_rmsnorm_rows.py", "12p_rmsnorm"),                # reductions inside the kernel
+    ("tpu_einops_rmsnorm.py", "12p_rmsnorm"),              # einops.rearrange around the kernel
     ("tpu_self_tuning_gemm.py", "8p_gemm"),                # tiles from get_tpu_info, device kind
     ("tpu_one_device_shard_map.py", "12p_rmsnorm"),        # shard_map, NamedSharding, one device
     ("tpu_set_mesh_shard_map.py", "8p_gemm"),              # jax.set_mesh, reshard, shard_map
