@@ -1,8 +1,9 @@
 """What counting the kernels' work as it runs costs: the counter of a baseline commit (the trace
-alone, before it read wrappers, blocked operands and blocks moved) against the current one (on
-the first trial's integer inputs), side by side in one run, on the same traced seeds; and the
-difference as a share of one evaluation's wall (the same seeds evaluated once each, interpret
-mode). Run from the repo root (needs git, for the baseline's file)::
+alone, before it read wrappers, blocked operands and blocks moved) against the current one (as
+the runner counts: on the trace, and again on the first trial's inputs where a kernel has an
+integer operand the trace does not know: column ``data``), side by side in one run, on the
+same traced seeds; and the difference as a share of one evaluation's wall (the same seeds
+evaluated once each, interpret mode). Run from the repo root (needs git, for the baseline's file)::
 
     python benchmarks/kernel_work_cost.py [--baseline 6764689] [--suite jaxbench] [--rounds 3]
         [--no-evaluate]
@@ -78,15 +79,16 @@ def main() -> None:
     for task in list_tasks(args.suite):
         path, module = _seed(task)
         closed = jax.make_jaxpr(module.kernel)(*task.input_specs("small"))
-        specs = task.input_specs("small")
         known = None
-        if any(np.dtype(s.dtype).kind in "biu" for s in specs):
-            inputs = _inputs(task, [0, 1], "small")
-            known = [np.asarray(x) if np.asarray(x).dtype.kind in "biu" else None
-                     for x in inputs]
+        if kernel_work.count(closed).wants_data:  # as the runner does: again on the trial
+            known = [np.asarray(x) for x in _inputs(task, [0, 1], "small")]
+
+        def current(c=closed, k=known):
+            work = kernel_work.count(c)
+            return kernel_work.count(c, None, k) if k is not None else work
+
         before = _median_seconds(lambda c=closed: old.count(c), args.rounds)
-        after = _median_seconds(lambda c=closed, k=known: kernel_work.count(c, None, k),
-                                args.rounds)
+        after = _median_seconds(current, args.rounds)
         rows.append([task.id, path, before, after, known is not None, None])
     if not args.no_evaluate:
         from jaxbench.evaluator import Evaluator
@@ -98,7 +100,7 @@ def main() -> None:
                 result = ev.evaluate(row[1], row[0], trials=1)
                 row[5] = time.perf_counter() - t0
                 assert result.status == "correct", (row[0], result.message)
-    print(f"{'task':44} {'before ms':>9} {'after ms':>9} {'ints':>5} {'eval s':>7}")
+    print(f"{'task':44} {'before ms':>9} {'after ms':>9} {'data':>5} {'eval s':>7}")
     for task_id, _, before, after, ints, wall in rows:
         wall_text = f"{wall:7.2f}" if wall is not None else "      -"
         print(f"{task_id:44} {before * 1e3:9.2f} {after * 1e3:9.2f} {'yes' if ints else '':>5} "

@@ -132,9 +132,10 @@ def test_a_kernel_directory_never_follows_symlinks(tmp_path, monkeypatch):
     (kernels / "1p_flash_attention.py").symlink_to(outside, target_is_directory=True)
     (kernels / "2p_gqa_attention.py").mkdir()  # named like a kernel, but not a file
     read = []
-    read_text = Path.read_text
-    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: read.append(self) or
-                        read_text(self, *a, **k))
+    for name in ("read_text", "read_bytes"):  # every way a file's content is read here
+        method = getattr(Path, name)
+        monkeypatch.setattr(Path, name, lambda self, *a, _m=method, **k: read.append(self) or
+                            _m(self, *a, **k))
     skipped = []
     jobs = directory_jobs(kernels, None, ("tpu", "gpu"), skipped)
     assert [(j.task, j.path) for j in jobs] == [("12p_rmsnorm", kernels / "12p_rmsnorm.py")]
