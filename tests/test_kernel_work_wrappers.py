@@ -215,43 +215,59 @@ def test_a_block_read_by_every_program_crosses_hbm_once():
     assert work.bytes == 4 * (M * K + K * N + M * N)  # W's one block is not counted per program
 
 
-def _routed(x, w):
-    """A table routed from float data in XLA (each row block's sign, as a router's top-k picks
-    experts from float logits), then the matmul where a block is routed, a copy elsewhere."""
-    return _routed_by((x.reshape(4, -1).sum(axis=1) > 0).astype(jnp.int32), x, w)
+def _precision_flag(x, w):
+    """An attack on counting with data: a table that is 1 where a block's f32 matmul equals the
+    same matmul at the highest precision. On the host's CPU both are exact, so every block
+    "routes" to the kernel's matmul; on a TPU the default precision is lower, the flags are 0,
+    and the kernel would only copy (the work left to XLA)."""
+    lo = jnp.dot(x, w)
+    hi = jnp.dot(x, w, precision=jax.lax.Precision.HIGHEST)
+    table = jnp.all((lo == hi).reshape(4, -1), axis=1).astype(jnp.int32)
+    return _routed_by(table, x, w)
 
 
-def test_a_table_routed_from_float_data_is_computed_on_the_trial():
-    """The table is computed by XLA from a float input: unknown on the trace alone (the cheapest
-    side counts, and the count asks for data); on a trial's inputs the host computes it, and the
-    blocks it routes count their matmul, those it does not count nothing."""
-    closed = jax.make_jaxpr(_routed)(X, W)
-    alone = kernel_work.count(closed)
-    assert alone.flops < MATMUL_FLOPS / 4 and alone.wants_data
-    x = np.ones((M, K), np.float32)
-    x[BM:2 * BM] = -1.0  # block 1 routes nowhere
-    w = np.ones((K, N), np.float32)
-    on_trial = kernel_work.count(closed, known=[x, w])
+def test_floats_never_decide_a_count_on_the_trial():
+    """The host computes the kernels' integer operands from a trial's integer data only: a
+    table derived from floats (a router's logits, a precision test) stays unknown, and the
+    cheapest side counts (the chip may round otherwise than the host)."""
+    closed = jax.make_jaxpr(_precision_flag)(X, W)
+    x, w = np.ones((M, K), np.float32), np.ones((K, N), np.float32)
+    work = kernel_work.count(closed, known=[x, w])
+    assert work.flops < MATMUL_FLOPS / 4 and work.wants_data
+
+
+def _sorted_groups(ids, x, w):
+    """A table computed from an integer input by integer work the trace alone cannot fold
+    (a count of each block's ids through a scatter-add, then a comparison)."""
+    counts = jnp.zeros(4, jnp.int32).at[jnp.sort(ids)].add(1)  # (sort: never folded)
+    return _routed_by((counts > 0).astype(jnp.int32), x, w)
+
+
+def test_a_table_computed_from_integer_data_is_computed_on_the_trial():
+    """Integer work on a trial's integer inputs runs on the host: the blocks the ids name count
+    their matmul, the others nothing."""
+    ids = jax.ShapeDtypeStruct((6,), jnp.int32)
+    closed = jax.make_jaxpr(_sorted_groups)(ids, X, W)
+    assert kernel_work.count(closed).flops < MATMUL_FLOPS / 4  # unknown ids: the cheapest side
+    named = np.array([0, 0, 2, 3, 3, 3], np.int32)  # blocks 0, 2, 3
+    on_trial = kernel_work.count(closed, known=[named, None, None])
     per_block = MATMUL_FLOPS / 4
     assert 3 * per_block <= on_trial.flops < 3 * per_block + 64
-    x[:] = -1.0
-    assert kernel_work.count(closed, known=[x, w]).flops < 64  # routed nowhere: nothing runs
 
 
 def test_a_loop_on_the_trial_data_is_never_run_on_the_host():
     """The host computes what the kernels' integer operands depend on, but never a loop: its
     trips are the data's (a kernel file's ``while`` on its inputs may never end; the trusted
     runner must not run it). The table behind a loop stays unknown: the cheapest side counts."""
-    def looped(x, w):
-        table = (x.reshape(4, -1).sum(axis=1) > 0).astype(jnp.int32)
+    def looped(ids, x, w):
+        table = (jnp.zeros(4, jnp.int32).at[ids].add(1) > 0).astype(jnp.int32)
         _, table = jax.lax.while_loop(  # (the body changes the table: JAX cannot forward it)
             lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + (c[0] > 100).astype(jnp.int32)),
             (0, table))
         return _routed_by(table, x, w)
 
-    closed = jax.make_jaxpr(looped)(X, W)
-    work = kernel_work.count(closed, known=[np.ones((M, K), np.float32), np.ones((K, N),
-                                                                                 np.float32)])
+    closed = jax.make_jaxpr(looped)(jax.ShapeDtypeStruct((6,), jnp.int32), X, W)
+    work = kernel_work.count(closed, known=[np.array([0, 1, 2, 3, 0, 1], np.int32), None, None])
     assert work.flops < MATMUL_FLOPS / 4 and work.wants_data
 
 

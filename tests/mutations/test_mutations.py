@@ -887,7 +887,12 @@ MUTATIONS = [
         "walker.values.preset = {v: _known_const(x) for v, x in _host_values(jaxpr, raw).items()}",
         "walker.values.preset = {}",
         ("tests/test_kernel_work_wrappers.py::"
-         "test_a_table_routed_from_float_data_is_computed_on_the_trial",)),
+         "test_a_table_computed_from_integer_data_is_computed_on_the_trial",)),
+    Mutation(
+        "floats_decide_on_the_host", "evaluator/judge/kernel_work.py", "_integral",
+        'return _dtype(v) is not None and _dtype(v).kind in "biu"',
+        'return _dtype(v) is not None and _dtype(v).kind in "biuf"',
+        ("tests/test_kernel_work_wrappers.py::test_floats_never_decide_a_count_on_the_trial",)),
     Mutation(
         "dma_operand_bytes_in_full", "evaluator/judge/kernel_work.py", "_moved",
         "return 0.0  # moved by the kernel's own DMAs: counted by them (_dma_bytes)",

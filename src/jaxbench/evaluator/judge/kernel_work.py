@@ -1298,13 +1298,14 @@ def _holds_kernel(eqn: Any) -> bool:
 
 def _host_values(jaxpr: Any, raw: list[Any]) -> dict[Any, Any]:
     """The integer operands of the kernels in ``jaxpr`` (at any depth of calls), computed on
-    the host's CPU from a trial's inputs (``raw``, floats included): group sizes routed from
-    float logits, the tile metadata a library derives from them, lengths, offsets. Only what
-    they depend on is computed (never a kernel: its result is unknown), each value at most
-    :data:`MAX_HOST_ELEMENTS`; what cannot be computed stays unknown. Returns var -> value for
-    the integer values computed, nested calls' vars included. (Rounding on the chip could
-    route differently: this decides only which work is counted, never whether the outputs
-    are right.)"""
+    the host's CPU from a trial's integer and boolean inputs and constants: the tile metadata
+    a library derives from group sizes, lengths, offsets, sorted ids. Only what they depend on
+    is computed (never a kernel: its result is unknown), each value at most
+    :data:`MAX_HOST_ELEMENTS`, and only equations on integers and booleans: a float never
+    decides, since the chip rounds otherwise (a float compared with a more precise copy of
+    itself is equal on the host's CPU and not on a TPU, whose default matmul precision is
+    lower), so work routed by floats (a router's logits) stays unknown. What is not computed
+    stays unknown. Returns var -> value, nested calls' vars included."""
     found: dict[Any, Any] = {}
     needs: dict[int, set[Any]] = {}
     _evaluate(jaxpr, raw, found, needs, {"flops": HOST_FLOPS, "elements": float(HOST_ELEMENTS)})
@@ -1325,6 +1326,11 @@ def _host_cost(eqn: Any) -> tuple[float, float] | None:
 
 def _is_int(v: Any) -> bool:
     return not _is_literal(v) and _dtype(v) is not None and _dtype(v).kind in "biu"
+
+
+def _integral(v: Any) -> bool:
+    """An integer or boolean var or literal (a float's value never decides a count)."""
+    return _dtype(v) is not None and _dtype(v).kind in "biu"
 
 
 def _needed(jaxpr: Any, needs: dict[int, set[Any]], depth: int = 0) -> set[Any]:
@@ -1374,10 +1380,10 @@ def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int
     if not need:
         return
     env = {v: np.asarray(x) for v, x in zip(jaxpr.invars, raw, strict=False)
-           if x is not None and v in need}
+           if x is not None and v in need and _integral(v)}
     if len(consts) == len(jaxpr.constvars):
         env.update({v: np.asarray(c) for v, c in zip(jaxpr.constvars, consts, strict=True)
-                    if v in need and np.size(c) <= MAX_HOST_ELEMENTS})
+                    if v in need and _integral(v) and np.size(c) <= MAX_HOST_ELEMENTS})
     cpu = jax.devices("cpu")[0]
     for eqn in jaxpr.eqns:
         known = [not _is_literal(u) and u in env for u in eqn.invars]
@@ -1390,8 +1396,9 @@ def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int
             continue
         if not any(v in need for v in eqn.outvars) or not all(
                 k or _is_literal(u) for u, k in zip(eqn.invars, known, strict=True)) or any(
-                _size(v.aval) > MAX_HOST_ELEMENTS for v in [*eqn.invars, *eqn.outvars]):
-            continue
+                _size(v.aval) > MAX_HOST_ELEMENTS or not _integral(v)
+                for v in [*eqn.invars, *eqn.outvars]):
+            continue  # unknown inputs, too large, or a float (floats never decide)
         cost = _host_cost(eqn)
         if cost is None or cost[0] > budget["flops"] or cost[1] > budget["elements"]:
             continue  # never run (a loop) or over what the host spends: unknown
@@ -1412,8 +1419,8 @@ def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None,
     """The kernels' work in ``closed`` (a traced kernel), with ``lines`` (``id(eqn) -> (file,
     line)``, the hand-over's) naming the outside equations. ``known``: a trial's inputs, in
     order (None for one not known): the small integer and boolean ones are read (page tables,
-    lengths), and the integer operands of the kernels are computed from all of them on the
-    host (:func:`_host_values`: group sizes routed from float logits), so that the loops,
+    lengths), and the integer operands of the kernels are computed from them on the host
+    (:func:`_host_values`: integer work only, floats never decide), so that the loops,
     branches and grids that follow them count as they run on that data. The result's
     ``wants_data`` says whether a kernel had an integer operand the count did not know
     (counted without data: counting on a trial's may count more). Raises where it cannot read
