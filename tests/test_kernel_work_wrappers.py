@@ -217,9 +217,9 @@ def test_a_block_read_by_every_program_crosses_hbm_once():
 
 def _precision_flag(x, w):
     """An attack on counting with data: a table that is 1 where a block's f32 matmul equals the
-    same matmul at the highest precision. On the host's CPU both are exact, so every block
-    "routes" to the kernel's matmul; on a TPU the default precision is lower, the flags are 0,
-    and the kernel would only copy (the work left to XLA)."""
+    same matmul at the highest precision. On the host's CPU the two are equal, so every block
+    "routes" to the kernel's matmul; a TPU's default float32 matmul precision is lower, so
+    there the flags may be 0 and the kernel only copy (the work left to XLA)."""
     lo = jnp.dot(x, w)
     hi = jnp.dot(x, w, precision=jax.lax.Precision.HIGHEST)
     table = jnp.all((lo == hi).reshape(4, -1), axis=1).astype(jnp.int32)

@@ -1302,8 +1302,8 @@ def _host_values(jaxpr: Any, raw: list[Any]) -> dict[Any, Any]:
     a library derives from group sizes, lengths, offsets, sorted ids. Only what they depend on
     is computed (never a kernel: its result is unknown), each value at most
     :data:`MAX_HOST_ELEMENTS`, and only equations on integers and booleans: a float never
-    decides, since the chip rounds otherwise (a float compared with a more precise copy of
-    itself is equal on the host's CPU and not on a TPU, whose default matmul precision is
+    decides, since the chip may round otherwise (a float32 matmul compared with its
+    highest-precision copy is equal on the host's CPU; a TPU's default matmul precision is
     lower), so work routed by floats (a router's logits) stays unknown. What is not computed
     stays unknown. Returns var -> value, nested calls' vars included."""
     found: dict[Any, Any] = {}
