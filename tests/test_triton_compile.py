@@ -205,6 +205,6 @@ def test_the_doctor_names_a_skewed_triton_and_its_fix(monkeypatch):
         "host_limits": {"all": "none missing"},
         "cross_lowering": {},
         "peaks": {"device_kind": "cpu", "peak_bf16_flops": None, "note": "n"},
-        "triton_compiler": doctor.triton_compiler(), "profiler": "p"})
+        "triton_compiler": doctor.triton_compiler(), "profiler": "p", "compile_cache": "c"})
     shown = " ".join(CliRunner().invoke(main, ["doctor"], terminal_width=400).output.split())
     assert "pip install -e '.[triton]'" in shown  # text, not rich markup
