@@ -403,9 +403,6 @@ class Record:
         if not isinstance(data, dict):
             raise RecordError(f"{cls.__name__}: not an object")
         fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        unknown = sorted(set(data) - set(fields))
-        if unknown:
-            raise RecordError(f"{cls.__name__}: unknown field(s) {unknown[:5]}")
         missing = [name for name, f in fields.items() if name not in data
                    and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         if missing:
