@@ -71,12 +71,12 @@ def test_an_unknown_reference_is_timed_beside_the_kernel_and_the_timing_stops_wh
     profiler = ScheduledProfiler(steady(2.0), steady(1.0))
     samples = _time(profiler)
     assert samples["reference"] == "measured" and samples["stopped"] == "interval"
-    assert samples["rounds"] == 1 and profiler.calls == {"ref": 20, "kernel": 20}
+    assert samples["rounds"] == 1 and profiler.calls == {"ref": 10, "kernel": 10}
     out = summarize(samples)
     assert out["timing_method"] == "device_trace" and out["speedup"] == pytest.approx(2.0, 0.01)
     low, high = out["speedup_interval"]
     assert low <= out["speedup"] <= high and (high - low) / 2 <= 0.02 * out["speedup"]
-    assert out["reps"] == out["ref_reps"] == 20 and out["reference"] == "measured"
+    assert out["reps"] == out["ref_reps"] == 10 and out["reference"] == "measured"
 
 
 def test_a_known_reference_is_reused_after_a_check_on_the_candidates_inputs():
@@ -84,11 +84,11 @@ def test_a_known_reference_is_reused_after_a_check_on_the_candidates_inputs():
     profiler = ScheduledProfiler(steady(2.0), steady(0.5))
     samples = _time(profiler, known=known)
     assert samples["reference"] == "reused" and samples["stopped"] == "interval"
-    assert profiler.calls == {"ref": 5, "kernel": 20}  # 5 checks, not 20 interleaved calls
+    assert profiler.calls == {"ref": 5, "kernel": 10}  # 5 checks, not 10 interleaved calls
     assert len(samples["reference_check_s"]) == 5
     out = summarize(samples)  # unpaired: the reference's samples are the known ones
     assert out["speedup"] == pytest.approx(4.0, 0.01) and out["ref_reps"] == 40
-    assert out["reps"] == 20 and out["reference"] == "reused"
+    assert out["reps"] == 10 and out["reference"] == "reused"
     assert out["wall"]["t_ref_ms"] == pytest.approx(2.5)
 
 
@@ -116,7 +116,7 @@ def test_a_noisy_kernel_is_timed_until_the_cap():
     profiler = ScheduledProfiler(steady(2.0), noisy)
     samples = _time(profiler, max_reps=60, budget_s=100.0)
     assert samples["stopped"] == "reps" and len(samples["device"]["kernel_s"]) == 60
-    assert samples["rounds"] == 3  # 20, then 20, then 20 (doubling, capped)
+    assert samples["rounds"] == 4  # 10, then 10, 20, 20 (doubling, capped)
     out = summarize(samples)
     low, high = out["speedup_interval"]
     assert (high - low) / 2 > 0.02 * out["speedup"]  # it said how little it knows
@@ -174,7 +174,7 @@ def test_the_owner_reuses_the_reference_for_the_next_candidate_of_the_task(monke
     first = judging_for("a")
     runner._time_on_chip(first)
     assert first.response.timing["reference"] == "measured"
-    assert fit.reference_times and len(fit.reference_times["device"]) == 20
+    assert fit.reference_times and len(fit.reference_times["device"]) == 10
     second = judging_for("b")
     runner._time_on_chip(second)
     assert second.response.timing["reference"] == "reused"

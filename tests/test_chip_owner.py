@@ -156,6 +156,29 @@ def test_one_owner_per_chip_serves_every_request(tmp_path, monkeypatch):
     assert any(o.waited_s > 0.05 for o in outcomes)  # later requests waited for a chip
 
 
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_prestarted_owner_is_the_one_that_serves(tmp_path, monkeypatch, depth):
+    """``prestart`` starts each chip's owner at once, without waiting for it (the TPU runtime's
+    start then overlaps the tracer's work); the first request is served by that process, not
+    a second one, and a second prestart starts nothing."""
+    monkeypatch.setenv("FAKE_DEVICE_LOG", str(tmp_path / "device.log"))
+    owners = ChipOwners(chips=2, command=FAKE, env=dict(os.environ), depth=depth)
+    try:
+        started = time.monotonic()
+        owners.prestart()
+        assert time.monotonic() - started < 5
+        first = {o.runner.proc.pid for o in owners._owners}
+        owners.prestart()
+        assert {o.runner.proc.pid for o in owners._owners} == first and len(first) == 2
+        if depth > 1:  # the runner taking requests beside each other: the kind started
+            assert all(type(o.runner).__name__ == "SharedRunner" for o in owners._owners)
+            return
+        outcome = owners.run({"name": "a", "pid": True}, 30)
+    finally:
+        owners.close()
+    assert outcome.response and outcome.response["pid"] in first
+
+
 BUSY_RUNNER = '''
 import os, sys
 count = os.environ["BUSY_COUNT"]

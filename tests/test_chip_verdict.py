@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxbench.evaluator.judge.chip_verdict import MARGIN, clear_pass
+from jaxbench.evaluator.judge.chip_verdict import MARGIN, clear_pass, prepare
 from jaxbench.evaluator.parent.compare import check_outputs
 
 ATOL = RTOL = 1e-2
@@ -34,6 +34,23 @@ def test_a_clear_pass_has_the_parents_figures(seed):
     assert figures["max_abs_err"] == pytest.approx(parent.max_abs_err, rel=1e-6)
     assert figures["rel_err"] == pytest.approx(parent.rel_err, rel=1e-4)
     assert figures["tol_fraction"] == pytest.approx(parent.tol_fraction, rel=1e-5)
+
+
+def test_the_comparison_compiled_ahead_gives_the_same_figures_and_is_used(monkeypatch):
+    """The owner compiles the comparison before it holds the chip (``prepare``): the same
+    figures as compiling it on use, and ``clear_pass`` calls the prepared one for its type."""
+    out, truth = _case(1)
+    ready = prepare([(SHAPE, "bfloat16"), (SHAPE, "bfloat16")], ATOL, RTOL)
+    assert list(ready) == [(SHAPE, "bfloat16", "float32")]
+    args = ([jnp.asarray(out)], [(SHAPE, "bfloat16")], [jnp.asarray(truth)], ATOL, RTOL)
+    assert clear_pass(*args, ready) == clear_pass(*args)
+    used = []
+    compiled = ready[(SHAPE, "bfloat16", "float32")]
+    ready[(SHAPE, "bfloat16", "float32")] = lambda *a: used.append(1) or compiled(*a)
+    assert clear_pass(*args, ready) is not None and used == [1]
+    other = clear_pass([jnp.asarray(out, jnp.float32)], [(SHAPE, "float32")],
+                       [jnp.asarray(truth)], ATOL, RTOL, ready)  # no prepared one: on use
+    assert other is not None and used == [1]
 
 
 def _one_element(fraction):
@@ -104,7 +121,8 @@ def _judging(truth):
 
     task = get_task("12p_rmsnorm")
     judging = SimpleNamespace(fit=_Fit(truth), out_types=[(SHAPE, "bfloat16")], task=task,
-                              response=JudgeResponse(), truths=[])
+                              response=JudgeResponse(), truths=[],
+                              comparisons=prepare([(SHAPE, "bfloat16")], task.atol, task.rtol))
     judging.span = lambda name, t0: judging.response.spans.setdefault(name, 0.0)
     return judging
 

@@ -54,6 +54,9 @@ class FakeDeviceRunners:
     def close(self):
         pass
 
+    def prestart(self):
+        self.prestarted = True
+
     def _use(self, phase, request):
         start = time.monotonic()
         time.sleep(self.hold_s)
@@ -132,6 +135,7 @@ def _evaluate(ev, monkeypatch, timing, fits=None, verdicts=None):
     result = ev.evaluate(SEED, TASK, mode="device", trials=2)
     assert len(fake.requests) == 1 and fake.requests[0]["mode"] == "device"
     assert len(fake.requests[0]["timing_keys"]) >= 2  # the parent asked for rotated input sets
+    assert getattr(fake, "prestarted", False)  # the owner was started before the tracer's work
     return result
 
 

@@ -41,13 +41,36 @@ def _figures(got: Any, ref: Any, atol: float, rtol: float) -> Any:
 _FIGURES: dict[tuple[float, float], Any] = {}
 
 
+def prepare(expected: list[Any], atol: float, rtol: float) -> dict[tuple[Any, ...], Any]:
+    """The comparison compiled ahead for each output's (shape, dtype) against a float32 truth,
+    before the chip is held: compiling it on first use cost ~0.9 s of chip time per
+    evaluation on a TPU v5e (docs/measurements.md). Keyed as :func:`clear_pass` looks it up;
+    a type it cannot compile is left out (compiled on use)."""
+    import jax
+    import jax.numpy as jnp
+
+    fn = jax.jit(lambda got, ref: _figures(got, ref, atol, rtol))
+    ready: dict[tuple[Any, ...], Any] = {}
+    for shape, dtype in expected:
+        key = (tuple(shape), jnp.dtype(dtype).name, "float32")
+        if key in ready:
+            continue
+        try:
+            ready[key] = fn.lower(jax.ShapeDtypeStruct(tuple(shape), jnp.dtype(dtype)),
+                                  jax.ShapeDtypeStruct(tuple(shape), jnp.float32)).compile()
+        except Exception:  # noqa: BLE001 - compiled on use instead, as before
+            continue
+    return ready
+
+
 def clear_pass(outputs: list[Any], expected: list[Any], truth: list[Any], atol: float,
-               rtol: float) -> dict[str, float] | None:
+               rtol: float, ready: dict[tuple[Any, ...], Any] | None = None
+               ) -> dict[str, float] | None:
     """The comparison's figures (``max_abs_err``, ``rel_err``, ``tol_fraction``) when every
     output clearly passes; None when the parent must compare (see the module's docstring).
     ``outputs``: the module's output leaves (on the chip); ``expected``: the reference's
     output leaves' (shape, dtype name) pairs; ``truth``: the float32 truth's leaves (on the
-    chip or the host)."""
+    chip or the host); ``ready``: the comparisons :func:`prepare` compiled ahead."""
     import jax
     import jax.numpy as jnp
 
@@ -62,8 +85,10 @@ def clear_pass(outputs: list[Any], expected: list[Any], truth: list[Any], atol: 
         if tuple(out.shape) != tuple(shape) or jnp.dtype(out.dtype) != jnp.dtype(dtype) \
                 or tuple(ref.shape) != tuple(shape):
             return None
+        compiled = (ready or {}).get((tuple(shape), jnp.dtype(out.dtype).name,
+                                      jnp.dtype(ref.dtype).name))
         finite, max_abs, diff_norm, ref_norm, fraction = (
-            float(v) for v in jax.device_get(fn(out, ref)))
+            float(v) for v in jax.device_get((compiled or fn)(out, ref)))
         if not finite or not fraction <= MARGIN or not math.isfinite(max_abs + diff_norm):
             return None
         rel = diff_norm / ref_norm if ref_norm > 0 else math.sqrt(
@@ -73,4 +98,4 @@ def clear_pass(outputs: list[Any], expected: list[Any], truth: list[Any], atol: 
     return {"max_abs_err": worst_abs, "rel_err": worst_rel, "tol_fraction": worst_fraction}
 
 
-__all__ = ["MARGIN", "clear_pass"]
+__all__ = ["MARGIN", "clear_pass", "prepare"]

@@ -156,6 +156,7 @@ class _Judging:
         self.runs: list[tuple[str, Any, Any]] = []
         self.truths: list[tuple[str, Any, Any]] = []  # device mode: the float32 truths
         self.compiled: Any = None
+        self.comparisons: dict[tuple[Any, ...], Any] = {}  # device mode: chip_verdict.prepare
         self.first: Any = None
         self.fit: Any = None  # device mode: what fits the chip (judge/fitting.py)
         self.holding = False  # device mode: this request holds the chip (on_chip)
@@ -403,7 +404,7 @@ def _on_chip(judging: _Judging, label: str, key: list[int], inputs: Any,
     t0 = _perf_counter()
     leaves = jax.tree_util.tree_leaves(outputs)
     figures = chip_verdict.clear_pass(leaves, judging.out_types, truth, judging.task.atol,
-                                      judging.task.rtol)
+                                      judging.task.rtol, judging.comparisons)
     judging.span("compare_on_chip", t0)
     if figures is not None:
         judging.response.verdicts[label] = {**figures, "key": key}
@@ -507,7 +508,7 @@ def _compile_kernel(judging: _Judging) -> None:
     :meth:`_Judging.trials` compiles again and judges the failure as it always did."""
     import jax
 
-    from jaxbench.evaluator.judge import tool_faults
+    from jaxbench.evaluator.judge import chip_verdict, tool_faults
     from jaxbench.evaluator.judge.fitting import specs_of
 
     t1 = _perf_counter()
@@ -521,6 +522,10 @@ def _compile_kernel(judging: _Judging) -> None:
         return
     judging.response.compile_s = round(_perf_counter() - t1, 4)
     judging.span("kernel_compile", t1)
+    t1 = _perf_counter()  # the trials' comparison on the chip, compiled off the chip's path too
+    judging.comparisons = chip_verdict.prepare(judging.out_types, judging.task.atol,
+                                               judging.task.rtol)
+    judging.span("compare_compile", t1)
 
 
 def _triton_kernels_at_sizes(judging: _Judging, target: Any) -> list[dict[str, Any]] | str:
@@ -569,7 +574,7 @@ def _time_on_chip(judging: _Judging) -> None:
             t0 = _perf_counter()
             waited = t0 - waiting
             options = dict(request.timing)
-            device_reps = int(options.pop("device_reps", 20))  # 0: wall clock only
+            device_reps = int(options.pop("device_reps", 10))  # 0: wall clock only
             reuse = bool(options.pop("reuse_reference", 1))
             adaptive = {k: options.pop(k) for k in ("interval", "near", "check_reps")
                         if k in options}

@@ -229,7 +229,7 @@ def time_adaptive(
     min_reps: int = 10,
     max_reps: int = 200,
     budget_s: float = 4.0,
-    device_reps: int = 20,
+    device_reps: int = 10,
     interval: float = 0.02,
     near: float = 0.05,
     check_reps: int = 5,

@@ -31,8 +31,10 @@ __all__ = ["INTERPRET_RESIDUAL_RISK", "SPEEDUP_REVIEW_THRESHOLD", "Evaluator", "
            "kill_children", "lowering_fidelity", "read_source"]
 DEFAULT_MEMORY_GB = Settings.memory_gb
 # Requests a chip's owner takes at once (``JAXBENCH_OWNER_DEPTH``; 1: one at a time, the
-# compiles too holding the chip): two keep a compile ahead of the chip's queue.
-DEFAULT_OWNER_DEPTH = 2
+# compiles too holding the chip). Above a run's usual workers, so that every request in flight
+# compiles inside the owner and only the chip's use queues (two left half the run's wall
+# waiting outside it on a v5e: docs/measurements.md); it bounds the owner's concurrent compiles.
+DEFAULT_OWNER_DEPTH = 8
 
 
 def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str]:
@@ -168,6 +170,8 @@ class Evaluator:
         settings = settings if settings is not None else Settings.of(**options)
         source, filename = read_source(source_or_path)
         case = resolve_case(get_task(task_id), settings, source)
+        if case.mode == "device":  # the chip's owner starts while the candidate is traced
+            self.owners.prestart()
         return Evaluation(self, case, source, filename).run()
 
     def prefetch_truth(self, task: Any, size: str, keys: list[list[int]]) -> None:
