@@ -57,3 +57,30 @@ def test_a_cluster_resolves_the_mode_and_the_chip_is_the_one_asked_for():
                         mode_of=on_the_cluster)
     assert asked == [("auto", "tpu")] and case.mode == Mode.DEVICE
     assert case.chip == "TPU v5 lite"  # never this host's (it has no chip)
+
+
+def test_serve_carries_the_settings_it_resolved_to_the_evaluator(tmp_path):
+    """Admission resolves a submission's settings once (target, mode, chip, fresh keys); the
+    worker hands that object to the evaluator as it is, and a restart reads the same back."""
+    from jaxbench.serve.store import Submission
+    from jaxbench.serve.workers import Workers
+
+    admission = Admission(ServeConfig(default_mode="interpret"))
+    request = Request(task="8p_gemm", source=GPU_KERNEL, chip="a100", trials=2)
+    sub, _ = admission.prepare(request, Principal("alice"), None)
+    assert (sub.settings.target, sub.settings.mode, sub.settings.chip) == (
+        Target.GPU, Mode.INTERPRET, "NVIDIA A100")
+    assert sub.settings.fresh_keys and sub.settings.trials == 2 and sub.mode == "interpret"
+    assert Submission.from_event(sub.event()).settings == sub.settings
+
+    seen = []
+
+    class Recording:
+        def evaluate(self, source, task_id, settings=None):
+            seen.append(settings)
+            raise RuntimeError("stop here")
+
+    workers = Workers.__new__(Workers)
+    workers.store = type("S", (), {"source": lambda self, s: GPU_KERNEL})()
+    workers._evaluate(Recording(), sub)
+    assert seen and seen[0] is sub.settings

@@ -90,11 +90,12 @@ class Admission:
         fields = {"task": task.id, "target": target, "size": request.size, "chip": chip,
                   "mode": mode, "trials": request.trials, "timeout_s": request.timeout_s,
                   "source_sha256": digest}
+        # the case's settings, resolved once here and carried to the evaluator as they are
+        settings = case.settings.replace(target=case.target, mode=case.mode, chip=chip,
+                                         fresh_keys=True)
         sub = Submission(id=request.id or uuid.uuid4().hex, principal=principal.name,
-                         task=task.id, target=target, size=request.size, chip=chip, mode=mode,
-                         resolved_mode=resolved, trials=request.trials,
-                         timeout_s=request.timeout_s, source_sha256=digest, source_file="",
-                         fingerprint=fingerprint(fields), batch=batch)
+                         task=task.id, mode=mode, settings=settings, source_sha256=digest,
+                         source_file="", fingerprint=fingerprint(fields), batch=batch)
         return sub, source
 
     @staticmethod

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
-from jaxbench.contract import FIELD_TIME, EvaluationResult, SubmissionState
+from jaxbench.contract import FIELD_TIME, EvaluationResult, Settings, SubmissionState
 from jaxbench.contract.result import EVENT_TYPE
 from jaxbench.runs import RunDir, event_source, read_events
 from jaxbench.serve.rewards import Reward
@@ -76,19 +76,17 @@ class SubmissionEvent(TypedDict):
 
 @dataclass
 class Submission:
-    """One submitted kernel and what became of it. ``state``: queued, running, done (a
-    verdict, possibly ``cached_from`` another submission) or failed (no verdict)."""
+    """One submitted kernel and what became of it. ``settings``: the evaluation's
+    :class:`~jaxbench.contract.Settings` as admission resolved them (target, mode, chip; fresh
+    trial keys), handed to the evaluator as they are; ``mode``: the mode asked for. ``state``:
+    queued, running, done (a verdict, possibly ``cached_from`` another submission) or failed
+    (no verdict)."""
 
     id: str
     principal: str
     task: str
-    target: str
-    size: str
-    chip: str | None
     mode: str  # as asked for
-    resolved_mode: str  # interpret or device
-    trials: int
-    timeout_s: float | None
+    settings: Settings
     source_sha256: str
     source_file: str
     fingerprint: str
@@ -101,6 +99,30 @@ class Submission:
     error: str | None = None
     finished: float | None = None
     attempts: int = 0
+
+    @property
+    def target(self) -> str:
+        return str(self.settings.target)
+
+    @property
+    def size(self) -> str:
+        return self.settings.size
+
+    @property
+    def chip(self) -> str | None:
+        return self.settings.chip
+
+    @property
+    def resolved_mode(self) -> str:  # interpret or device
+        return str(self.settings.mode)
+
+    @property
+    def trials(self) -> int:
+        return self.settings.trials
+
+    @property
+    def timeout_s(self) -> float | None:
+        return self.settings.timeout_s
 
     @property
     def cache_key(self) -> tuple[Any, ...] | None:
@@ -127,12 +149,19 @@ class Submission:
         """The submission of a ``serve_submission`` event as read back (KeyError when one of
         its fields is missing)."""
         return cls(id=event["submission"], principal=event["principal"], task=event["task"],
-                   target=event["target"], size=event["size"], chip=event.get("chip"),
-                   mode=event["mode"], resolved_mode=event["resolved_mode"],
-                   trials=event["trials"], timeout_s=event.get("timeout_s"),
+                   mode=event["mode"], settings=settings_for(
+                       target=event["target"], mode=event["resolved_mode"],
+                       size=event["size"], trials=event["trials"],
+                       timeout_s=event.get("timeout_s"), chip=event.get("chip")),
                    source_sha256=event["source_sha256"], source_file=event["source_file"],
                    fingerprint=event["fingerprint"], batch=event.get("batch"),
                    created=event.get("created", event.get(WRITTEN, time.time())))
+
+
+def settings_for(**resolved: Any) -> Settings:
+    """A submission's settings from what admission resolved: fresh trial keys per evaluation
+    (a caller reads each verdict before resubmitting)."""
+    return Settings.of(**resolved, fresh_keys=True)
 
 
 def fingerprint(fields: Mapping[str, object]) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 import time
 
-from jaxbench.contract import EvaluationResult, Settings
+from jaxbench.contract import EvaluationResult
 from jaxbench.executors import EvaluationLost, EvaluatorLike, evaluate_with
 from jaxbench.serve.state import ServiceState
 from jaxbench.serve.store import Store, Submission
@@ -53,11 +53,7 @@ class Workers:
         try:
             if source is None:
                 raise RuntimeError(f"the source {sub.source_file} is missing from the run directory")
-            # fresh trial keys per evaluation: a caller reads each verdict before resubmitting
-            settings = Settings(target=sub.target, mode=sub.resolved_mode, size=sub.size,
-                                trials=sub.trials, timeout_s=sub.timeout_s, chip=sub.chip,
-                                fresh_keys=True)
-            result = evaluate_with(evaluator, source, sub.task, settings)
+            result = evaluate_with(evaluator, source, sub.task, sub.settings)
             if not isinstance(result, EvaluationResult):
                 raise TypeError(f"the evaluator returned a {type(result).__name__}, not an "
                                 "EvaluationResult")
