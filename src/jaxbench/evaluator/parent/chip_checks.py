@@ -2,7 +2,8 @@
 the judge's response: the chip's features (Mosaic GPU needs a Hopper), Triton's compiler for
 the chip's compute capability (where Triton is installed), the warnings for what an estimate
 cannot decide (VMEM and shared memory within the margin) and for the tools' own crashes, and
-what `lower` proved (``lowering_fidelity``)."""
+what `lower` proved (``lowering_fidelity``): the chip phase's report (:func:`chip_checked`),
+the judge's response taken into it once the checks passed."""
 
 from __future__ import annotations
 

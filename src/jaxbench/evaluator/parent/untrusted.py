@@ -1,6 +1,7 @@
 """What the untrusted tracer left, read and cleaned by the parent: capped file reads that
 follow no links, a JSON parser bounded in nesting, printable text, the status and probe readers,
-the verdict its status and its death give, and the stage it was in when it stopped.
+the verdict its status and its death give, the stage it was in when it stopped, and the
+untrusted phase's report made of all that (:func:`traced`).
 
 Everything here is the parent's (trusted) code; nothing here imports candidate code or the
 parent module (:mod:`jaxbench.evaluator.parent.evaluator` imports this one).
