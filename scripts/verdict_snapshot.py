@@ -94,8 +94,10 @@ def pytest_configure(config):  # noqa: D103 - pytest hook
     def evaluate(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
         test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        # the result as its event (an EvaluationResult is no JSON object: str() would be its repr)
+        event = result.to_event() if hasattr(result, "to_event") else result
         with open(out, "a") as f:
-            f.write(json.dumps({"test": test, "result": result}, default=str) + "\n")
+            f.write(json.dumps({"test": test, "result": event}, default=str) + "\n")
         return result
 
     Evaluator.evaluate = evaluate

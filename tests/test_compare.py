@@ -93,14 +93,11 @@ def test_fresh_keys_are_new_for_every_evaluation_and_re_derivable():
     """``Settings.fresh_keys``: each evaluation's keys derive from the run's secret and a nonce
     of its own (recorded as ``trial_nonce``), so they differ between evaluations and an audit
     that knows the secret re-derives them; without it, the run's secret as before."""
-    from types import SimpleNamespace
+    from jaxbench.evaluator.parent.compare import FreshTruth, evaluation_inputs, nonce_secret
 
-    from jaxbench.evaluator.parent.evaluation import FreshTruth, evaluation_inputs, nonce_secret
-
-    secret = b"s" * 32
-    evaluator = SimpleNamespace(secret=secret, truth=GroundTruth())
-    assert evaluation_inputs(evaluator, False) == (None, secret, evaluator.truth)
-    (n1, s1, t1), (n2, s2, _) = (evaluation_inputs(evaluator, True) for _ in range(2))
+    secret, shared = b"s" * 32, GroundTruth()
+    assert evaluation_inputs(secret, shared, False) == (None, secret, shared)
+    (n1, s1, t1), (n2, s2, _) = (evaluation_inputs(secret, shared, True) for _ in range(2))
     assert isinstance(t1, FreshTruth)
     assert n1 != n2 and len(n1) == 32 and s1 != s2 and secret not in (s1, s2)
     assert nonce_secret(secret, n1) == s1 and nonce_secret(b"t" * 32, n1) != s1
@@ -109,5 +106,5 @@ def test_fresh_keys_are_new_for_every_evaluation_and_re_derivable():
     # a fresh key's truth is the same truth, but not kept in the evaluator's cache
     task = get_task("8p_gemm")
     fresh = t1(task, "small", k1[0])
-    assert evaluator.truth._cache == {}
+    assert shared._cache == {}
     np.testing.assert_array_equal(fresh[0], GroundTruth()(task, "small", k1[0])[0])

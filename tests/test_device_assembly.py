@@ -283,7 +283,7 @@ def test_chip_verdicts_count_only_in_device_mode():
     from types import SimpleNamespace
 
     from jaxbench.contract import JudgeResponse, StageFailure
-    from jaxbench.evaluator.parent.evaluation import chip_decided
+    from jaxbench.evaluator.parent.requests import chip_decided
 
     said = JudgeResponse(verdicts={"trial0": {"max_abs_err": 0.0, "rel_err": 0.0,
                                               "tol_fraction": 0.0}})

@@ -152,7 +152,7 @@ def test_the_tracers_status_is_its_record(tmp_path):
     assert (last.status, last.stage, last.rule) == ("compile_error", "trace", "trace_error")
     assert last.stages == {"trace": {"seconds": 0.1235, "bytes": 10}}
     assert last.info == {"in_kernel": True} and last.frames
-    assert read_untrusted_status(tmp_path) == last.to_dict()
+    assert read_untrusted_status(tmp_path) == last
 
 
 def test_a_forged_tracer_status_keeps_only_its_well_typed_fields(tmp_path):
@@ -164,9 +164,9 @@ def test_a_forged_tracer_status_keeps_only_its_well_typed_fields(tmp_path):
         "status": "compile_error", "stage": "trace", "message": "forged", "rule": "made_up",
         "frames": "not a list", "speedup": 50.0, "stages": {"trace": {"seconds": 0.5}}}))
     status = read_untrusted_status(tmp_path)
-    assert (status["status"], status["stage"], status["message"]) == (
-        "compile_error", "trace", "forged")
-    assert status["rule"] is None and status["frames"] == [] and "speedup" not in status
-    assert status["stages"] == {"trace": {"seconds": 0.5}}
+    assert isinstance(status, TracerStatus)
+    assert (status.status, status.stage, status.message) == ("compile_error", "trace", "forged")
+    assert status.rule is None and status.frames == [] and "speedup" not in status.to_dict()
+    assert status.stages == {"trace": {"seconds": 0.5}}
     (tmp_path / "status.json").write_bytes(b"[1, 2")
-    assert read_untrusted_status(tmp_path) == TracerStatus().to_dict()
+    assert read_untrusted_status(tmp_path) == TracerStatus()

@@ -88,13 +88,11 @@ def test_where_triton_compiles_it_decides(evaluator, monkeypatch):
 
 
 def test_the_warning_is_dropped_only_where_triton_checked_every_kernel():
-    from jaxbench.evaluator.parent.chip_checks import warn_uncertain_smem as _warn_uncertain_smem
+    from jaxbench.evaluator.parent.chip_checks import uncertain_smem
 
     figure = {"kernel": 0, "size": "small", "smem_uncertain": True,
               "dot_shared_bytes_estimate": 192 * 1024, "dot_shared_bytes_lower_bound": 32 * 1024,
               "shared_limit_bytes": 163 * 1024, "smem_where": "attention.py:166"}
-    result: dict = {}
-    _warn_uncertain_smem(result, [figure, {"kernel": 1}, "junk"])
-    (warning,) = result["warnings"]
+    _, (warning,) = uncertain_smem([figure, {"kernel": 1}, "junk"])
     assert warning.startswith("smem_uncertain: pallas_call #0 at size 'small'")
     assert "32 KiB (attention.py:166)" in warning

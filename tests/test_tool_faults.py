@@ -176,17 +176,14 @@ def test_a_crash_of_the_interpret_mode_run_is_unverified(tmp_path, monkeypatch):
 
 
 def test_the_parent_turns_a_tool_fault_into_a_warning():
-    from jaxbench.evaluator.parent.chip_checks import warn_tool_faults as _warn_tool_faults
+    from jaxbench.evaluator.parent.chip_checks import tool_faults as _tool_faults
 
     fault = tool_faults.classify(_raised(_fake_jax()["crash"]), "the TPU interpreter")
-    result: dict = {}
-    _warn_tool_faults(result, [fault.as_dict()])
-    (warning,) = result["warnings"]
+    (warning,), records = _tool_faults([fault.as_dict()])
     assert warning.startswith("tool fault: the TPU interpreter crashed") and \
         "race detection" in warning
-    assert result["tool_faults"][0]["frame"] == fault.frame
-    _warn_tool_faults(result, "not a list")  # what is not the runner's shape is ignored
-    assert len(result["warnings"]) == 1
+    assert records[0]["frame"] == fault.frame
+    assert _tool_faults("not a list") == ([], [])  # what is not the runner's shape is ignored
 
 
 def test_a_crash_inside_tritons_own_code_is_not_the_kernels():

@@ -115,8 +115,8 @@ def test_a_triton_compiler_that_does_not_run_is_recorded_in_the_result(monkeypat
 
     monkeypatch.setattr(triton_compile, "available", lambda: installed)
     monkeypatch.setenv("JAXBENCH_TRITON_COMPILE", "0")
-    result = {"lowering_fidelity": ""}
-    assert chip_checks.triton_compile_step(result, [{"name": "k", "ttir": "x"}], "A100") is False
+    compiled = chip_checks.triton_compiled([{"name": "k", "ttir": "x"}], "A100")
+    assert compiled.decided is False and compiled.failure is None
     reason = "turned off: JAXBENCH_TRITON_COMPILE=0" if installed else "no `triton` package"
-    assert result["triton_compile"] == f"skipped: {reason}"
+    assert compiled.triton_compile == f"skipped: {reason}"
     assert reason in chip_checks.lowering_fidelity("gpu", "interpret", "A100", "triton")

@@ -2,40 +2,114 @@
 the judge's response: the chip's features (Mosaic GPU needs a Hopper), Triton's compiler for
 the chip's compute capability (where Triton is installed), the warnings for what an estimate
 cannot decide (VMEM and shared memory within the margin) and for the tools' own crashes, and
-what `lower` proved (``lowering_fidelity``)."""
+what `lower` proved (``lowering_fidelity``): the chip phase's report (:func:`chip_checked`),
+the judge's response taken into it once the checks passed."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxbench.backends.chips import MOSAIC_GPU_FEATURES, capability, chip_or_default, default_chip
 from jaxbench.contract import Rule, Stage, StageFailure, Status
+from jaxbench.evaluator.parent.reports import ChipChecked, Stages, TritonCompiled
+from jaxbench.evaluator.parent.requests import RACE_CHECKS
 
 if TYPE_CHECKING:
+    from jaxbench.contract import JudgeResponse
     from jaxbench.contract.records import KernelFigures, ToolFaultRecord
-    from jaxbench.evaluator.parent.result_fields import ResultFields
+    from jaxbench.evaluator.parent.case import Case
 
 
-def warn_uncertain_vmem(result: ResultFields, figures: list[KernelFigures]) -> None:
+def chip_checked(response: JudgeResponse, case: Case, stages: Stages) -> ChipChecked:
+    """The chip phase: what the chip surely refuses (a GPU's features, Triton's compile for
+    it), then, once that passed, the judge's response taken (:func:`response_taken`)."""
+    gpu = case.target == "gpu"
+    checked = ChipChecked(kernel_backend=response.kernel_backend if gpu else None,
+                          lowering_fidelity=lowering_fidelity(
+                              case.target, case.mode, case.chip, response.kernel_backend)
+                          if gpu else None)
+    try:
+        if gpu:
+            require_chip_features(response.kernel_backend, case.chip)
+        triton = triton_compiled(response.triton_kernels, case.chip) if (
+            gpu and case.mode == "interpret") else None
+    except StageFailure as failure:
+        return dataclasses.replace(checked, failure=failure.failure)
+    smem: tuple[list[dict[str, Any]], list[str]] = ([], [])
+    if triton is not None:
+        checked = dataclasses.replace(
+            checked, triton=triton, warnings=triton.warnings, tool_faults=triton.tool_faults,
+            lowering_fidelity=f"{checked.lowering_fidelity}{triton.fidelity_notes}")
+        if triton.failure is not None:
+            return dataclasses.replace(checked, failure=triton.failure)
+        if not triton.decided:  # shared memory the estimate cannot decide: a warning
+            smem = uncertain_smem(response.smem_uncertain)
+    return response_taken(response, case, stages, dataclasses.replace(
+        checked, smem_uncertain=tuple(smem[0]), warnings=(*checked.warnings, *smem[1])))
+
+
+def response_taken(response: JudgeResponse, case: Case, stages: Stages,
+                   checked: ChipChecked) -> ChipChecked:
+    """``checked`` with the judge's response taken: its stages and memory figures (noted in
+    ``stages``), the warnings it carries (uncertain VMEM, the tools' crashes), the artifacts
+    saved (``--save-ir``)."""
+    for name, details in response.stages.items():
+        stages.note(name, details)
+    warnings = list(checked.warnings)
+    if isinstance(response.memory, list):
+        stages.note(Stage.LOWER, {"memory": response.memory[:64]})
+        warnings += uncertain_vmem(response.memory)
+    artifacts = save_artifacts(response, Path(case.save_ir)) if case.save_ir is not None else None
+    for label in RACE_CHECKS:
+        said = getattr(response, label)
+        if isinstance(said, str):
+            stages.note(Stage.CORRECT, {label: said[:300]})
+    fault_warnings, faults = tool_faults(response.tool_faults)
+    return dataclasses.replace(
+        checked, kernel_backend=response.kernel_backend, warnings=(*warnings, *fault_warnings),
+        tool_faults=(*checked.tool_faults, *faults), artifacts=artifacts, responded=True)
+
+
+def save_artifacts(response: JudgeResponse, directory: Path) -> dict[str, Any]:
+    """The jaxpr the judge read and lowered, its kernels' IR as the judge lowered them and the
+    module it checked and ran, written to ``directory`` (``--save-ir``): the directory and
+    its files."""
+    from jaxbench.evaluator.common.artifacts import write_artifacts
+
+    data = {"jaxpr": response.jaxpr, "kernel_ir": response.kernel_ir}
+    data.update(response.compiled_artifacts or {})
+    data["stablehlo"] = response.stablehlo  # the module the judge checked and ran
+    data["structure"] = response.structure
+    # the analysis file's figures: the compile's; the timing's come later (never known here)
+    extra = {"compile_s": response.compile_s, **dict.fromkeys((
+        "t_ref_ms", "t_kernel_ms", "speedup", "roofline_fraction", "peak_flops",
+        "peak_bytes_per_s"))}
+    return {"dir": str(directory), "files": write_artifacts(data, directory, extra)}
+
+
+def uncertain_vmem(figures: list[KernelFigures]) -> list[str]:
     """A warning per kernel the judge's VMEM count puts just over its limit, inside the margin
     where the chip's answer is not known (jaxbench.backends.chips.vmem_verdict). ``figures``:
     the response's ``memory``, its types checked when the response was read."""
-    for f in figures:
-        if not f.get("vmem_uncertain"):
-            continue
-        result.setdefault("warnings", []).append(
-            f"VMEM: pallas_call #{f.get('kernel')} at size {f.get('size')!r} needs "
-            f"{f.get('vmem_bytes', 0) / 2**20:.2f} MiB, just over its "
-            f"{f.get('vmem_limit_bytes', 0) / 2**20:g} MiB limit (by at most 1/32 of it, where "
-            "real TPU runs have gone both ways): accepted, but the chip may refuse it; raise "
-            "vmem_limit_bytes in pltpu.CompilerParams to be sure (docs/vmem-calibration.md)")
+    return [
+        f"VMEM: pallas_call #{f.get('kernel')} at size {f.get('size')!r} needs "
+        f"{f.get('vmem_bytes', 0) / 2**20:.2f} MiB, just over its "
+        f"{f.get('vmem_limit_bytes', 0) / 2**20:g} MiB limit (by at most 1/32 of it, where "
+        "real TPU runs have gone both ways): accepted, but the chip may refuse it; raise "
+        "vmem_limit_bytes in pltpu.CompilerParams to be sure (docs/vmem-calibration.md)"
+        for f in figures if f.get("vmem_uncertain")]
 
 
-def warn_tool_faults(result: ResultFields, faults: list[ToolFaultRecord]) -> None:
-    """A warning per check whose tool crashed inside its own code (the judge's
-    :mod:`jaxbench.evaluator.judge.tool_faults`): not the kernel's fault, so no verdict from it;
-    the verdict rests on the other checks. ``faults``: the response's ``tool_faults``, its
-    types checked when the response was read (anything else is ignored)."""
+def tool_faults(faults: list[ToolFaultRecord]) -> tuple[list[str], list[dict[str, str]]]:
+    """(warnings, records): a warning and a record per check whose tool crashed inside its own
+    code (the judge's :mod:`jaxbench.evaluator.judge.tool_faults`): not the kernel's fault, so
+    no verdict from it; the verdict rests on the other checks. ``faults``: the response's
+    ``tool_faults``, its types checked when the response was read (anything else is
+    ignored)."""
+    warnings: list[str] = []
+    records: list[dict[str, str]] = []
     for fault in faults if isinstance(faults, list) else []:
         if not isinstance(fault, dict) or "text" not in fault:
             continue
@@ -44,9 +118,10 @@ def warn_tool_faults(result: ResultFields, faults: list[ToolFaultRecord]) -> Non
                                          "rests on the interpret-mode trials)",
                   "the Mosaic GPU interpreter": " (its run did not happen)"}.get(
                       fault.get("tool"), "")
-        result.setdefault("warnings", []).append(f"tool fault: {fault['text']}{missed}"[:600])
-        result.setdefault("tool_faults", []).append(
+        warnings.append(f"tool fault: {fault['text']}{missed}"[:600])
+        records.append(
             {k: fault.get(k, "")[:300] for k in ("tool", "error", "frame", "version", "known")})
+    return warnings, records
 
 
 # What an interpret-mode `correct` does not exclude (docs/evaluator.md, threat model).
@@ -109,21 +184,23 @@ def triton_enabled() -> bool:
     return triton_compile.enabled()
 
 
-def warn_uncertain_smem(result: ResultFields, figures: list[KernelFigures]) -> None:
-    """A warning per kernel and size whose shared memory the judge's estimate puts over the
-    chip's limit while what Triton surely needs fits (``smem_uncertain``, from
-    :mod:`jaxbench.evaluator.judge.triton_rules`), where Triton's own compiler did not decide.
-    ``figures``: the response's, its types checked when it was read (anything else is
-    ignored)."""
+def uncertain_smem(figures: list[KernelFigures]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(entries, warnings): an entry and a warning per kernel and size whose shared memory the
+    judge's estimate puts over the chip's limit while what Triton surely needs fits
+    (``smem_uncertain``, from :mod:`jaxbench.evaluator.judge.triton_rules`), where Triton's own
+    compiler did not decide. ``figures``: the response's, its types checked when it was read
+    (anything else is ignored)."""
+    entries: list[dict[str, Any]] = []
+    warnings: list[str] = []
     for f in figures:
         if not (isinstance(f, dict) and f.get("smem_uncertain")):
             continue
         limit = f.get("shared_limit_bytes", 0)
         where = f" ({f['smem_where']})" if f.get("smem_where") else ""
-        result.setdefault("smem_uncertain", []).append(
+        entries.append(
             {k: f.get(k) for k in ("kernel", "size", "dot_shared_bytes_estimate",
                                    "dot_shared_bytes_lower_bound", "shared_limit_bytes")})
-        result.setdefault("warnings", []).append((
+        warnings.append((
             f"smem_uncertain: pallas_call #{f.get('kernel')} at size {f.get('size')!r}: its "
             f"dots' operands need an estimated "
             f"{f.get('dot_shared_bytes_estimate', 0) / 1024:.0f} KiB of shared memory, "
@@ -132,60 +209,63 @@ def warn_uncertain_smem(result: ResultFields, figures: list[KernelFigures]) -> N
             "accepted; Triton's compiler, which decides, did not run here (the `triton` extra, "
             "pip install -e '.[triton]', with JAXBENCH_TRITON_COMPILE not 0), and the chip may "
             "refuse it")[:600])
+    return entries, warnings
 
 
-def triton_compile_step(result: ResultFields, kernels: list[dict[str, Any]] | str | None,
-                    chip: str) -> bool:
+def triton_compiled(kernels: list[dict[str, Any]] | str | None, chip: str) -> TritonCompiled:
     """Compiles for the chip's compute capability (sm_80 on an A100), where Triton is
     installed, the Triton kernels the trusted runner read (and verified) from the module it
     runs (interpret mode on a host without a GPU); a compiler error or a shared-memory need
-    over the chip's limit is a `compile_error`. True when Triton's compiler checked every
-    kernel (its shared memory then decided)."""
+    over the chip's limit is a `compile_error` (the report's ``failure``). ``decided`` when
+    Triton's compiler checked every kernel (its shared memory then decided)."""
     from jaxbench.evaluator.judge import triton_compile
 
     if isinstance(kernels, str):
-        result["triton_compile"] = f"skipped: {kernels}"[:300]
-        return False
+        return TritonCompiled(triton_compile=f"skipped: {kernels}"[:300])
     if not kernels:
-        return False
+        return TritonCompiled()
     if not triton_enabled():  # recorded: the setting changes what can refuse the kernel
-        result["triton_compile"] = f"skipped: {triton_off()}"
-        return False
+        return TritonCompiled(triton_compile=f"skipped: {triton_off()}")
     try:
         report = triton_compile.compile_all(kernels, capability(chip_or_default(chip, "gpu")))
     except triton_compile.TritonUnusable as exc:  # the environment's fault: no verdict from it
-        result["triton_compile"] = f"skipped: {exc}"[:300]
-        result.setdefault("warnings", []).append(
-            f"Triton's compiler did not check this kernel: {exc} (an environment problem, not "
-            "the kernel's: see `jaxbench doctor`; reinstall with pip install -e '.[triton]', or "
-            "set JAXBENCH_TRITON_COMPILE=0)"[:600])
-        result["lowering_fidelity"] += "; Triton's compiler was unusable here and did not run"
-        return False
+        return TritonCompiled(
+            triton_compile=f"skipped: {exc}"[:300], warnings=(
+                f"Triton's compiler did not check this kernel: {exc} (an environment problem, "
+                "not the kernel's: see `jaxbench doctor`; reinstall with pip install -e "
+                "'.[triton]', or set JAXBENCH_TRITON_COMPILE=0)"[:600],),
+            fidelity_notes="; Triton's compiler was unusable here and did not run")
     except Exception as exc:  # noqa: BLE001 - the compiler process crashed or hung on this IR
         raise StageFailure(Status.COMPILE_ERROR, Stage.LOWER,
                            f"Triton's compiler failed on the kernel's IR: {exc}"[:2000],
                            rule=Rule.TRITON_COMPILE) from None
-    result["triton_compile"] = {k: report[k] for k in ("triton_version", "capability", "kernels",
-                                                       "not_checked")}
+    warnings: list[str] = []
+    notes = ""
     if report["not_checked"]:
         names = ", ".join(report["not_checked"])
-        result.setdefault("warnings", []).append(
+        warnings.append(
             f"Triton {report['triton_version']} cannot parse the Triton IR this jaxlib emits for "
             f"kernel {names} (the dialects differ): Triton's compiler did not check it; a limit "
             "of the check, not the kernel's fault (jaxlib's own verifier accepted the IR)"
             + (f". {skew}" if (skew := triton_compile.skew(triton_compile.jaxlib_version(),
                                                             report["triton_version"])) else ""))
-        result["lowering_fidelity"] += (f"; Triton's compiler could not parse the IR of {names} "
-                                        "(jaxlib/Triton skew) and did not check it")
-    for fault in report.get("tool_faults") or []:  # Triton's own crashes: not the kernel's
-        result.setdefault("warnings", []).append(f"tool fault: {fault['text']}; Triton's "
-                                                 "compiler did not check it"[:600])
-        result.setdefault("tool_faults", []).append(
-            {k: str(fault.get(k, ""))[:300] for k in ("tool", "error", "frame", "version")})
-    if report["problem"]:
-        raise StageFailure(Status.COMPILE_ERROR, Stage.LOWER, report["problem"][:2000],
-                           rule=getattr(report["problem"], "rule", Rule.TRITON_COMPILE))
-    return not report["not_checked"] and not report.get("tool_faults")
+        notes = (f"; Triton's compiler could not parse the IR of {names} (jaxlib/Triton skew) "
+                 "and did not check it")
+    faults = report.get("tool_faults") or []
+    for fault in faults:  # Triton's own crashes: not the kernel's
+        warnings.append(f"tool fault: {fault['text']}; Triton's compiler did not check it"[:600])
+    problem = report["problem"]
+    return TritonCompiled(
+        triton_compile={k: report[k] for k in ("triton_version", "capability", "kernels",
+                                               "not_checked")},
+        warnings=tuple(warnings), fidelity_notes=notes,
+        tool_faults=tuple({k: str(fault.get(k, ""))[:300] for k in ("tool", "error", "frame",
+                                                                      "version")}
+                          for fault in faults),
+        decided=not report["not_checked"] and not faults,
+        failure=StageFailure(Status.COMPILE_ERROR, Stage.LOWER, problem[:2000],
+                             rule=getattr(problem, "rule", Rule.TRITON_COMPILE)).failure
+        if problem else None)
 
 
 def require_chip_features(backend: str | None, chip: str) -> None:

@@ -5,14 +5,17 @@ inputs upcast. The candidate's output must match the bf16 reference's shape
 and dtype exactly, be finite everywhere, and satisfy
 ``|out - truth| <= atol + rtol * |truth|`` elementwise, compared in float32.
 Also here: the trial keys derived from the run's secret (:func:`derive_keys`), which the
-parent hands to the trusted runner. The tools that run every check in one process for
+parent hands to the trusted runner, and what one evaluation derives them from
+(:func:`evaluation_inputs`). The tools that run every check in one process for
 trusted kernels (:mod:`jaxbench.evaluator.inprocess`, the task validator) use the same.
 """
 
 from __future__ import annotations
 
 import hashlib
+import secrets
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -155,3 +158,50 @@ def check_outputs(outputs: list[np.ndarray], expected: Any, truth: list[np.ndarr
                 f"{tuple(int(j) for j in idx)}, {float(fraction[idx]):.3g}x its tolerance",
                 max_abs, rel, worst_fraction, rule=Rule.MISMATCH)
     return Verdict(True, "", worst_abs, worst_rel, worst_fraction)
+
+
+def evaluation_inputs(secret: bytes, truth: GroundTruth, fresh: bool
+                      ) -> tuple[str | None, bytes, GroundTruth | FreshTruth]:
+    """(nonce, secret, truth): what an evaluation's keys derive from and what computes their
+    float32 truths, given the run's ``secret`` and the evaluator's cached ``truth``. (None,
+    the run's secret, the cached truths), or with ``fresh`` (``Settings.fresh_keys``) a nonce
+    drawn for this evaluation alone, in hex, :func:`nonce_secret` of the run's secret and it,
+    and :class:`FreshTruth` (keys never seen again: caching their truths would keep every
+    evaluation's in a long service). The result records the nonce (``trial_nonce``): with
+    the secret a run reveals when it ends, anyone re-derives the keys; without it, nobody."""
+    if not fresh:
+        return None, secret, truth
+    nonce = secrets.token_hex(16)
+    return nonce, nonce_secret(secret, nonce), FreshTruth(truth)
+
+
+def nonce_secret(secret: bytes, nonce: str) -> bytes:
+    """``sha256("jaxbench-trial-nonce|" secret "|" nonce)``: the secret of one evaluation."""
+    return hashlib.sha256(b"jaxbench-trial-nonce|" + secret + b"|" + nonce.encode()).digest()
+
+
+class FreshTruth:
+    """The float32 truths of one evaluation's fresh keys: computed by the evaluator's ground
+    truth (``of_inputs``, its compiled references) on the inputs of each key, held by this
+    evaluation only (not prefetched, not in the evaluator's cache)."""
+
+    def __init__(self, shared: GroundTruth) -> None:
+        self.shared = shared
+
+    def __call__(self, task: Task, size: str, key: Sequence[int]) -> list[np.ndarray]:
+        return self.shared.uncached(task, size, key)
+
+
+class TimedTruth:
+    """The parent's float32 truth (interpret mode), its seconds (computing, or waiting for the
+    prefetch) added to ``parts["truth"]``."""
+
+    def __init__(self, truth: GroundTruth | FreshTruth, parts: dict[str, float]) -> None:
+        self.truth, self.parts = truth, parts
+
+    def __call__(self, task: Task, size: str, key: Sequence[int]) -> list[np.ndarray]:
+        begun = time.monotonic()
+        try:
+            return self.truth(task, size, key)
+        finally:
+            self.parts["truth"] = self.parts.get("truth", 0.0) + time.monotonic() - begun

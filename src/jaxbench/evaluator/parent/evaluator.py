@@ -22,7 +22,7 @@ from jaxbench.evaluator.common.procs import kill_children, make_non_dumpable
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
 from jaxbench.evaluator.parent.compare import GroundTruth
-from jaxbench.evaluator.parent.evaluation import SPEEDUP_REVIEW_THRESHOLD, Evaluation
+from jaxbench.evaluator.parent.evaluation import SPEEDUP_REVIEW_THRESHOLD, Evaluation, Means
 from jaxbench.evaluator.parent.judge_client import ChipOwners, RunnerOutcome, RunnerPool
 from jaxbench.evaluator.parent.pool import TracerPool
 from jaxbench.tasks import get_task
@@ -172,7 +172,9 @@ class Evaluator:
         case = resolve_case(get_task(task_id), settings, source)
         if case.mode == "device":  # the chip's owner starts while the candidate is traced
             self.owners.prestart()
-        return Evaluation(self, case, source, filename).run()
+        means = Means(tracers=self.pool_for, judge=self.run_judge, prestart=self.runners.prestart,
+                      prefetch=self.prefetch_truth, secret=self.secret, truth=self.truth)
+        return Evaluation(means, case, source, filename).run()
 
     def prefetch_truth(self, task: Any, size: str, keys: list[list[int]]) -> None:
         """Starts computing the float32 truths for ``keys`` in a thread (interpret mode: while

@@ -1,6 +1,7 @@
 """What the untrusted tracer left, read and cleaned by the parent: capped file reads that
 follow no links, a JSON parser bounded in nesting, printable text, the status and probe readers,
-the verdict its status and its death give, and the stage it was in when it stopped.
+the verdict its status and its death give, the stage it was in when it stopped, and the
+untrusted phase's report made of all that (:func:`traced`).
 
 Everything here is the parent's (trusted) code; nothing here imports candidate code or the
 parent module (:mod:`jaxbench.evaluator.parent.evaluator` imports this one).
@@ -8,6 +9,7 @@ parent module (:mod:`jaxbench.evaluator.parent.evaluator` imports this one).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -19,8 +21,8 @@ from jaxbench.contract import STAGES, STATUSES, TRACER_RULES, Rule, Stage, Stage
 from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
 from jaxbench.evaluator.common.procs import SEALED_EXIT
 from jaxbench.evaluator.parent.case import Case
-from jaxbench.evaluator.parent.pool import TracerOutcome
-from jaxbench.evaluator.parent.result_fields import ResultFields
+from jaxbench.evaluator.parent.pool import TracerOutcome, remove_tree
+from jaxbench.evaluator.parent.reports import Stages, Traced
 
 # Caps on what is read back from the untrusted side.
 MAX_STATUS_BYTES = 1 << 20
@@ -80,21 +82,16 @@ def parse_json(raw: bytes) -> Any:
         return None
 
 
-# The tracer's record as the parent reads it: ``TracerStatus.to_dict()`` of the record read
-# (every field there, each of its declared type).
-UntrustedStatus = dict[str, Any]
-
-
-def read_untrusted_status(directory: Path) -> UntrustedStatus:
-    """The tracer's status.json as its record (:class:`TracerStatus`), as a dict of its fields:
-    the fields of the record it holds that are of their declared type; anything else in it is
-    dropped unread and its field left at its default. Never refused as a whole (a forged status
-    is the tracer's word, believed only as a failure)."""
+def read_untrusted_status(directory: Path) -> TracerStatus:
+    """The tracer's status.json as its record (:class:`TracerStatus`): the fields of the record
+    it holds that are of their declared type; anything else in it is dropped unread and its
+    field left at its default. Never refused as a whole (a forged status is the tracer's word,
+    believed only as a failure)."""
     status = parse_json(read_file(directory / "status.json", MAX_STATUS_BYTES) or b"{}")
     if not isinstance(status, dict):
         status = {}
     return TracerStatus.from_dict({k: v for k, v in status.items()
-                                   if TracerStatus.field_problem(k, v) is None}).to_dict()
+                                   if TracerStatus.field_problem(k, v) is None})
 
 
 # Terminal control sequences (colours, cursor moves, title changes) in untrusted text.
@@ -128,26 +125,63 @@ def printable_result(value: Any) -> Any:
     return value
 
 
-def keep_untrusted_text(result: ResultFields, status: UntrustedStatus, outcome: TracerOutcome,
-                         case: Case) -> None:
-    """The candidate's frames of a failure and the end of the tracer's stdout/stderr (the
-    kernel's own print output): shown to the user, bounded, never believed or parsed."""
-    kept = [untrusted_text(f, 300) for f in status["frames"][:8]]
-    if kept:
-        result["candidate_frames"] = kept
+def untrusted_texts(status: TracerStatus, outcome: TracerOutcome, case: Case
+                    ) -> tuple[tuple[str, ...], str | None]:
+    """(frames, output): the candidate's frames of a failure and the end of the tracer's
+    stdout/stderr (the kernel's own print output, None when blank): shown to the user,
+    bounded, never believed or parsed."""
+    kept = tuple(untrusted_text(f, 300) for f in status.frames[:8])
     output = outcome.stderr_tail
     if output.startswith("ready\n"):  # the tracer's own start-up line
         output = output[len("ready\n"):]
     output = untrusted_text(output, 4 * OUTPUT_BYTES if case.debug else OUTPUT_BYTES).strip("\n")
-    if output.strip():
-        result["output"] = output
+    return kept, output if output.strip() else None
 
 
-def untrusted_verdict(status: UntrustedStatus, outcome: TracerOutcome, case: Case) -> None:
+UNSEALED = ("unsealed: nothing kept the kernel's process from this host's files (no seccomp "
+            "seal, no Landlock: `jaxbench doctor` says why), so this verdict could be forged")
+
+
+def traced(outcome: TracerOutcome, case: Case, stages: Stages) -> Traced:
+    """The untrusted phase's report from what the tracer left in ``outcome.dir`` (removed
+    here): its timings (noted in ``stages``, shown only), its frames and output, its failures
+    and death (:func:`untrusted_verdict`), the hand-over and a debug run's outputs."""
+    # What the parent set up and saw before any candidate code ran, never the tracer's word
+    # (a tracer that sent no handshake ran no candidate code: nothing to warn of).
+    isolation = getattr(outcome, "isolation", None) or "unknown"
+    sealed = getattr(outcome, "sealed", None) or "none"  # other meaning: the outcome's field
+    seen = Traced(isolation=isolation, sealed=sealed, warnings=(UNSEALED,) if (
+        sealed == "none" and not isolation.startswith("unknown")) else ())
+    try:
+        status = read_untrusted_status(outcome.dir)
+        for k in (Stage.TRACE, HANDOVER_STEP):  # its timings, shown only
+            seconds = status.stages.get(k, {}).get("seconds") if isinstance(
+                status.stages.get(k), dict) else None
+            if isinstance(seconds, (int, float)):
+                stages.note(k, {"seconds": seconds})
+        frames, output = untrusted_texts(status, outcome, case)
+        seen = dataclasses.replace(seen, frames=frames, output=output)
+        untrusted_verdict(status, outcome, case)
+        # an empty file: opened before the seal, never written
+        handover = read_file(outcome.dir / HANDOVER, MAX_HANDOVER_BYTES) or None
+        probe = read_probe(outcome.dir, status) if case.debug else {}
+    except StageFailure as failure:
+        return dataclasses.replace(seen, failure=failure.failure)
+    finally:
+        remove_tree(outcome.dir)
+    seen = dataclasses.replace(seen, handover=handover, probe=probe)
+    if not case.debug and handover is None:
+        return dataclasses.replace(seen, failure=StageFailure(
+            Status.CRASHED, Stage.LOWER, "the untrusted side handed over no traced jaxpr (or "
+            "one over the size limit)", rule=Rule.PROCESS_DIED).failure)
+    return seen
+
+
+def untrusted_verdict(status: TracerStatus, outcome: TracerOutcome, case: Case) -> None:
     """Failures the untrusted side reports (believed: they only hurt the candidate), and its
     death. Nothing it says can make a kernel pass: a clean exit only lets the parent take the
     hand-over to the judge, which derives every check from it."""
-    stages = status["stages"]
+    stages = status.stages
     last = next(reversed(stages), Stage.STATIC) if stages else Stage.STATIC
     dir_exceeded = getattr(outcome, "dir_exceeded", "")
     if outcome.timed_out or outcome.memory_exceeded or dir_exceeded:
@@ -170,19 +204,19 @@ def untrusted_verdict(status: UntrustedStatus, outcome: TracerOutcome, case: Cas
                            "was sealed for its exports (a finalizer, handler or lowering hook "
                            "acting on files or imports): the exports must be the harness's alone",
                            rule=Rule.SEALED)
-    claimed = status["status"]
+    claimed = status.status
     if claimed in STATUSES and claimed != Status.CORRECT:
-        stage = status["stage"] or next_stage(last)
-        message = status["message"][:2000]
+        stage = status.stage or next_stage(last)
+        message = status.message[:2000]
         # a call that does not fit, or any error raised while kernel(*inputs) was traced (a
         # kernel written for another task's inputs unpacks or indexes them wrongly): the hint
         # can only help the candidate, so the tracer's word for where it failed is enough
         if claimed == Status.COMPILE_ERROR and (
                 _SIGNATURE_ERROR.search(message)
-                or (stage == Stage.TRACE and status["info"].get("in_kernel") is True)):
+                or (stage == Stage.TRACE and status.info.get("in_kernel") is True)):
             message += f"; the task calls {call_signature(case.task, case.size)}"
         # its code is believed only among those the tracer may give (a failure either way)
-        rule = status["rule"]
+        rule = status.rule
         raise StageFailure(claimed, stage, message,
                            rule=rule if rule in TRACER_RULES else None)
     if outcome.returncode != 0:
@@ -202,9 +236,9 @@ def call_signature(task: Any, size: str) -> str:
     return f"kernel({inputs})"
 
 
-def read_probe(directory: Path, status: UntrustedStatus) -> dict[str, list[Any]]:
+def read_probe(directory: Path, status: TracerStatus) -> dict[str, list[Any]]:
     """Outputs of the untrusted runs, validated; a forged or broken stream is a rejection."""
-    layout = status["probe"]
+    layout = status.probe
     if not layout:
         return {}
     data = read_file(directory / "probe.npy", MAX_PROBE_BYTES)

@@ -1,9 +1,9 @@
 """The verdict: a pure function of what the evaluation's phases reported.
 
-Each phase of :class:`jaxbench.evaluator.parent.evaluation.Evaluation` ends with a
-:class:`~jaxbench.contract.Failure` or with nothing (it passed); the judge's
+Each phase of :class:`jaxbench.evaluator.parent.evaluation.Evaluation` reports a
+:class:`~jaxbench.contract.Failure` or none (it passed); the judge's
 phase may also report the first memory budget a kernel breaks at some size. :func:`decide`
-turns these reports into one verdict, with no process, file or clock involved (tests drive
+turns these failures (:class:`Reports`) into one verdict, with no process, file or clock involved (tests drive
 it exhaustively on fixtures: tests/test_verdict.py).
 
 The order of precedence:
