@@ -186,3 +186,28 @@ def test_the_owner_reuses_the_reference_for_the_next_candidate_of_the_task(monke
     third.request.timing["reuse_reference"] = 0
     runner._time_on_chip(third)
     assert third.response.timing["reference"] == "measured"
+
+
+class LosingProfiler(ScheduledProfiler):
+    """Loses the device events of the first ``lost`` traces' calls (as a TPU v5e's trace once
+    lost 2 of 20)."""
+
+    def __init__(self, ref, kernel, lost):
+        super().__init__(ref, kernel)
+        self.lost = lost
+
+    def read(self, directory):
+        planes = super().read(directory)
+        if self.traces <= self.lost:
+            planes[0]["lines"][1]["events"] = planes[0]["lines"][1]["events"][:-2]
+        return planes
+
+
+def test_a_trace_that_lost_calls_is_taken_once_more_before_the_wall_clock_stands_in():
+    samples = _time(LosingProfiler(steady(2.0), steady(1.0), lost=1))
+    assert samples["stopped"] == "interval" and "no device events" in samples[
+        "trace_retried_because"]
+    out = summarize(samples)
+    assert out["timing_method"] == "device_trace" and out["trace_retried_because"]
+    twice = _time(LosingProfiler(steady(2.0), steady(1.0), lost=2))
+    assert "no device events" in twice["device"]["error"]  # the caller falls back

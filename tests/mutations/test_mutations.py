@@ -802,9 +802,9 @@ MUTATIONS = [
         "[] if walk.nonce else",
         'self.keys["trial"] + self.keys["probe"] if True else',  # mutant: fresh keys cached
         ("tests/test_serve_oracle.py::test_fresh_keys_draw_new_inputs_and_keep_no_truth_behind",)),
-    Mutation("serve_keeps_one_secret_for_its_life", "serve/workers.py", "Workers._evaluate",
-        "                                fresh_keys=True)",
-        "                                fresh_keys=False)",
+    Mutation("serve_keeps_one_secret_for_its_life", "serve/admission.py", "Admission.prepare",
+        "chip=chip, fresh_keys=True)",
+        "chip=chip, fresh_keys=False)",
         ("tests/test_serve_oracle.py::test_an_adaptive_oracle_over_serve_never_becomes_correct",)),
     Mutation("optimize_keeps_one_secret_for_the_run", "agents/driver.py", "_resolved",
         "fresh_keys=True), kind", "fresh_keys=False), kind",

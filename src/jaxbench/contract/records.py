@@ -160,6 +160,7 @@ class TimingSamples(TypedDict):
     # calls on this candidate's inputs, why it stopped (interval, reps, seconds), its rounds
     reference: NotRequired[str]
     remeasured_because: NotRequired[str]
+    trace_retried_because: NotRequired[str]  # a round whose trace lost calls, taken again
     reference_check_s: NotRequired[list[float]]
     stopped: NotRequired[str]
     rounds: NotRequired[int]

@@ -48,6 +48,7 @@ class TimingSummary(Figures, total=False):
     ref_reps: int  # the reference's samples behind the headline (the kernel's: reps)
     reference: str  # measured beside the kernel, reused from an earlier one, or remeasured
     remeasured_because: str
+    trace_retried_because: str  # a round's trace lost calls' events and was taken again
     stopped: str  # why the timing stopped: interval, reps or seconds
     rounds: int  # the profiler traces it took
     input_sets: Any
@@ -108,7 +109,7 @@ def summarize(samples: dict[str, Any]) -> TimingSummary:
     _, low, high = speedup_interval(*headline_samples)
     summary["speedup_interval"] = None if low is None or high is None else [low, high]
     summary["ref_reps"] = len(headline_samples[0])
-    for key in ("reference", "remeasured_because", "stopped", "rounds"):
+    for key in ("reference", "remeasured_because", "trace_retried_because", "stopped", "rounds"):
         if samples.get(key) is not None:
             summary[key] = samples[key]  # type: ignore[literal-required]
     return summary
