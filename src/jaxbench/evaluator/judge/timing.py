@@ -253,8 +253,7 @@ def time_adaptive(
     Returns the raw samples (:class:`~jaxbench.contract.records.TimingSamples`) with
     ``reference`` ("measured", "reused", "remeasured") and why it stopped; or
     ``{"device": {"error": ...}}`` where a round's trace twice gives no device time for some
-    call (the caller falls back to the wall clock; once, on a TPU v5e, a trace lost 2 of 20
-    calls and the wall-clock fallback took 30 s)."""
+    call (:func:`_round`; the caller falls back to the wall clock)."""
     from jaxbench.evaluator.common.intervals import speedup_interval
 
     reuse = known is not None and bool(known.get("device"))
@@ -272,14 +271,10 @@ def time_adaptive(
     reps = max(device_reps, 1)
     while True:
         ref_reps = (check_reps if round_no == 0 else 0) if state == "reused" else reps
-        for attempt in range(2):  # a trace that lost calls' events is taken once more
-            got = time_device(reference, candidate, input_sets, reps=reps, ref_reps=ref_reps,
-                              offset=len(ker_dev), directory=None if directory is None else
-                              f"{directory}/{round_no}" + (f"-{attempt}" if attempt else ""),
-                              profiler=profiler, perf_counter=perf_counter)
-            if "error" not in got:
-                break
-            retried = got["error"]
+        got, lost = _round(reference, candidate, input_sets, reps, ref_reps, len(ker_dev),
+                           None if directory is None else f"{directory}/{round_no}",
+                           profiler, perf_counter)
+        retried = retried or lost
         if "error" in got:
             return {"device": {"error": got["error"]}, "warmup_rounds": rounds}
         round_no += 1
@@ -321,6 +316,25 @@ def time_adaptive(
                                       ("remeasured_because", why),
                                       ("trace_retried_because", retried)) if v})
     return samples
+
+
+def _round(reference: Callable[..., Any], candidate: Callable[..., Any],
+           input_sets: Sequence[tuple], reps: int, ref_reps: int, offset: int,
+           directory: str | None, profiler: Profiler | None,
+           perf_counter: Callable[[], float]) -> tuple[DeviceSamples, str]:
+    """One round of :func:`time_adaptive` (:func:`time_device`), taken once more when its
+    trace lost some calls' device events (on a TPU v5e one lost 2 of 20, and the wall-clock
+    fallback took 30 s); with why the first was not kept ("" if it was)."""
+    lost = ""
+    for attempt in range(2):
+        got = time_device(reference, candidate, input_sets, reps=reps, ref_reps=ref_reps,
+                          offset=offset, directory=None if directory is None else
+                          directory + (f"-{attempt}" if attempt else ""),
+                          profiler=profiler, perf_counter=perf_counter)
+        if "error" not in got:
+            break
+        lost = str(got["error"])
+    return got, lost
 
 
 def _warm_adaptive(reference: Callable[..., Any], candidate: Callable[..., Any],
