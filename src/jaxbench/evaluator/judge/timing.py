@@ -272,8 +272,7 @@ def time_adaptive(
     while True:
         ref_reps = (check_reps if round_no == 0 else 0) if state == "reused" else reps
         got, lost = _round(reference, candidate, input_sets, reps, ref_reps, len(ker_dev),
-                           None if directory is None else f"{directory}/{round_no}",
-                           profiler, perf_counter)
+                           directory and f"{directory}/{round_no}", profiler, perf_counter)
         retried = retried or lost
         if "error" in got:
             return {"device": {"error": got["error"]}, "warmup_rounds": rounds}
