@@ -508,7 +508,7 @@ def _compile_kernel(judging: _Judging) -> None:
     :meth:`_Judging.trials` compiles again and judges the failure as it always did."""
     import jax
 
-    from jaxbench.evaluator.judge import chip_verdict, tool_faults
+    from jaxbench.evaluator.judge import chip_verdict, tool_faults, xla_cache
     from jaxbench.evaluator.judge.fitting import specs_of
 
     t1 = _perf_counter()
@@ -522,9 +522,10 @@ def _compile_kernel(judging: _Judging) -> None:
         return
     judging.response.compile_s = round(_perf_counter() - t1, 4)
     judging.span("kernel_compile", t1)
-    t1 = _perf_counter()  # the trials' comparison on the chip, compiled off the chip's path too
-    judging.comparisons = chip_verdict.prepare(judging.out_types, judging.task.atol,
-                                               judging.task.rtol)
+    t1 = _perf_counter()  # the trials' comparison on the chip, compiled off the chip's path
+    with xla_cache.task_side(judging.cache_on):  # the harness's program: kept like the task's
+        judging.comparisons = chip_verdict.prepare(judging.out_types, judging.task.atol,
+                                                   judging.task.rtol)
     judging.span("compare_compile", t1)
 
 
