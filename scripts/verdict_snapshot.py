@@ -38,6 +38,7 @@ VOLATILE = {"started_at", "finished_at", "time", "compile_s", "seconds", "versio
             "timestamp", "run_dir", "path", "secret_sha256", "secret", "generated_at", "pid",
             "worker_s", "eval_s", "total_s", "mean_s", "jax", "jaxlib", "jaxbench", "python",
             "event_time", "run_created_at", "time_p50_s", "time_total_s",
+            "spans",  # the wall clock's parts (docs/evaluator.md, "spans")
             # error figures: each run draws its inputs from a fresh secret
             "max_abs_err", "rel_err", "tol_fraction", "Max_Diff",
             # what the kernel (or a library it calls) printed: logs with times and addresses
@@ -47,6 +48,7 @@ _CHECKOUT = re.compile(r"/[\w./-]*/src/jaxbench/")  # a checkout's package, wher
 # a task's folder (named as its task since the schema's refactor; the record names the task)
 _TASK_FOLDER = re.compile(r"(jaxbench/tasks/(?:jaxbench|pallasbench)/)[\w.-]+/")
 _HEX = re.compile(r"\b[0-9a-f]{32,64}\b")
+_HOST_RUNS = re.compile(r"\.host-runs-[\w-]+")  # a test's own folder of pretend run directories
 _SECS = re.compile(r"\b\d+(\.\d+)? ?(s|ms|seconds)\b")
 ADDED_KEYS = {"schema"}
 
@@ -62,6 +64,7 @@ _GARBAGE = re.compile(r"the hand-over (is not an acceptable pickle|cannot be rea
 
 def _text(value: str) -> str:
     value = _TASK_FOLDER.sub(r"\1<task>/", _CHECKOUT.sub("<src>/jaxbench/", value))
+    value = _HOST_RUNS.sub(".host-runs-<id>", value.replace(str(ROOT), "<repo>"))
     value = _ADDRESS.sub("<addr>", _PID.sub("/proc/<pid>", value))
     value = _GARBAGE.sub("the hand-over <refused>", value)
     if _DRAWN.search(value):  # its wording up to the first figure
