@@ -106,3 +106,11 @@ def test_a_truth_that_cannot_be_computed_is_unverified_not_the_kernels_error(tmp
         runner.judge(request)
     assert failed.value.status == Status.UNVERIFIED and failed.value.rule == Rule.NO_TRUTH
     assert "float32 truth could not be computed" in failed.value.message
+    # the failure's response, assembled where the judge stopped: what it found by then rides
+    # along as record fields (the fits, the spans), the same record a success answers with
+    said = failed.value.response
+    assert (said.status, said.rule, said.message) == (Status.UNVERIFIED, Rule.NO_TRUTH,
+                                                      failed.value.message)
+    assert said.fits and said.fits["truth_on"] and said.spans["reference_compile"] >= 0
+    answered = runner._answer(request, lambda kind: None)
+    assert answered.status == Status.UNVERIFIED and answered.fits == said.fits

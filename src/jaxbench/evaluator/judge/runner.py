@@ -636,9 +636,24 @@ def judge(request: JudgeRequest | dict[str, Any],
     try:
         return _walk(judging, request)
     except StageFailure as failure:
-        failure.spans = judging.response.spans  # type: ignore[attr-defined]
-        failure.fits = judging.response.fits  # type: ignore[attr-defined]
-        raise
+        raise JudgeFailed(failure, judging.response) from None
+
+
+class JudgeFailed(StageFailure):
+    """A judge request's failure with its response, assembled where the judge stopped: the
+    verdict's fields, and of what it had found by then its spans and the fits (the parent
+    reads them from any response)."""
+
+    def __init__(self, failure: StageFailure, found: JudgeResponse) -> None:
+        super().__init__(failure.status, failure.stage, failure.message, rule=failure.rule)
+        self.response = failed_response(failure, spans=found.spans, fits=found.fits)
+
+
+def failed_response(failure: StageFailure, **found: Any) -> JudgeResponse:
+    """The response of a request that ``failure`` ended (with ``found``, where it got that
+    far): the one place the judge turns a failure into its record."""
+    return JudgeResponse(status=failure.status, stage=failure.stage, message=failure.message,
+                         rule=failure.rule, **found)
 
 
 def _walk(judging: _Judging, request: JudgeRequest) -> JudgeResponse:
@@ -725,11 +740,10 @@ def _answer(request: dict[str, Any], lease: Callable[[str], None]) -> JudgeRespo
     resets = tpu_interpreter_resets()
     try:
         response = judge(JudgeRequest.from_dict(request), lease)
-    except StageFailure as failure:
-        response = JudgeResponse(status=failure.status, stage=failure.stage,
-                                 message=failure.message, rule=failure.rule,
-                                 spans=getattr(failure, "spans", {}),
-                                 fits=getattr(failure, "fits", None))
+    except JudgeFailed as failed:
+        response = failed.response
+    except StageFailure as failure:  # before the judge began (the request itself)
+        response = failed_response(failure)
     except (Exception, RecordError) as exc:  # noqa: BLE001 - a harness bug: report, go on
         response = JudgeResponse(status=Status.CRASHED, stage=Stage.CORRECT,
                                  rule=Rule.HARNESS,
