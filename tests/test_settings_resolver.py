@@ -84,3 +84,33 @@ def test_serve_carries_the_settings_it_resolved_to_the_evaluator(tmp_path):
     workers.store = type("S", (), {"source": lambda self, s: GPU_KERNEL})()
     workers._evaluate(Recording(), sub)
     assert seen and seen[0] is sub.settings
+
+
+def test_jaxbench_eval_resolves_its_case_once_and_carries_it(monkeypatch):
+    """``jaxbench eval`` resolves the case at its front door and hands that object to the
+    evaluator (``evaluate_case``), which evaluates it without resolving it again."""
+    from click.testing import CliRunner
+
+    import jaxbench.evaluator as evaluator_module
+    from jaxbench.cli import main
+    from jaxbench.evaluator.parent import evaluator as parent_module
+
+    made, carried = [], []
+    resolve = evaluator_module.resolve_case
+
+    def counted(*args, **kwargs):
+        made.append(resolve(*args, **kwargs))
+        return made[-1]
+
+    def stop(self, source, filename, case):
+        carried.append(case)
+        raise RuntimeError("stopped before the walk")
+
+    monkeypatch.setattr(evaluator_module, "resolve_case", counted)
+    monkeypatch.setattr(parent_module, "resolve_case", counted)
+    monkeypatch.setattr(parent_module.Evaluator, "_evaluate", stop)
+    seed = GEMM.folder / "seed_gpu.py"
+    out = CliRunner().invoke(main, ["eval", str(seed), "--task", "8p_gemm", "--mode",
+                                    "interpret", "--trials", "1"])
+    assert "stopped before the walk" in out.output, out.output
+    assert len(made) == 1 and carried == made and carried[0] is made[0]

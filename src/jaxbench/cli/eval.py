@@ -70,7 +70,6 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
         usage_error(f"--save-ir {save_ir} already holds files; give a new or empty directory "
                     "(nothing was overwritten)")
     from jaxbench.evaluator import Evaluator, Settings, resolve_case
-    from jaxbench.executors import evaluate_with
     from jaxbench.tasks import get_task
 
     own = [entry[0] for entry in load_task_files(task_files)]
@@ -100,7 +99,7 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
                      message="jaxbench: stopping: the evaluation's processes are killed; "
                              "no verdict") as stop:
         try:
-            result = evaluate_with(evaluator, file, task_id, settings)
+            result = evaluator.evaluate_case(file, case)  # the case resolved above, carried
         except RuntimeError as exc:  # e.g. --mode device without the hardware
             if stop.is_set():
                 stop.exit()

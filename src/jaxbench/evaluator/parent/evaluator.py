@@ -170,6 +170,16 @@ class Evaluator:
         settings = settings if settings is not None else Settings.of(**options)
         source, filename = read_source(source_or_path)
         case = resolve_case(get_task(task_id), settings, source)
+        return self._evaluate(source, filename, case)
+
+    def evaluate_case(self, source_or_path: str | os.PathLike[str],
+                      case: Case) -> EvaluationResult:
+        """:meth:`evaluate` with the case its caller resolved already (``jaxbench eval``
+        resolves it at its front door, :func:`~jaxbench.evaluator.parent.case.resolve_case`
+        with ``front_door=True``): carried as it is, not resolved again."""
+        return self._evaluate(*read_source(source_or_path), case)
+
+    def _evaluate(self, source: str, filename: str, case: Case) -> EvaluationResult:
         if case.mode == "device":  # the chip's owner starts while the candidate is traced
             self.owners.prestart()
         means = Means(tracers=self.pool_for, judge=self.run_judge, prestart=self.runners.prestart,
