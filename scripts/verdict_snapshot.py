@@ -48,6 +48,7 @@ _CHECKOUT = re.compile(r"/[\w./-]*/src/jaxbench/")  # a checkout's package, wher
 # a task's folder (named as its task since the schema's refactor; the record names the task)
 _TASK_FOLDER = re.compile(r"(jaxbench/tasks/(?:jaxbench|pallasbench)/)[\w.-]+/")
 _HEX = re.compile(r"\b[0-9a-f]{32,64}\b")
+_TESTS = re.compile(r"/[\w./-]*?/tests/")  # a checkout's tests, wherever it is
 _HOST_RUNS = re.compile(r"\.host-runs-[\w-]+")  # a test's own folder of pretend run directories
 _SECS = re.compile(r"\b\d+(\.\d+)? ?(s|ms|seconds)\b")
 ADDED_KEYS = {"schema"}
@@ -64,7 +65,7 @@ _GARBAGE = re.compile(r"the hand-over (is not an acceptable pickle|cannot be rea
 
 def _text(value: str) -> str:
     value = _TASK_FOLDER.sub(r"\1<task>/", _CHECKOUT.sub("<src>/jaxbench/", value))
-    value = _HOST_RUNS.sub(".host-runs-<id>", value.replace(str(ROOT), "<repo>"))
+    value = _HOST_RUNS.sub(".host-runs-<id>", _TESTS.sub("<repo>/tests/", value))
     value = _ADDRESS.sub("<addr>", _PID.sub("/proc/<pid>", value))
     value = _GARBAGE.sub("the hand-over <refused>", value)
     if _DRAWN.search(value):  # its wording up to the first figure
