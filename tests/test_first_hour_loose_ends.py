@@ -272,6 +272,29 @@ def test_serve_start_and_ctrl_c_stop_lines_and_the_report_of_a_clean_stop(tmp_pa
     assert "service stopped cleanly at 20" in text and f"jaxbench serve --out {out}" in text
 
 
+def test_ctrl_c_is_exit_130_even_when_asyncio_swallows_uvicorns_re_raised_signal(tmp_path,
+                                                                                 monkeypatch,
+                                                                                 capsys):
+    """uvicorn re-raises a SIGINT it caught once it has stopped; asyncio's runner can take it
+    as a cancel of a finished task, and the server's run() then returns (a CI run under load):
+    still exit 130 with the stop line."""
+    import signal
+
+    import pytest
+
+    uvicorn = pytest.importorskip("uvicorn")
+    from jaxbench.serve.server import make_config, run_server
+
+    def run(self, sockets=None):
+        self._captured_signals = [signal.SIGINT]  # caught, then swallowed
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    with pytest.raises(SystemExit) as stopped:
+        run_server(make_config(out=tmp_path / "serve", workers=1), {}, port=0, openenv=False)
+    assert stopped.value.code == 130
+    assert "jaxbench serve: stopped; nothing stays queued" in capsys.readouterr().err
+
+
 def test_the_report_of_a_service_not_stopped_cleanly():
     from jaxbench.report.summary import progress
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from jaxbench.serve.auth import Authenticator, Principal
 from jaxbench.serve.service import ServeConfig, Service
@@ -78,9 +79,17 @@ def run_server(config: ServeConfig, tokens: dict[str, Principal], *, host: str =
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # Ctrl-C: the stop line is the last word, not click's "aborted"
-        if not said:
-            print(stopped_line(service.unfinished(), config.out), file=sys.stderr, flush=True)
-        raise SystemExit(130) from None
+        _stopped_by_ctrl_c(said, service, config)
+    # uvicorn re-raises a caught SIGINT once it has stopped, but asyncio's runner can take it
+    # as a cancel of a task that has already finished, and then run() returns (seen under load)
+    if signal.SIGINT in getattr(server, "_captured_signals", ()):
+        _stopped_by_ctrl_c(said, service, config)
+
+
+def _stopped_by_ctrl_c(said: list[bool], service: Service, config: ServeConfig) -> NoReturn:
+    if not said:
+        print(stopped_line(service.unfinished(), config.out), file=sys.stderr, flush=True)
+    raise SystemExit(130) from None
 
 
 def openenv_text(asked: bool, mounted: bool) -> str:
