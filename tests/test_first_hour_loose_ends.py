@@ -285,10 +285,19 @@ def test_ctrl_c_is_exit_130_even_when_asyncio_swallows_uvicorns_re_raised_signal
     uvicorn = pytest.importorskip("uvicorn")
     from jaxbench.serve.server import make_config, run_server
 
-    def run(self, sockets=None):
-        self._captured_signals = [signal.SIGINT]  # caught, then swallowed
+    # uvicorn's server as it returns then. Its real Config is not built here: it configures
+    # logging, which closes the handlers already there, and absl's handler (once JAX's tools
+    # logged in this worker) closes the stream it holds unless it is sys.stderr at that moment:
+    # under capsys that stream is pytest's own capture, and every later test errors.
+    class Swallowed:
+        def __init__(self, config):
+            self._captured_signals = []
 
-    monkeypatch.setattr(uvicorn.Server, "run", run)
+        def run(self, sockets=None):
+            self._captured_signals = [signal.SIGINT]  # caught, then swallowed
+
+    monkeypatch.setattr(uvicorn, "Config", lambda *args, **kwargs: None)
+    monkeypatch.setattr(uvicorn, "Server", Swallowed)
     with pytest.raises(SystemExit) as stopped:
         run_server(make_config(out=tmp_path / "serve", workers=1), {}, port=0, openenv=False)
     assert stopped.value.code == 130
