@@ -226,14 +226,17 @@ def _precision_flag(x, w):
     return _routed_by(table, x, w)
 
 
-def test_floats_never_decide_a_count_on_the_trial():
-    """The host computes the kernels' integer operands from a trial's integer data only: a
-    table derived from floats (a router's logits, a precision test) stays unknown, and the
-    cheapest side counts (the chip may round otherwise than the host)."""
+def test_floats_decide_only_where_the_host_runs_the_trial():
+    """A table derived from floats (a router's logits, a precision test) is computed on the
+    host only where the host runs the trial (interpret mode: ``floats=True``), and there it
+    is what the trial computes: every block routes to the matmul. Elsewhere (a chip, which
+    may round otherwise) it stays unknown and the cheapest side counts."""
     closed = jax.make_jaxpr(_precision_flag)(X, W)
     x, w = np.ones((M, K), np.float32), np.ones((K, N), np.float32)
     work = kernel_work.count(closed, known=[x, w])
     assert work.flops < MATMUL_FLOPS / 4 and work.wants_data
+    on_this_host = kernel_work.count(closed, known=[x, w], floats=True)
+    assert MATMUL_FLOPS <= on_this_host.flops < MATMUL_FLOPS + 64
 
 
 def _sorted_groups(ids, x, w):

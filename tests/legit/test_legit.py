@@ -50,6 +50,9 @@ TOKAMAX_CASES = [
     ("tpu_tokamax_splash_attention.py", "1p_flash_attention"),
     # Tokamax's Triton ragged dot on 11p: offsets from group_sizes, decided on the trials
     ("gpu_tokamax_ragged_dot_11p.py", "11p_megablox_gmm"),
+    # MaxText's MoE layer: top-2 routing from float logits, then Tokamax's TPU ragged dot three
+    # times; its tile count and loop follow the routed group sizes (counted on the trial)
+    ("tpu_tokamax_moe_10p.py", "10p_sparse_moe"),
 ]
 # Kernels whose stores the GPU race rule decides only on the trials' inputs: the pass names
 # its residual risk in the result.

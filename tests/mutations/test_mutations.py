@@ -879,12 +879,13 @@ MUTATIONS = [
          "test_a_kernel_moves_the_blocks_it_places_not_its_operands_in_full",)),
     Mutation(
         "host_runs_loops_on_the_trial_data", "evaluator/judge/kernel_work.py", "_UNBOUNDED",
-        '_UNBOUNDED = frozenset({"while", "scan"})', "_UNBOUNDED = frozenset()",
+        '_UNBOUNDED = frozenset({"while"})', "_UNBOUNDED = frozenset()",
         ("tests/test_kernel_work_wrappers.py::"
          "test_a_loop_on_the_trial_data_is_never_run_on_the_host",)),
     Mutation(
         "host_routing_never_computed", "evaluator/judge/kernel_work.py", "count",
-        "walker.values.preset = {v: _known_const(x) for v, x in _host_values(jaxpr, raw).items()}",
+        "walker.values.preset = {v: _known_const(x)\n"
+        "                        for v, x in _host_values(jaxpr, raw, floats).items()}",
         "walker.values.preset = {}",
         ("tests/test_kernel_work_wrappers.py::"
          "test_a_table_computed_from_integer_data_is_computed_on_the_trial",)),
@@ -892,7 +893,37 @@ MUTATIONS = [
         "floats_decide_on_the_host", "evaluator/judge/kernel_work.py", "_integral",
         'return _dtype(v) is not None and _dtype(v).kind in "biu"',
         'return _dtype(v) is not None and _dtype(v).kind in "biuf"',
-        ("tests/test_kernel_work_wrappers.py::test_floats_never_decide_a_count_on_the_trial",)),
+        ("tests/test_kernel_work_wrappers.py::test_floats_decide_only_where_the_host_runs_the_trial",)),
+    Mutation(
+        "host_never_runs_a_scan", "evaluator/judge/kernel_work.py", "_host_cost",
+        'if eqn.primitive.name in _UNBOUNDED or depth > MAX_DEPTH:',
+        'if eqn.primitive.name in {*_UNBOUNDED, "scan"} or depth > MAX_DEPTH:',
+        ("tests/test_kernel_work_floats.py::test_a_scan_of_static_length_runs_on_the_host",)),
+    Mutation(
+        "splat_in_smem_never_read", "evaluator/judge/kernel_work.py", "_blocks",
+        "data = np.broadcast_to(data, shape)  # a splat: every element is that number",
+        "return None",
+        ("tests/test_kernel_work_floats.py::test_a_known_splat_in_smem_bounds_the_kernels_loop",)),
+    Mutation(
+        "floats_never_decide_in_interpret_mode", "evaluator/judge/runner.py", "_kernel_work",
+        'floats=judging.mode == "interpret")', "floats=False)",
+        ("tests/test_kernel_work_floats.py::"
+         "test_interpret_mode_credits_work_routed_by_floats",)),
+    Mutation(
+        "floats_decide_on_the_host_in_device_mode", "evaluator/judge/runner.py", "_kernel_work",
+        'floats=judging.mode == "interpret")', "floats=True)",
+        ("tests/test_kernel_work_floats.py::"
+         "test_device_mode_says_it_cannot_count_work_routed_by_floats",)),
+    Mutation(
+        "device_refusal_routed_by_floats_stands", "evaluator/judge/runner.py", "_floats_would_pass",
+        "    return True\n", "    return False\n",
+        ("tests/test_kernel_work_floats.py::"
+         "test_device_mode_says_it_cannot_count_work_routed_by_floats",)),
+    Mutation(
+        "device_refusal_always_unverified", "evaluator/judge/runner.py", "_floats_would_pass",
+        "        return False\n", "        return True\n",
+        ("tests/test_kernel_work_floats.py::"
+         "test_device_mode_refuses_what_the_floats_would_not_lift",)),
     Mutation(
         "dma_operand_bytes_in_full", "evaluator/judge/kernel_work.py", "_moved",
         "return 0.0  # moved by the kernel's own DMAs: counted by them (_dma_bytes)",

@@ -193,6 +193,9 @@ class Rule(StrEnum):
     HANDOVER_UNREAD = "handover_unread"  # a class of JAX's own that the judge does not read
     KERNEL_WORK_FAULT = "kernel_work_fault"  # counting the kernels' work failed (judge/kernel_work)
     STRUCTURE_RULE_FAULT = "structure_rule_fault"  # a structure rule itself failed (judge/rules)
+    # the kernels' work follows values computed from floats, which the chip may round otherwise
+    # than this host (device mode): counted without them it is too little
+    WORK_ROUTED_BY_FLOATS = "work_routed_by_floats"
 
 
 # Every rule's category, whatever its message says.
@@ -226,7 +229,7 @@ RULE_CATEGORY: dict[Rule, Category] = {
                     Category.CRASHED),
     **dict.fromkeys((Rule.TOOL_FAULT, Rule.GPU_RACE_UNKNOWN, Rule.NO_INTERPRET_EXPORT,
                      Rule.NOT_DATA, Rule.NO_TRUTH, Rule.HANDOVER_UNREAD, Rule.KERNEL_WORK_FAULT,
-                     Rule.STRUCTURE_RULE_FAULT), Category.UNVERIFIED),
+                     Rule.STRUCTURE_RULE_FAULT, Rule.WORK_ROUTED_BY_FLOATS), Category.UNVERIFIED),
 }
 RULES = frozenset(Rule)
 # Rules whose refusal is policy (honest work left in XLA), not a cheat: the agents say so. Their

@@ -27,10 +27,12 @@ For every kernel equation (``pallas_call``, ``core_map``, ``mpmd_map``) this mod
   place (each crosses HBM at least once), or a block per program where the judge cannot
   evaluate the map, never more than the operand; for operands in ``ANY`` memory, the bytes of
   the kernel's own DMAs that surely run (``dma_start``'s source), at most those operands.
-- **the trial's data**: given the first trial's integer inputs (``known``), grids sized from
-  them, scalar-prefetch tables, and each program's block of a blocked integer operand (through
-  its index map: the per-program lengths and offsets kernels bound their loops by) are known
-  values; a block that reads past the operand's edge (padding, undefined) is not.
+- **the trial's data**: given the first trial's inputs (``known``), grids sized from them,
+  scalar-prefetch tables, and each program's block of a blocked integer operand (through its
+  index map: the per-program lengths and offsets kernels bound their loops by; a splat in SMEM
+  as that number everywhere) are known values; a block that reads past the operand's edge
+  (padding, undefined) is not. What the traced program computes from floats decides only with
+  ``floats`` (where this host runs the trial: interpret mode).
 - **wrappers**: calls (``jit``, ``checkpoint``, ``custom_jvp``/``custom_vjp``, ``closed_call``)
   run their jaxpr once; ``shard_map`` and ``pmap`` once per device of their mesh; ``vmap`` of a
   kernel is a kernel with a larger grid. A kernel inside any other higher-order primitive
@@ -949,6 +951,9 @@ def _blocks(call: _Call, mapping: Any, known: Any, tables: list[Any]) -> BlockVa
 
     from_blocks = not unplaced(mapping)
     data = known.data if isinstance(known, ArrayValue) else known
+    shape = getattr(getattr(mapping, "array_aval", None), "shape", None)
+    if isinstance(data, np.ndarray) and data.ndim == 0 and shape is not None:
+        data = np.broadcast_to(data, shape)  # a splat: every element is that number
     grid = call.grid
     if not from_blocks or grid is None or call.values.ids is None \
             or not isinstance(data, np.ndarray) or data.dtype.kind not in "biu":
@@ -1288,7 +1293,7 @@ MAX_HOST_ELEMENTS = 1 << 26  # the largest value the host computes on a trial's 
 # wrote these programs, so they are bounded (a loop is never run: its trips are the data's).
 HOST_FLOPS = 4e9
 HOST_ELEMENTS = 1 << 28
-_UNBOUNDED = frozenset({"while", "scan"})
+_UNBOUNDED = frozenset({"while"})
 
 
 def _holds_kernel(eqn: Any) -> bool:
@@ -1296,31 +1301,42 @@ def _holds_kernel(eqn: Any) -> bool:
                                         for e in compat.walk_eqns(s, 100_000))
 
 
-def _host_values(jaxpr: Any, raw: list[Any]) -> dict[Any, Any]:
+def _host_values(jaxpr: Any, raw: list[Any], floats: bool = False) -> dict[Any, Any]:
     """The integer operands of the kernels in ``jaxpr`` (at any depth of calls), computed on
     the host's CPU from a trial's integer and boolean inputs and constants: the tile metadata
     a library derives from group sizes, lengths, offsets, sorted ids. Only what they depend on
     is computed (never a kernel: its result is unknown), each value at most
-    :data:`MAX_HOST_ELEMENTS`, and only equations on integers and booleans: a float never
-    decides, since the chip may round otherwise (a float32 matmul compared with its
-    highest-precision copy is equal on the host's CPU; a TPU's default matmul precision is
-    lower), so work routed by floats (a router's logits) stays unknown. What is not computed
-    stays unknown. Returns var -> value, nested calls' vars included."""
+    :data:`MAX_HOST_ELEMENTS`, and without ``floats`` only equations on integers and booleans:
+    where a chip runs the trial a float does not decide, since the chip may round otherwise
+    (a float32 matmul compared with its highest-precision copy is equal on the host's CPU; a
+    TPU's default matmul precision is lower), so work routed by floats (a router's logits)
+    stays unknown. With ``floats`` (the trial runs on this host's CPU: interpret mode) the
+    floats are computed too. What is not computed stays unknown. Returns var -> value,
+    nested calls' vars included."""
     found: dict[Any, Any] = {}
     needs: dict[int, set[Any]] = {}
-    _evaluate(jaxpr, raw, found, needs, {"flops": HOST_FLOPS, "elements": float(HOST_ELEMENTS)})
+    _evaluate(jaxpr, raw, found, needs, {"flops": HOST_FLOPS, "elements": float(HOST_ELEMENTS)},
+              floats=floats)
     return found
 
 
-def _host_cost(eqn: Any) -> tuple[float, float] | None:
+def _host_cost(eqn: Any, depth: int = 0) -> tuple[float, float] | None:
     """(FLOPs, elements) of running ``eqn`` on the host, in the counter's prices; None for one
-    that must not run there: a loop (``while``, ``scan``) or a call holding one."""
-    eqns = [eqn, *(e for sub in _subs(eqn) for e in compat.walk_eqns(sub, 100_000))]
-    if any(e.primitive.name in _UNBOUNDED for e in eqns):
+    that must not run there: a ``while`` (its trips are the data's: a kernel file's loop may
+    never end) or a call holding one. A ``scan`` runs its static ``length`` times its body's
+    cost (a library's binary search over a small table of group offsets)."""
+    if eqn.primitive.name in _UNBOUNDED or depth > MAX_DEPTH:
         return None
-    flops = sum(leaf_flops(e) for e in eqns if not _subs(e))
-    elements = sum(float(_size(v.aval)) for e in eqns for v in [*e.invars, *e.outvars]
-                   if not _is_literal(v))
+    flops, elements = leaf_flops(eqn) if not _subs(eqn) else 0.0, 0.0
+    elements = float(sum(_size(v.aval) for v in [*eqn.invars, *eqn.outvars]
+                         if not _is_literal(v)))
+    times = float(eqn.params.get("length", 1)) if eqn.primitive.name == "scan" else 1.0
+    for sub in _subs(eqn):
+        for inner in sub.eqns:
+            cost = _host_cost(inner, depth + 1)
+            if cost is None:
+                return None
+            flops, elements = flops + times * cost[0], elements + times * cost[1]
     return flops, elements
 
 
@@ -1373,17 +1389,22 @@ def _call_consts(eqn: Any) -> list[Any]:
 
 
 def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int, set[Any]],
-              budget: dict[str, float], depth: int = 0, consts: list[Any] = ()) -> None:
+              budget: dict[str, float], depth: int = 0, consts: list[Any] = (),
+              floats: bool = False) -> None:
     import jax
 
     need = _needed(jaxpr, needs, depth)
     if not need:
         return
+
+    def decides(v: Any) -> bool:  # a float decides only where the host runs the trial
+        return floats or _integral(v)
+
     env = {v: np.asarray(x) for v, x in zip(jaxpr.invars, raw, strict=False)
-           if x is not None and v in need and _integral(v)}
+           if x is not None and v in need and decides(v)}
     if len(consts) == len(jaxpr.constvars):
         env.update({v: np.asarray(c) for v, c in zip(jaxpr.constvars, consts, strict=True)
-                    if v in need and _integral(v) and np.size(c) <= MAX_HOST_ELEMENTS})
+                    if v in need and decides(v) and np.size(c) <= MAX_HOST_ELEMENTS})
     cpu = jax.devices("cpu")[0]
     for eqn in jaxpr.eqns:
         known = [not _is_literal(u) and u in env for u in eqn.invars]
@@ -1392,13 +1413,13 @@ def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int
             if sub is not None and _per_device(eqn) == 1:
                 _evaluate(sub, [env[u] if k else (u.val if _is_literal(u) else None)
                                 for u, k in zip(eqn.invars, known, strict=True)],
-                          found, needs, budget, depth + 1, _call_consts(eqn))
+                          found, needs, budget, depth + 1, _call_consts(eqn), floats)
             continue
         if not any(v in need for v in eqn.outvars) or not all(
                 k or _is_literal(u) for u, k in zip(eqn.invars, known, strict=True)) or any(
-                _size(v.aval) > MAX_HOST_ELEMENTS or not _integral(v)
+                _size(v.aval) > MAX_HOST_ELEMENTS or not decides(v)
                 for v in [*eqn.invars, *eqn.outvars]):
-            continue  # unknown inputs, too large, or a float (floats never decide)
+            continue  # unknown inputs, too large, or a float where floats do not decide
         cost = _host_cost(eqn)
         if cost is None or cost[0] > budget["flops"] or cost[1] > budget["elements"]:
             continue  # never run (a loop) or over what the host spends: unknown
@@ -1415,12 +1436,13 @@ def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int
 
 
 def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None,
-          known: list[Any] | None = None) -> KernelWork:
+          known: list[Any] | None = None, floats: bool = False) -> KernelWork:
     """The kernels' work in ``closed`` (a traced kernel), with ``lines`` (``id(eqn) -> (file,
     line)``, the hand-over's) naming the outside equations. ``known``: a trial's inputs, in
     order (None for one not known): the small integer and boolean ones are read (page tables,
     lengths), and the integer operands of the kernels are computed from them on the host
-    (:func:`_host_values`: integer work only, floats never decide), so that the loops,
+    (:func:`_host_values`: integer work only, unless ``floats``: the trial runs on this
+    host, so floats decide as they do there), so that the loops,
     branches and grids that follow them count as they run on that data. The result's
     ``wants_data`` says whether a kernel had an integer operand the count did not know
     (counted without data: counting on a trial's may count more). Raises where it cannot read
@@ -1439,7 +1461,8 @@ def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None,
         inputs = given
     walker = _Module(lines or {})
     if known is not None:  # what the kernels' integer operands are on this data
-        walker.values.preset = {v: _known_const(x) for v, x in _host_values(jaxpr, raw).items()}
+        walker.values.preset = {v: _known_const(x)
+                                for v, x in _host_values(jaxpr, raw, floats).items()}
     work = walker.walk(jaxpr, inputs, [True] * len(jaxpr.outvars), 1.0, 0)
     work.wants_data = walker.wants_data
     work.outside_eqns.sort(key=lambda e: -e[0])

@@ -442,12 +442,27 @@ def _structure_rules(judging: _Judging, target: Any) -> dict[str, Any]:
 
     size = judging.size
     known, kernels = _kernel_work(judging)
+
+    def check(report: Any, kernels: Any) -> dict[str, Any]:
+        return rules.check_target(report, judging.task.flops(size),
+                                  judging.request.max_outside_flops_fraction, kernels,
+                                  judging.task.work,
+                                  _elements(judging.in_types + judging.out_types))
+
     try:
         report = _structure(target, judging.platform)
-        figures = rules.check_target(report, judging.task.flops(size),
-                                     judging.request.max_outside_flops_fraction, kernels,
-                                     judging.task.work, _elements(judging.in_types + judging.out_types))
+        figures = check(report, kernels)
     except StageFailure as failure:
+        if known is not None and failure.rule in (Rule.OUTSIDE_FLOPS, Rule.OUTSIDE_BYTES) \
+                and judging.mode != "interpret" and _floats_would_pass(judging, known, report,
+                                                                       check):
+            raise StageFailure(Status.UNVERIFIED, Stage.LOWER, f"{failure.message}; but the "
+                               "kernels' work follows values the traced program computes from "
+                               "floats (a router's logits, say), which the chip may round "
+                               "otherwise than this host, so the judge does not count on them "
+                               "in device mode; counted on them here, it would pass. Judge it "
+                               "in interpret mode (--mode interpret), where the trial runs on "
+                               "this host", rule=Rule.WORK_ROUTED_BY_FLOATS) from None
         if known is not None and failure.rule in (Rule.OUTSIDE_FLOPS, Rule.OUTSIDE_BYTES,
                                                   Rule.OUTPUT_WITHOUT_KERNEL):
             raise StageFailure(failure.status, failure.stage, f"{failure.message} (the "
@@ -463,6 +478,20 @@ def _structure_rules(judging: _Judging, target: Any) -> dict[str, Any]:
         else COUNTED_ON_TRACE
     return figures
 
+def _floats_would_pass(judging: _Judging, known: list[Any], report: Any, check: Any) -> bool:
+    """Whether the outside-work rules would pass with the kernels' work counted on values
+    computed on this host from the trial's floats too. Only ever turns a device-mode refusal
+    into `unverified` (the chip may round those floats otherwise): never credit."""
+    from jaxbench.evaluator.judge import kernel_work
+
+    trace, lines = judging.lowered.traces[judging.size], judging.payload["lines"]
+    try:
+        check(report, kernel_work.count(trace, lines, known, floats=True))
+    except Exception:  # noqa: BLE001 - refused (or unknown) on the floats too: the refusal stands
+        return False
+    return True
+
+
 def _kernel_work(judging: _Judging) -> tuple[list[Any] | None, Any]:
     """(the trial's inputs it counted on, or None; the kernels' own work): counted on the
     traced program, and again on the first trial's inputs where a kernel has an integer
@@ -476,7 +505,9 @@ def _kernel_work(judging: _Judging) -> tuple[list[Any] | None, Any]:
         if not kernels.wants_data:
             return None, kernels
         known = _trial_inputs(judging)
-        return known, kernel_work.count(trace, lines, known)
+        # floats decide only where this host runs the trial: the interpreter's CPU
+        return known, kernel_work.count(trace, lines, known,
+                                        floats=judging.mode == "interpret")
     except Exception as exc:  # noqa: BLE001 - the judge's own counter failing: it cannot know
         raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the judge could not count the "
                            f"kernels' own work, so the outside-work rules cannot be applied: "
