@@ -1,7 +1,8 @@
 """What counting the kernels' work as it runs costs: the counter of a baseline commit (the trace
 alone, before it read wrappers, blocked operands and blocks moved) against the current one (as
 the runner counts: on the trace, and again on the first trial's inputs where a kernel has an
-integer operand the trace does not know: column ``data``), side by side in one run, on the
+integer operand the trace does not know, floats deciding as in interpret mode: column
+``data``), side by side in one run, on the
 same traced seeds; and the difference as a share of one evaluation's wall (the same seeds
 evaluated once each, interpret mode). Run from the repo root (needs git, for the baseline's file)::
 
@@ -85,7 +86,8 @@ def main() -> None:
 
         def current(c=closed, k=known):
             work = kernel_work.count(c)
-            return kernel_work.count(c, None, k) if k is not None else work
+            # interpret mode: the trial runs on this host, so floats decide too
+            return kernel_work.count(c, None, k, floats=True) if k is not None else work
 
         before = _median_seconds(lambda c=closed: old.count(c), args.rounds)
         after = _median_seconds(current, args.rounds)
