@@ -7,7 +7,7 @@ same traced seeds; and the difference as a share of one evaluation's wall (the s
 evaluated once each, interpret mode). Run from the repo root (needs git, for the baseline's file)::
 
     python benchmarks/kernel_work_cost.py [--baseline 6764689] [--suite jaxbench] [--rounds 3]
-        [--no-evaluate]
+        [--no-evaluate] [--kernel FILE:TASK[:TARGET] ...]
 
 Prints, over all seeds, the median seconds each counter took (sum of per-seed medians), their
 ratio, and the added seconds per evaluation against the evaluations' median wall; the bar is
@@ -66,20 +66,30 @@ def main() -> None:
     parser.add_argument("--suite", default="jaxbench")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-evaluate", action="store_true")
+    parser.add_argument("--kernel", action="append", default=[], metavar="FILE:TASK[:TARGET]",
+                        help="also a kernel file on a task (target tpu unless given), traced "
+                             "as the judge traces it (a library asking the device: Tokamax)")
     args = parser.parse_args()
+    sys.argv[1:] = []  # (absl, which a library's kernels use, parses the command line again)
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
     import numpy as np
 
+    from jaxbench.evaluator.inprocess import trace_trusted
     from jaxbench.evaluator.judge import kernel_work
     from jaxbench.evaluator.judge.runner import _inputs
-    from jaxbench.tasks import list_tasks
+    from jaxbench.tasks import get_task, list_tasks
 
     old = _baseline(args.baseline)
     rows = []
-    for task in list_tasks(args.suite):
-        path, module = _seed(task)
-        closed = jax.make_jaxpr(module.kernel)(*task.input_specs("small"))
+    cases = [(task, *_seed(task)) for task in list_tasks(args.suite)]
+    for given in args.kernel:
+        file, task_id, target = (given.split(":") + ["tpu"])[:3]
+        task = get_task(task_id)
+        cases.append((task, file, trace_trusted(file, task_id, "small", target)))
+    for task, path, module in cases:
+        closed = module if not hasattr(module, "kernel") else \
+            jax.make_jaxpr(module.kernel)(*task.input_specs("small"))
         known = None
         if kernel_work.count(closed).wants_data:  # as the runner does: again on the trial
             known = [np.asarray(x) for x in _inputs(task, [0, 1], "small")]
@@ -103,9 +113,10 @@ def main() -> None:
                 row[5] = time.perf_counter() - t0
                 assert result.status == "correct", (row[0], result.message)
     print(f"{'task':44} {'before ms':>9} {'after ms':>9} {'data':>5} {'eval s':>7}")
-    for task_id, _, before, after, ints, wall in rows:
+    for task_id, path, before, after, ints, wall in rows:
         wall_text = f"{wall:7.2f}" if wall is not None else "      -"
-        print(f"{task_id:44} {before * 1e3:9.2f} {after * 1e3:9.2f} {'yes' if ints else '':>5} "
+        name = task_id if "/tasks/" in str(path) else f"{task_id} ({Path(path).name})"
+        print(f"{name:44} {before * 1e3:9.2f} {after * 1e3:9.2f} {'yes' if ints else '':>5} "
               f"{wall_text}")
     before = sum(r[2] for r in rows)
     after = sum(r[3] for r in rows)
