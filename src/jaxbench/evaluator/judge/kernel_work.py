@@ -1327,7 +1327,7 @@ def _host_cost(eqn: Any, depth: int = 0) -> tuple[float, float] | None:
     cost (a library's binary search over a small table of group offsets)."""
     if eqn.primitive.name in _UNBOUNDED or depth > MAX_DEPTH:
         return None
-    flops, elements = leaf_flops(eqn) if not _subs(eqn) else 0.0, 0.0
+    flops = 0.0 if _subs(eqn) else leaf_flops(eqn)
     elements = float(sum(_size(v.aval) for v in [*eqn.invars, *eqn.outvars]
                          if not _is_literal(v)))
     times = float(eqn.params.get("length", 1)) if eqn.primitive.name == "scan" else 1.0

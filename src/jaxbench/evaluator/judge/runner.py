@@ -478,6 +478,7 @@ def _structure_rules(judging: _Judging, target: Any) -> dict[str, Any]:
         else COUNTED_ON_TRACE
     return figures
 
+
 def _floats_would_pass(judging: _Judging, known: list[Any], report: Any, check: Any) -> bool:
     """Whether the outside-work rules would pass with the kernels' work counted on values
     computed on this host from the trial's floats too. Only ever turns a device-mode refusal
