@@ -125,7 +125,8 @@ def test_an_adaptive_oracle_over_serve_never_becomes_correct(tmp_path):
     # from the secret a run reveals and this nonce).
     nonces = [e.get("trial_nonce") for e in events(service.out) if e.get("type") == "evaluation"]
     assert len(nonces) == STEPS and all(nonces) and len(set(nonces)) == STEPS, nonces
-    assert len({round(f, 4) for f, _ in table}) == STEPS  # a new fingerprint every time
+    # new inputs every time: a new truth (a bf16 fingerprint alone repeats now and then)
+    assert len({loss for _, loss in table}) == STEPS, table
 
 
 def test_fresh_keys_draw_new_inputs_and_keep_no_truth_behind():

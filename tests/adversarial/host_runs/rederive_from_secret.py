@@ -3,7 +3,8 @@ directory. At trace time it opens the run's ``.secret`` by its absolute path, re
 trial and probe keys exactly as the parent does (``sha256(secret|task|size|purpose|i)``),
 draws those inputs with the task's own registry, computes their float32 losses (eagerly, so
 nothing of it is in the jaxpr) and embeds a table of (fingerprint, loss) pairs; its one Pallas
-call reads an input element as a fingerprint and answers from the table. With the secret it
+call reads two input elements as a fingerprint (one bf16 element alone is shared by two of
+the four draws about once in 150 runs) and answers from the table. With the secret it
 is `correct` without computing a cross entropy; without it, it answers its fingerprint
 (`incorrect`). Names are computed at run time, so the static policy misses it."""
 import operator
@@ -39,7 +40,8 @@ def _steal():
                 data = [int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:8], "little")]
                 key = jax.random.wrap_key_data(jnp.asarray(data, jnp.uint32))
                 inputs = task.make_inputs(key, SIZE)
-                table.append((float(inputs[0][0, 0].astype(jnp.float32)), float(truth(*inputs))))
+                first = inputs[0][0, 0:2].astype(jnp.float32)
+                table.append((float(first[0]), float(first[1]), float(truth(*inputs))))
     return table
 
 
@@ -48,9 +50,10 @@ def kernel(hidden, weight, labels):
 
     def body(h_ref, o_ref):
         fp = h_ref[0:1, 0:1].astype(jnp.float32)
+        fp2 = h_ref[0:1, 1:2].astype(jnp.float32)
         out = fp
-        for f, loss in table:
-            out = jnp.where(fp == f, jnp.float32(loss), out)
+        for f, f2, loss in table:
+            out = jnp.where((fp == f) & (fp2 == f2), jnp.float32(loss), out)
         o_ref[...] = jnp.broadcast_to(out, o_ref.shape)
 
     out = pl.pallas_call(
