@@ -2,7 +2,7 @@
 
 For every pallasbench task, its TPU-style seed (the "original": large blocks) is traced at
 full size as if it were sent unchanged to the Pallas Triton backend, and Triton's rules
-(jaxbench.evaluator.judge.triton_rules: power-of-two tensors of at most 2^20 elements,
+(jaxbench.evaluator.judge.gpu.triton_rules: power-of-two tensors of at most 2^20 elements,
 masked edge blocks, the shared-memory estimate) are checked on it; the GPU port (seed_gpu.py)
 is checked the same way. No GPU is needed: the rules read the traced jaxpr.
 
@@ -17,7 +17,7 @@ import sys
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 from jaxbench.evaluator.inprocess import trace_trusted  # noqa: E402
-from jaxbench.evaluator.judge import triton_rules  # noqa: E402
+from jaxbench.evaluator.judge.gpu import triton_rules  # noqa: E402
 from jaxbench.tasks import list_tasks  # noqa: E402
 
 

@@ -14,8 +14,10 @@
 
 Each file is normalized before it is written: wall-clock figures (times, seconds, speedups
 measured in interpret mode, versions, host names, temporary paths) and the error figures
-(each run draws its inputs from a fresh secret) are dropped, records are sorted by what they
-are about. ``compare`` prints every other difference, one per line, and
+(each run draws its inputs from a fresh secret) are dropped, and so are the figures the
+first trial's data decides: the kernels' work where it was counted there, the count of
+elements that uninitialised memory changed, the programs a race rule names on a trial.
+Records are sorted by what they are about. ``compare`` prints every other difference, one per line, and
 exits 1 when there is one. Two differences are allowed and listed apart, because the schema
 adds them on purpose: a result's ``schema`` field, and a ``rule`` code where the record had
 none (``null``).
@@ -49,13 +51,18 @@ _CHECKOUT = re.compile(r"/[\w./-]*/src/jaxbench/")  # a checkout's package, wher
 _TASK_FOLDER = re.compile(r"(jaxbench/tasks/(?:jaxbench|pallasbench)/)[\w.-]+/")
 _HEX = re.compile(r"\b[0-9a-f]{32,64}\b")
 _TESTS = re.compile(r"/[\w./-]*?/tests/")  # a checkout's tests, wherever it is
-_HOST_RUNS = re.compile(r"\.host-runs-[\w-]+")  # a test's own folder of pretend run directories
+# a test's own folder of pretend run directories, in the checkout that recorded
+_HOST_RUNS = re.compile(r"(/[\w.-]+)*/\.host-runs-[\w-]+")
 _SECS = re.compile(r"\b\d+(\.\d+)? ?(s|ms|seconds)\b")
 ADDED_KEYS = {"schema"}
 
 
 # Text whose figures come from the random inputs, the machine or the moment: numbers masked.
-_DRAWN = re.compile(r"exceed atol|NaN/Inf of|Revisited block|private directory held")
+_DRAWN = re.compile(r"exceed atol|NaN/Inf of|Revisited block|private directory held|"
+                    r"the output differs in|race rule, on the inputs of trial")
+# The kernels' work where it was counted on the first trial's data (a kernel with an integer
+# operand the trace does not know: group sizes, page tables, lengths drawn with the inputs).
+_COUNTED_ON_DATA = {"kernel_flops", "kernel_bytes", "outside_share"}
 _FIGURES = re.compile(r"-?\d.*", re.DOTALL)
 _PID = re.compile(r"/proc/\d+")
 _ADDRESS = re.compile(r"0x[0-9a-f]+")
@@ -65,7 +72,7 @@ _GARBAGE = re.compile(r"the hand-over (is not an acceptable pickle|cannot be rea
 
 def _text(value: str) -> str:
     value = _TASK_FOLDER.sub(r"\1<task>/", _CHECKOUT.sub("<src>/jaxbench/", value))
-    value = _HOST_RUNS.sub(".host-runs-<id>", _TESTS.sub("<repo>/tests/", value))
+    value = _HOST_RUNS.sub("<repo>/.host-runs-<id>", _TESTS.sub("<repo>/tests/", value))
     value = _ADDRESS.sub("<addr>", _PID.sub("/proc/<pid>", value))
     value = _GARBAGE.sub("the hand-over <refused>", value)
     if _DRAWN.search(value):  # its wording up to the first figure
@@ -75,7 +82,9 @@ def _text(value: str) -> str:
 
 def normalize(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: normalize(v) for k, v in sorted(value.items()) if k not in VOLATILE}
+        drawn = str(value.get("kernel_work_counted_on", "")).startswith("the first trial's data")
+        return {k: normalize(v) for k, v in sorted(value.items())
+                if k not in VOLATILE and not (drawn and k in _COUNTED_ON_DATA)}
     if isinstance(value, list):
         return [normalize(v) for v in value]
     if isinstance(value, str):

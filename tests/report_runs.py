@@ -103,7 +103,7 @@ def interpret_run(path: Path, statuses: dict[str, str] | None = None) -> Path:
 
 # Verdicts of the shapes the evaluator writes (status, stage, message, rule), its messages copied
 # from its code (evaluator/parent/evaluator.py, compare.py, judge/rules.py, sandbox/tracer.py,
-# memory_rules.py, triton_rules.py, gpu_rules.py, static.py) with made-up figures.
+# memory_rules.py, gpu/triton_rules.py, gpu/race.py, static.py) with made-up figures.
 CORRECT = ("correct", "correct", "", None)
 TPU_FAILURES = [
     ("incorrect", "correct", "output: 3072 of 65536 elements (4.7%) exceed atol 0.01 + rtol 0.01·|truth|, "

@@ -45,7 +45,8 @@ from jaxbench.agents.docs_pack import (
     select,
 )
 from jaxbench.backends import interpret_mode, tpu_check_params
-from jaxbench.evaluator.judge import exporting, gpu_rules, memory_rules
+from jaxbench.evaluator.judge import exporting, memory_rules
+from jaxbench.evaluator.judge.gpu import race
 from jaxbench.tasks import get_task
 
 BLOCK = re.compile(r"```python\n(.*?)```\n(\s*<!-- check\n(.*?)-->)?", re.DOTALL)
@@ -73,7 +74,7 @@ def cross_lower(fn, args, target: str) -> None:  # noqa: ANN001
     if problem:
         raise ValueError(problem)
     if target == "gpu":
-        conflict = gpu_rules.parallel_write_conflict(closed)
+        conflict = race.parallel_write_conflict(closed)
         if conflict:
             raise ValueError(conflict)
 

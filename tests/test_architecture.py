@@ -164,7 +164,30 @@ EVALUATOR_ARROWS_FORBIDDEN = [
 ]
 
 
-@pytest.mark.parametrize("source, target", EVALUATOR_ARROWS_FORBIDDEN + [
+# The judge by target: a shared core and a folder per target; the folders never import each other.
+JUDGE_TARGETS_FORBIDDEN = [
+    ("jaxbench.evaluator.judge.tpu", "jaxbench.evaluator.judge.gpu"),
+    ("jaxbench.evaluator.judge.gpu", "jaxbench.evaluator.judge.tpu"),
+]
+
+
+def test_the_parent_reaches_the_judge_only_through_its_client():
+    """Every import of the judge by the parent is in ``parent/judge_client.py``."""
+    arrows = _arrows("jaxbench.evaluator.parent", "jaxbench.evaluator.judge")
+    assert [a for a in arrows if not a.startswith("jaxbench.evaluator.parent.judge_client ")] == []
+
+
+def test_the_judges_target_rules_live_in_the_target_folders():
+    """The target-specific rules are modules of ``judge/tpu`` and ``judge/gpu``, each with
+    something in it, and no module of the core is named after one target."""
+    judge = PACKAGE / "evaluator" / "judge"
+    for target in ("tpu", "gpu"):
+        assert len([p for p in (judge / target).glob("*.py") if p.name != "__init__.py"]) >= 2
+    assert not [p.name for p in judge.glob("*.py")
+                if p.stem.startswith(("tpu", "gpu", "triton", "mosaic"))]
+
+
+@pytest.mark.parametrize("source, target", EVALUATOR_ARROWS_FORBIDDEN + JUDGE_TARGETS_FORBIDDEN + [
     ("jaxbench.executors", "jaxbench.validation"),  # an executor runs any job it is handed
     ("jaxbench.executors", "jaxbench.runs"),
     ("jaxbench.tasks", "jaxbench.evaluator"),  # tasks are data

@@ -359,7 +359,9 @@ def test_triton_ir_read_with_the_dialect_when_it_must_be(monkeypatch):
     def unreadable(*_args):
         raise ValueError("invalid Attribute index")
 
-    monkeypatch.setattr(budgets, "_plain_parse", unreadable)
+    from jaxbench.evaluator.judge.gpu import triton_budgets
+
+    monkeypatch.setattr(triton_budgets, "_plain_parse", unreadable)
     _, small = _trace_export(triton_copy((64, 128)), [(256, 128)], "cuda")
     _, full = _trace_export(triton_copy((2048, 1024)), [(4096, 1024)], "cuda")
     problem, figures = budgets.check({"small": small}, "cuda")

@@ -95,12 +95,13 @@ def test_race_rule_exempts_mosaic_gpu_sequential_axes_only():
     """The Mosaic GPU matmul accumulates along a "sequential" K axis: not a race. The same
     kernel with that axis declared "parallel" writes one output block from several programs
     at once, which the rule must still catch."""
-    from jaxbench.evaluator.judge import exporting, gpu_rules
+    from jaxbench.evaluator.judge import exporting
+    from jaxbench.evaluator.judge.gpu import race
 
     path = get_task("8p_gemm").kernel_files()[("seed_mosaic_legacy", "gpu")]
     closed, (eqn,) = _kernel_eqns(path, "8p_gemm")
     assert compat.sequential_grid_axes(eqn) == frozenset({2})
-    assert gpu_rules.parallel_write_conflict(closed) == ""
+    assert race.parallel_write_conflict(closed) == ""
 
     racy = path.read_text().replace('"parallel", "parallel", "sequential"',
                                     '"parallel", "parallel", "parallel"')
@@ -109,7 +110,7 @@ def test_race_rule_exempts_mosaic_gpu_sequential_axes_only():
     task = get_task("8p_gemm")
     closed = jax.make_jaxpr(namespace["kernel"])(*task.input_specs("small"))
     assert compat.sequential_grid_axes(exporting.scan(closed).kernel_eqns[0]) == frozenset()
-    assert "does not depend on grid axis 2" in gpu_rules.parallel_write_conflict(closed)
+    assert "does not depend on grid axis 2" in race.parallel_write_conflict(closed)
 
 
 # -- the prepared device check ------------------------------------------------------------------

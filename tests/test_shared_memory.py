@@ -1,4 +1,4 @@
-"""Shared memory on GPU targets is Triton's to decide (evaluator/judge/triton_rules.py and
+"""Shared memory on GPU targets is Triton's to decide (evaluator/judge/gpu/triton_rules.py and
 triton_compile.py): where Triton's compiler runs (the `triton` extra), its compile for the chip's
 sm_XX decides; without it, the judge refuses only what is over the chip's limit whatever layout
 Triton chooses (a lower bound), and accepts what lies between that bound and its estimate with

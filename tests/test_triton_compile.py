@@ -1,4 +1,4 @@
-"""Triton's own compiler on the CPU (evaluator/judge/triton_compile.py, the `triton` extra):
+"""Triton's own compiler on the CPU (evaluator/judge/gpu/triton_compile.py, the `triton` extra):
 exported Pallas Triton kernels compiled for the chip's sm_XX without a GPU; compiler errors and
 shared-memory needs over the chip's limit are compile errors."""
 
@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("triton", reason="the optional `triton` extra is not installed "
                                      "(pip install -e '.[triton]')")
 
-from jaxbench.evaluator.judge import triton_compile  # noqa: E402
+from jaxbench.evaluator.judge.gpu import triton_compile  # noqa: E402
 
 ROOT = Path(__file__).parent
 

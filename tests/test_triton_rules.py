@@ -1,4 +1,4 @@
-"""Triton's rules checked on a CPU (evaluator/judge/triton_rules.py): one kernel per rule,
+"""Triton's rules checked on a CPU (evaluator/judge/gpu/triton_rules.py): one kernel per rule,
 judged through the real evaluator as `compile_error` at stage `lower`, naming the rule, the
 tensor and the kernel file's line; the exported Triton IR verified by jaxlib's dialect; and
 the honest counterparts stay correct."""
@@ -88,7 +88,7 @@ def test_rules_apply_to_triton_kernels_only_unless_asked():
     from jax.experimental.pallas import tpu as pltpu
     from jax.experimental.pallas import triton as plgpu
 
-    from jaxbench.evaluator.judge import triton_rules
+    from jaxbench.evaluator.judge.gpu import triton_rules
 
     tpu_style = _trace(_copy((24, 128), pltpu.CompilerParams()), (96, 128))
     assert triton_rules.check_trace(tpu_style) == []
@@ -102,7 +102,7 @@ def test_edge_rule_follows_refs_into_loops():
     """An unmasked read of a ragged block inside a fori_loop is still found."""
     from jax.experimental import pallas as pl
 
-    from jaxbench.evaluator.judge import triton_rules
+    from jaxbench.evaluator.judge.gpu import triton_rules
 
     def body(x_ref, o_ref):
         def step(j, carry):
@@ -125,7 +125,7 @@ def test_edge_rule_follows_refs_through_every_binder_triton_lowers(wrap):
     hidden in any of them is still found."""
     from jax.experimental import pallas as pl
 
-    from jaxbench.evaluator.judge import triton_rules
+    from jaxbench.evaluator.judge.gpu import triton_rules
 
     def copy(o_ref, x_ref):
         o_ref[...] = x_ref[...] * 2
@@ -165,7 +165,7 @@ def test_edge_rule_covers_atomics(masked):
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plgpu
 
-    from jaxbench.evaluator.judge import triton_rules
+    from jaxbench.evaluator.judge.gpu import triton_rules
 
     def body(x_ref, o_ref):
         rows = pl.program_id(0) * 32 + jnp.arange(32)[:, None]

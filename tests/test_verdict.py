@@ -110,7 +110,7 @@ def test_the_candidates_frame_is_named_after_any_failure(phase):
 def test_a_triton_compiler_that_does_not_run_is_recorded_in_the_result(monkeypatch, installed):
     """JAXBENCH_TRITON_COMPILE=0 (or no `triton` package) takes a check that can refuse a GPU
     kernel away: the result says so, and why."""
-    from jaxbench.evaluator.judge import triton_compile
+    from jaxbench.evaluator.judge.gpu import triton_compile
     from jaxbench.evaluator.parent import chip_checks
 
     monkeypatch.setattr(triton_compile, "available", lambda: installed)

@@ -3,8 +3,8 @@
 Each entry is what JAX reports for the chip (``jax.devices()[0].device_kind`` and the device's
 attributes) plus the on-chip memory limits the rules apply. The tracer answers a kernel's
 questions about its hardware from here (:mod:`jaxbench.evaluator.sandbox.chip`), the memory
-rules read the same limits (:mod:`jaxbench.evaluator.judge.budgets`,
-:mod:`jaxbench.evaluator.judge.triton_rules`), so a kernel that tunes its tiles to the chip
+rules read the same limits (:mod:`jaxbench.evaluator.judge.tpu`,
+:mod:`jaxbench.evaluator.judge.gpu`), so a kernel that tunes its tiles to the chip
 and the rule that checks those tiles agree on which chip it is.
 
 Sources (facts, not code):

@@ -198,6 +198,12 @@ class ChipFits(TypedDict):
     truth_on: str  # "chip", "chip, in slices of B=2", "host CPU"
 
 
+# A clear pass on the chip: every element within 99 % of its tolerance. The device owner
+# decides a trial there only below it (judge/chip_verdict.py); the parent takes a chip verdict
+# only below it (evaluator/parent/requests.py).
+CLEAR_PASS_MARGIN = 0.99
+
+
 class ChipVerdict(TypedDict):
     """Device mode: a trial that clearly passed on the chip, by its figures and its key
     (``JudgeResponse.verdicts``, by trial label)."""
@@ -510,7 +516,7 @@ class JudgeResponse(Record):
     structure: StructureFigures | None = None
     kernel_backend: str | None = None
     # the Triton kernels the runner read from the module (each its name, IR and size, as
-    # judge/triton_compile.py reads them), or why they could not be read
+    # judge/gpu/triton_compile.py reads them), or why they could not be read
     triton_kernels: list[dict[str, Any]] | str | None = None
     tpu_interpreter_race: bool = False
     gpu_interpreter_race: bool = False

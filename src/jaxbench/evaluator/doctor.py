@@ -288,8 +288,8 @@ def triton_compiler(capability: int = 80) -> str:
     import jax.numpy as jnp
 
     from jaxbench import compat
-    from jaxbench.evaluator.judge import triton_compile
     from jaxbench.evaluator.judge.exporting import CROSS_LOWERING_GPU
+    from jaxbench.evaluator.judge.gpu import triton_compile
 
     if not triton_compile.available():
         return ("not installed (optional: pip install -e '.[triton]' compiles GPU kernels for "

@@ -119,10 +119,11 @@ def _budgets_and_races(kernel: Any, closed: Any, target_export: Any, task: Any, 
     """What the evaluator checks besides the structure: the GPU grid race rule, and the memory
     budgets that the judge computes from the target module at every size the task defines
     (traced and exported here for the other sizes). Raises ValueError on a problem."""
-    from jaxbench.evaluator.judge import budgets, gpu_rules
+    from jaxbench.evaluator.judge import budgets
+    from jaxbench.evaluator.judge.gpu import race
 
     if target == "gpu":
-        problem = gpu_rules.parallel_write_conflict(closed)
+        problem = race.parallel_write_conflict(closed)
         if problem:
             raise ValueError(f"GPU race rule: {problem}")
     exported = {size: target_export}
@@ -142,7 +143,7 @@ def _budgets_and_races(kernel: Any, closed: Any, target_export: Any, task: Any, 
 def _triton_compile(target_export: Any) -> None:
     """Triton's compiler on the module's Triton kernels, as the evaluator runs it (interpret
     mode, where the ``triton`` package is installed). Raises ValueError on a problem."""
-    from jaxbench.evaluator.judge import triton_compile
+    from jaxbench.evaluator.judge.gpu import triton_compile
 
     if not triton_compile.enabled():
         return

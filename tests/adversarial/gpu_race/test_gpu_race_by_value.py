@@ -1,4 +1,4 @@
-"""The GPU race rule decides by value (evaluator/judge/gpu_rules.py): output index maps and
+"""The GPU race rule decides by value (evaluator/judge/gpu/race.py): output index maps and
 the kernel's own store indices and masks are evaluated for every grid program, so a grid axis
 mentioned without effect (``kk * 0``, ``kk - kk``, ``(kk * 7) % 1``, a where/min), a grid
 above the exhaustive limit (its first and last programs show the race), a whole-array store
@@ -66,11 +66,11 @@ def test_honest_gpu_kernels_pass_the_rule(evaluator, name):
 
 def _rule(fn, *shapes):
     from jaxbench import compat
-    from jaxbench.evaluator.judge import gpu_rules
+    from jaxbench.evaluator.judge.gpu import race
 
     with compat.abstract_device("cuda", "NVIDIA H200"):
         closed = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])
-    return gpu_rules.parallel_write_conflict(closed)
+    return race.parallel_write_conflict(closed)
 
 
 def _blocked(grid, block, index_map):
@@ -108,16 +108,16 @@ def test_above_the_limit_the_first_and_last_programs_decide_a_race_only():
     """2^25 programs: past the exhaustive limit. The first and last programs along each axis
     show the race of a folded axis (a race, `incorrect`); without one they prove nothing
     (unknown, never a pass and never a race)."""
-    from jaxbench.evaluator.judge import gpu_rules
+    from jaxbench.evaluator.judge.gpu import race
 
     def verdict(fn, shape):
         from jaxbench import compat
 
         with compat.abstract_device("cuda", "NVIDIA H200"):
             closed = jax.make_jaxpr(fn)(jax.ShapeDtypeStruct(shape, jnp.float32))
-        return gpu_rules.race_verdict(closed)
+        return race.race_verdict(closed)
 
-    assert gpu_rules.MAX_STEPS < 2 ** 25
+    assert race.MAX_STEPS < 2 ** 25
     t0 = time.perf_counter()
     racy = verdict(_blocked((2048, 16384), (1, 16), lambda i, j: (i, j // 2)), (2048, 262144))
     assert "(0, 0) and (0, 1) both write block (0, 0)" in racy.race, racy
@@ -200,11 +200,11 @@ def _shared_block(keep, guard=None, grid=(4,)):
 
 def _verdict(fn, *shapes):
     from jaxbench import compat
-    from jaxbench.evaluator.judge import gpu_rules
+    from jaxbench.evaluator.judge.gpu import race
 
     with compat.abstract_device("cuda", "NVIDIA H200"):
         closed = jax.make_jaxpr(fn)(*[jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes])
-    return gpu_rules.race_verdict(closed)
+    return race.race_verdict(closed)
 
 
 def test_store_masks_decide_a_shared_block():

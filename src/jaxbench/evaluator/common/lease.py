@@ -20,6 +20,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+# Requests a chip's owner takes at once: its environment variable (the parent sets it, the
+# owner reads it).
+OWNER_DEPTH = "JAXBENCH_OWNER_DEPTH"
+
 SHARED, EXCLUSIVE = "shared", "exclusive"
 
 

@@ -64,7 +64,7 @@ class Lowered:
     # the memory estimate's failures (it decides nothing then), as the response's tool_faults
     tool_faults: list[dict[str, str]] = field(default_factory=list)
     # the GPU race rule's reason it could not decide before any trial: the runner decides it
-    # again on each trial's inputs (gpu_rules.race_verdict), else the verdict is `unverified`
+    # again on each trial's inputs (gpu/race.py, race_verdict), else the verdict is `unverified`
     race_unknown: str = ""
     race_trace: Any = None  # the trace the rule reads (the judged size)
 
@@ -299,8 +299,8 @@ def _interpret_modules(lowered: Lowered, task: Any, size: str, target: str, tpu_
 
 def lower(payload: Handover, request: JudgeRequest, task: Any) -> Lowered:
     """Every rule on the jaxprs, then the modules, for one request."""
-    from jaxbench.evaluator.judge import gpu_rules
-    from jaxbench.evaluator.judge.triton_rules import location
+    from jaxbench.evaluator.judge.gpu import race
+    from jaxbench.evaluator.judge.gpu.triton_rules import location
 
     size, target, mode = request.size, request.target, request.mode
     # the target's platform; "cpu" (a test's stand-in for a device) lowers the kernels as the
@@ -320,7 +320,7 @@ def lower(payload: Handover, request: JudgeRequest, task: Any) -> Lowered:
         _jaxpr_checks(traces, task, order, target, tpu_kind if target == "tpu" else gpu_kind)
         race_unknown = ""
         if target == "gpu":
-            verdict = gpu_rules.race_verdict(traces[size])
+            verdict = race.race_verdict(traces[size])
             if verdict.race:
                 raise StageFailure(Status.INCORRECT, Stage.LOWER, f"GPU race rule: {verdict.race}",
                                    rule=Rule.GPU_RACE)

@@ -43,6 +43,7 @@ from jaxbench.contract import (
     Status,
 )
 from jaxbench.evaluator.common.errors import short_error
+from jaxbench.evaluator.common.lease import OWNER_DEPTH
 
 if TYPE_CHECKING:
     from jaxbench.evaluator.judge.jaxpr_reader import Handover
@@ -53,7 +54,6 @@ _perf_counter = time.perf_counter
 # timing's "exclusive" and "shared" are answered by the parent's lease where one request is
 # served at a time).
 CHIP, FREE = "chip", "free"
-OWNER_DEPTH = "JAXBENCH_OWNER_DEPTH"  # requests a chip's owner takes at once (its environment)
 HANDOVER = "jaxpr.pkl"  # the tracer's traced jaxprs, the one thing it hands over
 # What the kernels' work was counted on (the structure figures' ``kernel_work_counted_on``).
 COUNTED_ON_TRIAL = ("the first trial's data: the kernels' integer operands as they are there, "
@@ -94,7 +94,7 @@ def _triton_kernels(exported: Any) -> list[dict[str, Any]] | str:
     """The Triton kernels of the module this runner runs (name, TTIR text, warps, stages),
     their IR verified by jaxlib's Triton dialect (invalid IR: ``compile_error``); the parent
     hands them to Triton's compiler. A string says why the IR could not be read."""
-    from jaxbench.evaluator.judge import triton_compile
+    from jaxbench.evaluator.judge.gpu import triton_compile
 
     try:
         return triton_compile.kernels_ttir(exported.mlir_module())
@@ -577,12 +577,13 @@ def _triton_kernels_at_sizes(judging: _Judging, target: Any) -> list[dict[str, A
 
 def _race_on_trial(judging: _Judging, index: int, inputs: Any) -> None:
     """The GPU race rule, undecided before any trial, decided on this trial's inputs."""
-    from jaxbench.evaluator.judge import gpu_rules, lowering
+    from jaxbench.evaluator.judge import lowering
+    from jaxbench.evaluator.judge.gpu import race
 
     if not judging.lowered.race_unknown:
         return
     with lowering.known_lines(judging.payload["lines"]):  # messages name the kernel's line
-        verdict = gpu_rules.race_verdict(judging.lowered.race_trace, inputs)
+        verdict = race.race_verdict(judging.lowered.race_trace, inputs)
     if verdict.race:
         raise StageFailure(Status.INCORRECT, Stage.LOWER, f"GPU race rule, on the inputs of "
                            f"trial {index}: {verdict.race}", rule=Rule.GPU_RACE)
@@ -890,13 +891,13 @@ def _warm_up() -> None:
     import jaxbench.tasks
     from jaxbench.evaluator.judge import (  # noqa: F401
         budgets,
-        gpu_rules,
         jaxpr_reader,
         kernel_work,
         lowering,
         rules,
         structure,
     )
+    from jaxbench.evaluator.judge.gpu import race  # noqa: F401
 
     jaxbench.tasks.list_tasks()
     jaxpr_reader.allowed()

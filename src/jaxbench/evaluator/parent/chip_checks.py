@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from jaxbench.backends.chips import MOSAIC_GPU_FEATURES, capability, chip_or_default, default_chip
 from jaxbench.contract import Rule, Stage, StageFailure, Status
+from jaxbench.evaluator.parent.judge_client import triton_compiler
 from jaxbench.evaluator.parent.reports import ChipChecked, Stages, TritonCompiled
 from jaxbench.evaluator.parent.requests import RACE_CHECKS
 
@@ -170,8 +171,7 @@ def _interpret_fidelity(target: str, chip: str, backend: str | None = None) -> s
 
 def triton_off() -> str:
     """Why Triton's compiler does not run here (where :func:`triton_enabled` is False)."""
-    from jaxbench.evaluator.judge import triton_compile
-
+    triton_compile = triton_compiler()
     return ("turned off: JAXBENCH_TRITON_COMPILE=0" if triton_compile.available()
             else "no `triton` package")
 
@@ -179,15 +179,13 @@ def triton_off() -> str:
 def triton_enabled() -> bool:
     """Whether GPU kernels are compiled by Triton on this CPU host: the `triton` package is
     installed and JAXBENCH_TRITON_COMPILE is not 0."""
-    from jaxbench.evaluator.judge import triton_compile
-
-    return triton_compile.enabled()
+    return triton_compiler().enabled()
 
 
 def uncertain_smem(figures: list[KernelFigures]) -> tuple[list[dict[str, Any]], list[str]]:
     """(entries, warnings): an entry and a warning per kernel and size whose shared memory the
     judge's estimate puts over the chip's limit while what Triton surely needs fits
-    (``smem_uncertain``, from :mod:`jaxbench.evaluator.judge.triton_rules`), where Triton's own
+    (``smem_uncertain``, from :mod:`jaxbench.evaluator.judge.gpu.triton_rules`), where Triton's own
     compiler did not decide. ``figures``: the response's, its types checked when it was read
     (anything else is ignored)."""
     entries: list[dict[str, Any]] = []
@@ -218,8 +216,7 @@ def triton_compiled(kernels: list[dict[str, Any]] | str | None, chip: str) -> Tr
     runs (interpret mode on a host without a GPU); a compiler error or a shared-memory need
     over the chip's limit is a `compile_error` (the report's ``failure``). ``decided`` when
     Triton's compiler checked every kernel (its shared memory then decided)."""
-    from jaxbench.evaluator.judge import triton_compile
-
+    triton_compile = triton_compiler()
     if isinstance(kernels, str):
         return TritonCompiled(triton_compile=f"skipped: {kernels}"[:300])
     if not kernels:

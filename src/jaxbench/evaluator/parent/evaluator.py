@@ -18,6 +18,7 @@ from typing import Any
 
 from jaxbench.backends.host import attached, keep_off_accelerators
 from jaxbench.contract import EvaluationResult, Settings
+from jaxbench.evaluator.common.lease import OWNER_DEPTH
 from jaxbench.evaluator.common.procs import kill_children, make_non_dumpable
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
@@ -98,8 +99,6 @@ class Evaluator:
                 found = attached()
                 # each owner takes OWNER_DEPTH requests at once: their compiles run beside
                 # the chip, which serves one at a time (judge/runner.py, serve_concurrently)
-                from jaxbench.evaluator.judge.runner import OWNER_DEPTH
-
                 depth = int(os.environ.get(OWNER_DEPTH, "") or DEFAULT_OWNER_DEPTH)
                 self._owners = ChipOwners(found.count if found is not None else 1,
                                           depth=depth)

@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from jaxbench.contract import (
@@ -33,7 +34,7 @@ from jaxbench.contract import (
     StageFailure,
     Status,
 )
-from jaxbench.evaluator.common.lease import EXCLUSIVE, SHARED, DeviceLease
+from jaxbench.evaluator.common.lease import EXCLUSIVE, OWNER_DEPTH, SHARED, DeviceLease
 from jaxbench.evaluator.common.procs import group_rss_bytes, kill_group
 from jaxbench.evaluator.parent.pool import runner_env
 
@@ -341,7 +342,6 @@ class ChipOwners:
     def __init__(self, chips: int = 1, command: tuple[str, ...] = RUNNER_COMMAND,
                  env: dict[str, str] | None = None, depth: int = 1) -> None:
         from jaxbench.backends.host import owner_env
-        from jaxbench.evaluator.judge.runner import OWNER_DEPTH
 
         base = runner_env(device_owner=True) if env is None else env
         self._command = command
@@ -493,6 +493,17 @@ def _chip_busy(log: str) -> bool:
     from jaxbench.backends.host import CHIP_BUSY
 
     return any(marker in log for marker in CHIP_BUSY)
+
+
+def triton_compiler() -> ModuleType:
+    """The judge's driver of Triton's compiler (:mod:`jaxbench.evaluator.judge.gpu.triton_compile`:
+    whether it runs here, ``compile_all``, its errors and version skew). Like the runner, it
+    works in a process of its own (``python -I`` on that file, importing nothing of jaxbench)
+    and only ever reads IR the runner verified; the parent reaches the judge only through this
+    module."""
+    from jaxbench.evaluator.judge.gpu import triton_compile
+
+    return triton_compile
 
 
 def read_response(outcome: RunnerOutcome, case: Any, stages: dict[str, dict[str, Any]]

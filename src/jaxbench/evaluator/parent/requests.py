@@ -13,8 +13,8 @@ from typing import Any
 import jax
 
 from jaxbench.contract import JudgeRequest, JudgeResponse, Rule, Stage, StageFailure, Status, TracerJob
+from jaxbench.contract.records import CLEAR_PASS_MARGIN
 from jaxbench.evaluator.common.arrays import MalformedOutputs, unpack
-from jaxbench.evaluator.judge import chip_verdict
 from jaxbench.evaluator.parent.case import Case, job_chip
 from jaxbench.evaluator.parent.compare import Verdict, derive_keys
 from jaxbench.evaluator.parent.judge_client import RunnerOutcome
@@ -116,7 +116,7 @@ def chip_decided(response: JudgeResponse, case: Case) -> dict[str, Verdict]:
         except (KeyError, TypeError, ValueError):
             values = []
         if len(values) != 3 or not all(math.isfinite(v) and v >= 0 for v in values) \
-                or values[2] > chip_verdict.MARGIN:
+                or values[2] > CLEAR_PASS_MARGIN:
             raise StageFailure(Status.CRASHED, Stage.CORRECT, f"the judge's chip verdict for "
                                f"{label!r} is malformed", rule=Rule.HARNESS)
         decided[label] = Verdict(True, "", *values)

@@ -36,13 +36,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import numpy as np
 
 from jaxbench.backends.chips import chip_or_default
 from jaxbench.contract import Finding, Rule
 from jaxbench.evaluator.judge.blocks import block_dims
+
+if TYPE_CHECKING:
+    from jaxbench.contract.records import KernelFigures
 
 MAX_NUMEL = 1 << 20
 DEFAULT_NUM_STAGES = 3  # Pallas Triton's default when CompilerParams leaves num_stages unset
@@ -347,4 +350,23 @@ def check_trace(closed: Any, device_kind: str = "NVIDIA H200", locate: Locate | 
     return out
 
 
-__all__ = ["MAX_NUMEL", "Violation", "check", "check_trace", "is_triton", "location"]
+def gpu_blocks(eqn: Any, device_kind: str = "NVIDIA H200",
+               locate: Any = None) -> tuple[str, KernelFigures]:
+    """(problem or '', figures) for one GPU ``pallas_call``: Triton's rules
+    (this module's :func:`check`) for Triton kernels; a problem is a
+    :class:`~jaxbench.contract.Finding` with the first violation's code."""
+    mapping = eqn.params["grid_mapping"]
+    nbytes = sum(math.prod(block_dims(b)) * np.dtype(b.array_aval.dtype).itemsize
+                 for b in mapping.block_mappings)
+    figures: KernelFigures = {"block_bytes": nbytes}
+    if not is_triton(eqn):
+        return "", figures
+    found, numbers = check(eqn, device_kind, locate)
+    figures.update(numbers)
+    if not found:
+        return "", figures
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return Finding(f"{found[0]}{more}", found[0].code), figures
+
+
+__all__ = ["MAX_NUMEL", "Violation", "check", "check_trace", "gpu_blocks", "is_triton", "location"]
