@@ -277,6 +277,19 @@ MUTATIONS = [
         ("tests/test_integrity.py::test_swapped_code_object_is_reported",
          "tests/adversarial/boundary/test_boundary_cheats.py::test_boundary_cheat_gets_its"
          "_verdict[harness_code_swap_obfuscated.py]")),
+    Mutation(
+        "integrity_refresh_skips_modules_imported_since", "evaluator/sandbox/integrity.py",
+        "Snapshot.refresh",
+        "if known is None or known[0] is not mod or self._moved(name):",
+        "if known is not None and (known[0] is not mod or self._moved(name)):",
+        ("tests/test_integrity.py::test_a_refreshed_snapshot_watches_modules_imported_and"
+         "_callables_added_since",)),
+    Mutation(
+        "integrity_refresh_misses_added_callables", "evaluator/sandbox/integrity.py",
+        "Snapshot._moved",
+        "if len(namespace) != size or any(", "if any(",
+        ("tests/test_integrity.py::test_a_refreshed_snapshot_watches_modules_imported_and"
+         "_callables_added_since",)),
     # trace as the chip
     Mutation(
         "tracer_answers_as_the_host_cpu", "evaluator/sandbox/chip.py", "as_chip",

@@ -58,34 +58,67 @@ class Snapshot:
     takes a few milliseconds."""
 
     def __init__(self) -> None:
-        self.modules: list[tuple[str, Any, dict[str, Any], list[tuple[str, Any, Any]]]] = []
-        self.classes: list[tuple[str, Any, list[tuple[str, Any]]]] = []
+        # name -> (module, its namespace, the namespace's size then, its callables' entries)
+        self._modules: dict[str, tuple[Any, dict[str, Any], int, list[tuple[str, Any, Any]]]] = {}
+        # module name -> [(label, class members, their size then, the callable members)]
+        self._classes: dict[str, list[tuple[str, Any, int, list[tuple[str, Any]]]]] = {}
         for name, mod in _watched():
-            try:
-                namespace = vars(mod)
-            except TypeError:
-                continue
-            items = list(namespace.items())
-            classes = name.split(".")[0] in CLASS_PREFIXES
-            entries = []
-            for attr, value in items:
-                if callable(value) and not attr.startswith("__"):
-                    entries.append((attr, value, _code(value)))
-                    if classes and isinstance(value, type) and value.__module__ == name:
-                        members = vars(value)
-                        self.classes.append((f"{name}.{attr}", members, [
-                            (meth, fn) for meth, fn in list(members.items())
-                            if callable(fn) or isinstance(fn, (staticmethod, classmethod,
-                                                               property))]))
-            self.modules.append((name, mod, namespace, entries))
+            self._record(name, mod)
         self.config = _config_values()
+
+    def _record(self, name: str, mod: Any) -> None:
+        try:
+            namespace = vars(mod)
+        except TypeError:
+            return
+        items = list(namespace.items())
+        classes = name.split(".")[0] in CLASS_PREFIXES
+        entries, members_of = [], []
+        for attr, value in items:
+            if callable(value) and not attr.startswith("__"):
+                entries.append((attr, value, _code(value)))
+                if classes and isinstance(value, type) and value.__module__ == name:
+                    members = vars(value)
+                    members_of.append((f"{name}.{attr}", members, len(members), [
+                        (meth, fn) for meth, fn in list(members.items())
+                        if callable(fn) or isinstance(fn, (staticmethod, classmethod,
+                                                           property))]))
+        self._modules[name] = (mod, namespace, len(items), entries)
+        self._classes[name] = members_of
+
+    def refresh(self) -> None:
+        """Brings a snapshot taken early (in a spare tracer, before its job came) up to now, at
+        about the cost of :meth:`changed`: every watched module imported since is recorded, and
+        so is again every module whose namespace, or one of whose classes, changed since (an
+        attribute replaced, added or removed), with its classes. Only the harness's own code
+        may have run since the snapshot was taken (the guards' disarming replaces callables of
+        ``os`` and ``threading``, the job's imports add modules): what it left is the baseline,
+        as if the snapshot had been taken now."""
+        modules = sys.modules
+        for name, mod in _watched():
+            known = self._modules.get(name)
+            if known is None or known[0] is not mod or self._moved(name):
+                self._record(name, mod)
+        for name in [n for n in self._modules if modules.get(n) is not self._modules[n][0]]:
+            del self._modules[name]  # a module the harness dropped: not the candidate's doing
+            self._classes.pop(name, None)
+        self.config = _config_values()
+
+    def _moved(self, name: str) -> bool:
+        _mod, namespace, size, entries = self._modules[name]
+        if len(namespace) != size or any(
+                namespace.get(attr) is not value or (code is not None and value.__code__ is not code)
+                for attr, value, code in entries):
+            return True
+        return any(len(members) != n or any(members.get(meth) is not fn for meth, fn in found)
+                   for _label, members, n, found in self._classes.get(name, ()))
 
     def changed(self, limit: int = 3) -> str:
         """A short description of replaced or deleted callables, swapped code objects or
         changed config values; '' when none."""
         found: list[str] = []
         modules = sys.modules
-        for name, mod, namespace, entries in self.modules:
+        for name, (mod, namespace, _size, entries) in self._modules.items():
             if modules.get(name) is not mod:
                 found.append(f"sys.modules[{name!r}]")
             for attr, value, code in entries:
@@ -95,7 +128,7 @@ class Snapshot:
                     break
             if len(found) >= limit:
                 return ", ".join(found[:limit])
-        for label, members, entries in self.classes:
+        for label, members, _size, entries in (c for cs in self._classes.values() for c in cs):
             for meth, fn in entries:
                 if members.get(meth) is not fn:
                     found.append(f"{label}.{meth}")

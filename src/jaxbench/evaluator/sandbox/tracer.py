@@ -627,12 +627,14 @@ def _step_debug(run: _Run) -> bool:
 
 
 def run_job(job: dict[str, Any], directory: Path, isolation_level: str,
-            outbox: Outbox) -> None:
+            outbox: Outbox, snapshot: Any = None) -> None:
     """One evaluation. The order is the promise: every piece of candidate code (the import,
     the trace at every size, anything those leave behind) runs first; the untrusted checks
     come next; then the process is sealed and the hand-over is made and written last, with
     status.json the very last file, and the process exits. The steps are bound before the
-    candidate loads, and the integrity checks after each one see a step replaced."""
+    candidate loads, and the integrity checks after each one see a step replaced. ``snapshot``:
+    the integrity snapshot, taken while the tracer waited for its job (off the evaluation's
+    path), brought up to now here; else it is taken here."""
     from jaxbench.evaluator.sandbox.isolation import set_rlimits
 
     case = TracerJob.from_dict(job)
@@ -644,7 +646,9 @@ def run_job(job: dict[str, Any], directory: Path, isolation_level: str,
                                                            _step_handover)
     run.outbox.flush()
     run.guards.disarm_unaudited()
-    run.snapshot = run.integrity.snapshot()
+    if snapshot is not None:  # what the harness changed since it was taken is the baseline
+        snapshot.refresh()
+    run.snapshot = snapshot if snapshot is not None else run.integrity.snapshot()
     run.rules = run.integrity.RuleSnapshot()
     run.guards.lock_down(directory)
     for step in steps:
@@ -669,6 +673,12 @@ def main(directory: Path | None = None) -> None:
         isolation_level = f"seccomp({sealed.get('syscalls')} syscalls{reads})+{isolation_level}"
     else:
         isolation_level += f" (no seal: {sealed.get('error', 'not installed')})"
+    # The integrity snapshot (sandbox/integrity.py) is taken now, while a spare waits for its
+    # job, and brought up to date when the job comes (0.33 s of a 2-core VM's evaluation
+    # otherwise, docs/measurements.md); no candidate code runs before either.
+    from jaxbench.evaluator.sandbox import integrity
+
+    early = integrity.snapshot()
     # The handshake, one line written before any job (so before any candidate code): the
     # parent takes the isolation level from here (and checks what it can in /proc), never
     # from files the candidate could rewrite.
@@ -684,7 +694,7 @@ def main(directory: Path | None = None) -> None:
         _exit(0)  # a spare that was never used
     job = json.loads(raw)
     try:
-        run_job(job, directory, isolation_level, outbox)
+        run_job(job, directory, isolation_level, outbox, early)
     except BaseException as exc:  # a harness bug, or the candidate broke the harness
         import traceback
 
