@@ -44,6 +44,7 @@ from jaxbench.contract import (
 )
 from jaxbench.evaluator.common.errors import short_error
 from jaxbench.evaluator.common.lease import OWNER_DEPTH
+from jaxbench.evaluator.judge.gpu.triton_compile import kernels_to_compile
 
 if TYPE_CHECKING:
     from jaxbench.evaluator.judge.jaxpr_reader import Handover
@@ -88,22 +89,6 @@ def _structure(exported: Any, platform: str) -> Any:
     except (ValueError, RecursionError) as exc:  # what no honest export produces
         raise StageFailure(Status.REJECTED, Stage.LOWER, "the exported module cannot be "
                            f"analysed: {short_error(exc, 200)}", rule=Rule.UNANALYSABLE) from None
-
-
-def _triton_kernels(exported: Any) -> list[dict[str, Any]] | str:
-    """The Triton kernels of the module this runner runs (name, TTIR text, warps, stages),
-    their IR verified by jaxlib's Triton dialect (invalid IR: ``compile_error``); the parent
-    hands them to Triton's compiler. A string says why the IR could not be read."""
-    from jaxbench.evaluator.judge.gpu import triton_compile
-
-    try:
-        return triton_compile.kernels_ttir(exported.mlir_module())
-    except triton_compile.InvalidTritonIR as exc:
-        raise StageFailure(Status.COMPILE_ERROR, Stage.LOWER,
-                           f"the kernel's Triton IR fails verification (XLA would reject it on "
-                           f"the GPU host): {exc}", rule=Rule.TRITON_RULE) from None
-    except Exception as exc:  # noqa: BLE001 - e.g. a JAX version whose TTIR we cannot read
-        return f"reading the Triton IR failed: {short_error(exc, 250)}"
 
 
 def _budgets(request: JudgeRequest, task: Any, platform: str,
@@ -220,7 +205,9 @@ class _Judging:
             response.budget_rule = problem.rule
         response.memory = figures
         if self.platform == "cuda" and self.mode == "interpret":  # no GPU here: check the IR ourselves
-            response.triton_kernels = _triton_kernels_at_sizes(self, target)
+            response.triton_kernels = kernels_to_compile(
+                target, lowered.target, {f.get("size") for f in lowered.smem_uncertain},
+                self.size)
         if lowered.interpret is not None:
             rules.check_export(lowered.interpret, "cpu", self.in_types, self.out_types,
                                "interpret-mode")
@@ -559,20 +546,6 @@ def _compile_kernel(judging: _Judging) -> None:
         judging.comparisons = chip_verdict.prepare(judging.out_types, judging.task.atol,
                                                    judging.task.rtol)
     judging.span("compare_compile", t1)
-
-
-def _triton_kernels_at_sizes(judging: _Judging, target: Any) -> list[dict[str, Any]] | str:
-    """The target's Triton kernels, and those at the other sizes whose shared memory only
-    Triton's compiler can decide."""
-    found = _triton_kernels(target)
-    lowered = judging.lowered
-    for other in sorted({f.get("size") for f in lowered.smem_uncertain} - {judging.size}):
-        more = _triton_kernels(lowered.target[other]) if other in lowered.target else []
-        if isinstance(found, list) and isinstance(more, list):
-            seen = {k["ttir"] for k in found}
-            found += [{**k, "name": f"{k['name']}@{other}", "size": other} for k in more
-                      if k["ttir"] not in seen]
-    return found
 
 
 def _race_on_trial(judging: _Judging, index: int, inputs: Any) -> None:

@@ -134,6 +134,38 @@ UNPARSABLE = "Parse MLIR file failed"
 MATCHING_TRITON = (((0, 10), (0, 12), ">=3.4,<3.9"), ((0, 12), None, ">=3.9"))
 
 
+def verified_kernels(exported: Any) -> list[dict[str, Any]] | str:
+    """The Triton kernels of the module the runner runs (:func:`kernels_ttir` of the export),
+    their IR verified by jaxlib's Triton dialect (invalid IR: ``compile_error``); the parent
+    hands them to Triton's compiler. A string says why the IR could not be read."""
+    from jaxbench.contract import Rule, Stage, StageFailure, Status
+    from jaxbench.evaluator.common.errors import short_error
+
+    try:
+        return kernels_ttir(exported.mlir_module())
+    except InvalidTritonIR as exc:
+        raise StageFailure(Status.COMPILE_ERROR, Stage.LOWER,
+                           f"the kernel's Triton IR fails verification (XLA would reject it on "
+                           f"the GPU host): {exc}", rule=Rule.TRITON_RULE) from None
+    except Exception as exc:  # noqa: BLE001 - e.g. a JAX version whose TTIR we cannot read
+        return f"reading the Triton IR failed: {short_error(exc, 250)}"
+
+
+def kernels_to_compile(target: Any, target_by_size: dict[str, Any], uncertain: set[Any],
+                       size: str) -> list[dict[str, Any]] | str:
+    """The Triton kernels of the ``target`` export at ``size``, and those of the exports at the
+    other sizes (``target_by_size``) whose shared memory only Triton's compiler can decide
+    (``uncertain``: the sizes of the ``smem_uncertain`` figures), named ``<kernel>@<size>``."""
+    found = verified_kernels(target)
+    for other in sorted(uncertain - {size}):
+        more = verified_kernels(target_by_size[other]) if other in target_by_size else []
+        if isinstance(found, list) and isinstance(more, list):
+            seen = {k["ttir"] for k in found}
+            found += [{**k, "name": f"{k['name']}@{other}", "size": other} for k in more
+                      if k["ttir"] not in seen]
+    return found
+
+
 def _version(text: str) -> tuple[int, ...]:
     parts = []
     for piece in text.split(".")[:3]:
