@@ -5,9 +5,10 @@ kernels and do the same checks: static policy, trace, cross-lowering for the
 kernel's platform, the structure rules, the memory budgets at every size, the
 GPU race rule, Triton's compiler on GPU kernels (where ``triton`` is installed,
 as the evaluator does), the interpret-mode correctness trials (plus the TPU
-interpreter for TPU kernels) and the comparison with the float32 ground
-truth. The difference is what the harness adds: a fresh sandboxed worker per
-evaluation, JSON/array hand-off, the run directory. Run from the repo root::
+interpreter for TPU kernels), the second fill of uninitialised memory where a
+kernel could read it, and the comparison with the float32 ground truth. The
+difference is what the harness adds: a fresh sandboxed worker per evaluation,
+JSON/array hand-off, the run directory. Run from the repo root::
 
     python benchmarks/harness_overhead.py [--trials 3] [--workers 1]
 """
@@ -37,7 +38,7 @@ for task_id in sys.argv[2:]:
         if kind != "seed":
             continue
         out = check_in_process(path.read_text(), task_id, target=target, trials=trials, truth=truth,
-                               triton=True)
+                               triton=True, second_fill=True)
         assert out["ok"], out
 """
 

@@ -172,6 +172,27 @@ class InProcessCheck(TypedDict, total=False):
     seconds: float
 
 
+def _second_fill(closed: Any, specs: list[Any], target: str, inputs: Any,
+                 got: Any) -> dict[str, Any]:
+    """The evaluator's second fill (``judge/lowering.py``, ``judge/runner.py``): where a kernel
+    could read memory it never wrote, the first trial's outputs again from a module whose
+    uninitialised memory holds other random bits; ``{}``, or ``ok`` False with what differs."""
+    import secrets
+
+    from jaxbench.evaluator.judge.lowering import may_read_uninitialized, random_fill
+
+    if not may_read_uninitialized(closed):
+        return {}
+    with random_fill(secrets.randbits(32)):
+        other = exporting.export(closed, specs, "cpu", interpret=True, target=target)
+    again = jax.block_until_ready(jax.jit(other.call)(*inputs))
+    differ = [i for i, (a, b) in enumerate(zip(jax.tree_util.tree_leaves(got),
+                                                 jax.tree_util.tree_leaves(again), strict=True))
+              if np.asarray(a).tobytes() != np.asarray(b).tobytes()]
+    return {"ok": False, "message": f"[second fill] outputs {differ} depend on uninitialised "
+            "memory"} if differ else {}
+
+
 def check_in_process(
     source: str,
     task_id: str,
@@ -185,10 +206,13 @@ def check_in_process(
     truth: GroundTruth | None = None,
     filename: str = "<kernel>",
     triton: bool = False,
+    second_fill: bool = False,
 ) -> InProcessCheck:
     """static, trace, lower and (with ``run``) interpret-mode correctness, in this process;
     ``triton`` adds Triton's compiler on GPU kernels (a process per kernel, as the evaluator
-    does it)."""
+    does it); ``second_fill`` the evaluator's run of the first trial again with other random
+    bits in the memory the kernel never wrote, where it could read such memory (outputs must
+    be equal bit for bit)."""
     task = get_task(task_id)
     target = target or declared_target(source) or "tpu"
     out: InProcessCheck = {"task": task_id, "target": target, "size": size}
@@ -219,6 +243,7 @@ def check_in_process(
         if target == "tpu" and tpu_interpret:
             runs.append(("tpu", runs[0][1]))
         call = jax.jit(interpret.call)
+        first: Any = None
         for kind, key in runs:
             inputs = task.make_inputs(key_from_data(key), size)
             try:
@@ -233,6 +258,7 @@ def check_in_process(
                         break
                 else:
                     got = jax.block_until_ready(call(*inputs))
+                    first = (inputs, got) if first is None else first
             finally:
                 if kind == "tpu":
                     reset_tpu_interpreter()
@@ -242,6 +268,8 @@ def check_in_process(
             if not verdict.ok:
                 out.update({"ok": False, "message": f"[{kind} interpreter] {verdict.message}"})
                 break
+        if second_fill and out["ok"] and first is not None:
+            out.update(_second_fill(closed, specs, target, *first))
     out["seconds"] = round(time.perf_counter() - t0, 3)
     return out
 
