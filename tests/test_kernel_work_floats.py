@@ -1,11 +1,13 @@
 """Issue 54, work routed by floats (a MoE layer's router): the kernels' integer operands that
-the traced program computes from float data are counted on the trial's data where this host
-runs the trial (interpret mode), and never where a chip does (device mode): there a refusal
-that counting on them would lift is `unverified` (`work_routed_by_floats`), never `no_pallas`
-and never credit. Also what a library's routing metadata needs on the host: a ``scan`` of a
-static length (a binary search) runs there, and a kernel reads a known splat in SMEM (the
-tile count of Tokamax's ragged dot)."""
+the traced program computes from float data are counted on the trial's data where the trial
+runs: on this host's CPU in interpret mode, and in device mode on the chip, from the first
+trial's inputs there, as one XLA program, for credit and refusal alike (the host's floats
+never decide for the chip; where the chip cannot compute them the verdict is `unverified`,
+`work_routed_by_floats`). Also what a library's routing metadata needs on the host: a
+``scan`` of a static length (a binary search) runs there, and a kernel reads a known splat
+in SMEM (the tile count of Tokamax's ragged dot)."""
 
+import contextlib
 from types import SimpleNamespace
 
 import jax
@@ -105,13 +107,31 @@ def test_a_known_splat_in_smem_bounds_the_kernels_loop():
     assert 3 * BLOCK_FLOPS <= work.flops < 3 * BLOCK_FLOPS + 64
 
 
-# -- the runner: interpret mode counts on the floats; device mode says it cannot know ---------
+def test_the_floats_are_computed_as_one_program_where_the_inputs_are():
+    """Device mode: the values come from one jitted program (fused as the trial's program is,
+    not the host's equations one by one) on the device that holds the inputs: the same count
+    from device arrays as from numpy ones equation by equation."""
+    closed = jax.make_jaxpr(_router)(X, W)
+    on_device = [jax.device_put(x) for x in _trial()]
+    compiles = []
+    real_jit = jax.jit
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jax, "jit", lambda f, **kw: compiles.append(f) or real_jit(f, **kw))
+        work = kernel_work.count(closed, known=on_device, floats=True, fused=True)
+    assert len(compiles) == 1
+    assert work.flops == kernel_work.count(closed, known=_trial(), floats=True).flops
+    assert 3 * BLOCK_FLOPS <= work.flops < 3 * BLOCK_FLOPS + 64
+
+
+# -- the runner: the floats decide where the trial runs ----------------------------------------
 def _judging(fn, mode):
     task = SimpleNamespace(flops=lambda size: 4.0 * BLOCK_FLOPS, work="flops")
     request = SimpleNamespace(max_outside_flops_fraction=0.1)
     return SimpleNamespace(size="small", mode=mode, platform="tpu", task=task, request=request,
                            lowered=SimpleNamespace(traces={"small": jax.make_jaxpr(fn)(X, W)}),
-                           payload={"lines": {}}, in_types=[], out_types=[])
+                           payload={"lines": {}}, in_types=[], out_types=[],
+                           on_chip_floats=None, first=None,
+                           response=SimpleNamespace(structure=None), span=lambda *a: None)
 
 
 def _outside_rule(report, task_flops, fraction, kernels, work, elements):
@@ -119,7 +139,7 @@ def _outside_rule(report, task_flops, fraction, kernels, work, elements):
     if kernels.flops < task_flops / 2:
         raise StageFailure(Status.NO_PALLAS, "lower", "work outside pallas_call",
                            rule=Rule.OUTSIDE_FLOPS)
-    return {}
+    return {"kernel_flops": kernels.flops}
 
 
 @pytest.fixture
@@ -128,8 +148,16 @@ def judged(monkeypatch):
     monkeypatch.setattr(rules, "check_target", _outside_rule)
     monkeypatch.setattr(runner, "_trial_inputs", lambda judging: _trial())
 
-    def judge(fn, mode):
-        return runner._structure_rules(_judging(fn, mode), target=None)
+    def judge(fn, mode, on_chip=None, between=lambda: None):
+        """The structure rules, ``between()``, then in device mode the count on the chip's
+        first trial inputs (``on_chip``; the CPU stands in for the chip): the structure
+        figures."""
+        judging = _judging(fn, mode)
+        judging.response.structure = runner._structure_rules(judging, target=None)
+        between()
+        judging.first = on_chip
+        runner._count_on_chip(judging)
+        return judging.response.structure
     return judge
 
 
@@ -138,12 +166,50 @@ def test_interpret_mode_credits_work_routed_by_floats(judged):
     assert figures["kernel_work_counted_on"] == runner.COUNTED_ON_TRIAL
 
 
-def test_device_mode_says_it_cannot_count_work_routed_by_floats(judged):
+def test_device_mode_counts_work_routed_by_floats_on_the_chips_inputs(judged):
+    on_chip = [jax.device_put(x) for x in _trial()]
+    figures = judged(_router, "device", on_chip)
+    assert figures["kernel_work_counted_on"] == runner.COUNTED_ON_CHIP
+    assert 3 * BLOCK_FLOPS <= figures["kernel_flops"] < 3 * BLOCK_FLOPS + 64
+
+
+def test_device_mode_refuses_where_the_chips_floats_route_the_work_away(judged):
+    """The host's draw would route three blocks to the kernel's matmul; the chip's inputs
+    route none there: the chip's decide, so the refusal stands."""
+    x, w = _trial()
     with pytest.raises(StageFailure) as failure:
-        judged(_router, "device")
+        judged(_router, "device", [jax.device_put(-np.abs(x)), jax.device_put(w)])
+    assert (failure.value.status, failure.value.rule) == (Status.NO_PALLAS, Rule.OUTSIDE_FLOPS)
+    assert runner.COUNTED_ON_CHIP in failure.value.message
+
+
+def test_device_mode_where_the_chip_cannot_compute_the_floats_is_unverified(judged,
+                                                                          monkeypatch):
+    def fails(jaxpr, raw):
+        raise RuntimeError("RESOURCE_EXHAUSTED on the chip")
+
+    with pytest.raises(StageFailure) as failure:
+        judged(_router, "device", [jax.device_put(x) for x in _trial()],
+               between=lambda: monkeypatch.setattr(kernel_work, "_fused_values", fails))
     assert (failure.value.status, failure.value.rule) == (Status.UNVERIFIED,
                                                           Rule.WORK_ROUTED_BY_FLOATS)
-    assert "--mode interpret" in failure.value.message
+    assert "RESOURCE_EXHAUSTED" in failure.value.message
+
+
+def test_a_count_left_to_the_chip_that_never_ran_is_unverified(monkeypatch):
+    """Fails closed: a request whose count waits for the chip's floats and whose trials never
+    ran (nothing drew the first trial's inputs there) is `unverified`, not `correct`."""
+    steps = SimpleNamespace(read=lambda: None, check=lambda: None, probe=lambda: None,
+                            fits=lambda: None, trials=lambda: None, write_outputs=lambda: None)
+    judging = SimpleNamespace(**vars(steps), mode="device", on_chip_floats=("report", "check"),
+                              response=SimpleNamespace(budget_problem=None),
+                              lowered=SimpleNamespace(interpret=None, race_unknown=None),
+                              on_chip=lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(runner, "_compile_kernel", lambda judging: None)
+    with pytest.raises(StageFailure) as failure:
+        runner._walk(judging, SimpleNamespace(time=False))
+    assert (failure.value.status, failure.value.rule) == (Status.UNVERIFIED,
+                                                          Rule.WORK_ROUTED_BY_FLOATS)
 
 
 def test_device_mode_refuses_what_the_floats_would_not_lift(judged):

@@ -11,6 +11,8 @@ trial's data, and with bytes counted as blocks move.
 - **Bytes**: a kernel moves the blocks its index maps place, not its operands in full.
 """
 
+import contextlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -110,7 +112,10 @@ def test_a_kernel_inside_a_wrapper_the_counter_does_not_read_is_unreadable():
 # kernels' work could hide in (they read, write or allocate refs, or print), and those that
 # nest kernels themselves (counted as kernels).
 FIRST_ORDER = {"addupdate", "get", "swap", "new_ref", "free_ref", "debug_callback",
-               "debug_print"}
+               "debug_print",
+               # JAX's hijax state (boxes, logs, variables): classes of their own, no program
+               "box_get", "box_set", "new_box", "log_extend", "new_log", "log_read",
+               "get_variable", "set_variable", "new_variable"}
 KERNELS = {"pallas_call", "core_map", "mpmd_map"}
 # Higher-order primitives the counter deliberately does not read: a kernel inside one makes
 # the count unreadable (the test above shows the mechanism on custom_linear_solve).
@@ -140,6 +145,35 @@ def test_census_every_registered_higher_order_primitive_is_decided():
     assert found & kernel_work.READ_HIGHER_ORDER  # the registries were read at all
     undecided = sorted(found - known)
     assert not undecided, f"higher-order primitives nobody decided about: {undecided}"
+
+
+def _primitives_of_their_own():
+    """Every primitive alive once JAX, Pallas (both targets), shard_map and Tokamax (where
+    installed) are imported, found by the garbage collector rather than by a registry, that
+    is of a class of its own or binds sub-functions (``get_bind_params``): where a primitive
+    that nests a program without registering rules for it would stand out."""
+    import gc
+
+    from jax._src import core
+    from jax.experimental.pallas import tpu  # noqa: F401
+    with contextlib.suppress(ImportError):
+        from jax.experimental.pallas import triton  # noqa: F401
+    with contextlib.suppress(ImportError):
+        import tokamax  # noqa: F401
+
+    base = core.Primitive.get_bind_params
+    return {p.name for p in gc.get_objects() if isinstance(p, core.Primitive)
+            and (type(p) is not core.Primitive or type(p).get_bind_params is not base)}
+
+
+def test_census_primitives_found_outside_the_registries_are_decided():
+    """The census above reads JAX's registries; this one walks every primitive object there
+    is, so one that nests a program without registering a rule fails here too."""
+    known = kernel_work.READ_HIGHER_ORDER | KERNELS | FIRST_ORDER | NOT_READ
+    found = _primitives_of_their_own()
+    assert found & kernel_work.READ_HIGHER_ORDER  # the walk found wrappers the counter reads
+    undecided = sorted(found - known)
+    assert not undecided, f"primitives of a class of their own nobody decided about: {undecided}"
 
 
 # -- the trial's data ----------------------------------------------------------------------------

@@ -899,7 +899,7 @@ MUTATIONS = [
     Mutation(
         "host_routing_never_computed", "evaluator/judge/kernel_work.py", "count",
         "walker.values.preset = {v: _known_const(x)\n"
-        "                        for v, x in _host_values(jaxpr, raw, floats).items()}",
+        "                        for v, x in _host_values(jaxpr, raw, floats, fused).items()}",
         "walker.values.preset = {}",
         ("tests/test_kernel_work_wrappers.py::"
          "test_a_table_computed_from_integer_data_is_computed_on_the_trial",)),
@@ -927,17 +927,30 @@ MUTATIONS = [
         "floats_decide_on_the_host_in_device_mode", "evaluator/judge/runner.py", "_kernel_work",
         'floats=judging.mode == "interpret")', "floats=True)",
         ("tests/test_kernel_work_floats.py::"
-         "test_device_mode_says_it_cannot_count_work_routed_by_floats",)),
+         "test_device_mode_refuses_where_the_chips_floats_route_the_work_away",)),
     Mutation(
-        "device_refusal_routed_by_floats_stands", "evaluator/judge/runner.py", "_floats_would_pass",
-        "    return True\n", "    return False\n",
+        "device_refusal_routed_by_floats_stands", "evaluator/judge/runner.py", "_on_host_floats",
+        "        return check(report, kernel_work.count(trace, lines, known, floats=True))\n",
+        "        return None\n",
         ("tests/test_kernel_work_floats.py::"
-         "test_device_mode_says_it_cannot_count_work_routed_by_floats",)),
+         "test_device_mode_counts_work_routed_by_floats_on_the_chips_inputs",)),
     Mutation(
-        "device_refusal_always_unverified", "evaluator/judge/runner.py", "_floats_would_pass",
-        "        return False\n", "        return True\n",
+        "chip_never_counts_the_floats", "evaluator/judge/runner.py", "_count_on_chip",
+        "    if judging.on_chip_floats is None:\n        return\n",
+        "    if True:\n        return\n",
         ("tests/test_kernel_work_floats.py::"
-         "test_device_mode_refuses_what_the_floats_would_not_lift",)),
+         "test_device_mode_refuses_where_the_chips_floats_route_the_work_away",)),
+    Mutation(
+        "chip_count_on_the_hosts_equations", "evaluator/judge/runner.py", "_count_on_chip",
+        "floats=True,\n                                    fused=True)",
+        "floats=True,\n                                    fused=False)",
+        ("tests/test_kernel_work_floats.py::"
+         "test_device_mode_where_the_chip_cannot_compute_the_floats_is_unverified",)),
+    Mutation(
+        "pending_chip_count_passes_unchecked", "evaluator/judge/runner.py", "_walk",
+        "if judging.on_chip_floats is not None:", "if False:",
+        ("tests/test_kernel_work_floats.py::"
+         "test_a_count_left_to_the_chip_that_never_ran_is_unverified",)),
     Mutation(
         "dma_operand_bytes_in_full", "evaluator/judge/kernel_work.py", "_moved",
         "return 0.0  # moved by the kernel's own DMAs: counted by them (_dma_bytes)",

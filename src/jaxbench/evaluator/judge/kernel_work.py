@@ -58,6 +58,7 @@ rule). Never imports the sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -357,7 +358,11 @@ def _numbers(value: Any) -> Any:
 
 
 def _known_const(value: Any) -> Any:
-    """A traced function's constant as a known value: integer and boolean ones only."""
+    """A traced function's constant as a known value: integer and boolean ones only (read
+    from an array's dtype and size first: a float input on a chip is never copied here)."""
+    dtype, size = getattr(value, "dtype", None), getattr(value, "size", None)
+    if dtype is not None and (np.dtype(dtype).kind not in "biu" or (size or 0) > MAX_PROGRAMS):
+        return None
     try:
         data = np.asarray(value)
     except Exception:  # noqa: BLE001 - not an array the judge reads: unknown
@@ -1301,23 +1306,52 @@ def _holds_kernel(eqn: Any) -> bool:
                                         for e in compat.walk_eqns(s, 100_000))
 
 
-def _host_values(jaxpr: Any, raw: list[Any], floats: bool = False) -> dict[Any, Any]:
-    """The integer operands of the kernels in ``jaxpr`` (at any depth of calls), computed on
-    the host's CPU from a trial's integer and boolean inputs and constants: the tile metadata
-    a library derives from group sizes, lengths, offsets, sorted ids. Only what they depend on
-    is computed (never a kernel: its result is unknown), each value at most
-    :data:`MAX_HOST_ELEMENTS`, and without ``floats`` only equations on integers and booleans:
-    where a chip runs the trial a float does not decide, since the chip may round otherwise
-    (a float32 matmul compared with its highest-precision copy is equal on the host's CPU; a
-    TPU's default matmul precision is lower), so work routed by floats (a router's logits)
-    stays unknown. With ``floats`` (the trial runs on this host's CPU: interpret mode) the
-    floats are computed too. What is not computed stays unknown. Returns var -> value,
-    nested calls' vars included."""
+def _host_values(jaxpr: Any, raw: list[Any], floats: bool = False,
+                 fused: bool = False) -> dict[Any, Any]:
+    """The integer operands of the kernels in ``jaxpr`` (at any depth of calls), computed from
+    a trial's inputs and constants: the tile metadata a library derives from group sizes,
+    lengths, offsets, sorted ids. Only what they depend on is computed (never a kernel: its
+    result is unknown), each value at most :data:`MAX_HOST_ELEMENTS`, and without ``floats``
+    only equations on integers and booleans (exact wherever they run): where a chip runs the
+    trial a float computed here does not decide, since the chip may round otherwise (a
+    float32 matmul compared with its highest-precision copy is equal on the host's CPU; a
+    TPU's default matmul precision is lower). With ``floats`` the floats are computed too:
+    equation by equation on the host's CPU (interpret mode, where the trial runs there), or
+    with ``fused`` as one XLA program on the device that holds ``raw`` (device mode: the
+    first trial's inputs on the chip, :func:`_fused_values`). What is not computed stays
+    unknown. Returns var -> value, nested calls' vars included."""
+    if floats and fused:
+        return _fused_values(jaxpr, raw)
     found: dict[Any, Any] = {}
-    needs: dict[int, set[Any]] = {}
-    _evaluate(jaxpr, raw, found, needs, {"flops": HOST_FLOPS, "elements": float(HOST_ELEMENTS)},
-              floats=floats)
+    _evaluate(jaxpr, raw, found, {}, _budget(), floats=floats)
     return found
+
+
+def _budget() -> dict[str, float]:
+    return {"flops": HOST_FLOPS, "elements": float(HOST_ELEMENTS)}
+
+
+def _fused_values(jaxpr: Any, raw: list[Any]) -> dict[Any, Any]:
+    """What :func:`_evaluate` computes with floats deciding, traced into one jitted program
+    and run on the device that holds ``raw`` (the chip's arrays on a chip; numpy arrays run on
+    the host's CPU), so XLA fuses and rounds it as it does the trial's program; the integer
+    values come back to the host. Raises where that program fails to compile or run (the
+    caller cannot know)."""
+    import jax
+
+    order: list[Any] = []
+
+    def program(*given: Any) -> list[Any]:
+        found: dict[Any, Any] = {}
+        _evaluate(jaxpr, list(given), found, {}, _budget(), floats=True, traced=True)
+        order[:] = list(found)
+        return [found[v] for v in order]
+
+    on = next((x.devices().pop() for x in raw if isinstance(x, jax.Array)),
+              jax.devices("cpu")[0])
+    with jax.default_device(on):
+        outs = jax.jit(program)(*raw)
+    return {v: np.asarray(x) for v, x in zip(order, outs, strict=True)}
 
 
 def _host_cost(eqn: Any, depth: int = 0) -> tuple[float, float] | None:
@@ -1390,8 +1424,13 @@ def _call_consts(eqn: Any) -> list[Any]:
 
 def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int, set[Any]],
               budget: dict[str, float], depth: int = 0, consts: list[Any] = (),
-              floats: bool = False) -> None:
+              floats: bool = False, traced: bool = False) -> None:
+    """Computes into ``found`` what :func:`_host_values` says, equation by equation on the
+    host's CPU, or with ``traced`` binding them on a jitted program's tracers."""
     import jax
+
+    def array(x: Any) -> Any:
+        return x if traced else np.asarray(x)
 
     need = _needed(jaxpr, needs, depth)
     if not need:
@@ -1400,10 +1439,10 @@ def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int
     def decides(v: Any) -> bool:  # a float decides only where the host runs the trial
         return floats or _integral(v)
 
-    env = {v: np.asarray(x) for v, x in zip(jaxpr.invars, raw, strict=False)
+    env = {v: array(x) for v, x in zip(jaxpr.invars, raw, strict=False)
            if x is not None and v in need and decides(v)}
     if len(consts) == len(jaxpr.constvars):
-        env.update({v: np.asarray(c) for v, c in zip(jaxpr.constvars, consts, strict=True)
+        env.update({v: array(c) for v, c in zip(jaxpr.constvars, consts, strict=True)
                     if v in need and decides(v) and np.size(c) <= MAX_HOST_ELEMENTS})
     cpu = jax.devices("cpu")[0]
     for eqn in jaxpr.eqns:
@@ -1413,7 +1452,7 @@ def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int
             if sub is not None and _per_device(eqn) == 1:
                 _evaluate(sub, [env[u] if k else (u.val if _is_literal(u) else None)
                                 for u, k in zip(eqn.invars, known, strict=True)],
-                          found, needs, budget, depth + 1, _call_consts(eqn), floats)
+                          found, needs, budget, depth + 1, _call_consts(eqn), floats, traced)
             continue
         if not any(v in need for v in eqn.outvars) or not all(
                 k or _is_literal(u) for u, k in zip(eqn.invars, known, strict=True)) or any(
@@ -1426,23 +1465,25 @@ def _evaluate(jaxpr: Any, raw: list[Any], found: dict[Any, Any], needs: dict[int
         budget["flops"] -= cost[0]
         budget["elements"] -= cost[1]
         try:
-            with jax.default_device(cpu):
+            with contextlib.nullcontext() if traced else jax.default_device(cpu):
                 outs = compat.bind_eqn(eqn, [u.val if _is_literal(u) else env[u]
                                              for u in eqn.invars])
         except Exception:  # noqa: BLE001 - not computed: unknown
             continue
-        env.update({v: np.asarray(o) for v, o in zip(eqn.outvars, outs, strict=True)})
+        env.update({v: array(o) for v, o in zip(eqn.outvars, outs, strict=True)})
     found.update({v: x for v, x in env.items() if _is_int(v)})
 
 
 def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None,
-          known: list[Any] | None = None, floats: bool = False) -> KernelWork:
+          known: list[Any] | None = None, floats: bool = False,
+          fused: bool = False) -> KernelWork:
     """The kernels' work in ``closed`` (a traced kernel), with ``lines`` (``id(eqn) -> (file,
     line)``, the hand-over's) naming the outside equations. ``known``: a trial's inputs, in
     order (None for one not known): the small integer and boolean ones are read (page tables,
     lengths), and the integer operands of the kernels are computed from them on the host
     (:func:`_host_values`: integer work only, unless ``floats``: the trial runs on this
-    host, so floats decide as they do there), so that the loops,
+    host, so floats decide as they do there; with ``fused`` as one program where ``known``
+    lives: the chip's first trial inputs in device mode), so that the loops,
     branches and grids that follow them count as they run on that data. The result's
     ``wants_data`` says whether a kernel had an integer operand the count did not know
     (counted without data: counting on a trial's may count more). Raises where it cannot read
@@ -1462,7 +1503,7 @@ def count(closed: Any, lines: dict[int, tuple[str, int]] | None = None,
     walker = _Module(lines or {})
     if known is not None:  # what the kernels' integer operands are on this data
         walker.values.preset = {v: _known_const(x)
-                                for v, x in _host_values(jaxpr, raw, floats).items()}
+                                for v, x in _host_values(jaxpr, raw, floats, fused).items()}
     work = walker.walk(jaxpr, inputs, [True] * len(jaxpr.outvars), 1.0, 0)
     work.wants_data = walker.wants_data
     work.outside_eqns.sort(key=lambda e: -e[0])

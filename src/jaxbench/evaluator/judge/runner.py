@@ -61,6 +61,11 @@ COUNTED_ON_TRIAL = ("the first trial's data: the kernels' integer operands as th
                     "and the grids, loops and branches that follow them as they run")
 COUNTED_ON_TRACE = ("the traced program alone: no kernel has an integer operand that the "
                     "data decides")
+COUNTED_ON_CHIP = ("the first trial's data on the chip: the kernels' integer operands as the "
+                   "chip computes them from its floats (a router's logits), and the grids, "
+                   "loops and branches that follow them as they run")
+PENDING_ON_CHIP = ("not yet: the kernels' work follows floats, so it is counted on the first "
+                   "trial's data on the chip")
 CLEAR_CACHES_EVERY = 16
 
 
@@ -145,6 +150,7 @@ class _Judging:
         self.first: Any = None
         self.fit: Any = None  # device mode: what fits the chip (judge/fitting.py)
         self.holding = False  # device mode: this request holds the chip (on_chip)
+        self.on_chip_floats: Any = None  # device mode: the count left to the chip's floats
         # the compile cache for the task's own programs (judge/xla_cache.py), where asked for
         from jaxbench.evaluator.judge import xla_cache
 
@@ -295,6 +301,7 @@ class _Judging:
             with tool_faults.watch() as captured:
                 self.first = first = self.first if self.first is not None else self.draw(
                     self.request.trial_keys[0])
+                _count_on_chip(self)
                 if self.compiled is None:  # device mode compiled it before the chip
                     t1 = _perf_counter()
                     self.compiled = jax.jit(module.call).lower(*first).compile()
@@ -345,10 +352,6 @@ class _Judging:
         if self.mode == "device":
             return _on_chip(self, label, key, inputs, outputs)
         return (label, key, outputs)
-
-    # -- on a device: the timing and the recheck --------------------------------------------------
-    def time(self) -> None:
-        _time_on_chip(self)
 
     # -- the outputs (and on a device the float32 truth) ------------------------------------------
     def write_outputs(self) -> None:
@@ -441,15 +444,12 @@ def _structure_rules(judging: _Judging, target: Any) -> dict[str, Any]:
         figures = check(report, kernels)
     except StageFailure as failure:
         if known is not None and failure.rule in (Rule.OUTSIDE_FLOPS, Rule.OUTSIDE_BYTES) \
-                and judging.mode != "interpret" and _floats_would_pass(judging, known, report,
-                                                                       check):
-            raise StageFailure(Status.UNVERIFIED, Stage.LOWER, f"{failure.message}; but the "
-                               "kernels' work follows values the traced program computes from "
-                               "floats (a router's logits, say), which the chip may round "
-                               "otherwise than this host, so the judge does not count on them "
-                               "in device mode; counted on them here, it would pass. Judge it "
-                               "in interpret mode (--mode interpret), where the trial runs on "
-                               "this host", rule=Rule.WORK_ROUTED_BY_FLOATS) from None
+                and judging.mode != "interpret":
+            figures = _on_host_floats(judging, known, report, check)
+            if figures is not None:  # the floats would lift it: the chip's decide (trials())
+                judging.on_chip_floats = (report, check)
+                figures["kernel_work_counted_on"] = PENDING_ON_CHIP
+                return figures
         if known is not None and failure.rule in (Rule.OUTSIDE_FLOPS, Rule.OUTSIDE_BYTES,
                                                   Rule.OUTPUT_WITHOUT_KERNEL):
             raise StageFailure(failure.status, failure.stage, f"{failure.message} (the "
@@ -466,18 +466,57 @@ def _structure_rules(judging: _Judging, target: Any) -> dict[str, Any]:
     return figures
 
 
-def _floats_would_pass(judging: _Judging, known: list[Any], report: Any, check: Any) -> bool:
-    """Whether the outside-work rules would pass with the kernels' work counted on values
-    computed on this host from the trial's floats too. Only ever turns a device-mode refusal
-    into `unverified` (the chip may round those floats otherwise): never credit."""
+def _on_host_floats(judging: _Judging, known: list[Any], report: Any,
+                    check: Any) -> dict[str, Any] | None:
+    """The structure figures with the kernels' work counted on values computed on this host
+    from the trial's floats too, or None where the outside-work rules refuse it (or the count
+    fails) there as well. Device mode only decides on them whether the chip's floats are worth
+    asking (:func:`_count_on_chip`): never credit."""
     from jaxbench.evaluator.judge import kernel_work
 
     trace, lines = judging.lowered.traces[judging.size], judging.payload["lines"]
     try:
-        check(report, kernel_work.count(trace, lines, known, floats=True))
+        return check(report, kernel_work.count(trace, lines, known, floats=True))
     except Exception:  # noqa: BLE001 - refused (or unknown) on the floats too: the refusal stands
-        return False
-    return True
+        return None
+
+
+def _count_on_chip(judging: _Judging) -> None:
+    """Device mode, where the structure rules refused a kernel whose work follows floats (a
+    router's logits) and would pass counted on the host's: the first trial's inputs are on the
+    chip now, so the kernels' work is counted on what the chip computes from them (one XLA
+    program there, :func:`kernel_work._fused_values`), for credit and for refusal alike,
+    before any trial runs. Where the chip cannot compute them the verdict is `unverified`
+    (`work_routed_by_floats`): the host's floats never decide for the chip."""
+    from jaxbench.evaluator.judge import kernel_work
+
+    if judging.on_chip_floats is None:
+        return
+    (report, check), judging.on_chip_floats = judging.on_chip_floats, None
+    trace, lines = judging.lowered.traces[judging.size], judging.payload["lines"]
+    t0 = _perf_counter()
+    try:
+        kernels = kernel_work.count(trace, lines, list(judging.first), floats=True,
+                                    fused=True)
+    except Exception as exc:  # noqa: BLE001 - the chip could not compute them: cannot know
+        raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the kernels' work follows values "
+                           "the traced program computes from floats (a router's logits, say), "
+                           "and the chip could not compute them on the first trial's inputs, so "
+                           f"nothing counts it: {short_error(exc, 300)}",
+                           rule=Rule.WORK_ROUTED_BY_FLOATS) from None
+    finally:
+        judging.span("count_on_chip", t0)
+    try:
+        figures = check(report, kernels)
+    except StageFailure as failure:
+        raise StageFailure(failure.status, failure.stage, f"{failure.message} (the kernels' "
+                           f"work counted on {COUNTED_ON_CHIP})", rule=failure.rule) from None
+    except Exception as exc:  # noqa: BLE001 - a rule failing, not deciding: it cannot know
+        raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "a structure rule failed while it "
+                           f"checked the kernel: {short_error(exc, 300)}",
+                           rule=Rule.STRUCTURE_RULE_FAULT) from None
+    figures["kernel_work_counted_on"] = COUNTED_ON_CHIP
+    judging.response.structure = figures
 
 
 def _kernel_work(judging: _Judging) -> tuple[list[Any] | None, Any]:
@@ -682,8 +721,13 @@ def _walk(judging: _Judging, request: JudgeRequest) -> JudgeResponse:
         if runs:
             judging.trials()
             if device and request.time:
-                judging.time()
+                _time_on_chip(judging)
         judging.write_outputs()
+    # fails closed: a count left to the chip's floats that never ran
+    if judging.on_chip_floats is not None:
+        raise StageFailure(Status.UNVERIFIED, Stage.LOWER, "the kernels' work follows floats "
+                           "and no trial ran on the chip to count it on",
+                           rule=Rule.WORK_ROUTED_BY_FLOATS)
     return judging.response
 
 
