@@ -28,6 +28,14 @@
 #                    beside it (OUT_DIR/beside.txt)
 #   optimize16       `optimize` as above with --budget 16 (16 scripted copies of each seed) on
 #                    OPT_TASKS, into runs/tpu-optimize16, resumed like the runs
+# Steps for issue 54 and the timing's profiler (name them):
+#   moe              MaxText's MoE layer with Tokamax's TPU ragged dot
+#                    (tests/legit/kernels/tpu_tokamax_moe_10p.py on 10p_sparse_moe) in device
+#                    mode at size small and full, its JSON (moe-small.json, moe-full.json): its
+#                    routing is counted on the chip's floats. Needs Tokamax (install it from
+#                    wheels/tokamax, fetched by `bash scripts/offline_wheels.sh wheels tokamax`)
+#   profiler         benchmarks/profiler_overhead.py alone and with 2 threads compiling beside
+#                    (OUT_DIR/profiler.txt): a timing round's cost by profiler options
 # A run step's calls each print "<step>: exit E in S s"; a run's wall is the sum over its calls
 # (the log says where each call started and ended). OWNER_DEPTH sets JAXBENCH_OWNER_DEPTH (the
 # requests a chip's owner takes at once; 1 is the old one-at-a-time owner, for a comparison).
@@ -134,7 +142,21 @@ for step in $STEPS; do
       say "beside: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
       ;;
     optimize16) optimize_run 16 tpu-optimize16 ;;
-    *) say "unknown step $step (doctor, one, seed, expert, optimize, seal, cache-seed-cold, cache-seed-warm, eval-cold, eval-warm, beside, optimize16)"; exit 2 ;;
+    moe)
+      for size in small full; do
+        timeout 240 "$PY" -m jaxbench.cli eval --task 10p_sparse_moe --mode "$MODE" --size "$size" \
+          --json tests/legit/kernels/tpu_tokamax_moe_10p.py >"$OUT/moe-$size.json" 2>>"$log"
+        say "moe $size: exit $? in $(( $(date +%s) - t0 )) s"
+      done
+      ;;
+    profiler)
+      for beside in 0 2; do
+        timeout 240 "$PY" benchmarks/profiler_overhead.py --n 4096 --repeat 3 --beside "$beside" \
+          2>&1 | tee -a "$OUT/profiler.txt" | tee -a "$log"
+      done
+      say "profiler: done in $(( $(date +%s) - t0 )) s"
+      ;;
+    *) say "unknown step $step (doctor, one, seed, expert, optimize, seal, cache-seed-cold, cache-seed-warm, eval-cold, eval-warm, beside, optimize16, moe, profiler)"; exit 2 ;;
   esac
 done
 say "done in $(( $(date +%s) - started )) s"

@@ -135,7 +135,7 @@ class Profiler:
     def trace(self, directory: str) -> Any:
         from jaxbench import compat
 
-        return compat.profile_trace(directory)
+        return compat.profile_trace(directory, compat.lean_profile_options())
 
     def annotate(self, name: str) -> Any:
         from jaxbench import compat
