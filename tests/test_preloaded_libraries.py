@@ -19,6 +19,10 @@ PACKAGE = {
     "_src/autotune.py": "import multiprocessing\n\nTUNED = multiprocessing.cpu_count() > 0\n",
     "tests/__init__.py": "",
     "tests/late.py": "LATE = True\n",
+    # a library's test module next to its code (Tokamax's ``*_test.py``): left out of the walk
+    "ops_test.py": "import jax\n\njax.config.update('jax_enable_x64', True)\n",
+    # a module that changes JAX's global config when imported: the preload sets it back
+    "_src/widen.py": "import jax\n\njax.config.update('jax_enable_x64', True)\n",
 }
 
 
@@ -85,3 +89,19 @@ def test_a_module_left_out_of_the_preload_is_a_named_compile_error(library_evalu
     result = library_evaluator.evaluate(source, TASK, trials=1, tpu_interpret=False)
     assert (result.status, result.rule) == ("compile_error", "unavailable_import"), result.message
     assert "'tokamax.tests" in result.message and "sealed sandbox" in result.message
+
+
+def test_a_library_module_changing_jax_config_does_not_change_the_trace(library_evaluator):
+    """A module of the walk turned 64-bit mode on (Tokamax's test modules did, on a TPU host:
+    every kernel traced afterwards had 64-bit index maps, which Mosaic refused on the chip): the
+    preload sets JAX's config back, so the kernel traces with JAX's defaults."""
+    source = ("import jax.numpy as jnp\n\nassert jnp.asarray(0).dtype == jnp.int32\n"
+              + SEED.read_text())
+    result = library_evaluator.evaluate(source, TASK, trials=1, tpu_interpret=False)
+    assert result.status == "correct", f"{result.stage}: {result.message}"
+
+
+def test_a_librarys_test_module_is_not_preloaded(library_evaluator):
+    source = "import tokamax.ops_test  # noqa: F401\n" + SEED.read_text()
+    result = library_evaluator.evaluate(source, TASK, trials=1, tpu_interpret=False)
+    assert (result.status, result.rule) == ("compile_error", "unavailable_import"), result.message

@@ -105,15 +105,38 @@ _PRELOADED_TREES = (("jax", ("_src", "tests", "test", "jax2tf", "collect_profile
                     # Pallas' own tree: its interpreters load lazily (a debug run uses them)
                     ("jax._src.pallas", ("tests",)),
                     ("einops", ("tests",)),
-                    ("tokamax", ("tests", "test", "benchmarks")),
+                    ("tokamax", ("tests", "test", "benchmarks", "bench")),
                     # Tokamax's validation and serialisation, loaded lazily when its ops run
                     ("pydantic", ("v1", "mypy", "tests")))
+
+
+def _a_test(part: str) -> bool:
+    """A test or benchmark module of a library (``test_x``, ``x_test``): never preloaded. A
+    library's tests change JAX's global config when imported (Tokamax's turn on
+    ``jax_enable_x64``: every kernel traced after it had 64-bit index maps, which Mosaic
+    refuses on a TPU v5e)."""
+    return part.startswith("test_") or part.endswith("_test")
 
 
 def preload_allowed() -> list[str]:
     """Imports what a kernel may import (see above); starts no thread (with the tracers'
     environment: one BLAS thread). Returns the modules that failed to import (absent libraries,
-    modules needing what is not installed), which a kernel then cannot import either."""
+    modules needing what is not installed), which a kernel then cannot import either. JAX's
+    config is the same afterwards: a value an imported module changed is set back (and named
+    in the returned list as ``config:<name>``)."""
+    import jax
+
+    config = dict(jax.config.values)
+    try:
+        return _preload()
+    finally:
+        changed = [name for name, value in config.items()
+                   if jax.config.values.get(name, value) != value]
+        for name in changed:
+            jax.config.update(name, config[name])
+
+
+def _preload() -> list[str]:
     import importlib
     import pkgutil
 
@@ -137,7 +160,7 @@ def preload_allowed() -> list[str]:
         for info in pkgutil.walk_packages(package.__path__, f"{root}.",
                                           onerror=failed.append):
             parts = info.name.split(".")
-            if not any(p in skipped or p.startswith("test_") for p in parts):
+            if not any(p in skipped or _a_test(p) for p in parts):
                 load(info.name)
     return failed
 
