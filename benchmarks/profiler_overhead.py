@@ -59,7 +59,7 @@ def _compiling_beside(threads: int, done: list[int]):
         while not stop.is_set():
             turn += 1
             rows = 64 + (seed * 7919 + turn) % 512  # a new shape: traced and compiled anew
-            fn = jax.jit(lambda x: jnp.tanh(x @ x.T).sum(axis=0) * turn)
+            fn = jax.jit(lambda x, k=turn: jnp.tanh(x @ x.T).sum(axis=0) * k)
             fn.lower(jax.ShapeDtypeStruct((rows, 128), jnp.float32)).compile()
             done.append(1)
 
