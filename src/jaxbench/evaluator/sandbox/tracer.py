@@ -122,8 +122,7 @@ def preload_allowed() -> list[str]:
     """Imports what a kernel may import (see above); starts no thread (with the tracers'
     environment: one BLAS thread). Returns the modules that failed to import (absent libraries,
     modules needing what is not installed), which a kernel then cannot import either. JAX's
-    config is the same afterwards: a value an imported module changed is set back (and named
-    in the returned list as ``config:<name>``)."""
+    config is the same afterwards: a value an imported module changed is set back."""
     import jax
 
     config = dict(jax.config.values)
