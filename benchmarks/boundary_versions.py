@@ -8,6 +8,10 @@ boundary), alternating, each a fresh command on the same machine, with the time 
 Prints, per version, the wall time of each `jaxbench run` (best of the repeats), the sum over
 the evaluations of each phase the results record (`stages.<name>.seconds`; the phases differ
 between versions), the evaluations' statuses, and the ratio of the wall times.
+
+With ``--eval TASK`` each version runs one lone `jaxbench eval --task TASK --json` of the
+task's TPU seed instead (the command's start and the first tracer's included): the phases are
+that result's spans, and its own wall is printed beside the command's.
 """
 
 from __future__ import annotations
@@ -49,11 +53,27 @@ def run_once(src: Path, tasks: list[str], out: Path) -> tuple[float, dict[str, f
     return wall, dict(phases), statuses
 
 
+def eval_once(src: Path, task: str, out: Path) -> tuple[float, dict[str, float], Counter]:
+    """One lone `jaxbench eval` of ``task``'s TPU seed with ``src`` first on the import path;
+    (wall s, the result's spans with its own wall as ``result_wall``, its status)."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": str(src)}
+    seed = HERE / "src" / "jaxbench" / "tasks" / "jaxbench" / task / "seed_tpu.py"
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "jaxbench.cli", "eval", "--task", task,
+                           "--json", str(seed)], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return wall, {**result.get("spans", {}), "result_wall": result["wall_s"]}, \
+        Counter([result["status"]])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path, help="the other checkout (its src/ is used)")
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--tasks", default=",".join(CORE_TASKS))
+    parser.add_argument("--eval", metavar="TASK", default=None,
+                        help="one lone `jaxbench eval` of TASK's seed per version instead")
     args = parser.parse_args()
     tasks = args.tasks.split(",")
     versions = {"before": args.before.resolve() / "src", "this": HERE / "src"}
@@ -63,7 +83,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
             for name, src in versions.items():  # alternating, so drift hits both alike
-                wall, found, counted = run_once(src, tasks, Path(tmp) / f"{name}-{i}")
+                out = Path(tmp) / f"{name}-{i}"
+                wall, found, counted = (eval_once(src, args.eval, out) if args.eval
+                                        else run_once(src, tasks, out))
                 walls[name].append(wall)
                 if wall == min(walls[name]):
                     phases[name], statuses[name] = found, counted

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -69,30 +69,20 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
     if save_ir is not None and save_ir.is_dir() and any(save_ir.iterdir()):
         usage_error(f"--save-ir {save_ir} already holds files; give a new or empty directory "
                     "(nothing was overwritten)")
-    from jaxbench.evaluator import Evaluator, Settings, resolve_case
-    from jaxbench.tasks import get_task
+    from jaxbench.evaluator import Evaluator, Settings
 
-    own = [entry[0] for entry in load_task_files(task_files)]
-    if task_id is None:
-        if len(own) > 1:
-            usage_error(f"the task files define {', '.join(own)}: choose one with --task")
-        task_id = own[0]
     settings = Settings.of(target=target, mode=mode, size=size, trials=trials, timeout_s=timeout_s,
                            tpu_interpret=not no_tpu_interpret, save_ir=save_ir, debug=debug,
                            chip=chip, xla_cache=not no_cache)
-    try:
-        task = get_task(task_id)
-    except USAGE_ERRORS as exc:
-        usage_error_from(exc)
-    try:  # the evaluator's one resolver: what it will evaluate with, or why not
-        case = resolve_case(task, settings, file.read_text(errors="replace"), front_door=True)
-    except RuntimeError as exc:  # e.g. --mode device without the hardware
-        usage_error(str(exc))
-    except USAGE_ERRORS as exc:
-        usage_error_from(exc)
-    if not force:
-        check_cost([task_id], size, case.mode, [case.target], trials, timeout_s)
+    # The tracers' fork server starts first: its imports and preload of what kernels may import
+    # (seconds; about 10 s on a TPU host under gVisor) run beside the task's loading and the
+    # chip's probe below, not after them.
     evaluator = Evaluator(spares=0)
+    try:
+        case = _resolve(file, task_id, task_files, settings, force)
+    except BaseException:  # a usage error (exit 2) or Ctrl-C: the fork server goes too
+        evaluator.close()
+        raise
     # Ctrl-C or SIGTERM (a CI kill, `timeout`): the tracer and runner die with their process
     # groups at once, and nothing of them outlives this process.
     with StopSignals(on_stop=evaluator.abort, grace_s=10,
@@ -118,6 +108,33 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
     from jaxbench.evaluator import Status
 
     sys.exit(0 if result.status == Status.CORRECT and not result.debug else 1)
+
+
+def _resolve(file: Path, task_id: str | None, task_files: tuple[Path, ...], settings: Any,
+             force: bool) -> Any:
+    """The case ``jaxbench eval`` evaluates (the evaluator's one resolver), or a usage error."""
+    from jaxbench.evaluator import resolve_case
+    from jaxbench.tasks import get_task
+
+    own = [entry[0] for entry in load_task_files(task_files)]
+    if task_id is None:
+        if len(own) > 1:
+            usage_error(f"the task files define {', '.join(own)}: choose one with --task")
+        task_id = own[0]
+    try:
+        task = get_task(task_id)
+    except USAGE_ERRORS as exc:
+        usage_error_from(exc)
+    try:  # the evaluator's one resolver: what it will evaluate with, or why not
+        case = resolve_case(task, settings, file.read_text(errors="replace"), front_door=True)
+    except RuntimeError as exc:  # e.g. --mode device without the hardware
+        usage_error(str(exc))
+    except USAGE_ERRORS as exc:
+        usage_error_from(exc)
+    if not force:
+        check_cost([task_id], settings.size, case.mode, [case.target], settings.trials,
+                   settings.timeout_s)
+    return case
 
 
 def _print_result(r: EvaluationResult) -> None:
