@@ -28,6 +28,16 @@
 #                    beside it (OUT_DIR/beside.txt)
 #   optimize16       `optimize` as above with --budget 16 (16 scripted copies of each seed) on
 #                    OPT_TASKS, into runs/tpu-optimize16, resumed like the runs
+#   seed-old         the warm `seed` run again, timed by the previous method (20 calls a side
+#                    in one device trace, the reference timed beside every kernel:
+#                    --timing device_reps=20 min_reps=20 max_reps=20 reuse_reference=0) into
+#                    runs/tpu-seed-old, with the cache of cache-seed-cold
+#   agreement        `jaxbench compare` of runs/tpu-seed-old and runs/tpu-seed-warm at 2 %
+#                    (OUT_DIR/agreement.json, the counts on the log): the two methods on one
+#                    machine
+#   startup          where a lone command's first seconds go on this host: Python importing
+#                    JAX and jaxbench's CLI, the accelerator probe, a process opening the chip
+#                    (OUT_DIR/startup.txt)
 # Steps for issue 54 and the timing's profiler (name them):
 #   moe              MaxText's MoE layer with Tokamax's TPU ragged dot
 #                    (tests/legit/kernels/tpu_tokamax_moe_10p.py on 10p_sparse_moe) in device
@@ -142,6 +152,29 @@ for step in $STEPS; do
       say "beside: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
       ;;
     optimize16) optimize_run 16 tpu-optimize16 ;;
+    seed-old)
+      EXTRA="${EXTRA:-} --timing device_reps=20 --timing min_reps=20 --timing max_reps=20 --timing reuse_reference=0" \
+        cached_run tpu-seed-old "$RUNS/xla-seed" ;;
+    agreement)
+      "$PY" -m jaxbench.cli compare "$RUNS/tpu-seed-old" "$RUNS/tpu-seed-warm" --threshold 0.02 \
+        --json >"$OUT/agreement.json" 2>>"$log"
+      "$PY" -c 'import json, sys; c = json.load(open(sys.argv[1])); print("agreement at 2 %:", c["counts"])' \
+        "$OUT/agreement.json" 2>&1 | tee -a "$log"
+      ;;
+    startup)
+      "$PY" - "$PY" <<'PYEOF' 2>&1 | tee "$OUT/startup.txt" | tee -a "$log"
+import subprocess, sys, time
+for name, code in [("python alone", "pass"), ("import jax", "import jax"),
+                   ("import jaxbench.cli", "import jaxbench.cli"),
+                   ("the accelerator probe", "import runpy; runpy.run_path('src/jaxbench/backends/chip_probe.py')"),
+                   ("import jax, open the chip", "import jax; jax.devices()"),
+                   ("import jaxbench.evaluator", "import jaxbench.evaluator")]:
+    for i in range(2):
+        t = time.perf_counter()
+        subprocess.run([sys.argv[1], "-c", code], capture_output=True, check=False)
+        print(f"{name}: {time.perf_counter() - t:.2f} s (try {i + 1})", flush=True)
+PYEOF
+      ;;
     moe)
       for size in small full; do
         timeout 240 "$PY" -m jaxbench.cli eval --task 10p_sparse_moe --mode "$MODE" --size "$size" \
@@ -156,7 +189,7 @@ for step in $STEPS; do
       done
       say "profiler: done in $(( $(date +%s) - t0 )) s"
       ;;
-    *) say "unknown step $step (doctor, one, seed, expert, optimize, seal, cache-seed-cold, cache-seed-warm, eval-cold, eval-warm, beside, optimize16, moe, profiler)"; exit 2 ;;
+    *) say "unknown step $step (doctor, one, seed, expert, optimize, seal, cache-seed-cold, cache-seed-warm, eval-cold, eval-warm, beside, optimize16, seed-old, agreement, startup, moe, profiler)"; exit 2 ;;
   esac
 done
 say "done in $(( $(date +%s) - started )) s"

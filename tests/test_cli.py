@@ -76,6 +76,9 @@ def test_eval_exit_1_for_a_wrong_kernel():
     (["run", "--kernels", "seed", "--timeout", "0"], "0"),
     (["eval", SEED, "--task", "8p_gemm", "--target", "tpu"],
      "target tpu contradicts the kernel's TARGET"),
+    (["eval", SEED, "--task", "8p_gemm", "--timing", "reps=3"], "NAME one of budget_s"),
+    (["run", "--kernels", "seed", "--timing", "min_reps"], "give NAME=VALUE"),
+    (["run", "--kernels", "seed", "--timing", "min_reps=many"], "'many' is not a number"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(args, words):
     out = jaxbench(*args)
@@ -230,3 +233,16 @@ def test_run_chip_needs_one_target_and_is_part_of_the_run_config(tmp_path):
     out = jaxbench("run", "--tasks", "l1_matmul", "--kernels", "seed", "--target", "gpu",
                    "--trials", "1", "--out", tmp_path / "r")  # the suite's A100 is another run
     assert out.returncode == 2 and 'chip: "NVIDIA H200" there, null here' in out.stderr
+
+
+def test_run_timing_options_are_part_of_the_run_config(tmp_path):
+    """--timing reaches the run's settings and config: a resume under other options is refused
+    (a run's speedups are measured one way)."""
+    args = ["run", "--tasks", "l1_matmul", "--kernels", "seed", "--target", "gpu", "--trials",
+            "1", "--out", tmp_path / "r"]
+    out = jaxbench(*args, "--timing", "min_reps=20", "--timing", "reuse_reference=0")
+    assert out.returncode == 0, out.stdout + out.stderr
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["config"]["timing"] == {"min_reps": 20, "reuse_reference": 0}
+    out = jaxbench(*args)
+    assert out.returncode == 2 and "timing" in out.stderr, out.stderr

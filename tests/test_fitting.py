@@ -130,3 +130,26 @@ def test_the_attention_tasks_declare_their_batch():
 def test_a_batch_that_is_not_a_dimension_is_refused():
     with pytest.raises(ValueError, match="not a dimension"):
         _batched_task(batch="Q")
+
+
+def test_the_reference_and_its_truth_compile_side_by_side(monkeypatch):
+    """The reference's compile and the truth's run at the same time (fitting.check's threads):
+    each waits at a barrier for the other, which a one-after-the-other check never reaches."""
+    import threading
+
+    task = _batched_task()
+    monkeypatch.setattr(fitting, "chip_memory", lambda: 2**40)
+    both = threading.Barrier(2, timeout=60)
+    compile_ = fitting._compile
+    seen = []
+
+    def met(fn, specs, available):
+        if len(seen) < 2:  # the reference's first compile and the truth's
+            seen.append(threading.current_thread().name)
+            both.wait()
+        return compile_(fn, specs, available)
+
+    monkeypatch.setattr(fitting, "_compile", met)
+    fit = fitting.check(task, "small")
+    assert fit.reference is not None and fit.truth_on == "chip"
+    assert len(set(seen)) == 2, seen

@@ -109,6 +109,35 @@ def check_cost(task_ids: list[str], size: str, mode: str, targets: list[str], tr
                     "--timeout, or --force to run it anyway")
 
 
+def timing_option(command: F) -> F:
+    """``--timing NAME=VALUE`` (repeatable): the device timing's options (docs/evaluator.md,
+    "Timing options"), checked against the timers' own parameters."""
+
+    def parse(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+              ) -> dict[str, float]:
+        if not values:
+            return {}
+        from jaxbench.evaluator import timing_option_names
+
+        names = timing_option_names()
+        out: dict[str, float] = {}
+        for value in values:
+            name, sep, number = value.partition("=")
+            if not sep or name not in names:
+                raise click.BadParameter(f"{value!r}: give NAME=VALUE with NAME one of "
+                                         f"{', '.join(sorted(names))}")
+            try:
+                out[name] = int(number) if number.strip().lstrip("-").isdigit() else float(number)
+            except ValueError:
+                raise click.BadParameter(f"{value!r}: {number!r} is not a number") from None
+        return out
+
+    return click.option(
+        "--timing", "timing", multiple=True, metavar="NAME=VALUE", callback=parse,
+        help="A device timing option (repeatable), e.g. --timing min_reps=20 --timing "
+             "reuse_reference=0; docs/evaluator.md lists them. Default: the evaluator's.")(command)
+
+
 def task_file_option(command: F) -> F:
     """``--task-file FILE`` (repeatable): a task of one's own, outside the package."""
     return click.option(

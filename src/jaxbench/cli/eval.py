@@ -17,6 +17,7 @@ from jaxbench.cli.common import (
     check_cost,
     load_task_files,
     task_file_option,
+    timing_option,
     usage_error_from,
 )
 from jaxbench.cli.terminal import StopSignals, usage_error
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 @click.option("--save-ir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Directory for the jaxpr, StableHLO, kernel IR and XLA analyses.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one result object.")
+@timing_option
 @click.option("--no-cache", is_flag=True,
               help="Do not use the judge's compile cache of the task's programs (reference, "
                    "truth, inputs; `jaxbench doctor` names its directory): compile them afresh.")
@@ -56,7 +58,7 @@ if TYPE_CHECKING:
 def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], target: str | None,
              mode: str, size: str, trials: int, timeout_s: float | None, chip: str | None,
              no_tpu_interpret: bool, save_ir: Path | None, as_json: bool, no_cache: bool,
-             force: bool, debug: bool) -> None:
+             force: bool, debug: bool, timing: dict[str, float]) -> None:
     """Evaluate one kernel FILE on a task. Exit 0 if correct, 1 otherwise, 2 on usage errors.
     With --debug, always 1: a debug run's verdict does not count."""
     if not file.is_file():  # the usage errors that need no JAX come first
@@ -73,7 +75,7 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
 
     settings = Settings.of(target=target, mode=mode, size=size, trials=trials, timeout_s=timeout_s,
                            tpu_interpret=not no_tpu_interpret, save_ir=save_ir, debug=debug,
-                           chip=chip, xla_cache=not no_cache)
+                           chip=chip, xla_cache=not no_cache, timing=timing)
     # The tracers' fork server starts first: its imports and preload of what kernels may import
     # (seconds; about 10 s on a TPU host under gVisor) run beside the task's loading and the
     # chip's probe below, not after them.

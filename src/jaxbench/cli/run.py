@@ -21,6 +21,7 @@ from jaxbench.cli.common import (
     resume_command,
     sealed_command,
     task_file_option,
+    timing_option,
     usage_error_from,
 )
 from jaxbench.cli.terminal import JobProgress, StopSignals, usage_error
@@ -63,13 +64,15 @@ SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
                    "truth, inputs; `jaxbench doctor` names its directory): compile them afresh.")
 @click.option("--force", is_flag=True,
               help="Run even when the interpret-mode cost estimate says evaluations cannot finish.")
+@timing_option
 @task_file_option
 @executor_options
 @sealed_command
 def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
             size: str, trials: int, chip: str | None, workers: int | None, timeout_s: float | None,
             out_dir: Path | None, save_ir: bool, as_json: bool, no_cache: bool, executor: str,
-            ray_address: str | None, force: bool, task_files: tuple[Path, ...] = ()) -> None:
+            ray_address: str | None, force: bool, task_files: tuple[Path, ...] = (),
+            timing: dict[str, float] | None = None) -> None:
     """Evaluate shipped kernels or a directory of kernels into a run.
 
     Shipped: --kernels seed, seed_mosaic, seed_mosaic_legacy or expert; else a directory of
@@ -87,12 +90,12 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
     settings = Settings.of(mode=mode, size=size, trials=trials, timeout_s=timeout_s, chip=chip,
                            save_ir=str(out_dir / "artifacts") if save_ir else None,
-                           xla_cache=not no_cache)
+                           xla_cache=not no_cache, timing=timing or {})
     _check_cluster_and_cost(jobs, settings, executor, ray_address, force)
     workers = workers or (0 if executor == "ray" else default_workers())  # 0: the cluster's slots
     config = {"command": "run", "kernels": kernels, "suite": suite, "tasks": task_ids,
               "target": target, "mode": mode, "size": size, "trials": trials,
-              **({"chip": chip} if chip else {}),
+              **({"chip": chip} if chip else {}), **({"timing": timing} if timing else {}),
               **({"task_files": [list(entry) for entry in own]} if own else {})}
     resuming = (out_dir / "manifest.json").exists()  # RunDir.open resumes it (or refuses)
     try:

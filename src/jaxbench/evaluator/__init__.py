@@ -65,6 +65,8 @@ def __getattr__(name: str) -> Any:
         from jaxbench.evaluator.common import procs as module
     elif name == "untrusted_text":
         from jaxbench.evaluator.parent import untrusted as module
+    elif name == "timing_option_names":
+        from jaxbench.evaluator.judge import timing as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(module, name)
@@ -91,5 +93,6 @@ __all__ = [
     "read_source",
     "require_seal",
     "target_declaration",
+    "timing_option_names",
     "untrusted_text",
 ]

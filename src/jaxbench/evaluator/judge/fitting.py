@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxbench.evaluator.judge import xla_cache
 from jaxbench.tasks.spec import Task, upcast
 
 HEADROOM = 0.92  # of the chip's memory: the kernel's module and the timing's inputs need room
@@ -187,15 +189,23 @@ def check(task: Task, size: str) -> Fit:
         if known is not None:
             return known
         available = chip_memory()
-        reference, needed, reason = _compile(task.reference, _specs(task.input_specs(size)),
-                                             available)
+        # The three programs compile side by side (XLA's compiles release the GIL; seconds
+        # each on a chip at full size), each written to and counted in the compile cache as
+        # if compiled here. The drawing is compiled ahead of time: the owner's periodic
+        # jax.clear_caches() cannot drop it, so a task's inputs are compiled once per owner.
+        with ThreadPoolExecutor(3, thread_name_prefix="jaxbench-fit") as pool:
+            compiling = pool.submit(xla_cache.carried(lambda: _compile(
+                task.reference, _specs(task.input_specs(size)), available)))
+            planning = pool.submit(xla_cache.carried(lambda: _truth_plan(task, size,
+                                                                         available)))
+            drawing = pool.submit(xla_cache.carried(
+                lambda: task.drawing(size).lower(jax.random.key(0)).compile()))
+            reference, needed, reason = compiling.result()
+            truth, truth_on, slices = planning.result()
+            draw = drawing.result()
         if reference is None:
             reason = f"the reference (XLA's program, the baseline) does not fit the chip at " \
                      f"size {size!r}: it {reason}; the kernel is judged but not timed"
-        truth, truth_on, slices = _truth_plan(task, size, available)
-        # compiled ahead of time: the owner's periodic jax.clear_caches() cannot drop it, so a
-        # task's inputs are compiled for once per owner (seconds on a chip at full size)
-        draw = task.drawing(size).lower(jax.random.key(0)).compile()
         fit = Fit(reference, needed, available, reason, truth_on, draw, truth, slices)
         with _LOCK:
             _KEPT[key] = fit

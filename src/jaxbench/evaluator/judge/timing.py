@@ -216,6 +216,17 @@ class KnownReference(TypedDict):
     wall: list[float]
 
 
+def timing_option_names() -> frozenset[str]:
+    """The options a caller may set in ``Settings.timing``: :func:`time_adaptive`'s tunables,
+    ``device_reps`` (0: the wall clock only) and ``reuse_reference`` (0: the reference is
+    timed beside every candidate)."""
+    import inspect
+
+    taken = {"reference", "candidate", "input_sets", "perf_counter", "known", "directory",
+             "profiler"}
+    return frozenset(inspect.signature(time_adaptive).parameters) - taken | {"reuse_reference"}
+
+
 def time_adaptive(
     reference: Callable[..., Any],
     candidate: Callable[..., Any],

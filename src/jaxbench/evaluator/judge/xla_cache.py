@@ -26,8 +26,9 @@ import contextlib
 import os
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 ENV = "JAXBENCH_XLA_CACHE"
 OFF = frozenset({"0", "off", "no", "none", "false"})
@@ -36,6 +37,7 @@ _LOCK = threading.Lock()
 _STATE: dict[str, str | None] = {"dir": None, "why": None}
 _LOCAL = threading.local()
 _LISTENING = [False]
+T = TypeVar("T")
 
 
 def directory() -> Path | None:
@@ -136,8 +138,33 @@ def task_side(on: bool = True) -> Iterator[None]:
         return
     from jax._src import config
 
-    with config.persistent_cache_min_compile_time_secs(0.0):
-        yield
+    outer = getattr(_LOCAL, "task_side", False)
+    _LOCAL.task_side = True
+    try:
+        with config.persistent_cache_min_compile_time_secs(0.0):
+            yield
+    finally:
+        _LOCAL.task_side = outer
+
+
+def carried(fn: Callable[[], T]) -> Callable[[], T]:
+    """``fn`` for another thread, with this thread's setting and counts: its compiles there are
+    written (inside :func:`task_side` here) and counted (inside :func:`counting` here) as if
+    they ran here. The judge compiles a task's programs side by side this way."""
+    side = bool(getattr(_LOCAL, "task_side", False))
+    counts = getattr(_LOCAL, "counts", None)
+
+    def run() -> T:
+        with task_side(side), counting() as mine:
+            try:
+                return fn()
+            finally:
+                if counts is not None:
+                    with _LOCK:
+                        counts["hits"] += mine["hits"]
+                        counts["misses"] += mine["misses"]
+
+    return run
 
 
 @contextlib.contextmanager
@@ -155,5 +182,5 @@ def counting() -> Iterator[dict[str, int]]:
             outer["misses"] += counts["misses"]
 
 
-__all__ = ["ENV", "counting", "describe", "directory", "enable", "prepare", "task_side",
+__all__ = ["ENV", "carried", "counting", "describe", "directory", "enable", "prepare", "task_side",
            "why_not"]
