@@ -107,6 +107,25 @@ optimize_run() {
 }
 log="$OUT/tpu_check.log"
 say() { echo "tpu_check: $*" | tee -a "$log"; }
+# The host's memory, every 2 s while the steps run (OUT_DIR/memory.log: MemAvailable and the
+# largest processes); below MEM_FLOOR_MB (default 3072) available, it stops jaxbench's
+# processes (SIGINT, then SIGKILL), so the call returns with its logs and the run resumes later.
+watch_memory() {
+  while sleep 2; do
+    local avail
+    avail=$(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
+    { echo "$(date -u +%T) available ${avail} MB"
+      ps -eo rss=,args= --sort=-rss | head -n 4 | awk '{printf "  %6d MB %s\n", $1 / 1024, substr($0, index($0, $2), 100)}'
+    } >>"$OUT/memory.log"
+    if [ "$avail" -lt "${MEM_FLOOR_MB:-3072}" ]; then
+      say "memory: ${avail} MB available, below ${MEM_FLOOR_MB:-3072} MB: stopping jaxbench's processes"
+      pkill -INT -f "jaxbench[.]cli"; sleep 5; pkill -KILL -f "^[^ ]*python"
+    fi
+  done
+}
+watch_memory &
+watcher=$!
+trap 'kill $watcher 2>/dev/null' EXIT
 started=$(date +%s)
 for step in $STEPS; do
   t0=$(date +%s)
