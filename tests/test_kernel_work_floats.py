@@ -146,7 +146,7 @@ def _outside_rule(report, task_flops, fraction, kernels, work, elements):
 def judged(monkeypatch):
     monkeypatch.setattr(runner, "_structure", lambda target, platform: object())
     monkeypatch.setattr(rules, "check_target", _outside_rule)
-    monkeypatch.setattr(runner, "_trial_inputs", lambda judging: _trial())
+    monkeypatch.setattr(runner, "_trial_inputs", lambda judging, floats=False: _trial())
 
     def judge(fn, mode, on_chip=None, between=lambda: None):
         """The structure rules, ``between()``, then in device mode the count on the chip's
@@ -238,3 +238,32 @@ def _copy_routed(table, x):
         out_specs=pl.BlockSpec((BM, N), lambda i, t: (i, 0)))
     return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((M, N), jnp.float32),
                           grid_spec=spec)(table, x)
+
+
+def test_device_mode_draws_only_the_integer_inputs_on_the_host(tmp_path):
+    """On a device the host's count reads integers only, so the host draws only the integer
+    and boolean inputs of the first trial (the same values the whole draw gives), the floats
+    None; the floats too only when asked (the check whether the chip's floats are worth
+    asking). A full-size float input drawn for nothing cost gigabytes per request."""
+    import numpy as np
+
+    from jaxbench.contract import JudgeRequest
+
+    key = [7, 11]
+    request = JudgeRequest(dir=str(tmp_path), task="13p_cross_entropy", size="small",
+                           platform="cpu", target="tpu", mode="device", trial_keys=[key],
+                           recheck_keys=[], xla_cache=False)
+    judging = runner._Judging(request, lambda kind: None)
+    whole = [np.asarray(x) for x in runner._inputs(judging.task, key, "small")]
+    ints = runner._trial_inputs(judging)
+    import jax.numpy as jnp
+
+    floating = [jnp.issubdtype(x.dtype, jnp.floating) for x in whole]
+    assert any(floating) and not all(floating), [x.dtype for x in whole]
+    for got, want, is_float in zip(ints, whole, floating, strict=True):
+        if not is_float:
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert got is None
+    for got, want in zip(runner._trial_inputs(judging, floats=True), whole, strict=True):
+        np.testing.assert_array_equal(got, want)

@@ -169,7 +169,7 @@ class Task:
         self.unrepaired_reference = unrepaired_reference
         self.description = description
         self.folder: Path | None = None  # set by the registry
-        self._draw_jit: dict[str, Callable[[jax.Array], tuple]] = {}
+        self._draw_jit: dict[Any, Callable[[jax.Array], tuple]] = {}
 
     def __repr__(self) -> str:
         return f"Task({self.id!r})"
@@ -204,6 +204,20 @@ class Task:
 
             self._draw_jit[size] = jax.jit(draw)
         return self._draw_jit[size]
+
+    def drawing_of(self, size: str, indices: tuple[int, ...]) -> Callable[[jax.Array], tuple]:
+        """The program that draws only the inputs at ``indices`` of ``size``: the same values
+        as :meth:`drawing`'s from the same key (the same program, its other outputs left out,
+        so XLA does none of their work and holds none of their memory)."""
+        if (size, indices) not in self._draw_jit:
+            whole = self.drawing(size)
+
+            def draw(k: jax.Array) -> tuple:
+                drawn = whole(k)
+                return tuple(drawn[i] for i in indices)
+
+            self._draw_jit[(size, indices)] = jax.jit(draw)
+        return self._draw_jit[(size, indices)]
 
     def output_shapes(self, size: str = "small") -> Any:
         """The reference's output ``ShapeDtypeStruct`` pytree (no computation)."""

@@ -26,6 +26,7 @@ import dataclasses
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -420,6 +421,11 @@ def _task_side(judging: _Judging) -> Any:
                 judging.cache_counts[name] += counts[name]
 
 
+# A chip's owner serves several requests at once; a whole full-size draw on the host can take
+# gigabytes (13p_cross_entropy's: 9.4 GiB at its peak), so only one request does it at a time.
+_HOST_FLOATS = threading.Lock()
+
+
 def _structure_rules(judging: _Judging, target: Any) -> dict[str, Any]:
     """The structure rules on the target module with the kernels' own work, counted on the
     first trial's data where a kernel's integer operands depend on it (:func:`_kernel_work`):
@@ -445,7 +451,9 @@ def _structure_rules(judging: _Judging, target: Any) -> dict[str, Any]:
     except StageFailure as failure:
         if known is not None and failure.rule in (Rule.OUTSIDE_FLOPS, Rule.OUTSIDE_BYTES) \
                 and judging.mode != "interpret":
-            figures = _on_host_floats(judging, known, report, check)
+            with _HOST_FLOATS:  # one request at a time draws whole inputs on the host
+                figures = _on_host_floats(judging, _trial_inputs(judging, floats=True),
+                                          report, check)
             if figures is not None:  # the floats would lift it: the chip's decide (trials())
                 judging.on_chip_floats = (report, check)
                 figures["kernel_work_counted_on"] = PENDING_ON_CHIP
@@ -540,24 +548,33 @@ def _kernel_work(judging: _Judging) -> tuple[list[Any] | None, Any]:
                            f"kernels' own work, so the outside-work rules cannot be applied: "
                            f"{short_error(exc, 300)}", rule=Rule.KERNEL_WORK_FAULT) from None
 
-def _trial_inputs(judging: _Judging) -> list[Any]:
+def _trial_inputs(judging: _Judging, floats: bool = False) -> list[Any]:
     """The first trial's inputs on the host. In interpret mode they are the first trial's
-    own, kept for it; on a device the same key draws the same values on the host's CPU
-    (the counter reads integers and computes on the host, never on the chip)."""
+    own, kept for it. On a device the same key draws the same values on the host's CPU (the
+    counter reads integers and computes on the host, never on the chip): only the integer and
+    boolean inputs, the others None (unknown), unless ``floats``. The host count without
+    floats never reads a float, and a full-size float input drawn on the host for nothing
+    cost gigabytes of the host's memory per request (a v5e host ran out with three
+    cross-entropy candidates beside each other)."""
     import jax
     import numpy as np
 
     if judging.mode == "interpret":
         judging.first = judging.first if judging.first is not None else judging.draw(
             judging.request.trial_keys[0])
-        inputs = judging.first
-    else:
-        t0 = _perf_counter()
-        with jax.default_device(jax.devices("cpu")[0]):
-            inputs = jax.block_until_ready(_inputs(judging.task, judging.request.trial_keys[0],
-                                                   judging.size))
-        judging.span("inputs", t0)
-    return [np.asarray(x) for x in inputs]
+        return [np.asarray(x) for x in judging.first]
+    specs = judging.task.input_specs(judging.size)
+    wanted = tuple(i for i, spec in enumerate(specs)
+                   if floats or np.dtype(spec.dtype).kind in "biu")
+    key = jax.random.wrap_key_data(np.asarray(judging.request.trial_keys[0], np.uint32))
+    t0 = _perf_counter()
+    with jax.default_device(jax.devices("cpu")[0]):
+        drawn = jax.block_until_ready(judging.task.drawing_of(judging.size, wanted)(key))
+    judging.span("inputs", t0)
+    inputs: list[Any] = [None] * len(specs)
+    for i, value in zip(wanted, drawn, strict=True):
+        inputs[i] = np.asarray(value)
+    return inputs
 
 
 def _compile_kernel(judging: _Judging) -> None:
