@@ -1,0 +1,58 @@
+"""Seed kernel for 36k_matmul_sigmoid_sum on TPU: tiled matmul, sigmoid and row sum fused.
+
+Grid (M/bm, N/bn, K/bk) with N and K sequential ("arbitrary"): a float32 VMEM tile
+accumulator fills over K; at the last K step the tile gets the bias and sigmoid and its
+row sums are added to a (bm, 1) float32 scratch that lives across the N axis. The (bm, 1)
+output block stays resident over N and K and is written once, after the last N tile.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+TARGET = "tpu"
+
+
+def _kernel(x_ref, w_ref, b_ref, o_ref, acc_ref, sum_ref):
+    j, k = pl.program_id(1), pl.program_id(2)
+    last_j, last_k = pl.num_programs(1) - 1, pl.num_programs(2) - 1
+
+    @pl.when((j == 0) & (k == 0))
+    def _init_sum():
+        sum_ref[...] = jnp.zeros_like(sum_ref)
+
+    @pl.when(k == 0)
+    def _init_acc():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(x_ref[...], w_ref[...], preferred_element_type=jnp.float32)
+
+    @pl.when(k == last_k)
+    def _tile_sum():
+        s = jax.nn.sigmoid(acc_ref[...] + b_ref[...].astype(jnp.float32))
+        sum_ref[...] += jnp.sum(s, axis=1, keepdims=True)
+
+    @pl.when((j == last_j) & (k == last_k))
+    def _store():
+        o_ref[...] = sum_ref[...].astype(o_ref.dtype)
+
+
+def kernel(x, weight, bias):
+    m, kd = x.shape
+    n = weight.shape[1]
+    bm, bn, bk = min(256, m), min(256, n), min(512, kd)
+    return pl.pallas_call(
+        _kernel,
+        out_shape=jax.ShapeDtypeStruct((m, 1), x.dtype),
+        grid=(m // bm, n // bn, kd // bk),
+        in_specs=[
+            pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+            pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+            pl.BlockSpec((1, bn), lambda i, j, kk: (0, j)),
+        ],
+        out_specs=pl.BlockSpec((bm, 1), lambda i, j, kk: (i, 0)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32), pltpu.VMEM((bm, 1), jnp.float32)],
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "arbitrary", "arbitrary")),
+    )(x, weight, bias.reshape(1, n))
