@@ -170,6 +170,7 @@ def test_tracers_and_runners_die_with_their_parent(tmp_path):
     code = ("import sys, time\n"
             "from jaxbench.evaluator import Evaluator\n"
             "ev = Evaluator(spares=1)\n"
+            "ev.pool.settle()\n"
             "print(ev.pool._spares.queue[0].proc.pid, ev.runners._idle.queue[0].proc.pid,"
             " flush=True)\n"
             f"ev.evaluate({str(endless)!r}, '8p_gemm', trials=1, timeout_s=120, "

@@ -208,6 +208,7 @@ try:
     if pool._zygote is None:
         print("no fork server", flush=True)
         sys.exit(0)
+    pool.settle()
     spare = pool._spares.queue[0]
     assert isinstance(spare.proc, _Forked)
     while not spare.read_handshake():

@@ -132,6 +132,7 @@ def test_worker_leaves_no_process_or_directory(tmp_path):
     with Evaluator(spares=1, work_dir=tmp_path) as ev:
         zygote = ev.pool._zygote
         servers = {zygote.proc.pid} if zygote is not None else set()
+        ev.pool.settle()  # the spare started beside the caller
         busy = ev.pool._spares.queue[0].proc.pid  # the tracer the next evaluation takes
         assert _tracers_once_started(tmp_path, servers, {busy: busy}) == {busy: busy}
         # endless while it is traced: the tracer is the process that times out
@@ -139,9 +140,11 @@ def test_worker_leaves_no_process_or_directory(tmp_path):
         result = ev.evaluate(endless, "8p_gemm", timeout_s=8, trials=1)
         assert result.status == "timeout" and result.message.endswith("tracer killed")
         assert _group_members(busy) == [], "the timed-out tracer outlived its verdict"
+        ev.pool.settle()
         spares = {w.proc.pid for w in list(ev.pool._spares.queue)}
         assert set(_tracers_once_started(tmp_path, servers, spares)) == spares and busy not in spares
         ev.evaluate(KERNELS / "wrong_shape.py", "8p_gemm", trials=1, tpu_interpret=False)
+        ev.pool.settle()
         spare_dirs = {w.dir for w in list(ev.pool._spares.queue)}
         assert set(tmp_path.iterdir()) == spare_dirs  # only the warm spare waits
         spares = {w.proc.pid for w in list(ev.pool._spares.queue)}

@@ -22,6 +22,7 @@ def _evaluate_seed(monkeypatch, fork_server: str) -> tuple[EvaluationResult, typ
     monkeypatch.setenv("JAXBENCH_FORK_SERVER", fork_server)
     path = get_task("12p_rmsnorm").kernel_files()[("seed", "tpu")]
     with Evaluator() as ev:
+        ev.pool.settle()
         kind = type(ev.pool._spares.queue[0].proc)
         return ev.evaluate(path, "12p_rmsnorm", target="tpu", trials=1), kind
 
@@ -41,6 +42,7 @@ def test_tracers_die_with_the_fork_server_and_the_pool_goes_on():
     try:
         if pool._zygote is None:
             pytest.skip("no fork server on this host")
+        pool.settle()
         spare = pool._spares.queue[0]
         assert isinstance(spare.proc, _Forked) and alive(spare.proc.pid)
         os.kill(pool._zygote.proc.pid, signal.SIGKILL)

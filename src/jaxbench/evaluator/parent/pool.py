@@ -21,6 +21,7 @@ the mounts hiding the host's shared directories) and records the result as
 from __future__ import annotations
 
 import array
+import contextlib
 import json
 import os
 import queue
@@ -594,24 +595,52 @@ class TracerPool:
                 self._zygote = self._spawner.submit(Zygote, self._env).result()
             except OSError:  # no Unix sockets here: each tracer starts as a command
                 self._zygote = None
+        # Spares start on the spawner's thread without holding up the caller: the first one
+        # waits for the fork server's preload (seconds), while the caller goes on (the trusted
+        # runner starts, the first candidate is checked) and takes it when it needs it.
         for _ in range(spares):
-            self._spares.put(self._spawn())
+            self._fill()
 
     def _spawn(self) -> _Tracer:
         return self._spawner.submit(_Tracer, self._env, self._root, self._zygote).result()
+
+    def _fill(self) -> None:
+        """Starts one spare on the spawner's thread, without waiting for it."""
+
+        def make() -> None:
+            tracer = _Tracer(self._env, self._root, self._zygote)
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._spares.put(tracer)
+            if closed:  # the pool closed while it started
+                tracer.kill()
+                tracer.cleanup()
+
+        self._spawner.submit(make)
+
+    def settle(self) -> None:
+        """Returns once every spare asked for so far has started (or failed to)."""
+        with contextlib.suppress(RuntimeError):  # the spawner is shut down: none will start
+            self._spawner.submit(lambda: None).result()
 
     def _take(self) -> _Tracer:
         try:
             tracer = self._spares.get_nowait()
         except queue.Empty:
-            tracer = self._spawn()
+            self.settle()  # a spare on its way is taken rather than another started
+            try:
+                tracer = self._spares.get_nowait()
+            except queue.Empty:
+                tracer = self._spawn()
         if tracer.proc.poll() is not None:  # a spare that died while waiting
             tracer.kill()
             tracer.cleanup()
             tracer = self._spawn()
         with self._lock:
-            if not self._closed and self._want > 0:
-                self._spares.put(self._spawn())
+            refill = not self._closed and self._want > 0
+        if refill:  # the next spare starts while this one works
+            self._fill()
         return tracer
 
     def run(self, job: dict[str, Any], timeout_s: float, memory_bytes: int | None, *,
@@ -672,6 +701,10 @@ class TracerPool:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+        self._spawner.shutdown(wait=False, cancel_futures=True)  # no spare starts after this
+        if self._zygote is not None:
+            self._zygote.close()  # (a spare starting now fails at once)
+        self._spawner.shutdown(wait=True)  # one that was starting has ended
         while True:
             try:
                 tracer = self._spares.get_nowait()
@@ -679,9 +712,6 @@ class TracerPool:
                 break
             tracer.kill()
             tracer.cleanup()
-        if self._zygote is not None:
-            self._zygote.close()
-        self._spawner.shutdown(wait=False)
 
     def __enter__(self) -> TracerPool:
         return self

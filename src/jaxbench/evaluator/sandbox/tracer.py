@@ -104,7 +104,10 @@ _PRELOADED_TREES = (("jax", ("_src", "tests", "test", "jax2tf", "collect_profile
                     ("jaxlib", ("tests",)), ("jaxlib.mlir", ()), ("jaxlib.mlir.dialects", ()),
                     # Pallas' own tree: its interpreters load lazily (a debug run uses them)
                     ("jax._src.pallas", ("tests",)),
-                    ("einops", ("tests",)),
+                    # (not einops' support for other frameworks: it imports them, torch alone
+                    # 1 s, and einops loads it only for their tensors, which no JAX kernel has)
+                    ("einops", ("tests", "_torch_specific", "torch", "tensorflow", "keras",
+                                "oneflow", "paddle")),
                     ("tokamax", ("tests", "test", "benchmarks", "bench")),
                     # Tokamax's validation and serialisation, loaded lazily when its ops run
                     ("pydantic", ("v1", "mypy", "tests")))
@@ -152,15 +155,21 @@ def _preload() -> list[str]:
 
     for name in (*sorted(ALLOWED_IMPORT_ROOTS - {"__future__"}), *_PRELOADED_NUMPY):
         load(name)
+    def walk(package: Any, skipped: tuple[str, ...]) -> None:
+        # pkgutil.walk_packages would import every package it meets, the left-out ones too
+        # (einops' tests import torch), so the tree is walked here, one level at a time
+        for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+            last = info.name.rpartition(".")[2]
+            if last in skipped or _a_test(last):
+                continue
+            module = load(info.name)
+            if info.ispkg and module is not None and hasattr(module, "__path__"):
+                walk(module, skipped)
+
     for root, skipped in _PRELOADED_TREES:
         package = load(root)
-        if package is None or not hasattr(package, "__path__"):
-            continue
-        for info in pkgutil.walk_packages(package.__path__, f"{root}.",
-                                          onerror=failed.append):
-            parts = info.name.split(".")
-            if not any(p in skipped or _a_test(p) for p in parts):
-                load(info.name)
+        if package is not None and hasattr(package, "__path__"):
+            walk(package, skipped)
     return failed
 
 
