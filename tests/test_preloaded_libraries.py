@@ -105,3 +105,12 @@ def test_a_librarys_test_module_is_not_preloaded(library_evaluator):
     source = "import tokamax.ops_test  # noqa: F401\n" + SEED.read_text()
     result = library_evaluator.evaluate(source, TASK, trials=1, tpu_interpret=False)
     assert (result.status, result.rule) == ("compile_error", "unavailable_import"), result.message
+
+
+def test_a_left_out_package_is_never_imported(library_evaluator):
+    """The walk never imports a package it leaves out (``pkgutil.walk_packages`` imported each
+    package it met, the left-out ones too: einops' tests imported torch into every fork
+    server), so a kernel cannot import it either."""
+    source = "import tokamax.tests  # noqa: F401\n" + SEED.read_text()
+    result = library_evaluator.evaluate(source, TASK, trials=1, tpu_interpret=False)
+    assert (result.status, result.rule) == ("compile_error", "unavailable_import"), result.message
