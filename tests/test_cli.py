@@ -79,6 +79,9 @@ def test_eval_exit_1_for_a_wrong_kernel():
     (["eval", SEED, "--task", "8p_gemm", "--timing", "reps=3"], "NAME one of budget_s"),
     (["run", "--kernels", "seed", "--timing", "min_reps"], "give NAME=VALUE"),
     (["run", "--kernels", "seed", "--timing", "min_reps=many"], "'many' is not a number"),
+    (["run", "--kernels", "seed", "--timing", "max_reps=0"], "a whole number >= 1"),
+    (["run", "--kernels", "seed", "--timing", "min_reps=2.5"], "a whole number >= 1"),
+    (["eval", SEED, "--task", "8p_gemm", "--timing", "budget_s=-1"], "budget_s must be >= 0"),
 ])
 def test_usage_errors_are_one_line_with_exit_2(args, words):
     out = jaxbench(*args)

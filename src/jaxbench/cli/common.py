@@ -130,6 +130,12 @@ def timing_option(command: F) -> F:
                 out[name] = int(number) if number.strip().lstrip("-").isdigit() else float(number)
             except ValueError:
                 raise click.BadParameter(f"{value!r}: {number!r} is not a number") from None
+            # a count of calls is a whole number, at least one (device_reps: 0 is the wall
+            # clock alone); nothing is negative
+            counted = name.endswith("reps") and name != "device_reps"
+            if out[name] < (1 if counted else 0) or (counted and not isinstance(out[name], int)):
+                raise click.BadParameter(f"{value!r}: {name} must be "
+                                         f"{'a whole number >= 1' if counted else '>= 0'}")
         return out
 
     return click.option(
