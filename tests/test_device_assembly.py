@@ -246,6 +246,7 @@ def test_a_reference_that_does_not_fit_leaves_a_correct_kernel_correct_untimed(d
     result = _evaluate(device_evaluator, monkeypatch, None, fits=fits)
     assert result.status == "correct"
     assert result.speedup is None and result.t_ref_ms is None
+    assert result.timing_method is None  # nothing was timed, by any method
     assert result.message == reason and result.fits == fits
     # the owner's own spans are the result's, beside the parent's
     assert result.spans["kernel_compile"] == 0.5 and result.spans["truth"] == 0.1

@@ -13,7 +13,6 @@ from jaxbench.contract import Stage, Status, source_sha256
 from jaxbench.contract.result import EvaluationResult
 from jaxbench.evaluator.parent.case import Case
 from jaxbench.evaluator.parent.chip_checks import lowering_fidelity
-from jaxbench.evaluator.parent.figures import WALL
 from jaxbench.evaluator.parent.reports import Compared, Spans, Walk
 from jaxbench.evaluator.parent.static import parses
 from jaxbench.evaluator.parent.untrusted import printable_result
@@ -52,7 +51,7 @@ def assemble(case: Case, walk: Walk, verdict: Verdict, spans: Spans) -> Evaluati
         isolation=traced.isolation if traced else None,
         sealed=traced.sealed if traced else None,
         kernel_backend=chip.kernel_backend if chip else None,
-        timing_method=figures.get("timing_method") or (WALL if case.mode == "device" else None),
+        timing_method=figures.get("timing_method"),  # None where nothing was timed
         chip=case.chip,
         lowering_fidelity=(chip.lowering_fidelity if chip else None) or lowering_fidelity(
             case.target, case.mode, case.chip),
