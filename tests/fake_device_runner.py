@@ -1,6 +1,7 @@
 """A stand-in for the trusted runner on a device, for tests/test_device_lease.py.
 
-It speaks the runner's protocol (``ready``, one JSON request per line, lease lines
+It speaks the runner's protocol (with ``--probe`` a probe line first, as the first owner;
+``ready``, one JSON request per line, lease lines
 answered ``go``) and pretends to use one device: each request "compiles" for
 ``compile_s``, asks for the exclusive lease, "times" for ``time_s``, asks for the shared
 lease back and "rechecks" for ``recheck_s``. Every use of the device is appended to the
@@ -35,6 +36,13 @@ def lease(request: dict, kind: str) -> None:
 
 
 def main() -> None:
+    if "--probe" in sys.argv[1:]:  # started as the first owner: the probe's line first
+        print("probe " + json.dumps({"platform": os.environ.get("FAKE_PLATFORM", "tpu"),
+                                     "device_kind": "TPU v5 lite",
+                                     "count": int(os.environ.get("FAKE_CHIPS", "1")),
+                                     "memory_bytes": None}), flush=True)
+        if os.environ.get("FAKE_PLATFORM") == "cpu":
+            return
     print("ready", flush=True)
     for line in sys.stdin:
         request = json.loads(line)

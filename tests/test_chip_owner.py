@@ -222,6 +222,84 @@ def test_the_probe_reads_what_a_chip_process_says(tmp_path, monkeypatch):
         host.probe(env=dict(os.environ))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie is gone as far as the chip goes
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_the_first_owner_answers_the_probe_and_serves_the_first_request(tmp_path, monkeypatch,
+                                                                         depth):
+    """The probe is answered by the chip's first owner, which keeps the chip: the owners of a
+    one-chip host take that very process (the chip is opened once per command)."""
+    from jaxbench.evaluator.parent import first_owner
+
+    monkeypatch.setenv("FAKE_DEVICE_LOG", str(tmp_path / "device.log"))
+    env = dict(os.environ)
+    found = host.probe(ask=lambda: first_owner.ask(depth, command=FAKE, env=env))
+    assert found == host.Attached("tpu", "TPU v5 lite", 1, None)
+    assert first_owner.holding()
+    held = first_owner._HELD["runner"].proc.pid
+    owners = ChipOwners(found.count, command=FAKE, env=env, depth=depth, adopt=first_owner.take)
+    try:
+        assert not first_owner.holding()
+        owners.prestart()  # starts nothing: chip 0 has its owner
+        assert owners._owners[0].runner.proc.pid == held
+        if depth > 1:  # the kind taken is the kind the owners start (the fake speaks depth 1)
+            assert type(owners._owners[0].runner).__name__ == "SharedRunner"
+            return
+        outcome = owners.run({"name": "a", "pid": True}, 30)
+    finally:
+        owners.close()
+    assert outcome.response and outcome.response["pid"] == held, outcome.log_tail
+
+
+def test_a_first_owner_started_otherwise_or_on_several_chips_is_stopped(tmp_path, monkeypatch):
+    """Another environment (or command) than the owners' own, or a host of several chips (it
+    opened all of them; each owner must see one): the first owner is stopped, not taken, and
+    the owners start their own."""
+    from jaxbench.evaluator.parent import first_owner
+
+    monkeypatch.setenv("FAKE_DEVICE_LOG", str(tmp_path / "device.log"))
+    env = dict(os.environ)
+    assert first_owner.ask(2, command=FAKE, env={**env, "FAKE_CHIPS": "2"})["count"] == 2
+    pid = first_owner._HELD["runner"].proc.pid
+    owners = ChipOwners(2, command=FAKE, env=env, depth=2, adopt=first_owner.take)
+    try:
+        owners.prestart()
+        assert pid not in {o.runner.proc.pid for o in owners._owners}
+    finally:
+        owners.close()
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid) and not first_owner.holding()
+    first_owner.ask(1, command=FAKE, env=env)
+    other = first_owner._HELD["runner"].proc.pid
+    assert first_owner.take({**env, "ANOTHER": "1"}, first_owner.Runner, FAKE) is None
+    assert not first_owner.holding()
+    while _alive(other) and time.monotonic() < deadline + 10:
+        time.sleep(0.05)
+    assert not _alive(other)
+
+
+def test_a_first_owner_that_finds_no_accelerator_is_not_kept(monkeypatch, tmp_path):
+    from jaxbench.evaluator.parent import first_owner
+
+    monkeypatch.setenv("FAKE_DEVICE_LOG", str(tmp_path / "device.log"))
+    said = first_owner.ask(1, command=FAKE, env={**os.environ, "FAKE_PLATFORM": "cpu"})
+    assert said["platform"] == "cpu" and not first_owner.holding()
+    broken = first_owner.ask(1, command=(sys.executable, "-c", "import sys; "
+                                         "sys.stderr.write('no libtpu here'); sys.exit(1)"))
+    assert "no libtpu here" in broken["error"] and not first_owner.holding()
+    with pytest.raises(RuntimeError, match="probe failed: .*no libtpu here"):
+        host.probe(ask=lambda: broken)
+
+
 def test_spans_of_an_interpret_evaluation_add_up_to_its_wall():
     from jaxbench.evaluator import evaluate
 

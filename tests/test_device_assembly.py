@@ -57,6 +57,9 @@ class FakeDeviceRunners:
     def prestart(self):
         self.prestarted = True
 
+    def prepare(self, payload, timeout_s):
+        self.prepared = payload  # the task's programs, asked for before the tracer's work
+
     def _use(self, phase, request):
         start = time.monotonic()
         time.sleep(self.hold_s)
@@ -136,6 +139,8 @@ def _evaluate(ev, monkeypatch, timing, fits=None, verdicts=None):
     assert len(fake.requests) == 1 and fake.requests[0]["mode"] == "device"
     assert len(fake.requests[0]["timing_keys"]) >= 2  # the parent asked for rotated input sets
     assert getattr(fake, "prestarted", False)  # the owner was started before the tracer's work
+    assert fake.prepared == {"op": "prepare", "task": TASK, "task_file": None, "size": "small",
+                             "xla_cache": True}  # and asked to compile the task's programs
     return result
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
+
+import pytest
 
 from jaxbench.evaluator.parent.judge_client import ChipOwners
 
@@ -100,3 +103,55 @@ def test_a_request_killed_for_anothers_timeout_is_sent_again(tmp_path, monkeypat
         outcomes["ok"].log_tail
     # its first owner was killed mid-compile (no line logged); the fresh one judged it
     assert [r[0] for r in _rows(log) if r[3] == "ok"] == ["compile", "chip"]
+
+
+PREPARING_OWNER = '''
+import sys
+from jaxbench.contract import JudgeResponse
+from jaxbench.evaluator.judge import fitting, runner
+
+def answer(request, lease):  # what the owner had compiled for the chip when the request came
+    return JudgeResponse(message=repr(sorted(size for _, size in fitting._KEPT)))
+
+runner._answer = answer
+print("ready", flush=True)
+runner.serve(sys.stdout)
+'''
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_the_owner_compiles_a_tasks_programs_when_asked_to_prepare(depth):
+    """``prepare`` (sent when the case is known, before the candidate is traced): the owner
+    compiles the task's reference, truth and drawing for its chip and keeps them for the
+    request that follows; a task it cannot load is said, not fatal to the owner."""
+    owners = ChipOwners(chips=1, command=(sys.executable, "-c", PREPARING_OWNER),
+                        env=dict(os.environ), depth=depth)
+    try:
+        prepared = owners.run({"op": "prepare", "task": "12p_rmsnorm", "size": "small",
+                               "xla_cache": False}, 300).response
+        after = owners.run({"name": "a"}, 60).response
+        unknown = owners.run({"op": "prepare", "task": "no_such_task", "size": "small"},
+                             60).response
+        still = owners.run({"name": "b"}, 60).response
+    finally:
+        owners.close()
+    assert prepared["status"] == "ran" and prepared["seconds"] > 0 and "error" not in prepared
+    assert prepared["misses"] == 0 and prepared["hits"] == 0  # the cache was not asked for
+    assert after["message"] == "['small']"  # kept for the request that follows
+    assert "no_such_task" in unknown["error"] and still["message"] == "['small']"
+
+
+def test_a_task_and_size_is_prepared_once(monkeypatch):
+    owners = ChipOwners(chips=1, command=(sys.executable, "-c", "pass"), env=dict(os.environ))
+    sent: list = []
+    monkeypatch.setattr(owners, "run", lambda payload, timeout_s: sent.append(payload))
+    try:
+        for size in ("small", "small", "full"):
+            owners.prepare({"op": "prepare", "task": "12p_rmsnorm", "size": size}, 60)
+        deadline = time.monotonic() + 10
+        while len(sent) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+    finally:
+        owners.close()
+    assert sorted(p["size"] for p in sent) == ["full", "small"]

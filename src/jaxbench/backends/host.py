@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypedDict
@@ -143,27 +144,51 @@ def accelerator_installed() -> bool:
     return any(n.startswith(("libtpu", "jax-cuda", "jax-rocm")) for n in names)
 
 
-def probe(env: dict[str, str] | None = None, timeout_s: float = PROBE_TIMEOUT_S) -> Attached | None:
-    """Runs the short-lived probe: the accelerator it sees, or None (only the CPU). A chip that
-    another process holds raises RuntimeError naming it."""
-    env = owner_env(dict(os.environ) if env is None else env)
+def _run_probe(env: dict[str, str], timeout_s: float) -> dict[str, Any]:
+    """The short-lived probe's one line (backends/chip_probe.py), or ``{"error": ...}``."""
+    try:
+        out = subprocess.run([sys.executable, _PROBE], capture_output=True, text=True, env=env,
+                             timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the accelerator probe did not answer within {timeout_s:g} s") \
+            from None
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    return json.loads(lines[-1]) if lines else {"error": out.stderr[-600:]}
+
+
+# Who answers this process's probe instead of a short-lived process (:func:`probe_with`).
+_ASK: list[Callable[[], dict[str, Any]] | None] = [None]
+
+
+def probe_with(ask: Callable[[], dict[str, Any]] | None) -> None:
+    """Makes ``ask()`` answer this process's probe (:func:`attached`) with the probe's line:
+    the evaluator's first owner, a device owner that says what it opened and keeps the chip
+    (:mod:`jaxbench.evaluator.parent.first_owner`), so that a command opens the chip once.
+    None: the short-lived probe again."""
+    _ASK[0] = ask
+
+
+def probe(env: dict[str, str] | None = None, timeout_s: float = PROBE_TIMEOUT_S,
+          ask: Callable[[], dict[str, Any]] | None = None) -> Attached | None:
+    """The accelerator a probe sees, or None (only the CPU): the short-lived probe with
+    ``env`` (default: the owner's), or ``ask``. A chip that another process holds raises
+    RuntimeError naming it."""
+    if ask is None:
+        probe_env = owner_env(dict(os.environ) if env is None else env)
+
+        def ask() -> dict[str, Any]:
+            return _run_probe(probe_env, timeout_s)
+
     last = ""
     for attempt in range(3):  # a chip released a moment ago can refuse a new process
-        try:
-            out = subprocess.run([sys.executable, _PROBE], capture_output=True, text=True,
-                                 env=env, timeout=timeout_s, check=False)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"the accelerator probe did not answer within {timeout_s:g} s") \
-                from None
-        lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-        said = json.loads(lines[-1]) if lines else {"error": out.stderr[-600:]}
+        said = ask()
         if "error" not in said:
             if said["platform"] == "cpu":
                 return None
             platform = "gpu" if said["platform"] in ("gpu", "cuda", "rocm") else said["platform"]
             return Attached(platform, said["device_kind"], int(said["count"]),
                             said.get("memory_bytes"))
-        last = said["error"]
+        last = str(said["error"])
         if not any(m in last for m in CHIP_BUSY) or attempt == 2:
             break
         time.sleep(5)
@@ -180,7 +205,7 @@ def attached() -> Attached | None:
     by another process) raises RuntimeError with the reason."""
     if not accelerator_installed():
         return None
-    return probe()
+    return probe(ask=_ASK[0])
 
 
 class Versions(TypedDict, total=False):
@@ -220,5 +245,6 @@ def versions() -> Versions:
 
 __all__ = ["ACCELERATOR_PLATFORMS", "CHIP_BUSY", "Attached", "Versions", "accelerator_installed",
            "attached", "cpu_device",
-           "holds_accelerator", "keep_off_accelerators", "owner_env", "probe", "user_platforms",
+           "holds_accelerator", "keep_off_accelerators", "owner_env", "probe", "probe_with",
+           "user_platforms",
            "versions"]

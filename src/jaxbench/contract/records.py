@@ -129,6 +129,11 @@ class StageDetails(TypedDict, total=False):
     misses: int  # ... and compiled (then written to it)
     interpret_export_error: str  # the judge's lowering: why no interpret-mode module exists
     gpu_race_rule: str  # the judge's trials: the GPU race rule, decided on their inputs
+    # device mode (``task_programs``): the seconds the owner took to compile the task's
+    # reference, truth and input drawing for its chip, when it compiled them
+    reference_s: float
+    truth_s: float
+    drawing_s: float
 
 
 class DeviceSamples(TypedDict, total=False):

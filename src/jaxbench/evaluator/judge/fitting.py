@@ -15,11 +15,14 @@ Each (task, size) is compiled once per owner and kept: the owner stays warm acro
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +30,8 @@ import numpy as np
 
 from jaxbench.evaluator.judge import xla_cache
 from jaxbench.tasks.spec import Task, upcast
+
+T = TypeVar("T")
 
 HEADROOM = 0.92  # of the chip's memory: the kernel's module and the timing's inputs need room
 _GIB = re.compile(r"\(([\d.]+)([KMGT])\) exceeds available [A-Z]+ \(([\d.]+)([KMGT])\)")
@@ -113,6 +118,8 @@ class Fit:
     # the reference's timing samples on this chip, kept for later candidates (timing.py,
     # time_adaptive: reused where the verdict does not depend on them)
     reference_times: Any = None
+    # seconds each of the task's programs took to compile here (reference, truth, drawing)
+    compile_s: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def record(self) -> dict[str, bool | int | str | None]:
         return {"reference": self.reference is not None, "reference_bytes": self.reference_bytes,
@@ -193,20 +200,31 @@ def check(task: Task, size: str) -> Fit:
         # each on a chip at full size), each written to and counted in the compile cache as
         # if compiled here. The drawing is compiled ahead of time: the owner's periodic
         # jax.clear_caches() cannot drop it, so a task's inputs are compiled once per owner.
+        seconds: dict[str, float] = {}
+
+        def timed(name: str, fn: Callable[[], T]) -> Callable[[], T]:
+            def run() -> T:
+                t0 = time.perf_counter()
+                try:
+                    return fn()
+                finally:
+                    seconds[f"{name}_s"] = round(time.perf_counter() - t0, 4)
+            return xla_cache.carried(run)
+
         with ThreadPoolExecutor(3, thread_name_prefix="jaxbench-fit") as pool:
-            compiling = pool.submit(xla_cache.carried(lambda: _compile(
+            compiling = pool.submit(timed("reference", lambda: _compile(
                 task.reference, _specs(task.input_specs(size)), available)))
-            planning = pool.submit(xla_cache.carried(lambda: _truth_plan(task, size,
-                                                                         available)))
-            drawing = pool.submit(xla_cache.carried(
-                lambda: task.drawing(size).lower(jax.random.key(0)).compile()))
+            planning = pool.submit(timed("truth", lambda: _truth_plan(task, size, available)))
+            drawing = pool.submit(timed(
+                "drawing", lambda: task.drawing(size).lower(jax.random.key(0)).compile()))
             reference, needed, reason = compiling.result()
             truth, truth_on, slices = planning.result()
             draw = drawing.result()
         if reference is None:
             reason = f"the reference (XLA's program, the baseline) does not fit the chip at " \
                      f"size {size!r}: it {reason}; the kernel is judged but not timed"
-        fit = Fit(reference, needed, available, reason, truth_on, draw, truth, slices)
+        fit = Fit(reference, needed, available, reason, truth_on, draw, truth, slices,
+                  compile_s=seconds)
         with _LOCK:
             _KEPT[key] = fit
         return fit

@@ -286,6 +286,8 @@ class _Judging:
             self.fit = fitting.check(self.task, self.size)
         self.response.fits = self.fit.record()
         self.span("reference_compile", t0)
+        self.response.stages["task_programs"] = {  # their compiles: here, or when first kept
+            "seconds": round(_perf_counter() - t0, 4), **self.fit.compile_s}
         if self.cache_on:
             self.response.stages["compile_cache"] = {
                 "seconds": round(_perf_counter() - t0, 4), **self.cache_counts}
@@ -820,6 +822,30 @@ def _answer(request: dict[str, Any], lease: Callable[[str], None]) -> JudgeRespo
     return response
 
 
+PREPARE = "prepare"
+
+
+def _prepare(request: dict[str, Any]) -> dict[str, Any]:
+    """A chip owner's ``prepare`` op: compiles the task's own programs for the chip (the
+    reference, the float32 truth, the input drawing: :func:`jaxbench.evaluator.judge.fitting
+    .check`, kept for the owner's later requests) as soon as the parent knows the case, while
+    the candidate is still traced. What it compiled, or why it could not, is said but decides
+    nothing: the candidate's own request checks the fit again (kept, or compiled afresh)."""
+    from jaxbench.evaluator.judge import fitting, xla_cache
+    from jaxbench.tasks import load_task
+
+    t0 = _perf_counter()
+    try:
+        task = load_task(str(request["task"]), request.get("task_file"))
+        cache_on = bool(request.get("xla_cache")) and xla_cache.enable() is not None
+        with xla_cache.task_side(cache_on), xla_cache.counting() as counts:
+            fitting.check(task, str(request["size"]))
+    except Exception as exc:  # noqa: BLE001 - said, not raised: the request itself decides
+        return {"status": RAN, "op": PREPARE, "error": short_error(exc, 300),
+                "seconds": round(_perf_counter() - t0, 4)}
+    return {"status": RAN, "op": PREPARE, "seconds": round(_perf_counter() - t0, 4), **counts}
+
+
 def serve(reply: Any) -> None:
     """Answers requests until stdin closes (several at once where the environment says so:
     :func:`serve_concurrently`)."""
@@ -837,6 +863,10 @@ def serve(reply: Any) -> None:
         request = json.loads(line)
         if request.get("op") == "modules":  # what this process has loaded (for tests)
             reply.write(json.dumps({"status": RAN, "modules": sorted(sys.modules)}) + "\n")
+            reply.flush()
+            continue
+        if request.get("op") == PREPARE:
+            reply.write(json.dumps(_prepare(request)) + "\n")
             reply.flush()
             continue
         def lease(kind: str, request: dict[str, Any] = request) -> None:
@@ -892,6 +922,9 @@ def serve_concurrently(reply: Any, depth: int) -> None:
             # "exclusive" / "shared": the request already holds the chip alone (on_chip)
 
         try:
+            if request.get("op") == PREPARE:
+                send({**_prepare(request), "id": rid})
+                return
             response = _answer({**request, "lease": False}, lease)
             send({**response.to_dict(), "id": rid})
         finally:
@@ -952,6 +985,14 @@ def main() -> None:
     reply = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    if "--probe" in sys.argv[1:]:  # the first owner: the chip's probe, then its owner
+        from jaxbench.backends.chip_probe import seen
+
+        said = seen()  # opens the chip, once for the whole command
+        reply.write("probe " + json.dumps(said) + "\n")
+        reply.flush()
+        if "error" in said or said["platform"] == "cpu":  # nothing to own
+            return
     _warm_up()
     reply.write("ready " + json.dumps(_own_device()) + "\n")
     reply.flush()

@@ -16,17 +16,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from jaxbench.backends.host import attached, keep_off_accelerators
+from jaxbench.backends.host import attached, keep_off_accelerators, probe_with
 from jaxbench.contract import EvaluationResult, Settings
 from jaxbench.evaluator.common.lease import OWNER_DEPTH
 from jaxbench.evaluator.common.procs import kill_children, make_non_dumpable
+from jaxbench.evaluator.parent import first_owner
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
 from jaxbench.evaluator.parent.compare import GroundTruth
 from jaxbench.evaluator.parent.evaluation import SPEEDUP_REVIEW_THRESHOLD, Evaluation, Means
 from jaxbench.evaluator.parent.judge_client import ChipOwners, RunnerOutcome, RunnerPool
 from jaxbench.evaluator.parent.pool import TracerPool
-from jaxbench.tasks import get_task
+from jaxbench.tasks import get_task, task_file_of
 
 __all__ = ["INTERPRET_RESIDUAL_RISK", "SPEEDUP_REVIEW_THRESHOLD", "Evaluator", "evaluate",
            "kill_children", "lowering_fidelity", "read_source"]
@@ -58,6 +59,12 @@ def read_source(source_or_path: str | os.PathLike[str]) -> tuple[str, str]:
     return str(source_or_path), "<kernel>"
 
 
+def owner_depth() -> int:
+    """Requests a chip's owner takes at once: their compiles run beside the chip, which serves
+    one at a time (judge/runner.py, ``serve_concurrently``)."""
+    return max(1, int(os.environ.get(OWNER_DEPTH, "") or DEFAULT_OWNER_DEPTH))
+
+
 class Evaluator:
     """Evaluates candidates with warm untrusted tracers, warm trusted runners and one
     ground-truth cache.
@@ -79,6 +86,9 @@ class Evaluator:
     def __init__(self, secret: bytes | None = None, spares: int = 1,
                  work_dir: str | os.PathLike[str] | None = None) -> None:
         keep_off_accelerators()  # this process and its children see only the CPU
+        # the probe (which chip, how many) is answered by the chip's first owner, which keeps
+        # the chip: a command opens it once (parent/first_owner.py)
+        probe_with(lambda: first_owner.ask(owner_depth()))
         make_non_dumpable()  # the secret and the trial keys live here: no ptrace, no /proc reads
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.pool = TracerPool(spares=spares, root=work_dir)
@@ -97,11 +107,8 @@ class Evaluator:
         with self._owners_lock:
             if self._owners is None:
                 found = attached()
-                # each owner takes OWNER_DEPTH requests at once: their compiles run beside
-                # the chip, which serves one at a time (judge/runner.py, serve_concurrently)
-                depth = int(os.environ.get(OWNER_DEPTH, "") or DEFAULT_OWNER_DEPTH)
                 self._owners = ChipOwners(found.count if found is not None else 1,
-                                          depth=depth)
+                                          depth=owner_depth(), adopt=first_owner.take)
             return self._owners
 
     def pool_for(self, debug: bool) -> TracerPool:
@@ -118,6 +125,7 @@ class Evaluator:
         with self._owners_lock:
             if self._owners is not None:
                 self._owners.close()
+        first_owner.release()  # started as the probe and never needed
 
     def close(self) -> None:
         self.pool.close()
@@ -179,8 +187,11 @@ class Evaluator:
         return self._evaluate(*read_source(source_or_path), case)
 
     def _evaluate(self, source: str, filename: str, case: Case) -> EvaluationResult:
-        if case.mode == "device":  # the chip's owner starts while the candidate is traced
-            self.owners.prestart()
+        if case.mode == "device":  # the chip's owner starts while the candidate is traced,
+            self.owners.prestart()  # and compiles the task's programs for the chip meanwhile
+            self.owners.prepare({"op": "prepare", "task": case.task.id,
+                                 "task_file": task_file_of(case.task.id), "size": case.size,
+                                 "xla_cache": case.settings.xla_cache}, case.timeout_s)
         means = Means(tracers=self.pool_for, judge=self.run_judge, prestart=self.runners.prestart,
                       prefetch=self.prefetch_truth, secret=self.secret, truth=self.truth)
         return Evaluation(means, case, source, filename).run()

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,14 @@ class Runner:
                     return None, "eof"
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
+        return line, ""
+
+    def first_line(self, timeout_s: float) -> tuple[bytes | None, str]:
+        """The runner's first line (a first owner's probe line, before its ready line); or None
+        and why, from its log, after which it is killed."""
+        line, why = self._read_line(time.monotonic() + timeout_s, None)
+        if line is None:
+            return None, (self._failed(why).log_tail.strip() or why)
         return line, ""
 
     def request(self, payload: dict[str, Any], timeout_s: float,
@@ -212,6 +221,14 @@ class SharedRunner(Runner):
             self._dead = True
             for waiting in self._answers.values():
                 waiting.put(None)
+
+    def first_line(self, timeout_s: float) -> tuple[bytes | None, str]:
+        """The runner's first line (a first owner's probe line, before its ready line); or None
+        and why, from its log, after which it is killed."""
+        line, why = self._read_line(time.monotonic() + timeout_s, None)
+        if line is None:
+            return None, (self._failed(why).log_tail.strip() or why)
+        return line, ""
 
     def request(self, payload: dict[str, Any], timeout_s: float,
                 memory_bytes: int | None, lease: DeviceLease | None = None) -> RunnerOutcome:
@@ -340,21 +357,23 @@ class ChipOwners:
     BUSY_PAUSE_S = 5.0
 
     def __init__(self, chips: int = 1, command: tuple[str, ...] = RUNNER_COMMAND,
-                 env: dict[str, str] | None = None, depth: int = 1) -> None:
-        from jaxbench.backends.host import owner_env
-
-        base = runner_env(device_owner=True) if env is None else env
+                 env: dict[str, str] | None = None, depth: int = 1,
+                 adopt: Adopt | None = None) -> None:
         self._command = command
         self._free: queue.Queue[_Owner] = queue.Queue()
         self.depth = max(1, depth)
         self._owners = []
         for chip in range(max(chips, 1)):
-            owner = _Owner({**owner_env(base, chip, chips),
-                            **({OWNER_DEPTH: str(self.depth)} if self.depth > 1 else {})})
+            owner = _Owner(chip_owner_env(chip, chips, self.depth, env))
             self._owners.append(owner)
             self._free.put(owner)
+        if adopt is not None:  # the first owner, started as the probe, serves chip 0 of one
+            kind = SharedRunner if self.depth > 1 else Runner
+            self._owners[0].runner = adopt(self._owners[0].env if chips <= 1 else None, kind,
+                                           command)
         self._slots = threading.Condition()
         self._closed = False
+        self._prepared: set[tuple[Any, Any]] = set()
         self._lock = threading.Lock()
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jaxbench-owners")
 
@@ -369,6 +388,18 @@ class ChipOwners:
                 if owner.runner is None:
                     kind = SharedRunner if self.depth > 1 else Runner
                     owner.runner = self._spawner.submit(kind, owner.env, self._command).result()
+
+    def prepare(self, payload: dict[str, Any], timeout_s: float) -> None:
+        """Sends a ``prepare`` op (the runner's ``_prepare``: the task's programs compiled for
+        the chip) once per task and size, in a thread of its own, without waiting: the owner
+        compiles while the candidate is traced, and the candidate's request finds them kept."""
+        key = (payload.get("task"), payload.get("size"))
+        with self._lock:
+            if self._closed or key in self._prepared:
+                return
+            self._prepared.add(key)
+        threading.Thread(target=self.run, args=(payload, timeout_s), daemon=True,
+                         name="jaxbench-owner-prepare").start()
 
     def run(self, payload: dict[str, Any], timeout_s: float) -> RunnerOutcome:
         if self.depth > 1:
@@ -476,6 +507,21 @@ class ChipOwners:
                 owner.runner = None
             self._free.put(owner)
         self._spawner.shutdown(wait=False)
+
+
+# Hands ChipOwners a running owner for an environment, kind and command, or None (given None
+# for the environment, a host of several chips, it stops any it holds): the first owner's.
+Adopt = Callable[[dict[str, str] | None, type, tuple[str, ...]], "Runner | None"]
+
+
+def chip_owner_env(chip: int, chips: int, depth: int, base: dict[str, str] | None = None
+                   ) -> dict[str, str]:
+    """The environment of chip ``chip``'s owner of ``chips``, taking ``depth`` requests at once
+    (``base``: the trusted runner's environment by default)."""
+    from jaxbench.backends.host import owner_env
+
+    base = runner_env(device_owner=True) if base is None else base
+    return {**owner_env(base, chip, chips), **({OWNER_DEPTH: str(depth)} if depth > 1 else {})}
 
 
 @dataclass
