@@ -24,6 +24,8 @@
 #   eval-cold        one `jaxbench eval --mode device --size full` (EVAL_TASK, default
 #                    12p_rmsnorm) with an empty compile cache (RUNS/xla-eval), its JSON
 #   eval-warm        the same evaluation again with that cache, its JSON
+#   drawing          benchmarks/drawing_compile.py: what each task's input drawing takes to
+#                    compile on the chip, small and full (OUT_DIR/drawing.txt)
 #   beside           benchmarks/compile_beside_timing.py: a timing alone and with XLA compiles
 #                    beside it (OUT_DIR/beside.txt)
 #   optimize16       `optimize` as above with --budget 16 (16 scripted copies of each seed) on
@@ -166,6 +168,10 @@ for step in $STEPS; do
         >"$OUT/$step.json" 2>>"$log"
       say "$step: exit $? in $(( $(date +%s) - t0 )) s"
       ;;
+    drawing)
+      timeout 480 "$PY" benchmarks/drawing_compile.py 2>&1 | tee "$OUT/drawing.txt" | tee -a "$log"
+      say "drawing: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
+      ;;
     beside)
       timeout 480 "$PY" benchmarks/compile_beside_timing.py 2>&1 | tee "$OUT/beside.txt" | tee -a "$log"
       say "beside: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
@@ -208,7 +214,7 @@ PYEOF
       done
       say "profiler: done in $(( $(date +%s) - t0 )) s"
       ;;
-    *) say "unknown step $step (doctor, one, seed, expert, optimize, seal, cache-seed-cold, cache-seed-warm, eval-cold, eval-warm, beside, optimize16, seed-old, agreement, startup, moe, profiler)"; exit 2 ;;
+    *) say "unknown step $step (doctor, one, seed, expert, optimize, seal, cache-seed-cold, cache-seed-warm, eval-cold, eval-warm, drawing, beside, optimize16, seed-old, agreement, startup, moe, profiler)"; exit 2 ;;
   esac
 done
 say "done in $(( $(date +%s) - started )) s"
