@@ -597,3 +597,16 @@ def test_judge_warnings_are_shown(tmp_path):
     page = write_report(run.path, tmp_path / "r.html").read_text()
     assert 'id="judge-warnings"' in page and "Triton surely needs only 32 KiB" in page
     assert "l1_relu" in page.split('id="judge-warnings"')[1]
+
+
+def test_a_run_timed_with_other_options_says_so_in_its_header(tmp_path):
+    from jaxbench.runs import RunDir
+
+    for name, config in (("other", {"command": "run", "timing": {"device_reps": 20}}),
+                         ("default", {"command": "run"})):
+        run = RunDir.open(tmp_path / name, config)
+        run.append(evaluation("12p_rmsnorm", "correct", times=(1.0, 0.5), kind="seed"))
+        run.finish()
+        text = write_report(run.path, tmp_path / f"{name}.html").read_text()
+        said = "--timing device_reps=20 (not the default timing" in html.unescape(text)
+        assert said == (name == "other"), name

@@ -152,3 +152,27 @@ def test_a_subset_run_is_compared_on_the_common_rows(tmp_path):
     other = _run(tmp_path / "other", [evaluation("50k_matmul_gelu_softmax", "correct", kind="seed",
                                                  mode="interpret", target="tpu")], {"command": "run"})
     assert compare(one, other)["common"] is False
+
+
+def test_runs_timed_with_other_options_are_said_to_differ(tmp_path):
+    """Two runs whose --timing options differ: the comparison says so (text, JSON and the
+    command's output), since a speedup's change may then come from the method; alike, it is
+    silent."""
+    from jaxbench.report.compare import timing_text
+
+    events = [evaluation("12p_rmsnorm", "correct", times=(1.0, 0.5), kind="seed")]
+    old = _run(tmp_path / "old", events, {"command": "run", "kernels": "seed",
+                                          "timing": {"device_reps": 20, "reuse_reference": 0}})
+    new = _run(tmp_path / "new", events)
+    other = _run(tmp_path / "other", events)
+    result = compare(old, new)
+    assert result["a"]["timing"] == {"device_reps": 20, "reuse_reference": 0}
+    assert result["b"]["timing"] == {}
+    assert timing_text(result) == ("timed differently: A with device_reps=20 reuse_reference=0, "
+                                   "B with the defaults (--timing); a speedup's change may come "
+                                   "from the timing method as well as from the kernel")
+    assert timing_text(compare(new, other)) is None
+    out = CliRunner().invoke(main, ["compare", str(old), str(new)])
+    assert "timed differently" in out.output
+    assert "timed differently" not in CliRunner().invoke(main, ["compare", str(new),
+                                                                str(other)]).output

@@ -47,6 +47,7 @@ class RunFacts(TypedDict):
     statuses: dict[str, int]
     git_sha: Any  # the manifest's, as recorded (None where it has none)
     device_kinds: list[str]
+    timing: dict[str, Any]  # the run's --timing options (empty: the defaults)
 
 
 class Row(TypedDict):
@@ -179,7 +180,24 @@ def _facts(run: RunData) -> RunFacts:
             "evaluations": len(run.evaluations), "statuses": statuses,
             "git_sha": run.manifest.get("git_sha"),
             "device_kinds": sorted({e.device_kind for e in run.evaluations
-                                    if e.mode == "device" and e.device_kind})}
+                                    if e.mode == "device" and e.device_kind}),
+            "timing": dict(run.config.get("timing") or {})}
+
+
+def timing_text(result: Comparison) -> str | None:
+    """A warning when the two runs were timed with other ``--timing`` options (their speedups
+    then differ by method too), e.g. "timed differently: A with device_reps=20, B with the
+    defaults"; None when they were timed alike."""
+    a, b = result["a"].get("timing") or {}, result["b"].get("timing") or {}
+    if a == b:
+        return None
+
+    def said(options: dict[str, Any]) -> str:
+        return "with " + (" ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}"
+                                   for k, v in sorted(options.items())) or "the defaults")
+
+    return (f"timed differently: A {said(a)}, B {said(b)} (--timing); a speedup's change may "
+            "come from the timing method as well as from the kernel")
 
 
 # How counts read: "1 regression", "2 regressions", "1 status change", "3 unchanged".
@@ -219,6 +237,7 @@ def _x(value: float | None) -> str:
 
 
 def print_comparison(result: Comparison, console: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"{result['a']['run']} (A) -> {result['b']['run']} (B)")
@@ -235,6 +254,9 @@ def print_comparison(result: Comparison, console: Any) -> None:
     folded = folded_text(result)
     if folded:
         console.print(folded, markup=False)
+    timing = timing_text(result)
+    if timing:
+        console.print(f"[yellow]{escape(timing)}[/]")
     counts = count_text(result["counts"])
     geo = result["geomean_ratio"]
     console.print(f"{counts or 'nothing to compare'}"
@@ -263,6 +285,8 @@ def comparison_html(result: Comparison, out_dir: Path) -> str:
     facts.append(f"<dt>changes</dt><dd>{esc(counts)} (threshold {result['threshold']:.0%})</dd>")
     if folded_text(result):
         facts.append(f"<dt>not listed</dt><dd>{esc(folded_text(result))}</dd>")
+    if timing_text(result):
+        facts.append(f"<dt>timing</dt><dd>{esc(timing_text(result))}</dd>")
     timed = [r for r in result["rows"] if r["ratio"]]
     if timed:
         fig = go.Figure()

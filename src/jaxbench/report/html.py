@@ -818,6 +818,10 @@ def header(run: RunData, summary: Summary) -> str:
         ("git sha", m.get("git_sha") or "unknown"),
         ("secret commitment", secret_text(run)),
     ]
+    if config.get("timing"):  # speedups timed otherwise than by default: not comparable as is
+        facts.append(("timing", "--timing " + " ".join(
+            f"{k}={v}" for k, v in sorted(config["timing"].items()))
+            + " (not the default timing: compare speedups with runs timed alike)"))
     if config.get("model"):
         seeded = ", seeded: starts from the shipped seed kernels" if config.get("seeded") else ""
         facts.append(("model", f"{config.get('model')} (method {config.get('method')}{seeded}, "
