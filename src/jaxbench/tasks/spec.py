@@ -194,16 +194,32 @@ class Task:
     def drawing(self, size: str = "small") -> Callable[[jax.Array], tuple]:
         """The jitted program that draws ``size``'s inputs from a key (one per size)."""
         if size not in self._draw_jit:  # one compiled program per size, not one per op
-            specs, dims, custom_draw = self.input_specs(size), self.dims(size), self._make_inputs
+            draw = self.drawing_fn(size)
 
-            def draw(k: jax.Array) -> tuple:
-                if custom_draw is not None:
-                    return tuple(custom_draw(k, dims))
-                keys = jax.random.split(k, len(specs))
-                return tuple(spec.draw(kk) for spec, kk in zip(specs, keys, strict=True))
+            def classic(k: jax.Array) -> tuple:
+                # JAX's classic threefry bits rather than its partitionable ones (the default
+                # since JAX 0.5): as random, exact on every platform (the CPU and the chip draw
+                # the same inputs from a key either way), and on a TPU v5e the program compiles
+                # in a fraction of the time at full size (12p_rmsnorm: 4.7 s against 18.7 s;
+                # benchmarks/drawing_compile.py, docs/measurements.md)
+                with jax.threefry_partitionable(False):
+                    return draw(k)
 
-            self._draw_jit[size] = jax.jit(draw)
+            self._draw_jit[size] = jax.jit(classic)
         return self._draw_jit[size]
+
+    def drawing_fn(self, size: str = "small") -> Callable[[jax.Array], tuple]:
+        """``size``'s drawing as a plain function of a key, under whatever threefry variant
+        is in force (:meth:`drawing` jits it under the classic one)."""
+        specs, dims, custom_draw = self.input_specs(size), self.dims(size), self._make_inputs
+
+        def draw(k: jax.Array) -> tuple:
+            if custom_draw is not None:
+                return tuple(custom_draw(k, dims))
+            keys = jax.random.split(k, len(specs))
+            return tuple(spec.draw(kk) for spec, kk in zip(specs, keys, strict=True))
+
+        return draw
 
     def drawing_of(self, size: str, indices: tuple[int, ...]) -> Callable[[jax.Array], tuple]:
         """The program that draws only the inputs at ``indices`` of ``size``: the same values
