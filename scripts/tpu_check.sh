@@ -25,7 +25,8 @@
 #                    12p_rmsnorm) with an empty compile cache (RUNS/xla-eval), its JSON
 #   eval-warm        the same evaluation again with that cache, its JSON
 #   drawing          benchmarks/drawing_compile.py: what each task's input drawing takes to
-#                    compile on the chip, small and full (OUT_DIR/drawing.txt)
+#                    compile on the chip, small and full (OUT_DIR/drawing.txt); DRAW_ARGS: its
+#                    arguments (tasks, --sizes)
 #   beside           benchmarks/compile_beside_timing.py: a timing alone and with XLA compiles
 #                    beside it (OUT_DIR/beside.txt)
 #   optimize16       `optimize` as above with --budget 16 (16 scripted copies of each seed) on
@@ -37,7 +38,8 @@
 #   agreement        `jaxbench compare` of runs/tpu-seed-old and runs/tpu-seed-warm at 2 %
 #                    (OUT_DIR/agreement.json, the counts on the log): the two methods on one
 #                    machine
-#   startup          where a lone command's first seconds go on this host: Python importing
+#   startup          where a lone command's first seconds go on this host (and its last: a
+#                    chip holder killed until reaped): Python importing
 #                    JAX and jaxbench's CLI, the accelerator probe, a process opening the chip
 #                    (OUT_DIR/startup.txt)
 # Steps for issue 54 and the timing's profiler (name them):
@@ -169,7 +171,8 @@ for step in $STEPS; do
       say "$step: exit $? in $(( $(date +%s) - t0 )) s"
       ;;
     drawing)
-      timeout 480 "$PY" benchmarks/drawing_compile.py 2>&1 | tee "$OUT/drawing.txt" | tee -a "$log"
+      # shellcheck disable=SC2086  # DRAW_ARGS: tasks and --sizes, word-split on purpose
+      timeout 480 "$PY" benchmarks/drawing_compile.py ${DRAW_ARGS:-} 2>&1 | tee "$OUT/drawing.txt" | tee -a "$log"
       say "drawing: exit ${PIPESTATUS[0]} in $(( $(date +%s) - t0 )) s"
       ;;
     beside)
@@ -191,13 +194,23 @@ for step in $STEPS; do
 import subprocess, sys, time
 for name, code in [("python alone", "pass"), ("import jax", "import jax"),
                    ("import jaxbench.cli", "import jaxbench.cli"),
-                   ("the accelerator probe", "import runpy; runpy.run_path('src/jaxbench/backends/chip_probe.py')"),
+                   ("the accelerator probe", "import runpy; runpy.run_path('src/jaxbench/backends/chip_probe.py', run_name='__main__')"),
                    ("import jax, open the chip", "import jax; jax.devices()"),
                    ("import jaxbench.evaluator", "import jaxbench.evaluator")]:
     for i in range(2):
         t = time.perf_counter()
         subprocess.run([sys.argv[1], "-c", code], capture_output=True, check=False)
         print(f"{name}: {time.perf_counter() - t:.2f} s (try {i + 1})", flush=True)
+holder = "import jax, sys, time; jax.devices(); print('open', flush=True); time.sleep(120)"
+for i in range(2):  # what a command waits for when it stops the chip's owner (SIGKILL, reaped)
+    proc = subprocess.Popen([sys.argv[1], "-c", holder], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    proc.stdout.readline()
+    t = time.perf_counter()
+    proc.kill()
+    proc.wait()
+    print(f"a process holding the chip, killed until reaped: {time.perf_counter() - t:.2f} s "
+          f"(try {i + 1})", flush=True)
 PYEOF
       ;;
     moe)

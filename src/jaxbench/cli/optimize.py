@@ -197,6 +197,10 @@ def _check_mode(settings: Any, executor: str, ray_address: str | None) -> None:
 
     try:  # model calls stay here; with --executor ray the cluster evaluates (and sets the mode)
         if check_executor(executor, ray_address, settings.mode, [settings.target]) is None:
+            if settings.mode != "interpret":  # the evaluator here: its chip opened once
+                from jaxbench.evaluator import probe_by_first_owner
+
+                probe_by_first_owner()
             resolve_mode(settings.mode, settings.target)
     except (RuntimeError, ExecutorError) as exc:  # --mode device without the hardware
         raise click.UsageError(str(exc)) from None

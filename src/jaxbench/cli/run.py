@@ -158,6 +158,10 @@ def _check_cluster_and_cost(jobs: list[Any], settings: Any, executor: str,
         jobs_costed = [j for j in jobs if cluster_modes[j.target] == "interpret"]
     else:
         jobs_costed = jobs
+        if settings.mode != "interpret":  # the evaluator here: its chip opened once
+            from jaxbench.evaluator import probe_by_first_owner
+
+            probe_by_first_owner()
     if not force and jobs_costed:
         check_cost([j.task for j in jobs_costed], settings.size,
                    settings.mode if cluster_modes is None else "interpret",

@@ -43,7 +43,7 @@ def __getattr__(name: str) -> Any:
     """The face's names, each loaded on first use (PEP 562): importing a part of the evaluator
     (the tracer imports jaxbench.evaluator.common before it isolates itself) does not import
     the parent's machinery and JAX with it."""
-    if name in ("Evaluator", "evaluate", "read_source"):
+    if name in ("Evaluator", "evaluate", "read_source", "probe_by_first_owner"):
         from jaxbench.evaluator.parent import evaluator as module
     elif name in ("INTERPRET_RESIDUAL_RISK", "lowering_fidelity"):
         from jaxbench.evaluator.parent import chip_checks as module
@@ -90,6 +90,7 @@ __all__ = [
     "interpret_cost_problem",
     "kill_children",
     "lowering_fidelity",
+    "probe_by_first_owner",
     "read_source",
     "require_seal",
     "target_declaration",

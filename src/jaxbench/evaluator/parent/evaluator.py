@@ -30,7 +30,7 @@ from jaxbench.evaluator.parent.pool import TracerPool
 from jaxbench.tasks import get_task, task_file_of
 
 __all__ = ["INTERPRET_RESIDUAL_RISK", "SPEEDUP_REVIEW_THRESHOLD", "Evaluator", "evaluate",
-           "kill_children", "lowering_fidelity", "read_source"]
+           "kill_children", "lowering_fidelity", "probe_by_first_owner", "read_source"]
 DEFAULT_MEMORY_GB = Settings.memory_gb
 # Requests a chip's owner takes at once (``JAXBENCH_OWNER_DEPTH``; 1: one at a time, the
 # compiles too holding the chip). Above a run's usual workers, so that every request in flight
@@ -65,6 +65,15 @@ def owner_depth() -> int:
     return max(1, int(os.environ.get(OWNER_DEPTH, "") or DEFAULT_OWNER_DEPTH))
 
 
+def probe_by_first_owner() -> None:
+    """From now on this process's probe (which chip, how many: ``backends.host.attached``) is
+    answered by the chip's first owner, which keeps the chip for the evaluator that follows
+    (parent/first_owner.py): a command opens the chip once. An :class:`Evaluator` does this
+    when made; a command that resolves its mode before making one (``run``, ``optimize``)
+    calls it first. Not on a host where another process (a Ray worker) will evaluate."""
+    probe_with(lambda: first_owner.ask(owner_depth()))
+
+
 class Evaluator:
     """Evaluates candidates with warm untrusted tracers, warm trusted runners and one
     ground-truth cache.
@@ -86,9 +95,7 @@ class Evaluator:
     def __init__(self, secret: bytes | None = None, spares: int = 1,
                  work_dir: str | os.PathLike[str] | None = None) -> None:
         keep_off_accelerators()  # this process and its children see only the CPU
-        # the probe (which chip, how many) is answered by the chip's first owner, which keeps
-        # the chip: a command opens it once (parent/first_owner.py)
-        probe_with(lambda: first_owner.ask(owner_depth()))
+        probe_by_first_owner()
         make_non_dumpable()  # the secret and the trial keys live here: no ptrace, no /proc reads
         self.secret = secret if secret is not None else secrets.token_bytes(32)
         self.pool = TracerPool(spares=spares, root=work_dir)
