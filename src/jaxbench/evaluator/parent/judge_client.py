@@ -94,7 +94,9 @@ class Runner:
         and why, from its log, after which it is killed."""
         line, why = self._read_line(time.monotonic() + timeout_s, None)
         if line is None:
-            return None, (self._failed(why).log_tail.strip() or why)
+            tail = self._failed(why).log_tail.strip()
+            self.kill()  # and its log gone, whichever kind of runner it is
+            return None, tail or why
         return line, ""
 
     def request(self, payload: dict[str, Any], timeout_s: float,
@@ -221,14 +223,6 @@ class SharedRunner(Runner):
             self._dead = True
             for waiting in self._answers.values():
                 waiting.put(None)
-
-    def first_line(self, timeout_s: float) -> tuple[bytes | None, str]:
-        """The runner's first line (a first owner's probe line, before its ready line); or None
-        and why, from its log, after which it is killed."""
-        line, why = self._read_line(time.monotonic() + timeout_s, None)
-        if line is None:
-            return None, (self._failed(why).log_tail.strip() or why)
-        return line, ""
 
     def request(self, payload: dict[str, Any], timeout_s: float,
                 memory_bytes: int | None, lease: DeviceLease | None = None) -> RunnerOutcome:
