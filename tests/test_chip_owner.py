@@ -314,3 +314,46 @@ def test_spans_of_an_interpret_evaluation_add_up_to_its_wall():
     for name in ("trace", "read", "lower", "check", "inputs", "kernel_compile", "trials"):
         assert spans.get(name, 0) > 0, (name, spans)
     assert json.loads(json.dumps(result.to_event()))["spans"] == spans
+
+
+@pytest.mark.parametrize("command", [["eval", "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py",
+                                      "--task", "12p_rmsnorm"],
+                                     ["run", "--tasks", "12p_rmsnorm", "--kernels", "seed",
+                                      "--target", "tpu"]])
+def test_the_first_owner_is_started_as_the_owners_would_be(tmp_path, monkeypatch, command):
+    """The owners take the first owner only when it was started exactly as theirs would be.
+    In `eval` and `run`, the environment the probe starts it with must be the one the owners
+    are made with, or the command opens the chip twice again (no chip here: the probe's
+    answer is a CPU, and both environments are recorded)."""
+    from click.testing import CliRunner
+
+    from jaxbench.cli import main
+    from jaxbench.evaluator.parent import evaluator as evaluator_module
+    from jaxbench.evaluator.parent import first_owner
+    from jaxbench.evaluator.parent.judge_client import chip_owner_env
+
+    seen: dict[str, dict[str, str]] = {}
+
+    def ask(depth: int, **_: object) -> dict[str, object]:
+        seen["probe"] = chip_owner_env(0, 1, depth)
+        return {"platform": "cpu", "device_kind": "", "count": 0, "memory_bytes": None}
+
+    made = evaluator_module.Evaluator.__init__
+
+    def init(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        seen["owners"] = chip_owner_env(0, 1, evaluator_module.owner_depth())
+
+    monkeypatch.setattr(host, "accelerator_installed", lambda: True)
+    host.attached.cache_clear()
+    monkeypatch.setattr(first_owner, "ask", ask)
+    monkeypatch.setattr(evaluator_module.Evaluator, "__init__", init)
+    try:
+        extra = ["--out", str(tmp_path / "run")] if command[0] == "run" else []
+        out = CliRunner().invoke(main, [*command, *extra, "--json"])
+    finally:
+        host.attached.cache_clear()
+        host.probe_with(None)
+    assert out.exit_code == 0, out.output[-800:]
+    assert set(seen) == {"probe", "owners"}
+    assert seen["probe"] == seen["owners"]

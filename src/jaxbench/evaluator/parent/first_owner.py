@@ -3,8 +3,9 @@
 Opening a chip is slow where the host is sandboxed: on a TPU v5e under gVisor any process that
 asks JAX for the TPU spends about 10 s there. A command in device mode used to open it twice:
 a short-lived probe (which chip is attached, how many; :func:`jaxbench.backends.host.attached`)
-that had to exit before the chip's owner could open it. Here, in a process with an
-:class:`~jaxbench.evaluator.Evaluator`, the probe is the chip's first owner instead: a trusted
+that had to exit before the chip's owner could open it. Here, in a process that evaluates on
+the chip (``probe_by_first_owner``: an :class:`~jaxbench.evaluator.Evaluator` when made, and
+``run`` and ``optimize`` before they make theirs), the probe is the chip's first owner: a trusted
 runner started with ``--probe`` (:mod:`jaxbench.evaluator.judge.runner`) says the probe's line,
 keeps the chip, and goes on to load what its requests need while the command resolves the case
 and the tracer works.
