@@ -198,10 +198,10 @@ class Task:
 
             def classic(k: jax.Array) -> tuple:
                 # JAX's classic threefry bits rather than its partitionable ones (the default
-                # since JAX 0.5): as random, exact on every platform (the CPU and the chip draw
-                # the same inputs from a key either way), and on a TPU v5e the program compiles
-                # in a fraction of the time at full size (12p_rmsnorm: 4.7 s against 18.7 s;
-                # benchmarks/drawing_compile.py, docs/measurements.md)
+                # since JAX 0.5): as random, the same integer inputs from a key on the CPU and
+                # on a chip (floats may round otherwise there, with either), and on a TPU v5e
+                # the program compiles in a fraction of the time at full size (12p_rmsnorm:
+                # 4.1-4.9 s against 17.8-18.7 s; benchmarks/drawing_compile.py)
                 with jax.threefry_partitionable(False):
                     return draw(k)
 
