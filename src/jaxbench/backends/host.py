@@ -10,9 +10,10 @@ tracers, the checking runners) sees only the CPU:
   CLI, and when an :class:`~jaxbench.evaluator.Evaluator` is made): it sets
   ``JAX_PLATFORMS=cpu`` for this process and every child it starts, keeping what the user had
   asked for in ``JAXBENCH_ACCELERATOR_PLATFORMS`` for the owner;
-- :func:`attached` says whether a chip is present, and which, from a short-lived probe process
+- :func:`attached` says whether a chip is present, and which, from a probe in another process
   (run once per process, and only where an accelerator plugin is installed), never by asking
-  JAX here.
+  JAX here: a short-lived one, or, where :func:`probe_with` says so, the chip's first owner,
+  which keeps the chip for the evaluator (:mod:`jaxbench.evaluator.parent.first_owner`).
 
 And what else this host is: :func:`versions`, the software and host an evaluation or a run
 records (the device it ran on is added by the runner).
