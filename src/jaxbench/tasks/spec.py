@@ -29,6 +29,34 @@ DEFAULT_ATOL = 1e-2
 DEFAULT_RTOL = 1e-2
 
 
+# Inputs of more elements than this are drawn a block of leading rows at a time, one key per
+# row (draw_blocked), so that drawing needs scratch memory for about this many elements
+# rather than for the whole array: JAX's classic threefry, which the drawing uses
+# (Task.drawing), materializes an array's random bits, and 5p_flex_attention's full-size
+# drawing needed 8 GiB of scratch beside its 2.75 GiB of inputs on a TPU v5e, so that its
+# evaluation ran out of the chip's memory.
+DRAW_BLOCK = 1 << 24
+
+
+def draw_blocked(draw: Callable[[jax.Array, tuple[int, ...]], jax.Array], key: jax.Array,
+                 shape: tuple[int, ...]) -> jax.Array:
+    """``draw(key, shape)``, or for more than :data:`DRAW_BLOCK` elements (and at least two
+    axes) ``shape[0]`` rows, each drawn (so, recursively) from its own key of
+    ``jax.random.split(key, shape[0])``, as many rows at once as fit in a block
+    (``lax.map``): the same values on every platform, the scratch of one block at a time."""
+    shape = tuple(int(d) for d in shape)
+    if math.prod(shape) <= DRAW_BLOCK or len(shape) < 2:
+        return draw(key, shape)
+    row = shape[1:]
+    rows = max(1, DRAW_BLOCK // math.prod(row))
+
+    def one(k: jax.Array) -> jax.Array:
+        return draw_blocked(draw, k, row)
+
+    keys = jax.random.split(key, shape[0])
+    return jax.lax.map(one, keys, batch_size=rows) if rows > 1 else jax.lax.map(one, keys)
+
+
 @dataclass(frozen=True)
 class InputSpec:
     """One positional input: its name, shape, dtype and how to draw it.
@@ -51,16 +79,22 @@ class InputSpec:
         return math.prod(self.shape) * np.dtype(jnp.dtype(self.dtype)).itemsize
 
     def draw(self, key: jax.Array) -> jax.Array:
+        """This input drawn from ``key``; one of more than :data:`DRAW_BLOCK` elements a
+        block of leading rows at a time (:func:`draw_blocked`)."""
+        if self.init not in ("normal", "uniform", "randint"):
+            raise ValueError(f"input {self.name!r}: init {self.init!r} needs the task's "
+                             "make_inputs")
+        return draw_blocked(self._draw, key, self.shape)
+
+    def _draw(self, key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
         dtype = jnp.dtype(self.dtype)
         if self.init == "normal":
-            x = jax.random.normal(key, self.shape, jnp.float32) * self.scale
+            x = jax.random.normal(key, shape, jnp.float32) * self.scale
             return x.astype(dtype)
         if self.init == "uniform":
-            x = jax.random.uniform(key, self.shape, jnp.float32, self.low, self.high)
+            x = jax.random.uniform(key, shape, jnp.float32, self.low, self.high)
             return x.astype(dtype)
-        if self.init == "randint":
-            return jax.random.randint(key, self.shape, int(self.low), int(self.high), dtype)
-        raise ValueError(f"input {self.name!r}: init {self.init!r} needs the task's make_inputs")
+        return jax.random.randint(key, shape, int(self.low), int(self.high), dtype)
 
     def describe(self) -> str:
         return f"{self.name}: {self.dtype}{list(self.shape)}"
