@@ -340,3 +340,58 @@ def test_a_resume_that_would_change_the_inputs_is_refused(tmp_path):
     RunDir.open(tmp_path / "b", CONFIG, replay=Replay.of(tmp_path / "a")).finish()
     RunDir.open(tmp_path / "c", CONFIG).finish()
     assert verify_secret(tmp_path / "b") and verify_secret(tmp_path / "c")
+
+
+def test_run_replay_on_the_command_line(tmp_path, monkeypatch):
+    """`jaxbench run --replay DIR` hands the evaluator DIR's secret (an instant fake stands in
+    for the judge), refuses a directory that is no ended run with one line (exit 2), and a
+    resume without --replay is refused rather than drawing other inputs."""
+    from click.testing import CliRunner
+
+    from jaxbench.cli import main
+    from jaxbench.contract import EvaluationResult
+    from jaxbench.runs import jobs
+
+    secrets_seen: list[bytes] = []
+
+    class Instant:
+        def evaluate(self, source, task_id, settings):
+            return EvaluationResult(task=task_id, target=settings.target, mode=settings.mode,
+                                    size=settings.size, status="correct", stage="correct")
+
+        def close(self):
+            pass
+
+    def make_evaluator(executor, secret, **options):
+        secrets_seen.append(secret)
+        return Instant()
+
+    monkeypatch.setattr(jobs, "make_evaluator", make_evaluator)
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "12p_rmsnorm.py").write_text(
+        (Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py").read_text())
+    runner = CliRunner()
+
+    def run(*args: str):
+        return runner.invoke(main, ["run", "--kernels", str(kernels), "--mode", "interpret",
+                                    "--trials", "1", "--unsealed", "--json", *args])
+
+    first = run("--out", str(tmp_path / "a"))
+    assert first.exit_code == 0, first.output
+    again = run("--out", str(tmp_path / "b"), "--replay", str(tmp_path / "a"))
+    assert again.exit_code == 0, again.output
+    assert secrets_seen[0] == secrets_seen[1]
+    assert _manifest(tmp_path / "b")["replay_of"] == {
+        "run": str(tmp_path / "a"), "secret_sha256": _sha(secrets_seen[0])}
+    refused = run("--out", str(tmp_path / "c"), "--replay", str(tmp_path / "nope"))
+    assert refused.exit_code == 2 and not (tmp_path / "c").exists()
+    assert refused.stderr.strip().splitlines() == [
+        f"jaxbench: error: {tmp_path / 'nope'} is not a run directory (no manifest.json and "
+        "events.jsonl): --replay names the directory of an ended run"]
+    # a replay run stopped part way (as an interrupt leaves it), then resumed without --replay
+    RunDir.open(tmp_path / "d", _manifest(tmp_path / "b")["config"],
+                replay=Replay.of(tmp_path / "a")).interrupt(signal="SIGINT")
+    resumed = run("--out", str(tmp_path / "d"))
+    assert resumed.exit_code == 2 and len(secrets_seen) == 2
+    assert "replays the inputs of" in resumed.stderr and "--replay" in resumed.stderr
