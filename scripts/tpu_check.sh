@@ -34,10 +34,12 @@
 #   seed-old         the warm `seed` run again, timed by the previous method (20 calls a side
 #                    in one device trace, the reference timed beside every kernel:
 #                    --timing device_reps=20 min_reps=20 max_reps=20 reuse_reference=0) into
-#                    runs/tpu-seed-old, with the cache of cache-seed-cold
+#                    runs/tpu-seed-old, with the cache of cache-seed-cold; it replays the warm
+#                    run's inputs (--replay runs/tpu-seed-warm: that run must have ended in one
+#                    segment), so a data-dependent kernel's time differs by the method alone
 #   agreement        `jaxbench compare` of runs/tpu-seed-old and runs/tpu-seed-warm at 2 %
 #                    (OUT_DIR/agreement.json, the counts on the log): the two methods on one
-#                    machine
+#                    machine, on the same inputs
 #   startup          where a lone command's first seconds go on this host (and its last: a
 #                    chip holder killed until reaped): Python importing
 #                    JAX and jaxbench's CLI, the accelerator probe, a process opening the chip
@@ -181,7 +183,7 @@ for step in $STEPS; do
       ;;
     optimize16) optimize_run 16 tpu-optimize16 ;;
     seed-old)
-      EXTRA="${EXTRA:-} --timing device_reps=20 --timing min_reps=20 --timing max_reps=20 --timing reuse_reference=0" \
+      EXTRA="${EXTRA:-} --timing device_reps=20 --timing min_reps=20 --timing max_reps=20 --timing reuse_reference=0 --replay $RUNS/tpu-seed-warm" \
         cached_run tpu-seed-old "$RUNS/xla-seed" ;;
     agreement)
       "$PY" -m jaxbench.cli compare "$RUNS/tpu-seed-old" "$RUNS/tpu-seed-warm" --threshold 0.02 \

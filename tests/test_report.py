@@ -567,3 +567,25 @@ def test_report_of_an_interrupted_run_shows_its_resume_command(tmp_path):
     assert text.endswith(f"3 of 10 tasks finished; interrupted by SIGTERM; resume with: {command}"), text
     # an interrupted run_end from before runs recorded the command: the old words
     assert "no run_end" in progress_of(config, events + [{"type": "run_end", "interrupted": True}])["text"]
+
+
+def test_report_of_a_replay_run_says_its_inputs_were_public(tmp_path):
+    """The terminal report and --json of a `jaxbench run --replay` run: whose inputs it drew
+    again, and that its verdicts are not hardened against a kernel that knows them."""
+    from jaxbench.runs import Replay
+
+    source = RunDir.open(tmp_path / "source", {"command": "run"})
+    source.finish()
+    run = RunDir.open(tmp_path / "replay", {"command": "run"}, replay=Replay.of(source.path))
+    run.append(_evaluation("12p_rmsnorm", "seed", 0, "correct", 1.5))
+    run.finish()
+    assert summarize(run.path)["replay_of"] == {"run": str(source.path),
+                                               "secret_sha256": run.manifest["secret_sha256"]}
+    assert summarize(source.path)["replay_of"] is None
+    out = CliRunner().invoke(main, ["report", str(run.path)], env={"COLUMNS": "400"})
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.stdout.split())
+    assert f"replay of {source.path} (its revealed secret" in text
+    assert "NOT hardened against a kernel that knows its inputs" in text
+    own = CliRunner().invoke(main, ["report", str(source.path)])
+    assert "replay of" not in own.stdout

@@ -610,3 +610,20 @@ def test_a_run_timed_with_other_options_says_so_in_its_header(tmp_path):
         text = write_report(run.path, tmp_path / f"{name}.html").read_text()
         said = "--timing device_reps=20 (not the default timing" in html.unescape(text)
         assert said == (name == "other"), name
+
+
+def test_a_replay_run_says_its_inputs_were_public_in_its_header(tmp_path):
+    """`jaxbench run --replay`: the header names the run replayed and says the verdicts are not
+    hardened against a kernel that knows its inputs; a run of its own secret says nothing."""
+    from jaxbench.runs import Replay, RunDir
+
+    source = RunDir.open(tmp_path / "source", {"command": "run"})
+    source.finish()
+    for name, replay in (("replay", Replay.of(source.path)), ("own", None)):
+        run = RunDir.open(tmp_path / name, {"command": "run"}, replay=replay)
+        run.append(evaluation("12p_rmsnorm", "correct", times=(1.0, 0.5), kind="seed"))
+        run.finish()
+        text = html.unescape(write_report(run.path, tmp_path / f"{name}.html").read_text())
+        said = (f"<dt>inputs</dt><dd>replay of {source.path} (its revealed secret" in text
+                and "NOT hardened against a kernel that knows its inputs" in text)
+        assert said == (name == "replay"), name

@@ -176,3 +176,48 @@ def test_runs_timed_with_other_options_are_said_to_differ(tmp_path):
     assert "timed differently" in out.output
     assert "timed differently" not in CliRunner().invoke(main, ["compare", str(new),
                                                                 str(other)]).output
+
+
+def test_compare_says_whether_the_runs_drew_the_same_inputs(tmp_path):
+    """A replay run and its source drew the same inputs (as do two replays of one run): the
+    comparison says so; two runs with their own secrets did not, and it warns (a data-dependent
+    kernel's time differs with its inputs) and says how to compare on the same ones."""
+    from jaxbench.report.compare import inputs_text
+    from jaxbench.runs import Replay
+
+    events = [evaluation("7p_ragged_paged_attention", "correct", times=(1.0, 0.5), kind="seed")]
+    a = _run(tmp_path / "a", events)
+    b = RunDir.open(tmp_path / "b", {"command": "run", "kernels": "x"}, replay=Replay.of(a))
+    b.append(events[0])
+    b.finish()
+    c = RunDir.open(tmp_path / "c", {"command": "run", "kernels": "x"}, replay=Replay.of(a))
+    c.finish()
+    fresh = _run(tmp_path / "fresh", events)
+    replayed = compare(a, b.path)
+    assert replayed["same_inputs"] is True
+    assert replayed["a"]["inputs_sha256"] == replayed["b"]["inputs_sha256"] is not None
+    assert replayed["a"]["replay_of"] is None and replayed["b"]["replay_of"]["run"] == str(a)
+    assert inputs_text(replayed).startswith("same inputs: B replays A (secret sha256 ")
+    assert inputs_text(compare(b.path, a)).startswith("same inputs: A replays B")
+    assert inputs_text(compare(b.path, c.path)).startswith(f"same inputs: both replay {a}")
+    other = compare(a, fresh)
+    assert other["same_inputs"] is False
+    assert inputs_text(other) == (
+        "different inputs: A and B drew their inputs from different secrets, so the timings of "
+        "data-dependent kernels differ between them by the inputs too; use `jaxbench run "
+        f"--replay {a}` to compare on the same inputs")
+    runner = CliRunner()
+    said = runner.invoke(main, ["compare", str(a), str(b.path)])
+    assert said.exit_code == 0 and "same inputs: B replays A" in said.stdout
+    assert "different inputs" not in said.stdout
+    warned = runner.invoke(main, ["compare", str(a), str(fresh)])
+    assert "different inputs" in warned.stdout and "--replay" in warned.stdout
+    as_json = json.loads(runner.invoke(main, ["compare", str(a), str(b.path), "--json"]).stdout)
+    assert as_json["same_inputs"] is True and as_json["b"]["replay_of"]["run"] == str(a)
+    # a run resumed with fresh secrets drew from several: not the same inputs as any run
+    resumed = RunDir.open(tmp_path / "resumed", {"command": "run", "kernels": "x"})
+    resumed.interrupt(signal="SIGINT")
+    RunDir.open(tmp_path / "resumed", {"command": "run", "kernels": "x"}).finish()
+    assert compare(tmp_path / "resumed", tmp_path / "resumed")["same_inputs"] is False
+    assert "--replay RUN (a run ended in one segment)" in inputs_text(
+        compare(tmp_path / "resumed", a))

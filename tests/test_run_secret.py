@@ -12,7 +12,7 @@ import pytest
 
 from jaxbench.report.data import load_run, secret_verified
 from jaxbench.report.html import secret_text
-from jaxbench.runs import RunDir, RunError, audit_secret, read_events, verify_secret
+from jaxbench.runs import Replay, RunDir, RunError, audit_secret, read_events, verify_secret
 
 CONFIG = {"command": "test"}
 
@@ -219,3 +219,179 @@ def test_only_a_run_start_with_a_commitment_starts_a_segment(tmp_path):
     run.finish()
     assert audit_secret(_manifest(tmp_path), read_events(tmp_path)).states == ("verified",)
     assert verify_secret(tmp_path) is True
+
+
+def _ended(path: Path) -> RunDir:
+    """A run of one segment, ended: its secret revealed."""
+    run = RunDir.open(path, CONFIG)
+    run.append(_evaluation())
+    run.finish(evaluations=1)
+    return run
+
+
+def test_a_replay_draws_the_secret_the_ended_run_revealed(tmp_path):
+    """`jaxbench run --replay DIR`: the same secret, so the same trial keys and inputs, and the
+    run says so in its manifest and its run_start; its reveal verifies like any other."""
+    from jaxbench.evaluator.parent.compare import derive_keys
+
+    source = _ended(tmp_path / "a")
+    replay = RunDir.open(tmp_path / "b", CONFIG, replay=Replay.of(tmp_path / "a"))
+    fresh = RunDir.open(tmp_path / "c", CONFIG)
+    assert replay.secret == source.secret != fresh.secret
+    for purpose in ("trial", "timing"):
+        assert derive_keys(replay.secret, "12p_rmsnorm", "small", 3, purpose) == \
+            derive_keys(source.secret, "12p_rmsnorm", "small", 3, purpose)
+    record = {"run": str(tmp_path / "a"), "secret_sha256": _sha(source.secret)}
+    assert _manifest(tmp_path / "b")["replay_of"] == record
+    assert _manifest(tmp_path / "b")["secret_sha256"] == _sha(source.secret)
+    [start] = [e for e in read_events(tmp_path / "b") if e["type"] == "run_start"]
+    assert start["replay_of"] == record and start["secret_sha256"] == _sha(source.secret)
+    assert "replay_of" not in _manifest(tmp_path / "c")
+    assert "secret=" not in repr(Replay.of(tmp_path / "a"))
+    replay.finish()
+    assert verify_secret(tmp_path / "b") is True
+    # a replay run of one segment is replayed in turn: the same secret again
+    assert Replay.of(tmp_path / "b").secret == source.secret
+
+
+def _resumed(path: Path) -> None:
+    first = RunDir.open(path, CONFIG)
+    first.interrupt(signal="SIGINT")
+    RunDir.open(path, CONFIG).finish()
+
+
+def _open(path: Path) -> None:
+    RunDir.open(path, CONFIG).append(_evaluation())
+
+
+def _interrupted(path: Path) -> None:
+    RunDir.open(path, CONFIG).interrupt(signal="SIGINT")
+
+
+def _mismatched(path: Path) -> None:
+    run = RunDir.open(path, CONFIG)
+    run.secret = bytes(32)
+    run.finish()
+
+
+def _old_version(path: Path) -> None:
+    path.mkdir()
+    (path / "manifest.json").write_text(json.dumps({"config": CONFIG, "secret_sha256": _sha(b"x")}))
+    (path / "events.jsonl").write_text(json.dumps({"type": "run_start"}) + "\n"
+                                       + json.dumps({"type": "run_end", "secret": b"x".hex()}) + "\n")
+
+
+@pytest.mark.parametrize("make,words", [
+    (lambda path: None, "is not a run directory (no manifest.json and events.jsonl): --replay "
+                        "names the directory of an ended run"),
+    (lambda path: path.mkdir(), "is not a run directory"),
+    (_open, "has not ended: its secret is not revealed yet; finish it first"),
+    (_interrupted, "was interrupted, not finished: --replay needs a run that ended in one segment"),
+    (_resumed, "was resumed (2 segments, each with its own secret): --replay needs a run of one "
+               "segment"),
+    (_mismatched, "its revealed secret does not match its commitment"),
+    (_old_version, "has no run_start committing to its secret"),
+])
+def test_a_replay_needs_a_run_that_ended_in_one_segment(tmp_path, make, words):
+    source = tmp_path / "source"
+    make(source)
+    with pytest.raises(RunError) as caught:
+        Replay.of(source)
+    message = str(caught.value)
+    assert message.startswith(str(source)) and words in message and "\n" not in message
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_resumed_replay_run_keeps_the_replayed_secret(tmp_path):
+    """The point of a replay is identical inputs: every segment uses the replayed secret,
+    commits to it and reveals it, and the audit verifies them all."""
+    source = _ended(tmp_path / "a")
+    first = RunDir.open(tmp_path / "b", CONFIG, replay=Replay.of(tmp_path / "a"))
+    first.interrupt(signal="SIGINT")
+    second = RunDir.open(tmp_path / "b", CONFIG, replay=Replay.of(tmp_path / "a"))
+    assert second.secret == source.secret and second.run_id == first.run_id
+    second.finish()
+    starts = [e for e in read_events(tmp_path / "b") if e["type"] == "run_start"]
+    assert [s["secret_sha256"] for s in starts] == [_sha(source.secret)] * 2
+    assert starts[1]["resumed"] is True and starts[1]["replay_of"]["run"] == str(tmp_path / "a")
+    assert audit_secret(_manifest(tmp_path / "b"), read_events(tmp_path / "b")).states == (
+        "verified", "verified")
+    assert verify_secret(tmp_path / "b") is True
+    # its segments all drew from one secret: it can be replayed too
+    assert Replay.of(tmp_path / "b").secret == source.secret
+
+
+def test_a_resume_that_would_change_the_inputs_is_refused(tmp_path):
+    _ended(tmp_path / "a")
+    _ended(tmp_path / "other")
+    RunDir.open(tmp_path / "b", CONFIG, replay=Replay.of(tmp_path / "a")).interrupt(signal="SIGINT")
+    with pytest.raises(RunError, match=r"b replays the inputs of .*a: resume it with --replay "
+                                       r".*a \(without it, its inputs would change mid-run\)"):
+        RunDir.open(tmp_path / "b", CONFIG)
+    with pytest.raises(RunError, match=r"replays the inputs of .*a, not those of .*other "
+                                       r"\(another secret\): resume it with --replay"):
+        RunDir.open(tmp_path / "b", CONFIG, replay=Replay.of(tmp_path / "other"))
+    _interrupted(tmp_path / "c")
+    with pytest.raises(RunError, match="holds a run that drew inputs of its own: resuming it "
+                                       "with --replay would change its inputs mid-run"):
+        RunDir.open(tmp_path / "c", CONFIG, replay=Replay.of(tmp_path / "a"))
+    # nothing was appended by the refusals: each run resumes as it should
+    assert [e["type"] for e in read_events(tmp_path / "b")] == ["run_start", "run_end"]
+    RunDir.open(tmp_path / "b", CONFIG, replay=Replay.of(tmp_path / "a")).finish()
+    RunDir.open(tmp_path / "c", CONFIG).finish()
+    assert verify_secret(tmp_path / "b") and verify_secret(tmp_path / "c")
+
+
+def test_run_replay_on_the_command_line(tmp_path, monkeypatch):
+    """`jaxbench run --replay DIR` hands the evaluator DIR's secret (an instant fake stands in
+    for the judge), refuses a directory that is no ended run with one line (exit 2), and a
+    resume without --replay is refused rather than drawing other inputs."""
+    from click.testing import CliRunner
+
+    from jaxbench.cli import main
+    from jaxbench.contract import EvaluationResult
+    from jaxbench.runs import jobs
+
+    secrets_seen: list[bytes] = []
+
+    class Instant:
+        def evaluate(self, source, task_id, settings):
+            return EvaluationResult(task=task_id, target=settings.target, mode=settings.mode,
+                                    size=settings.size, status="correct", stage="correct")
+
+        def close(self):
+            pass
+
+    def make_evaluator(executor, secret, **options):
+        secrets_seen.append(secret)
+        return Instant()
+
+    monkeypatch.setattr(jobs, "make_evaluator", make_evaluator)
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "12p_rmsnorm.py").write_text(
+        (Path(__file__).parents[1] / "src/jaxbench/tasks/jaxbench/12p_rmsnorm/seed_tpu.py").read_text())
+    runner = CliRunner()
+
+    def run(*args: str):
+        return runner.invoke(main, ["run", "--kernels", str(kernels), "--mode", "interpret",
+                                    "--trials", "1", "--unsealed", "--json", *args])
+
+    first = run("--out", str(tmp_path / "a"))
+    assert first.exit_code == 0, first.output
+    again = run("--out", str(tmp_path / "b"), "--replay", str(tmp_path / "a"))
+    assert again.exit_code == 0, again.output
+    assert secrets_seen[0] == secrets_seen[1]
+    assert _manifest(tmp_path / "b")["replay_of"] == {
+        "run": str(tmp_path / "a"), "secret_sha256": _sha(secrets_seen[0])}
+    refused = run("--out", str(tmp_path / "c"), "--replay", str(tmp_path / "nope"))
+    assert refused.exit_code == 2 and not (tmp_path / "c").exists()
+    assert refused.stderr.strip().splitlines() == [
+        f"jaxbench: error: {tmp_path / 'nope'} is not a run directory (no manifest.json and "
+        "events.jsonl): --replay names the directory of an ended run"]
+    # a replay run stopped part way (as an interrupt leaves it), then resumed without --replay
+    RunDir.open(tmp_path / "d", _manifest(tmp_path / "b")["config"],
+                replay=Replay.of(tmp_path / "a")).interrupt(signal="SIGINT")
+    resumed = run("--out", str(tmp_path / "d"))
+    assert resumed.exit_code == 2 and len(secrets_seen) == 2
+    assert "replays the inputs of" in resumed.stderr and "--replay" in resumed.stderr

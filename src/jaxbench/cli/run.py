@@ -64,6 +64,12 @@ SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
                    "truth, inputs; `jaxbench doctor` names its directory): compile them afresh.")
 @click.option("--force", is_flag=True,
               help="Run even when the interpret-mode cost estimate says evaluations cannot finish.")
+@click.option("--replay", "replay_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, metavar="DIR",
+              help="Draw the same inputs as the ended run DIR (one segment), from the secret it "
+                   "revealed: to compare timing methods, hardware or versions on identical inputs. "
+                   "Those inputs were public, so the verdicts are not hardened against a kernel "
+                   "that knows them.")
 @timing_option
 @task_file_option
 @executor_options
@@ -71,8 +77,8 @@ SHIPPED_KINDS = ("seed", "seed_mosaic", "seed_mosaic_legacy", "expert")
 def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, mode: str,
             size: str, trials: int, chip: str | None, workers: int | None, timeout_s: float | None,
             out_dir: Path | None, save_ir: bool, as_json: bool, no_cache: bool, executor: str,
-            ray_address: str | None, force: bool, task_files: tuple[Path, ...] = (),
-            timing: dict[str, float] | None = None) -> None:
+            ray_address: str | None, force: bool, replay_dir: Path | None = None,
+            task_files: tuple[Path, ...] = (), timing: dict[str, float] | None = None) -> None:
     """Evaluate shipped kernels or a directory of kernels into a run.
 
     Shipped: --kernels seed, seed_mosaic, seed_mosaic_legacy or expert; else a directory of
@@ -83,8 +89,12 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
     if chip and target == "all":
         usage_error("--chip names one target's chip: add --target tpu or --target gpu")
     from jaxbench.evaluator import Settings
-    from jaxbench.runs import RunDir, RunError, default_workers
+    from jaxbench.runs import Replay, RunDir, RunError, default_workers
 
+    try:
+        replay = Replay.of(replay_dir) if replay_dir is not None else None
+    except RunError as exc:
+        usage_error(str(exc))
     own = load_task_files(task_files, executor)  # the task files' tasks, by ID
     jobs, chip = _plan(suite, task_ids, kernels, target, chip, own)
     out_dir = out_dir or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{Path(kernels).name}"
@@ -99,7 +109,7 @@ def run_cmd(suite: str | None, task_ids: str | None, kernels: str, target: str, 
               **({"task_files": [list(entry) for entry in own]} if own else {})}
     resuming = (out_dir / "manifest.json").exists()  # RunDir.open resumes it (or refuses)
     try:
-        run = RunDir.open(out_dir, config, plan=[job.key for job in jobs])
+        run = RunDir.open(out_dir, config, plan=[job.key for job in jobs], replay=replay)
     except RunError as exc:
         usage_error(str(exc))
     started = time.monotonic()

@@ -24,9 +24,11 @@ from jaxbench.contract import EvaluationResult
 from jaxbench.report.data import (
     RunData,
     best_of,
+    inputs_commitment,
     is_correct,
     load_run,
     method_of,
+    replay_of,
     task_order_key,
     task_sort_value,
 )
@@ -48,6 +50,8 @@ class RunFacts(TypedDict):
     git_sha: Any  # the manifest's, as recorded (None where it has none)
     device_kinds: list[str]
     timing: dict[str, Any]  # the run's --timing options (empty: the defaults)
+    inputs_sha256: str | None  # the one secret its inputs drew from (inputs_commitment)
+    replay_of: dict[str, Any] | None  # a replay run's: whose revealed secret it used
 
 
 class Row(TypedDict):
@@ -69,13 +73,16 @@ class Row(TypedDict):
 
 
 class Comparison(TypedDict):
-    """:func:`compare`'s result (``jaxbench compare --json``): both runs' facts, the threshold,
-    whether rows were matched on the method, the count of each change (all rows, listed or
-    folded), whether only the common rows are listed, the tasks of the rows folded away
-    (``missing``, ``new``), the geomean of the listed ratios and the listed rows."""
+    """:func:`compare`'s result (``jaxbench compare --json``): both runs' facts, whether they
+    drew the same inputs (``same_inputs``: one secret behind every input of each, the same in
+    both), the threshold, whether rows were matched on the method, the count of each change
+    (all rows, listed or folded), whether only the common rows are listed, the tasks of the
+    rows folded away (``missing``, ``new``), the geomean of the listed ratios and the listed
+    rows."""
 
     a: RunFacts
     b: RunFacts
+    same_inputs: bool
     threshold: float
     matched_on_method: bool
     counts: dict[str, int]
@@ -162,8 +169,12 @@ def compare(run_a: str | os.PathLike[str] | RunData, run_b: str | os.PathLike[st
                 folded[r["change"]].append(r["task"])
         rows = [r for r in rows if r["change"] not in folded]
     ratios = [r["ratio"] for r in rows if r["ratio"]]
+    facts_a, facts_b = _facts(a), _facts(b)
     return {
-        "a": _facts(a), "b": _facts(b), "threshold": threshold, "matched_on_method": by_method,
+        "a": facts_a, "b": facts_b,
+        "same_inputs": facts_a["inputs_sha256"] is not None
+        and facts_a["inputs_sha256"] == facts_b["inputs_sha256"],
+        "threshold": threshold, "matched_on_method": by_method,
         "counts": counts, "common": common,
         "folded": {change: sorted(set(tasks), key=task_order_key) for change, tasks in folded.items()},
         "geomean_ratio": math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None,
@@ -181,7 +192,8 @@ def _facts(run: RunData) -> RunFacts:
             "git_sha": run.manifest.get("git_sha"),
             "device_kinds": sorted({e.device_kind for e in run.evaluations
                                     if e.mode == "device" and e.device_kind}),
-            "timing": dict(run.config.get("timing") or {})}
+            "timing": dict(run.config.get("timing") or {}),
+            "inputs_sha256": inputs_commitment(run), "replay_of": replay_of(run.manifest)}
 
 
 def timing_text(result: Comparison) -> str | None:
@@ -198,6 +210,26 @@ def timing_text(result: Comparison) -> str | None:
 
     return (f"timed differently: A {said(a)}, B {said(b)} (--timing); a speedup's change may "
             "come from the timing method as well as from the kernel")
+
+
+def inputs_text(result: Comparison) -> str:
+    """Whether the two runs drew the same inputs, e.g. "same inputs: B replays A (secret sha256
+    ...)"; when they did not, a warning: the timings of a kernel whose time depends on its data
+    (ragged lengths drawn at random) differ between them by the inputs alone."""
+    a, b = result["a"], result["b"]
+    if not result.get("same_inputs"):
+        source = a["run"] if a.get("inputs_sha256") else "RUN (a run ended in one segment)"
+        return (f"different inputs: A and B drew their inputs from different secrets, so the "
+                f"timings of data-dependent kernels differ between them by the inputs too; use "
+                f"`jaxbench run --replay {source}` to compare on the same inputs")
+    replayed_a, replayed_b = a.get("replay_of") or {}, b.get("replay_of") or {}
+    if replayed_a and replayed_b:
+        how = f"both replay {replayed_a.get('run')}"
+    elif replayed_b or replayed_a:
+        how = "B replays A" if replayed_b else "A replays B"
+    else:
+        how = "A and B drew from the same secret"
+    return f"same inputs: {how} (secret sha256 {str(a['inputs_sha256'])[:16]}…)"
 
 
 # How counts read: "1 regression", "2 regressions", "1 status change", "3 unchanged".
@@ -257,6 +289,8 @@ def print_comparison(result: Comparison, console: Any) -> None:
     timing = timing_text(result)
     if timing:
         console.print(f"[yellow]{escape(timing)}[/]")
+    inputs = inputs_text(result)
+    console.print(escape(inputs) if result.get("same_inputs") else f"[yellow]{escape(inputs)}[/]")
     counts = count_text(result["counts"])
     geo = result["geomean_ratio"]
     console.print(f"{counts or 'nothing to compare'}"
@@ -287,6 +321,7 @@ def comparison_html(result: Comparison, out_dir: Path) -> str:
         facts.append(f"<dt>not listed</dt><dd>{esc(folded_text(result))}</dd>")
     if timing_text(result):
         facts.append(f"<dt>timing</dt><dd>{esc(timing_text(result))}</dd>")
+    facts.append(f"<dt>inputs</dt><dd>{esc(inputs_text(result))}</dd>")
     timed = [r for r in result["rows"] if r["ratio"]]
     if timed:
         fig = go.Figure()
@@ -339,4 +374,5 @@ def write_comparison_html(result: Comparison, out: str | os.PathLike[str]) -> Pa
     return out
 
 
-__all__ = ["CHANGES", "classify", "compare", "folded_text", "print_comparison", "write_comparison_html"]
+__all__ = ["CHANGES", "classify", "compare", "folded_text", "inputs_text", "print_comparison",
+           "write_comparison_html"]

@@ -306,6 +306,36 @@ def secret_verified(run: RunData) -> bool | None:
     return secret_audit(run).verified
 
 
+def inputs_commitment(run: RunData) -> str | None:
+    """The commitment of the one secret every input of the run derives from: its run_start
+    events' ``secret_sha256`` when they all name the same (one segment, or a replay run resumed
+    with its replayed secret), else None (segments with secrets of their own, or a run of an
+    older version that committed in its manifest only). Two runs with the same one drew the
+    same inputs (``jaxbench run --replay``)."""
+    commitments = {e.get("secret_sha256") for e in run.segments if e.get("type") == "run_start"}
+    if len(commitments) == 1:
+        commitment = commitments.pop()
+        return commitment if isinstance(commitment, str) and commitment else None
+    return None
+
+
+def replay_of(manifest: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A replay run's ``replay_of`` (the run whose revealed secret it uses, and that secret's
+    SHA-256); None for a run that drew its own secret."""
+    replayed = manifest.get("replay_of")
+    return replayed if isinstance(replayed, dict) else None
+
+
+def replay_text(replayed: Mapping[str, Any]) -> str:
+    """What a report says of a replay run: whose inputs it drew again, and that they were
+    public before it started, so its verdicts are not hardened against a kernel that knows them."""
+    sha = str(replayed.get("secret_sha256") or "?")
+    return (f"replay of {replayed.get('run', '?')} (its revealed secret, sha256 {sha[:16]}…): the "
+            "same inputs, public before this run started, so its verdicts are NOT hardened "
+            "against a kernel that knows its inputs; it compares timing methods, hardware or "
+            "versions on identical inputs")
+
+
 def require_run_dir(run_dir: str | os.PathLike[str]) -> Path:
     """The path of a run directory; FileNotFoundError with a one-line message otherwise
     (saying whether the path is missing or holds no manifest)."""
@@ -345,6 +375,6 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
 
 
 __all__ = ["IR_FILES", "BestRow", "RunData", "STATUS_ORDER", "best_of", "compiled", "is_correct",
-           "in_catalogue_order", "is_seed", "load_run", "method_of", "read_evaluation",
-           "secret_audit", "secret_verified", "series_label", "task_figures", "task_order_key",
-           "task_or_none", "task_sort_value"]
+           "in_catalogue_order", "inputs_commitment", "is_seed", "load_run", "method_of",
+           "read_evaluation", "replay_of", "replay_text", "secret_audit", "secret_verified",
+           "series_label", "task_figures", "task_order_key", "task_or_none", "task_sort_value"]

@@ -41,6 +41,8 @@ from jaxbench.report.data import (
     is_correct,
     load_run,
     method_of,
+    replay_of,
+    replay_text,
     task_figures,
     task_sort_value,
 )
@@ -822,6 +824,9 @@ def header(run: RunData, summary: Summary) -> str:
         facts.append(("timing", "--timing " + " ".join(
             f"{k}={v}" for k, v in sorted(config["timing"].items()))
             + " (not the default timing: compare speedups with runs timed alike)"))
+    replayed = replay_of(m)
+    if replayed:  # inputs drawn from a revealed secret: for comparisons, not hardened
+        facts.append(("inputs", replay_text(replayed)))
     if config.get("model"):
         seeded = ", seeded: starts from the shipped seed kernels" if config.get("seeded") else ""
         facts.append(("model", f"{config.get('model')} (method {config.get('method')}{seeded}, "

@@ -40,6 +40,8 @@ from jaxbench.report.data import (
     is_seed,
     method_of,
     read_evaluation,
+    replay_of,
+    replay_text,
     require_run_dir,
     series_label,
 )
@@ -156,10 +158,12 @@ class Summary(TypedDict):
     """The report of a run directory (:func:`summarize`; ``jaxbench report --json``): the run's
     config (from its manifest), ``methods`` and ``series`` (method · target) with their
     figures, failures per series and taxonomy category, ``usage`` (``usage.py``), per task the
-    best of each method (``tasks``) and series (``series_tasks``), in catalogue order."""
+    best of each method (``tasks``) and series (``series_tasks``), in catalogue order; for a
+    replay run (`jaxbench run --replay`), ``replay_of``: whose inputs it drew again."""
 
     run: str
     config: dict[str, Any]
+    replay_of: dict[str, Any] | None
     modes: list[str]
     timed: bool
     note: str | None
@@ -252,6 +256,7 @@ def summarize(run_dir: str | os.PathLike[str]) -> Summary:
     return {
         "run": str(path),
         "config": config,
+        "replay_of": replay_of(manifest),
         "modes": sorted(m for m in modes if m),
         "timed": timed,
         "note": None if timed else
@@ -532,6 +537,8 @@ def print_summary(summary: Summary, console: Any) -> None:
         console.print(f"{name}: {SEEDED_FLAG}; compare it with an unseeded method knowingly")
     if summary["note"]:
         console.print(f"note: {summary['note']}")
+    if summary.get("replay_of"):
+        console.print(f"[yellow]{escape(replay_text(summary['replay_of']))}[/]")
     if summary.get("skipped_files"):
         console.print(f"[yellow]{escape(skipped_text(summary['skipped_files']))}[/]")
     warned = summary.get("judge_warnings") or {}

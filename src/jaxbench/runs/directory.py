@@ -11,8 +11,12 @@ Every ``run_end`` reveals its segment's secret for auditing: the final one, and 
 interrupt (Ctrl-C or SIGTERM) writes, with ``interrupted: true`` and the command that resumes
 it (``resume``); a resume draws a fresh secret, so revealing the old one gives nothing away.
 Evaluations recorded before a resume keep their verdicts. A segment killed outright (SIGKILL)
-never reveals its secret, and :func:`audit_secret` says so. No tracer reads a run directory:
-tracers read the Python installation only, and a run directory inside it is refused.
+never reveals its secret, and :func:`audit_secret` says so. A *replay* run (`jaxbench run
+--replay DIR`, :class:`Replay`) draws no secret: it takes the one an ended run of one segment
+revealed, so it draws that run's inputs again, in every segment; its manifest and run_start
+events say so (``replay_of``), as its inputs were public before it started. No tracer reads a
+run directory: tracers read the Python installation only, and a run directory inside it is
+refused.
 Evaluations that draw fresh keys (``serve``, ``optimize``) record their ``trial_nonce``; their
 keys derive from the secret and that nonce. A `jaxbench run` records its plan, the keys of the
 jobs it evaluates, in the manifest (``plan``), so a report knows which evaluations are missing
@@ -32,6 +36,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
@@ -104,10 +109,20 @@ class RunConfig(TypedDict, total=False):
     task_files: list[list[str]]
 
 
+class ReplayOf(TypedDict):
+    """The manifest's and the run_start events' ``replay_of`` in a replay run: the run
+    directory whose revealed secret it uses (as given to ``--replay``) and that secret's
+    SHA-256."""
+
+    run: str
+    secret_sha256: str
+
+
 class Manifest(TypedDict, total=False):
     """``manifest.json`` as a run writes it (a run of an older version may lack keys): the
     command's configuration, when the run was created, the software and hardware, the commit,
-    the secret's SHA-256 and, for a `jaxbench run`, its plan."""
+    the secret's SHA-256, for a `jaxbench run` its plan and, for a replay run, the run whose
+    inputs it draws again (``replay_of``)."""
 
     config: RunConfig
     created_at: str
@@ -116,6 +131,7 @@ class Manifest(TypedDict, total=False):
     git_sha: str | None
     secret_sha256: str
     plan: list[str]
+    replay_of: ReplayOf
 
 
 def _hardware() -> Hardware:
@@ -138,8 +154,9 @@ class RunDir:
     """One run's directory. ``RunDir.open(path, config)`` creates it or resumes it.
 
     ``secret`` is the current segment's secret, held in memory only (never written to disk
-    until a ``run_end`` reveals it); ``run_id`` is a short name of the run that stays the same
-    across its segments (the first 16 hex digits of its first segment's commitment)."""
+    until a ``run_end`` reveals it; a replay run's is the replayed run's, revealed already);
+    ``run_id`` is a short name of the run that stays the same across its segments (the first
+    16 hex digits of its first segment's commitment: a replay run shares its source's)."""
 
     def __init__(self, path: Path, manifest: Manifest, secret: bytes,
                  run_id: str | None = None) -> None:
@@ -152,55 +169,28 @@ class RunDir:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], config: RunConfig,
-             plan: list[str] | None = None) -> RunDir:
+             plan: list[str] | None = None, replay: Replay | None = None) -> RunDir:
         """Creates a new run, or resumes one whose manifest has the same config. ``plan`` (the
         keys of the jobs a `jaxbench run` evaluates) is recorded in the manifest; a resumed
         run records its own (:meth:`record_plan`). Either way this starts a segment: a fresh
-        secret, committed to in the manifest and in a ``run_start`` event."""
-        run = cls._open(Path(path), config)
+        secret, committed to in the manifest and in a ``run_start`` event. With ``replay``
+        the segment's secret is the replayed run's instead (:class:`Replay`), recorded as
+        ``replay_of``; a replay run resumes only with the same ``replay``, and another run
+        only without one (its inputs would change mid-run)."""
+        run = cls._open(Path(path), config, replay)
         if plan is not None:
             run.record_plan(plan)
         return run
 
     @classmethod
-    def _open(cls, path: Path, config: RunConfig) -> RunDir:
+    def _open(cls, path: Path, config: RunConfig, replay: Replay | None) -> RunDir:
         _refuse_tracer_readable(path)
-        manifest_path = path / MANIFEST
-        secret = secrets.token_bytes(32)
-        if manifest_path.exists():
-            try:
-                manifest: Manifest = json.loads(manifest_path.read_text())
-            except json.JSONDecodeError as exc:
-                raise RunError(f"{manifest_path} is not valid JSON ({exc}); use another --out") from None
-            wanted = json.loads(json.dumps(config))
-            if manifest.get("config") != wanted:
-                raise RunError(f"{path} holds a run with another configuration "
-                               f"({_differences(manifest.get('config'), wanted)}); "
-                               "use another --out to start a new run")
-            # An older version kept the open run's secret here: never read, never kept.
-            (path / LEGACY_SECRET).unlink(missing_ok=True)
-            _drop_torn_tail(path / EVENTS)
-            starts: list[dict[str, Any]] = []
-            last_end: dict[str, Any] | None = None
-            for event in read_events(path):
-                if event.get("type") == "run_start":
-                    starts.append(event)
-                elif event.get("type") == "run_end":
-                    last_end = event
-            if last_end is not None and not last_end.get("interrupted"):
-                raise RunError(f"{path} has ended (its secret was revealed); use another --out")
-            first = starts[0].get("secret_sha256") if starts else None
-            held = manifest.get("secret_sha256")
-            run_id = (first if isinstance(first, str) else held if isinstance(held, str) else
-                      _commitment(secret))[:16]
-            manifest["secret_sha256"] = _commitment(secret)
-            run = cls(path, manifest, secret, run_id)
-            run._write_manifest()
-            run.append({"type": "run_start", "secret_sha256": _commitment(secret),
-                        "resumed": True})
-            return run
+        secret = replay.secret if replay is not None else secrets.token_bytes(32)
+        replayed: dict[str, Any] = {"replay_of": replay.record()} if replay is not None else {}
+        if (path / MANIFEST).exists():
+            return cls._resume(path, config, secret, replay)
         path.mkdir(parents=True, exist_ok=True)
-        manifest = {
+        manifest: Manifest = {
             "config": config,
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "versions": versions(),
@@ -208,9 +198,51 @@ class RunDir:
             "git_sha": _git_sha(),
             "secret_sha256": _commitment(secret),
         }
+        if replay is not None:
+            manifest["replay_of"] = replay.record()
         run = cls(path, manifest, secret)
         run._write_manifest()
-        run.append({"type": "run_start", "secret_sha256": _commitment(secret)})
+        run.append({"type": "run_start", "secret_sha256": _commitment(secret), **replayed})
+        return run
+
+    @classmethod
+    def _resume(cls, path: Path, config: RunConfig, secret: bytes,
+                replay: Replay | None) -> RunDir:
+        """Resumes the run in ``path`` with a new segment of ``secret``: refused for another
+        configuration, an ended run, or other inputs than the run drew (:func:`_same_inputs`)."""
+        manifest_path = path / MANIFEST
+        try:
+            manifest: Manifest = json.loads(manifest_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise RunError(f"{manifest_path} is not valid JSON ({exc}); use another --out") from None
+        wanted = json.loads(json.dumps(config))
+        if manifest.get("config") != wanted:
+            raise RunError(f"{path} holds a run with another configuration "
+                           f"({_differences(manifest.get('config'), wanted)}); "
+                           "use another --out to start a new run")
+        # An older version kept the open run's secret here: never read, never kept.
+        (path / LEGACY_SECRET).unlink(missing_ok=True)
+        _drop_torn_tail(path / EVENTS)
+        starts: list[dict[str, Any]] = []
+        last_end: dict[str, Any] | None = None
+        for event in read_events(path):
+            if event.get("type") == "run_start":
+                starts.append(event)
+            elif event.get("type") == "run_end":
+                last_end = event
+        if last_end is not None and not last_end.get("interrupted"):
+            raise RunError(f"{path} has ended (its secret was revealed); use another --out")
+        _same_inputs(path, manifest.get("replay_of"), replay)
+        first = starts[0].get("secret_sha256") if starts else None
+        held = manifest.get("secret_sha256")
+        run_id = (first if isinstance(first, str) else held if isinstance(held, str) else
+                  _commitment(secret))[:16]
+        manifest["secret_sha256"] = _commitment(secret)
+        run = cls(path, manifest, secret, run_id)
+        run._write_manifest()
+        replayed = {"replay_of": replay.record()} if replay is not None else {}
+        run.append({"type": "run_start", "secret_sha256": _commitment(secret),
+                    "resumed": True, **replayed})
         return run
 
     def _write_manifest(self) -> None:
@@ -273,6 +305,89 @@ class RunDir:
 def _commitment(secret: bytes) -> str:
     """The SHA-256 (hex) a segment commits to its secret with."""
     return hashlib.sha256(secret).hexdigest()
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The secret an ended run revealed, for a run that draws the same inputs again
+    (`jaxbench run --replay DIR`): ``run``, the directory as given, and its ``secret``.
+    :meth:`of` reads and checks it. Those inputs were public before the replay started (the
+    secret was revealed), so a replay's verdicts are not hardened against a kernel that knows
+    its inputs: a replay is for comparing timing methods, hardware or versions on identical
+    inputs."""
+
+    run: str
+    secret: bytes = dataclass_field(repr=False)
+
+    @classmethod
+    def of(cls, path: str | os.PathLike[str]) -> Replay:
+        """The replay of the run directory ``path`` (:func:`replay_secret` checks it)."""
+        return cls(str(path), replay_secret(path))
+
+    @property
+    def commitment(self) -> str:
+        """The SHA-256 (hex) of the secret: the replayed run's commitment."""
+        return _commitment(self.secret)
+
+    def record(self) -> ReplayOf:
+        """What the manifest and each run_start record of it: ``replay_of``."""
+        return {"run": self.run, "secret_sha256": self.commitment}
+
+
+def replay_secret(path: str | os.PathLike[str]) -> bytes:
+    """The secret the run directory ``path`` revealed, for a replay of its inputs. The run
+    must have ended (its last run_end not interrupted) in one segment, or in segments that all
+    committed to one secret (a replay run, resumed), and every reveal must match that
+    commitment: then every evaluation it holds drew its inputs from this one secret. Else a
+    :class:`RunError` of one line says what is wrong and what to do."""
+    path = Path(path)
+    if not (path / MANIFEST).is_file() or not (path / EVENTS).is_file():
+        raise RunError(f"{path} is not a run directory (no {MANIFEST} and {EVENTS}): --replay "
+                       "names the directory of an ended run")
+    starts, ends = [], []
+    for event in read_events(path):
+        if event.get("type") == "run_start":
+            starts.append(event)
+        elif event.get("type") == "run_end":
+            ends.append(event)
+    commitments = list(dict.fromkeys(start.get("secret_sha256") for start in starts))
+    if not commitments or None in commitments:
+        raise RunError(f"{path} has no run_start committing to its secret (a run of an older "
+                       "version): --replay needs a run of this version")
+    if len(commitments) > 1:
+        raise RunError(f"{path} was resumed ({len(starts)} segments, each with its own secret): "
+                       "--replay needs a run of one segment")
+    if not ends:
+        raise RunError(f"{path} has not ended: its secret is not revealed yet; finish it first")
+    if ends[-1].get("interrupted"):
+        what = ("finish it first (rerun its command)" if starts[0].get("replay_of") else
+                "a resume would add a segment with another secret, so run it anew to the end")
+        raise RunError(f"{path} was interrupted, not finished: --replay needs a run that ended "
+                       f"in one segment; {what}")
+    revealed = [end["secret"] for end in ends if end.get("secret")]
+    if not revealed or not all(_reveals(secret, commitments[0]) for secret in revealed):
+        raise RunError(f"{path}: its revealed secret does not match its commitment "
+                       "(secret_sha256), so its inputs cannot be told: it cannot be replayed")
+    return bytes.fromhex(revealed[-1])
+
+
+def _same_inputs(path: Path, held: Any, replay: Replay | None) -> None:
+    """Refuses a resume that would change the run's inputs mid-run: a replay run (its manifest's
+    ``replay_of``, ``held``) resumes only with a replay of the same secret, and a run that
+    drew its own secret only without one."""
+    commitment = held.get("secret_sha256") if isinstance(held, dict) else None
+    source = held.get("run") if isinstance(held, dict) else None
+    if (replay.commitment if replay is not None else None) == commitment:
+        return
+    if replay is None:
+        raise RunError(f"{path} replays the inputs of {source}: resume it with --replay "
+                       f"{source} (without it, its inputs would change mid-run)")
+    if commitment is None:
+        raise RunError(f"{path} holds a run that drew inputs of its own: resuming it with "
+                       "--replay would change its inputs mid-run; drop --replay, or use another "
+                       "--out for the replay")
+    raise RunError(f"{path} replays the inputs of {source}, not those of {replay.run} (another "
+                   f"secret): resume it with --replay {source}, or use another --out")
 
 
 def _refuse_tracer_readable(path: Path) -> None:
@@ -447,7 +562,7 @@ EVENT_FIELDS: dict[str, dict[str, str]] = {
         **dict.fromkeys(("method", "model", "kind"), "string"),
     },
     "task_done": dict.fromkeys(("task", "method"), "string"),
-    "run_start": {"secret_sha256": "string"},
+    "run_start": {"secret_sha256": "string", "replay_of": "object"},
     "run_end": {"secret": "string"},
 }
 REQUIRED_FIELDS = {"evaluation": ("task",)}
@@ -605,6 +720,7 @@ def verify_secret(path: str | os.PathLike[str]) -> bool:
     return audit_secret(manifest, read_events(path)).verified is True
 
 
-__all__ = ["EVENTS", "EVENT_FIELDS", "MANIFEST", "REQUIRED_FIELDS", "RunDir", "RunError",
-           "SecretAudit", "audit_secret", "best_evaluations", "event_problem", "event_source",
-           "read_events", "read_plan", "verify_secret", "write_best"]
+__all__ = ["EVENTS", "EVENT_FIELDS", "MANIFEST", "REQUIRED_FIELDS", "Replay", "ReplayOf",
+           "RunDir", "RunError", "SecretAudit", "audit_secret", "best_evaluations",
+           "event_problem", "event_source", "read_events", "read_plan", "replay_secret",
+           "verify_secret", "write_best"]
