@@ -217,7 +217,14 @@ def test_compare_says_whether_the_runs_drew_the_same_inputs(tmp_path):
     # a run resumed with fresh secrets drew from several: not the same inputs as any run
     resumed = RunDir.open(tmp_path / "resumed", {"command": "run", "kernels": "x"})
     resumed.interrupt(signal="SIGINT")
-    RunDir.open(tmp_path / "resumed", {"command": "run", "kernels": "x"}).finish()
+    second = RunDir.open(tmp_path / "resumed", {"command": "run", "kernels": "x"})
+    second.append(events[0])
+    second.finish()
     assert compare(tmp_path / "resumed", tmp_path / "resumed")["same_inputs"] is False
     assert "--replay RUN (a run ended in one segment)" in inputs_text(
         compare(tmp_path / "resumed", a))
+    # no speedup compared (a run without the timed task): different inputs warn of nothing
+    untimed = compare(c.path, fresh)
+    assert untimed["same_inputs"] is False and inputs_text(untimed) is None
+    assert "different inputs" not in runner.invoke(main, ["compare", str(c.path),
+                                                           str(fresh)]).stdout

@@ -212,12 +212,15 @@ def timing_text(result: Comparison) -> str | None:
             "come from the timing method as well as from the kernel")
 
 
-def inputs_text(result: Comparison) -> str:
+def inputs_text(result: Comparison) -> str | None:
     """Whether the two runs drew the same inputs, e.g. "same inputs: B replays A (secret sha256
-    ...)"; when they did not, a warning: the timings of a kernel whose time depends on its data
-    (ragged lengths drawn at random) differ between them by the inputs alone."""
+    ...)"; when they did not and some speedup is compared, a warning: the timings of a kernel
+    whose time depends on its data (ragged lengths drawn at random) differ between them by the
+    inputs alone. None for different inputs and no speedup compared (nothing to warn of)."""
     a, b = result["a"], result["b"]
     if not result.get("same_inputs"):
+        if not any(row.get("ratio") for row in result["rows"]):
+            return None
         source = a["run"] if a.get("inputs_sha256") else "RUN (a run ended in one segment)"
         return (f"different inputs: A and B drew their inputs from different secrets, so the "
                 f"timings of data-dependent kernels differ between them by the inputs too; use "
@@ -290,7 +293,8 @@ def print_comparison(result: Comparison, console: Any) -> None:
     if timing:
         console.print(f"[yellow]{escape(timing)}[/]")
     inputs = inputs_text(result)
-    console.print(escape(inputs) if result.get("same_inputs") else f"[yellow]{escape(inputs)}[/]")
+    if inputs:
+        console.print(escape(inputs) if result.get("same_inputs") else f"[yellow]{escape(inputs)}[/]")
     counts = count_text(result["counts"])
     geo = result["geomean_ratio"]
     console.print(f"{counts or 'nothing to compare'}"
@@ -321,7 +325,8 @@ def comparison_html(result: Comparison, out_dir: Path) -> str:
         facts.append(f"<dt>not listed</dt><dd>{esc(folded_text(result))}</dd>")
     if timing_text(result):
         facts.append(f"<dt>timing</dt><dd>{esc(timing_text(result))}</dd>")
-    facts.append(f"<dt>inputs</dt><dd>{esc(inputs_text(result))}</dd>")
+    if inputs_text(result):
+        facts.append(f"<dt>inputs</dt><dd>{esc(inputs_text(result))}</dd>")
     timed = [r for r in result["rows"] if r["ratio"]]
     if timed:
         fig = go.Figure()
