@@ -419,3 +419,18 @@ def test_a_run_over_a_directory_names_a_kernel_file_that_is_not_utf8_and_goes_on
     assert [j.task for j in jobs] == ["12p_rmsnorm"]
     assert skipped == ["8p_gemm.py (not UTF-8 text: byte 0xe9 on line 1; kernel files are read "
                        "as UTF-8: save it as UTF-8)"]
+
+
+def test_ci_fails_when_the_lint_before_the_tests_fails():
+    """Under `set -e` a failing command before the last of an `&&` list does not stop a bash
+    script: `.ci/run`'s `ruff check . && pytest` skipped the tests on a lint error, went on,
+    and CI passed. Its test command now ends with `|| exit 1`, which this runs as bash would."""
+    import subprocess
+
+    line = next(text for text in (ROOT / ".ci" / "run").read_text().splitlines()
+                if text.startswith("ruff check . && python -m pytest"))
+    assert line.endswith("|| exit 1"), line
+    script = "set -euo pipefail\n" + line.replace("ruff check .", "false").replace(
+        "python -m pytest -q -n 2", "true") + "\necho went on\n"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert done.returncode != 0 and "went on" not in done.stdout
