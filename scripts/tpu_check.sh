@@ -24,6 +24,10 @@
 #   eval-cold        one `jaxbench eval --mode device --size full` (EVAL_TASK, default
 #                    12p_rmsnorm) with an empty compile cache (RUNS/xla-eval), its JSON
 #   eval-warm        the same evaluation again with that cache, its JSON
+#   hold-eval        the lone evaluation with a held chip (`jaxbench hold`, its compile cache
+#                    RUNS/xla-eval made afresh): `eval` cold (a new hold, an empty cache), again
+#                    on the same hold, then on a new hold with the cache filled; each command's
+#                    seconds and each hold's until it answers, JSONs hold-eval-<round>.json
 #   drawing          benchmarks/drawing_compile.py: what each task's input drawing takes to
 #                    compile on the chip, small and full (OUT_DIR/drawing.txt); DRAW_ARGS: its
 #                    arguments (tasks, --sizes)
@@ -171,6 +175,33 @@ for step in $STEPS; do
         --mode "$MODE" --size "$SIZE" --json "src/jaxbench/tasks/jaxbench/$task/seed_tpu.py" \
         >"$OUT/$step.json" 2>>"$log"
       say "$step: exit $? in $(( $(date +%s) - t0 )) s"
+      ;;
+    hold-eval)
+      rm -rf "$RUNS/xla-eval"
+      task="${EVAL_TASK:-12p_rmsnorm}"
+      for round in cold same-hold new-hold; do
+        if [ "$round" != same-hold ]; then
+          t1=$(date +%s%N)
+          JAXBENCH_XLA_CACHE="$RUNS/xla-eval" "$PY" -m jaxbench.cli hold --idle 300 2>>"$log" &
+          hold_pid=$!
+          until "$PY" -m jaxbench.cli hold --status >>"$log" 2>&1; do
+            kill -0 "$hold_pid" 2>/dev/null || break; sleep 0.5
+          done
+          if kill -0 "$hold_pid" 2>/dev/null; then
+            say "hold for $round: answering after $(( ($(date +%s%N) - t1) / 1000000 )) ms"
+          else
+            say "hold for $round: did not start (its error is on the log); eval without it"
+          fi
+        fi
+        t1=$(date +%s%N)
+        JAXBENCH_XLA_CACHE="$RUNS/xla-eval" timeout 480 "$PY" -m jaxbench.cli eval --task "$task" \
+          --mode "$MODE" --size "$SIZE" --json "src/jaxbench/tasks/jaxbench/$task/seed_tpu.py" \
+          >"$OUT/hold-eval-$round.json" 2>>"$log"
+        say "hold-eval $round: exit $? in $(( ($(date +%s%N) - t1) / 1000000 )) ms"
+        if [ "$round" != cold ]; then
+          "$PY" -m jaxbench.cli hold --stop 2>&1 | tee -a "$log"; wait "$hold_pid"
+        fi
+      done
       ;;
     drawing)
       # shellcheck disable=SC2086  # DRAW_ARGS: tasks and --sizes, word-split on purpose

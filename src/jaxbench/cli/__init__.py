@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("validate", "validate_cmd"),
     "doctor": ("doctor", "doctor_cmd"),
     "serve": ("serve", "serve_cmd"),
+    "hold": ("hold", "hold_cmd"),
 }
 
 

@@ -44,6 +44,8 @@ def _show(report: dict[str, Any]) -> None:
     table.add_row("Triton's compiler (sm_80)", report["triton_compiler"])
     table.add_row("profiler (this process's CPU)", report["profiler"])
     table.add_row("compile cache (the judge's)", report["compile_cache"])
+    if "held_chip" in report:
+        table.add_row("held chip (jaxbench hold)", report["held_chip"])
     console().print(table)
 
 

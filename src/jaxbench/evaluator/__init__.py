@@ -43,7 +43,7 @@ def __getattr__(name: str) -> Any:
     """The face's names, each loaded on first use (PEP 562): importing a part of the evaluator
     (the tracer imports jaxbench.evaluator.common before it isolates itself) does not import
     the parent's machinery and JAX with it."""
-    if name in ("Evaluator", "evaluate", "read_source", "probe_by_first_owner"):
+    if name in ("Evaluator", "evaluate", "read_source", "probe_by_first_owner", "owner_depth"):
         from jaxbench.evaluator.parent import evaluator as module
     elif name in ("INTERPRET_RESIDUAL_RISK", "lowering_fidelity"):
         from jaxbench.evaluator.parent import chip_checks as module
@@ -61,6 +61,8 @@ def __getattr__(name: str) -> Any:
         from jaxbench.evaluator import doctor as module
     elif name == "interpret_cost_problem":
         from jaxbench.evaluator.parent import cost as module
+    elif name in ("HeldChip", "HoldError", "held_status", "stop_held"):
+        from jaxbench.evaluator.parent import held as module
     elif name == "kill_children":
         from jaxbench.evaluator.common import procs as module
     elif name == "untrusted_text":
@@ -78,18 +80,23 @@ __all__ = [
     "INTERPRET_RESIDUAL_RISK",
     "SPEEDUP_REVIEW_THRESHOLD",
     "Evaluator",
+    "HeldChip",
+    "HoldError",
     "Settings",
     "StageFailure",
     "Status",
     "Unsealed",
     "declared_target",
     "resolve_case",
+    "stop_held",
     "default_timeout",
     "diagnose",
     "evaluate",
+    "held_status",
     "interpret_cost_problem",
     "kill_children",
     "lowering_fidelity",
+    "owner_depth",
     "probe_by_first_owner",
     "read_source",
     "require_seal",

@@ -47,6 +47,7 @@ class Diagnosis(TypedDict):
     triton_compiler: str
     profiler: str
     compile_cache: str  # the judge's compile cache of the task's programs: where, or why none
+    held_chip: str  # a chip's owner kept between commands by `jaxbench hold`, or where it would be
 
 
 def versions() -> dict[str, str]:
@@ -70,6 +71,13 @@ def backends() -> dict[str, list[str] | str]:
         "this process": [f"{d.platform}:{d.id} {d.device_kind}" for d in jax.devices("cpu")]}
     if not accelerator_installed():
         found["accelerator"] = "none (no TPU or GPU plugin installed, or JAX_PLATFORMS=cpu)"
+        return found
+    held = held_chip_status()
+    if held is not None:  # its owner holds the chip: a probe of our own would be refused
+        said = held.get("probe", {})
+        found["accelerator"] = (f"{said.get('count')} x {said.get('device_kind')} "
+                                f"({said.get('platform')}); held by `jaxbench hold` (pid "
+                                f"{held.get('pid')}), whose owner the commands use")
         return found
     try:
         chip = attached()
@@ -345,7 +353,40 @@ def diagnose() -> Diagnosis:
             "isolation": isolation, "seal": seal_text(),
             "host_limits": host_limits(isolation), "peaks": peaks(),
             "cross_lowering": cross_lowering(), "triton_compiler": triton_compiler(),
-            "profiler": profiler_check(), "compile_cache": compile_cache()}
+            "profiler": profiler_check(), "compile_cache": compile_cache(),
+            "held_chip": held_chip()}
+
+
+def held_chip_status() -> dict[str, Any] | None:
+    """The status of a chip held by ``jaxbench hold`` (parent/held.py), or None; a socket that
+    cannot be used is reported as None here and named by :func:`held_chip`."""
+    from jaxbench.evaluator.parent import held
+
+    try:
+        return held.held_status()
+    except (held.HoldError, OSError):
+        return None
+
+
+def held_chip() -> str:
+    """Whether ``jaxbench hold`` keeps a chip's owner between commands, and its socket."""
+    import time
+
+    from jaxbench.evaluator.parent import held
+
+    path = held.socket_path()
+    try:
+        found = held.held_status()
+    except (held.HoldError, OSError) as exc:
+        return f"unusable ({exc})"
+    if found is None:
+        return (f"none (`jaxbench hold` would keep the chip's owner between commands; its "
+                f"socket: {path})")
+    said = found.get("probe", {})
+    return (f"{said.get('device_kind')} held by pid {found.get('pid')} for "
+            f"{time.time() - float(found.get('since', time.time())):.0f} s, "
+            f"{found.get('served')} requests served, released after {found.get('idle_s'):g} s "
+            f"idle (socket {path})")
 
 
 def compile_cache() -> str:

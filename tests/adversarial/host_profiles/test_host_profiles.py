@@ -143,3 +143,45 @@ def test_without_any_seal_the_read_succeeds(planted_secret):
         result = _evaluate(ev, _source("run_secret_obfuscated.py"), "run_secret.py")
     assert result.status == "correct", result.message
     assert result.sealed == "none"
+
+
+def _held_chip(tmp_path: Path, monkeypatch) -> tuple[object, threading.Thread]:
+    from jaxbench.evaluator.parent import held
+
+    monkeypatch.setenv("FAKE_DEVICE_LOG", str(tmp_path / "device.log"))
+    fake = (sys.executable, str(HERE.parents[1] / "fake_device_runner.py"))
+    chip = held.HeldChip(command=fake, env=dict(os.environ), path=tmp_path / "hold" / "chip.sock")
+    chip.start()
+    serving = threading.Thread(target=chip.serve, daemon=True)
+    serving.start()
+    return chip, serving
+
+
+def _reach_held_chip(ev, tmp_path: Path, monkeypatch) -> tuple[object, int]:
+    """The cheat against a real held chip (the stand-in owner behind it): its verdict and the
+    connections the held chip took."""
+    chip, serving = _held_chip(tmp_path, monkeypatch)
+    try:
+        source = _source("held_chip_obfuscated.py").replace("PATH", str(chip.path))
+        result = _evaluate(ev, source, "held_chip.py")
+        return result, chip.status()["accepted"]
+    finally:
+        chip.stop()
+        serving.join(20)
+
+
+def test_the_held_chip_cannot_be_reached(profiled, tmp_path, monkeypatch):
+    """A chip held by `jaxbench hold` serves this user's commands over a Unix socket; a
+    candidate's tracer must not reach it (it would stop it, or submit requests and read their
+    verdicts)."""
+    profile, ev = profiled
+    result, accepted = _reach_held_chip(ev, tmp_path, monkeypatch)
+    assert accepted == 0, (profile, result.message)
+    assert result.status != "correct", result
+
+
+def test_without_any_seal_the_held_chip_is_reached(tmp_path, monkeypatch):
+    """The control: where nothing seals, the same cheat's connection reaches the held chip."""
+    with _evaluator("bare") as ev:
+        result, accepted = _reach_held_chip(ev, tmp_path, monkeypatch)
+    assert accepted >= 1, result.message

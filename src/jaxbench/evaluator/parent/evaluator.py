@@ -20,17 +20,19 @@ from jaxbench.backends.host import attached, keep_off_accelerators, probe_with
 from jaxbench.contract import EvaluationResult, Settings
 from jaxbench.evaluator.common.lease import OWNER_DEPTH
 from jaxbench.evaluator.common.procs import kill_children, make_non_dumpable
-from jaxbench.evaluator.parent import first_owner
+from jaxbench.evaluator.parent import first_owner, held
 from jaxbench.evaluator.parent.case import Case, resolve_case
 from jaxbench.evaluator.parent.chip_checks import INTERPRET_RESIDUAL_RISK, lowering_fidelity
 from jaxbench.evaluator.parent.compare import GroundTruth
 from jaxbench.evaluator.parent.evaluation import SPEEDUP_REVIEW_THRESHOLD, Evaluation, Means
+from jaxbench.evaluator.parent.held import HeldOwners
 from jaxbench.evaluator.parent.judge_client import ChipOwners, RunnerOutcome, RunnerPool
 from jaxbench.evaluator.parent.pool import TracerPool
 from jaxbench.tasks import get_task, task_file_of
 
 __all__ = ["INTERPRET_RESIDUAL_RISK", "SPEEDUP_REVIEW_THRESHOLD", "Evaluator", "evaluate",
-           "kill_children", "lowering_fidelity", "probe_by_first_owner", "read_source"]
+           "kill_children", "lowering_fidelity", "owner_depth", "probe_by_first_owner",
+           "read_source"]
 DEFAULT_MEMORY_GB = Settings.memory_gb
 # Requests a chip's owner takes at once (``JAXBENCH_OWNER_DEPTH``; 1: one at a time, the
 # compiles too holding the chip). Above a run's usual workers, so that every request in flight
@@ -70,8 +72,16 @@ def probe_by_first_owner() -> None:
     answered by the chip's first owner, which keeps the chip for the evaluator that follows
     (parent/first_owner.py): a command opens the chip once. An :class:`Evaluator` does this
     when made; a command that resolves its mode before making one (``run``, ``optimize``)
-    calls it first. Not on a host where another process (a Ray worker) will evaluate."""
-    probe_with(lambda: first_owner.ask(owner_depth()))
+    calls it first. Not on a host where another process (a Ray worker) will evaluate.
+
+    Where ``jaxbench hold`` holds the chip (parent/held.py), it answers instead, and the
+    evaluator's owners are the held chip's: the command opens no chip at all."""
+    probe_with(_ask_an_owner)
+
+
+def _ask_an_owner() -> dict[str, Any]:
+    said = held.ask(owner_depth())
+    return said if said is not None else first_owner.ask(owner_depth())
 
 
 class Evaluator:
@@ -103,19 +113,22 @@ class Evaluator:
         self._debug_pool: TracerPool | None = None  # debug runs' tracers, made on first use
         self.runners = RunnerPool(spares=min(spares, 1))
         self.truth = GroundTruth()
-        self._owners: ChipOwners | None = None  # the chips' owners, started on first use
+        # the chips' owners, started on first use (or a held chip's: jaxbench hold)
+        self._owners: ChipOwners | HeldOwners | None = None
         self._owners_lock = threading.Lock()
         self._prefetching: list[threading.Thread] = []
         self._aborted = False
 
     @property
-    def owners(self) -> ChipOwners:
-        """One trusted runner per chip, the only processes that open it."""
+    def owners(self) -> ChipOwners | HeldOwners:
+        """One trusted runner per chip, the only processes that open it; a held chip's where
+        the probe found one (``jaxbench hold``)."""
         with self._owners_lock:
             if self._owners is None:
                 found = attached()
-                self._owners = ChipOwners(found.count if found is not None else 1,
-                                          depth=owner_depth(), adopt=first_owner.take)
+                self._owners = held.take() or ChipOwners(
+                    found.count if found is not None else 1, depth=owner_depth(),
+                    adopt=first_owner.take)
             return self._owners
 
     def pool_for(self, debug: bool) -> TracerPool:
@@ -133,6 +146,7 @@ class Evaluator:
             if self._owners is not None:
                 self._owners.close()
         first_owner.release()  # started as the probe and never needed
+        held.release()
 
     def close(self) -> None:
         self.pool.close()

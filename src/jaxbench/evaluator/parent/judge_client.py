@@ -153,7 +153,8 @@ class Runner:
         self.proc.stdin.flush()
 
     def _failed(self, why: str) -> RunnerOutcome:
-        self._log.flush()
+        if not self._log.closed:  # killed meanwhile (the owners' close)
+            self._log.flush()
         tail = self._log_path.read_bytes()[-3000:].decode(errors="replace") \
             if self._log_path.exists() else ""
         self.kill()
@@ -478,28 +479,15 @@ class ChipOwners:
                 self._slots.notify_all()
 
     def close(self) -> None:
+        """Stops every owner, a busy one too (its requests end without a response): the chip
+        is free once this returns and the processes are reaped."""
         with self._lock:
             self._closed = True
         with self._slots:
             self._slots.notify_all()
-        if self.depth > 1:
-            for owner in self._owners:
-                if owner.runner is not None:
-                    owner.runner.kill()
-                    owner.runner = None
-            self._spawner.shutdown(wait=False)
-            return
-        owners = []
-        while True:
-            try:
-                owners.append(self._free.get_nowait())
-            except queue.Empty:
-                break
-        for owner in owners:
+        for owner in self._owners:
             if owner.runner is not None:
                 owner.runner.kill()
-                owner.runner = None
-            self._free.put(owner)
         self._spawner.shutdown(wait=False)
 
 
