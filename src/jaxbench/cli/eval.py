@@ -71,15 +71,23 @@ def eval_cmd(file: Path, task_id: str | None, task_files: tuple[Path, ...], targ
     if save_ir is not None and save_ir.is_dir() and any(save_ir.iterdir()):
         usage_error(f"--save-ir {save_ir} already holds files; give a new or empty directory "
                     "(nothing was overwritten)")
-    from jaxbench.evaluator import Evaluator, Settings
+    from jaxbench.evaluator import early_tracers
 
-    settings = Settings.of(target=target, mode=mode, size=size, trials=trials, timeout_s=timeout_s,
-                           tpu_interpret=not no_tpu_interpret, save_ir=save_ir, debug=debug,
-                           chip=chip, xla_cache=not no_cache, timing=timing)
-    # The tracers' fork server starts first: its imports and preload of what kernels may import
-    # (seconds; about 10 s on a TPU host under gVisor) run beside the task's loading and the
-    # chip's probe below, not after them.
-    evaluator = Evaluator(spares=0)
+    # The tracers' fork server starts first, before JAX is imported here: its imports and
+    # preload of what kernels may import (4-5 s on a TPU host under gVisor) run beside this
+    # command's, the task's loading and the chip's probe below, not after them.
+    tracers = early_tracers()
+    try:
+        from jaxbench.evaluator import Evaluator, Settings
+
+        settings = Settings.of(target=target, mode=mode, size=size, trials=trials,
+                               timeout_s=timeout_s, tpu_interpret=not no_tpu_interpret,
+                               save_ir=save_ir, debug=debug, chip=chip, xla_cache=not no_cache,
+                               timing=timing)
+        evaluator = Evaluator(spares=0, tracers=tracers)
+    except BaseException:
+        tracers.close()
+        raise
     try:
         case = _resolve(file, task_id, task_files, settings, force)
     except BaseException:  # a usage error (exit 2) or Ctrl-C: the fork server goes too

@@ -61,6 +61,8 @@ def __getattr__(name: str) -> Any:
         from jaxbench.evaluator import doctor as module
     elif name == "interpret_cost_problem":
         from jaxbench.evaluator.parent import cost as module
+    elif name == "early_tracers":
+        from jaxbench.evaluator.parent import pool as module
     elif name in ("HeldChip", "HoldError", "held_status", "stop_held"):
         from jaxbench.evaluator.parent import held as module
     elif name == "kill_children":
@@ -91,6 +93,7 @@ __all__ = [
     "stop_held",
     "default_timeout",
     "diagnose",
+    "early_tracers",
     "evaluate",
     "held_status",
     "interpret_cost_problem",

@@ -93,6 +93,7 @@ class Evaluator:
             when not given, so a kernel cannot tune itself to its test inputs.
         spares: warm tracer processes (and trusted runners) kept waiting.
         work_dir: where the tracers' private directories are made (default: the temp dir).
+        tracers: the tracers' pool, started already (``early_tracers``); made here otherwise.
 
     ``evaluate`` may be called from many threads at once: each call gets its own tracer and,
     in interpret mode, its own trusted runner, so tracing, lowering and checking of different
@@ -103,12 +104,14 @@ class Evaluator:
     """
 
     def __init__(self, secret: bytes | None = None, spares: int = 1,
-                 work_dir: str | os.PathLike[str] | None = None) -> None:
+                 work_dir: str | os.PathLike[str] | None = None,
+                 tracers: TracerPool | None = None) -> None:
         keep_off_accelerators()  # this process and its children see only the CPU
         probe_by_first_owner()
         make_non_dumpable()  # the secret and the trial keys live here: no ptrace, no /proc reads
         self.secret = secret if secret is not None else secrets.token_bytes(32)
-        self.pool = TracerPool(spares=spares, root=work_dir)
+        # ``tracers``: a pool its caller started before importing JAX (:func:`early_tracers`)
+        self.pool = tracers if tracers is not None else TracerPool(spares=spares, root=work_dir)
         self._work_dir = work_dir
         self._debug_pool: TracerPool | None = None  # debug runs' tracers, made on first use
         self.runners = RunnerPool(spares=min(spares, 1))
