@@ -92,7 +92,7 @@ FIELDS: tuple[tuple[str, str, str], ...] = (
                                  "judged module's kernel calls, else the kernel's imports"),
     ("Original_Kernel", "string", "what Pallas_Code_Original is: seed_tpu.py, seed_gpu.py or the "
                                   "parent's <method>/<step>"),
-    ("Replay_Of", "string", "a replay run's (jaxbench run --replay): the run whose revealed secret "
+    ("Replay_Of", "string", "a replay run's (jaxbench run --replay DIR): the run whose revealed secret "
                             "it drew its inputs from; those inputs were public, so Correct is "
                             "not hardened against a kernel tuned to them; null otherwise"),
 )
@@ -441,7 +441,7 @@ def _guarantees(replayed: str | None) -> list[str]:
         "while it still hashes to the evaluated source.",
     ]
     if replayed is not None:
-        lines.insert(0, f"- **A replay.** This run (`jaxbench run --replay`) drew the inputs of "
+        lines.insert(0, f"- **A replay.** This run (`jaxbench run --replay DIR`) drew the inputs of "
                         f"`{replayed}` again, from the secret that run revealed: they were "
                         "public before it started, so its verdicts are NOT hardened against a "
                         "kernel tuned to them (every record's `Replay_Of` says so). It compares "

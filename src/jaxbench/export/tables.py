@@ -108,7 +108,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("review", "string", "flag for a speedup above 10x"),
     ("warnings", "string", "the evaluator's warnings, one per line"),
     ("event_time", "float64", "when the evaluation event was written (Unix seconds)"),
-    ("replay_of", "string", "a replay run's (`jaxbench run --replay`): the run directory whose "
+    ("replay_of", "string", "a replay run's (`jaxbench run --replay DIR`): the run directory whose "
                             "revealed secret it drew its inputs from, as given to --replay; "
                             "those inputs were public, so its verdicts are not hardened against "
                             "a kernel tuned to them; null for a run of its own secret"),
@@ -171,7 +171,7 @@ def ordered_evaluations(run: RunData) -> list[EvaluationResult]:
 
 
 def replayed_run(run: RunData) -> str | None:
-    """The run a replay run (`jaxbench run --replay`) drew its inputs again from: ``replay_of``'s
+    """The run a replay run (`jaxbench run --replay DIR`) drew its inputs again from: ``replay_of``'s
     ``run`` as the manifest records it, else as a run_start event does; None for a run that
     drew a secret of its own. A ``replay_of`` without a run gives its secret's SHA-256 (a replay
     is never passed off as a run of its own secret)."""
