@@ -190,3 +190,72 @@ def test_csv_cells_that_would_start_a_formula_are_text(tmp_path):
     with open(out, newline="") as f:
         messages = [row["message"] for row in csv.DictReader(f)]
     assert messages == ["'=HYPERLINK(\"http://x\")", "'+1+1", "'-2", "'@SUM(A1)", "plain"]
+
+
+def _replay_pair(root: Path) -> tuple[Path, Path]:
+    """A finished run of its own secret, and a finished replay of it (`jaxbench run --replay`),
+    one evaluation each."""
+    from report_runs import evaluation
+
+    from jaxbench.runs import Replay, RunDir
+
+    config = {"command": "run", "kernels": "seed", "target": "gpu", "mode": "device", "size": "full"}
+    source = RunDir.open(root / "source", config)
+    source.append(evaluation("8p_gemm", "correct", times=(6.541, 7.557), kind="seed"))
+    source.finish()
+    replay = RunDir.open(root / "replay", config, replay=Replay.of(source.path))
+    replay.append(evaluation("8p_gemm", "correct", times=(6.5, 7.4), kind="seed"))
+    replay.finish()
+    return source.path, replay.path
+
+
+def test_a_replay_runs_rows_name_the_run_it_replays(tmp_path):
+    """Every row of a replay run carries ``replay_of`` (the directory given to --replay); an
+    ordinary run's is null; the two runs' rows share ``secret_sha256`` (the replayed secret)."""
+    source, replay = _replay_pair(tmp_path)
+    own, replayed = export.rows(source), export.rows(replay)
+    assert [r["replay_of"] for r in own] == [None]
+    assert [r["replay_of"] for r in replayed] == [str(source)]
+    assert replayed[0]["secret_sha256"] == own[0]["secret_sha256"]
+    assert replayed[0]["secret_verified"] is True  # the reveal matches: still not hardened
+    for fmt, read in (("jsonl", lambda p: [json.loads(line) for line in p.read_text().splitlines()]),
+                      ("csv", lambda p: list(csv.DictReader(p.open(newline=""))))):
+        export.write(replay, fmt, tmp_path / f"replay.{fmt}")
+        export.write(source, fmt, tmp_path / f"source.{fmt}")
+        assert [r["replay_of"] for r in read(tmp_path / f"replay.{fmt}")] == [str(source)]
+        assert [r["replay_of"] for r in read(tmp_path / f"source.{fmt}")] == [{"jsonl": None, "csv": ""}[fmt]]
+
+
+def test_a_replay_is_marked_from_its_run_start_when_the_manifest_lacks_it(tmp_path):
+    """A manifest without ``replay_of`` (edited, or from a tool that rewrote it) does not pass a
+    replay off as a run of its own secret: the run_start events still say whose inputs it drew."""
+    source, replay = _replay_pair(tmp_path)
+    manifest = json.loads((replay / "manifest.json").read_text())
+    del manifest["replay_of"]
+    (replay / "manifest.json").write_text(json.dumps(manifest))
+    assert [r["replay_of"] for r in export.rows(replay)] == [str(source)]
+
+
+def test_parquet_types_replay_of_as_a_string_even_when_null(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    source, replay = _replay_pair(tmp_path)
+    tables = {}
+    for name, path in (("source", source), ("replay", replay)):
+        export.write(path, "parquet", tmp_path / f"{name}.parquet")
+        tables[name] = pq.read_table(tmp_path / f"{name}.parquet")
+    assert str(tables["source"].schema.field("replay_of").type) == "string"
+    assert tables["source"].schema.equals(tables["replay"].schema)
+    assert tables["replay"].column("replay_of").to_pylist() == [str(source)]
+    assert tables["source"].column("replay_of").to_pylist() == [None]
+
+
+def test_the_docs_state_this_schema_version_and_column_count():
+    """docs/results.md's heading and docs/reports.md's summary name the version and the number
+    of columns the code writes, and results.md says what ``replay_of`` means."""
+    results = " ".join(DOCS.read_text().split())
+    assert f"## The results schema (schema version {export.SCHEMA_VERSION})" in results
+    assert f"Version {export.SCHEMA_VERSION} added `replay_of`" in results
+    assert "verdicts are not hardened against a kernel tuned to them" in results
+    reports = " ".join((DOCS.parent / "reports.md").read_text().split())
+    assert (f"{len(export.COLUMNS)} columns for every suite and method (schema version "
+            f"{export.SCHEMA_VERSION}," in reports)

@@ -19,6 +19,7 @@ from report_runs import evaluation
 from jaxbench.cli import main
 from jaxbench.contract import EvaluationResult
 from jaxbench.export import sakana
+from jaxbench.report.data import load_run
 from jaxbench.runs import RunDir
 from jaxbench.tasks import get_task, list_tasks
 
@@ -170,6 +171,34 @@ def test_jaxbench_suite_level_is_null(tmp_path):
     assert sakana.level_file(record) == "level_production.parquet"
     assert sakana.level_file(dict(record, Op_Name="no_such_task")) == "level_unknown.parquet"
     assert sakana.level_file(dict(record, Level_ID=2)) == "level_2.parquet"
+
+
+def test_a_replay_runs_records_and_card_say_its_inputs_were_public(tmp_path):
+    """A replay run (`jaxbench run --replay`) is exported, every record with ``Replay_Of``; its
+    dataset card says its verdicts are not hardened instead of claiming unknown inputs. An
+    ordinary run's records have null and its card claims inputs the kernel could not know."""
+    from jaxbench.runs import Replay
+
+    config = {"command": "run", "kernels": "seed"}
+    source = RunDir.open(tmp_path / "source", config)
+    source.append(evaluation("l1_relu", "correct", times=(2.0, 0.5), kind="seed"))
+    source.finish()
+    replay = RunDir.open(tmp_path / "replay", config, replay=Replay.of(source.path))
+    replay.append(evaluation("l1_relu", "correct", times=(2.0, 0.6), kind="seed"))
+    replay.finish()
+    assert [r["Replay_Of"] for r in sakana.records(source.path)] == [None]
+    assert [r["Replay_Of"] for r in sakana.records(replay.path)] == [str(source.path)]
+    cards = {}
+    for run in (source, replay):
+        data = sakana.records(run.path)
+        cards[run.path.name] = " ".join(sakana.dataset_card(load_run(run.path), data, {
+            "level_1.parquet": len(data)}).split())
+    guarantees = {name: card[card.index("## What the judge guarantees"):] for name, card in cards.items()}
+    assert "inputs the kernel could not know" in guarantees["source"]
+    assert "A replay." not in guarantees["source"]
+    assert "inputs the kernel could not know" not in guarantees["replay"]
+    assert (f"drew the inputs of `{source.path}` again" in guarantees["replay"]
+            and "NOT hardened against a kernel tuned to them" in guarantees["replay"])
 
 
 def test_sakana_cli_json_and_parquet_per_level(identity_run, tmp_path, monkeypatch):

@@ -35,6 +35,7 @@ from jaxbench.export.tables import (
     kernel_name,
     ordered_evaluations,
     ordered_positions,
+    replayed_run,
     require_pyarrow,
     task_number,
 )
@@ -91,6 +92,9 @@ FIELDS: tuple[tuple[str, str, str], ...] = (
                                  "judged module's kernel calls, else the kernel's imports"),
     ("Original_Kernel", "string", "what Pallas_Code_Original is: seed_tpu.py, seed_gpu.py or the "
                                   "parent's <method>/<step>"),
+    ("Replay_Of", "string", "a replay run's (jaxbench run --replay DIR): the run whose revealed secret "
+                            "it drew its inputs from; those inputs were public, so Correct is "
+                            "not hardened against a kernel tuned to them; null otherwise"),
 )
 FIELD_NAMES = tuple(name for name, _, _ in FIELDS)
 
@@ -316,6 +320,7 @@ def records(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
     """One record per evaluated kernel, in catalogue order, with exactly :data:`FIELD_NAMES`."""
     run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
     parents = _Parents(run)
+    replayed = replayed_run(run)
     out = []
     for position in ordered_positions(run):
         e = run.evaluations[position]
@@ -371,6 +376,7 @@ def records(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
             "Size": e.size or None,
             "Kernel_Backend": backend,
             "Original_Kernel": original_name,
+            "Replay_Of": replayed,
         }
         assert tuple(record) == FIELD_NAMES
         out.append(record)
@@ -416,6 +422,32 @@ def _counts(values: list[Any]) -> str:
 
 _PARQUET_TYPES = {"string": "string", "int64": "int64", "float64": "float64", "bool": "bool",
                   "grids": "list<list<int64>>", "blocks": "list<list<list<int64>>>"}
+
+
+def _guarantees(replayed: str | None) -> list[str]:
+    """The card's "What the judge guarantees": for a replay run (``replayed``, the run whose
+    revealed secret it used) the inputs were public, which the card says first."""
+    inputs = ("on inputs the kernel could not know" if replayed is None else
+              "on the inputs of the run it replays, which were public (below)")
+    lines = [
+        "- `Correct` comes from the evaluator's verdict alone (`Status == \"correct\"`); no other "
+        "field can make a record correct. A kernel that copies its input, or does the work in "
+        "plain XLA outside Pallas, is not correct.",
+        f"- Device mode: the module the judge checked is the module it ran and timed, {inputs}. "
+        "Interpret mode: the interpreted module is correct and the module lowered for the chip "
+        "is structurally a Pallas kernel; device mode is what proves the compiled kernel "
+        "(docs/evaluator.md, threat model).",
+        "- `Pallas_Code` is the evaluated source: taken from the run, or from a kernel file only "
+        "while it still hashes to the evaluated source.",
+    ]
+    if replayed is not None:
+        lines.insert(0, f"- **A replay.** This run (`jaxbench run --replay DIR`) drew the inputs of "
+                        f"`{replayed}` again, from the secret that run revealed: they were "
+                        "public before it started, so its verdicts are NOT hardened against a "
+                        "kernel tuned to them (every record's `Replay_Of` says so). It compares "
+                        "timing methods, hardware or versions on identical inputs; do not mix "
+                        "its records into a leaderboard of hardened verdicts.")
+    return [*lines, ""]
 
 
 def dataset_card(run: RunData, data: list[dict[str, Any]], files: dict[str, int]) -> str:
@@ -480,15 +512,7 @@ def dataset_card(run: RunData, data: list[dict[str, Any]], files: dict[str, int]
         "- IR, `Block_Shape`, `Grid_Shape`: from the files `--save-ir` stored with the run "
         "(null without it).", "",
         "## What the judge guarantees", "",
-        "- `Correct` comes from the evaluator's verdict alone (`Status == \"correct\"`); no other "
-        "field can make a record correct. A kernel that copies its input, or does the work in "
-        "plain XLA outside Pallas, is not correct.",
-        "- Device mode: the module the judge checked is the module it ran and timed, on inputs "
-        "the kernel could not know. Interpret mode: the interpreted module is correct and the "
-        "module lowered for the chip is structurally a Pallas kernel; device mode is what "
-        "proves the compiled kernel (docs/evaluator.md, threat model).",
-        "- `Pallas_Code` is the evaluated source: taken from the run, or from a kernel file only "
-        "while it still hashes to the evaluated source.", "",
+        *_guarantees(replayed_run(run)),
         "## Sources and licence", "",
         "The tasks (`JAX_Code`: references, sizes, inputs) and the shipped seed kernels come "
         "from jaxbench's task catalogue (`src/jaxbench/tasks/`), licensed Apache-2.0 with "

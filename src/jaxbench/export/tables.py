@@ -25,13 +25,14 @@ from jaxbench.report.data import (
     is_correct,
     load_run,
     method_of,
+    replay_of,
     secret_verified,
     task_figures,
     task_or_none,
     task_order_key,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: replay_of
 FORMATS = ("parquet", "jsonl", "csv")
 # The values the enumerated columns hold (null aside): the evaluator schema's enums
 # (jaxbench.contract), so a status or stage the evaluator adds is one here too.
@@ -107,6 +108,10 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("review", "string", "flag for a speedup above 10x"),
     ("warnings", "string", "the evaluator's warnings, one per line"),
     ("event_time", "float64", "when the evaluation event was written (Unix seconds)"),
+    ("replay_of", "string", "a replay run's (`jaxbench run --replay DIR`): the run directory whose "
+                            "revealed secret it drew its inputs from, as given to --replay; "
+                            "those inputs were public, so its verdicts are not hardened against "
+                            "a kernel tuned to them; null for a run of its own secret"),
 )
 COLUMN_NAMES = tuple(name for name, _, _ in COLUMNS)
 
@@ -165,10 +170,25 @@ def ordered_evaluations(run: RunData) -> list[EvaluationResult]:
     return [run.evaluations[i] for i in ordered_positions(run)]
 
 
+def replayed_run(run: RunData) -> str | None:
+    """The run a replay run (`jaxbench run --replay DIR`) drew its inputs again from: ``replay_of``'s
+    ``run`` as the manifest records it, else as a run_start event does; None for a run that
+    drew a secret of its own. A ``replay_of`` without a run gives its secret's SHA-256 (a replay
+    is never passed off as a run of its own secret)."""
+    recorded = [replay_of(run.manifest)]
+    recorded += [replay_of(e) for e in run.segments if e.get("type") == "run_start"]
+    for replayed in recorded:
+        if replayed is not None:
+            return (_text(replayed.get("run")) or _text(replayed.get("secret_sha256"))
+                    or "unknown")
+    return None
+
+
 def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
     """One row per evaluation of a run directory, with exactly :data:`COLUMN_NAMES`."""
     run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
     verified = secret_verified(run)
+    replayed = replayed_run(run)
     config = run.config
     out = []
     for e in ordered_evaluations(run):
@@ -245,6 +265,7 @@ def rows(run_dir: str | os.PathLike[str] | RunData) -> list[dict[str, Any]]:
             "review": _text(e.review),
             "warnings": "\n".join(map(str, warnings)) if warnings else None,
             "event_time": _number(keys.get(FIELD_TIME)),
+            "replay_of": replayed,
         }
         assert tuple(row) == COLUMN_NAMES
         out.append(row)
@@ -310,4 +331,5 @@ def write(run_dir: str | os.PathLike[str], fmt: str, out: str | os.PathLike[str]
     return len(data)
 
 
-__all__ = ["COLUMNS", "COLUMN_NAMES", "FORMATS", "SCHEMA_VERSION", "arrow_schema", "rows", "write"]
+__all__ = ["COLUMNS", "COLUMN_NAMES", "FORMATS", "SCHEMA_VERSION", "arrow_schema", "replayed_run", "rows",
+           "write"]
