@@ -790,6 +790,36 @@ MUTATIONS = [
         "                if owner.runner is None or not owner.runner.alive:\n",
         "                if True:  # mutant: another process opens the chip for each request\n",
         ("tests/test_chip_owner.py::test_one_owner_per_chip_serves_every_request",)),
+    # a held chip (jaxbench hold, evaluator/parent/held.py)
+    Mutation(
+        "a_held_chip_of_other_settings_used", "evaluator/parent/held.py", "ask",
+        "    if differs:\n",
+        "    if False:  # mutant: a held owner of other settings judges this command\n",
+        ("tests/test_held_chip.py::test_a_held_chip_started_otherwise_is_refused_with_what_to_do",)),
+    Mutation(
+        "a_held_chips_directory_others_may_enter", "evaluator/parent/held.py", "_private_dir",
+        "info.st_uid != os.getuid() or info.st_mode & 0o077",
+        "info.st_uid != os.getuid()",
+        ("tests/test_held_chip.py::test_a_socket_in_a_directory_others_may_enter_is_neither_"
+         "served_nor_used",)),
+    Mutation(
+        "a_held_chip_never_idle", "evaluator/parent/held.py", "HeldChip._idle",
+        "return not busy and time.monotonic() - self._last > self.idle_s",
+        "return False  # mutant: the chip is never released",
+        ("tests/test_held_chip.py::test_idle_releases_the_chip",)),
+    Mutation(
+        "a_command_ignores_the_held_chip", "evaluator/parent/evaluator.py", "_ask_an_owner",
+        "    said = held.ask(owner_depth())\n",
+        "    said = None  # mutant: each command opens the chip itself\n",
+        ("tests/test_held_chip.py::test_the_evaluator_takes_the_held_chips_owners",)),
+    Mutation(
+        "the_owners_close_leaves_a_busy_owner", "evaluator/parent/judge_client.py",
+        "ChipOwners.close",
+        "        for owner in self._owners:\n            if owner.runner is not None:\n",
+        "        for owner in []:  # mutant: a busy owner keeps the chip\n"
+        "            if owner.runner is not None:\n",
+        ("tests/test_held_chip.py::test_a_request_in_flight_when_the_hold_stops_ends_without_a_"
+         "verdict",)),
     Mutation(
         "a_reference_that_does_not_fit_is_timed", "evaluator/judge/fitting.py", "_compile",
         "    if needed is not None and available is not None and needed > HEADROOM * available:\n",
