@@ -135,6 +135,14 @@ def test_a_second_hold_is_refused_and_a_stale_socket_is_not_a_hold(place):
         serving.wait()
 
 
+def test_a_host_of_several_chips_is_not_held(place):
+    """One owner per chip: a hold of one owner would leave the other chips idle (and that owner
+    would see them all), so a host of several chips is refused, the chip released."""
+    with pytest.raises(HoldError, match="2 chips"):
+        HeldChip(command=FAKE, env={**os.environ, "FAKE_CHIPS": "2"}, path=place).start()
+    assert not first_owner.holding() and not place.exists()
+
+
 def test_a_socket_in_a_directory_others_may_enter_is_neither_served_nor_used(place):
     """Another user could pose as the held chip (and hand back verdicts) or reach it: the
     directory must be this user's alone, for the hold and for a command."""

@@ -356,6 +356,10 @@ class HeldChip:
             first_owner.release()
             raise HoldError("no accelerator to hold here: " + str(said.get("error") or "only the "
                             "CPU (jaxbench hold keeps a TPU's or GPU's owner between commands)"))
+        if int(said.get("count", 1)) > 1:  # one owner per chip: the commands start their own
+            first_owner.release()
+            raise HoldError(f"this host has {said['count']} chips: jaxbench hold keeps the owner "
+                            "of a one-chip host; here each command starts one owner per chip")
         env = chip_owner_env(0, 1, self.depth, self._env)
         self.owners = ChipOwners(1, command=self._command, env=self._env, depth=self.depth,
                                  adopt=first_owner.take)
