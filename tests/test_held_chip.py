@@ -135,6 +135,23 @@ def test_a_second_hold_is_refused_and_a_stale_socket_is_not_a_hold(place):
         serving.wait()
 
 
+def test_a_held_chip_that_does_not_answer_is_named_not_waited_for(place, monkeypatch):
+    """A socket that accepts and says nothing (a held chip stuck): the probe fails in one line
+    after the connection's timeout instead of hanging the command."""
+    monkeypatch.setattr(held._connect, "__defaults__", (0.5,))
+    place.parent.mkdir(mode=0o700)
+    mute = socket.socket(socket.AF_UNIX)
+    mute.bind(str(place))
+    mute.listen()
+    try:
+        started = time.monotonic()
+        said = held.ask(1, env=dict(os.environ), path=place)
+    finally:
+        mute.close()
+    assert "did not answer" in said["error"] and time.monotonic() - started < 5
+    assert held.take() is None
+
+
 def test_a_host_of_several_chips_is_not_held(place):
     """One owner per chip: a hold of one owner would leave the other chips idle (and that owner
     would see them all), so a host of several chips is refused, the chip released."""

@@ -153,7 +153,8 @@ class _Lines:
 
 
 def _connect(path: Path, timeout_s: float = 10.0) -> _Lines:
-    """A connection to the held chip at ``path`` (its directory and its server checked)."""
+    """A connection to the held chip at ``path`` (its directory and its server checked); a
+    held chip that does not answer within ``timeout_s`` raises TimeoutError."""
     info = os.lstat(path)  # no socket: FileNotFoundError, nobody holds the chip
     _private_dir(path, make=False)
     if info.st_uid != os.getuid() or not stat.S_ISSOCK(info.st_mode):
@@ -164,7 +165,6 @@ def _connect(path: Path, timeout_s: float = 10.0) -> _Lines:
         sock.connect(str(path))
         if _peer_uid(sock) != os.getuid():
             raise HoldError(f"the process behind {path} is another user's: remove the socket")
-        sock.settimeout(None)
     except BaseException:
         sock.close()
         raise
@@ -220,14 +220,15 @@ def ask(depth: int, env: dict[str, str] | None = None,
         hello = _exchange(lines, {"op": "hello"})
         mine = fingerprint(chip_owner_env(0, 1, max(1, depth), env))
         differs = _differs(hello.get("fingerprint", {}), mine)
-    except (HoldError, OSError, json.JSONDecodeError) as exc:
+    except (HoldError, OSError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
         lines.close()
-        return {"error": f"the held chip at {path} did not answer: {exc}"}
+        return {"error": f"the held chip at {path} did not answer: {exc or 'timed out'}"}
     if differs:
         lines.close()
         return {"error": f"the chip is held by `jaxbench hold` (pid {hello.get('pid')}), "
                          f"started with other settings ({', '.join(differs[:4])} differ): stop "
                          "it with `jaxbench hold --stop`, or run this command as it was run"}
+    lines.sock.settimeout(None)  # a request may take its whole timeout and the chip's queue
     client = HeldOwners(lines, hello)
     with _LOCK:
         old, _TAKEN["client"] = _TAKEN["client"], client
